@@ -1,0 +1,156 @@
+"""Static facts of the Kahuna board (SPEC §2) and the incidence tables the engine uses.
+
+Islands are numbered alphabetically (``ALOA`` = 0 … ``LALE`` = 11) and lines
+(possible bridges) alphabetically by their two islands; a line's ``a`` island
+is the alphabetically first one.  Everything here is computed once at import
+and never changes.
+
+Bitmask conventions: a set of lines is an ``int`` with bit ``l`` set for line
+``l``; a set of islands is an ``int`` with bit ``i`` set for island ``i``.
+"""
+
+from __future__ import annotations
+
+ISLANDS: tuple[str, ...] = (
+    "ALOA",
+    "BARI",
+    "COCO",
+    "DUDA",
+    "ELAI",
+    "FAAA",
+    "GOLA",
+    "HUNA",
+    "IFFI",
+    "JOJO",
+    "KAHU",
+    "LALE",
+)
+"""Island names; the index is the island id."""
+
+NUM_ISLANDS = len(ISLANDS)
+ISLAND_ID: dict[str, int] = {name: i for i, name in enumerate(ISLANDS)}
+"""Island name -> island id."""
+
+_LINE_NAMES = (
+    "ALOA-BARI",
+    "ALOA-DUDA",
+    "ALOA-HUNA",
+    "BARI-COCO",
+    "BARI-DUDA",
+    "BARI-ELAI",
+    "BARI-FAAA",
+    "COCO-FAAA",
+    "COCO-GOLA",
+    "COCO-KAHU",
+    "DUDA-ELAI",
+    "DUDA-HUNA",
+    "ELAI-FAAA",
+    "ELAI-HUNA",
+    "ELAI-IFFI",
+    "ELAI-JOJO",
+    "FAAA-GOLA",
+    "FAAA-JOJO",
+    "GOLA-JOJO",
+    "GOLA-KAHU",
+    "HUNA-IFFI",
+    "HUNA-LALE",
+    "IFFI-JOJO",
+    "IFFI-KAHU",
+    "IFFI-LALE",
+    "JOJO-KAHU",
+    "KAHU-LALE",
+)
+
+LINES: tuple[tuple[int, int], ...] = tuple(
+    (ISLAND_ID[name.split("-")[0]], ISLAND_ID[name.split("-")[1]]) for name in _LINE_NAMES
+)
+"""Lines as ``(a, b)`` island-id pairs, ``a < b``; the index is the line id."""
+
+NUM_LINES = len(LINES)
+LINE_NAMES: tuple[str, ...] = _LINE_NAMES
+"""Line names such as ``"ALOA-BARI"``; the index is the line id."""
+LINE_ID: dict[tuple[int, int], int] = {pair: line for line, pair in enumerate(LINES)}
+"""``(a, b)`` with ``a < b`` -> line id."""
+
+ISLAND_LINES: tuple[tuple[int, ...], ...] = tuple(
+    tuple(line for line, (a, b) in enumerate(LINES) if island in (a, b)) for island in range(NUM_ISLANDS)
+)
+"""For each island, the ids of the lines that touch it, ascending."""
+
+DEGREE: tuple[int, ...] = tuple(len(lines) for lines in ISLAND_LINES)
+"""Number of lines touching each island."""
+
+MAJORITY: tuple[int, ...] = tuple(degree // 2 + 1 for degree in DEGREE)
+"""Bridges needed on an island's lines to control it: strictly more than half."""
+
+NEIGHBOURS: tuple[tuple[int, ...], ...] = tuple(
+    tuple(b if a == island else a for a, b in (LINES[line] for line in ISLAND_LINES[island]))
+    for island in range(NUM_ISLANDS)
+)
+"""For each island, the islands it shares a line with (in the order of ``ISLAND_LINES``)."""
+
+LAYOUT: tuple[tuple[int, int], ...] = (
+    (240, 170),
+    (385, 160),
+    (550, 170),
+    (305, 225),
+    (380, 240),
+    (455, 215),
+    (510, 260),
+    (245, 305),
+    (360, 315),
+    (445, 290),
+    (550, 350),
+    (380, 385),
+)
+"""Approximate position of each island on the printed board (x, y; y grows downward)."""
+
+CARDS_PER_ISLAND = 2
+NUM_CARDS = NUM_ISLANDS * CARDS_PER_ISLAND
+BRIDGES_PER_PLAYER = 25
+STONES_PER_PLAYER = 10
+HAND_LIMIT = 5
+FACE_UP_SLOTS = 3
+STARTING_HAND = 3
+
+ALL_LINES_MASK = (1 << NUM_LINES) - 1
+ISLAND_LINE_MASK: tuple[int, ...] = tuple(sum(1 << line for line in lines) for lines in ISLAND_LINES)
+"""For each island, the bitmask of its lines."""
+LINE_A_MASK: tuple[int, ...] = tuple(
+    sum(1 << line for line, (a, _) in enumerate(LINES) if a == island) for island in range(NUM_ISLANDS)
+)
+"""For each island, the bitmask of lines whose ``a`` (first) island it is."""
+LINE_B_MASK: tuple[int, ...] = tuple(
+    sum(1 << line for line, (_, b) in enumerate(LINES) if b == island) for island in range(NUM_ISLANDS)
+)
+"""For each island, the bitmask of lines whose ``b`` (second) island it is."""
+
+
+def _union_table(per_island: tuple[int, ...]) -> tuple[int, ...]:
+    """For every island set (bitmask 0..4095), the union of ``per_island`` over its members."""
+    table = [0] * (1 << NUM_ISLANDS)
+    for island_set in range(1, 1 << NUM_ISLANDS):
+        low = island_set & -island_set
+        table[island_set] = table[island_set ^ low] | per_island[low.bit_length() - 1]
+    return tuple(table)
+
+
+LINES_WITH_A_IN: tuple[int, ...] = _union_table(LINE_A_MASK)
+"""Island set -> lines whose ``a`` island is in the set."""
+LINES_WITH_B_IN: tuple[int, ...] = _union_table(LINE_B_MASK)
+"""Island set -> lines whose ``b`` island is in the set."""
+LINES_TOUCHING: tuple[int, ...] = _union_table(ISLAND_LINE_MASK)
+"""Island set -> lines touching at least one island of the set."""
+
+
+def line_between(first: str | int, second: str | int) -> int:
+    """Return the id of the line joining two islands (names or ids, either order).
+
+    Raises ``ValueError`` when the islands are not joined by a line.
+    """
+    a = first if isinstance(first, int) else ISLAND_ID[first]
+    b = second if isinstance(second, int) else ISLAND_ID[second]
+    key = (a, b) if a < b else (b, a)
+    if key not in LINE_ID:
+        raise ValueError(f"no line joins {ISLANDS[a]} and {ISLANDS[b]}")
+    return LINE_ID[key]

@@ -1,0 +1,980 @@
+"""The pure rules engine of Kahuna (SPEC §3, §5): no PettingZoo, no observations.
+
+:class:`KahunaGame` holds one game as plain mutable state tuned for speed:
+bridge ownership as per-player line bitmasks, incremental per-island bridge
+counts, per-player control bitmasks, hands as per-island card counts with
+"at least one" / "at least two" island bitmasks.  The legal actions of a
+state are computed once (from those bitmasks and precomputed tables) and
+reused both for :meth:`KahunaGame.legal_actions` and for validating
+:meth:`KahunaGame.step`.
+
+Rules as implemented (details and the reasons in ``docs/RULES.md``):
+
+* control = holding a strict majority of an island's lines; a placement that
+  gives its player a majority they did not have removes every opponent bridge
+  on that island's lines, which may cost the opponent control elsewhere (one
+  level, nothing more moves); a removal never gives anyone control;
+* a turn is a card phase (plays, or face-down discards, one per action) that
+  ends with DRAW, TAKE or PASS; the round ends when the pile and the face-up
+  row are empty at the end of a turn; round 3 is followed by one more turn
+  each without drawing, then the final scoring;
+* premature end: from the first interim scoring on, a player without a bridge
+  on the board loses at once (both: draw).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from kahuna_env import actions as A
+from kahuna_env.board import (
+    BRIDGES_PER_PLAYER,
+    CARDS_PER_ISLAND,
+    FACE_UP_SLOTS,
+    HAND_LIMIT,
+    ISLAND_ID,
+    ISLANDS,
+    LINE_NAMES,
+    LINES,
+    LINES_TOUCHING,
+    LINES_WITH_A_IN,
+    LINES_WITH_B_IN,
+    MAJORITY,
+    NUM_CARDS,
+    NUM_ISLANDS,
+    NUM_LINES,
+    STARTING_HAND,
+)
+
+VARIANTS = ("standard", "planning")
+DISCARD_RULES = ("instead_of_play", "hand_limit")
+INTERIM_POINTS = {1: 1, 2: 2}
+"""Points for the player with more controlled islands at the end of rounds 1 and 2."""
+
+
+class IllegalActionError(ValueError):
+    """An action that is not legal in the current state (the state is left unchanged)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class KahunaConfig:
+    """Every rule option of a game (SPEC §3); bad values raise ``ValueError`` at construction.
+
+    Attributes:
+        variant: ``"standard"`` or ``"planning"`` (placement restricted next to
+            opponent-controlled islands, free claim of a line freed by a removal).
+        handicap: ``None`` or ``(player, n)``: ``player`` places ``n`` (1..3)
+            free bridges after the deal, before the first turn.
+        discard_rule: ``"instead_of_play"`` (face-down discards instead of
+            playing, the seed rulebook) or ``"hand_limit"`` (the printed Kosmos
+            rule: discard only with 5 cards and something drawable, then draw).
+        first_player: the player (0 or 1) who takes the first turn.
+    """
+
+    variant: str = "standard"
+    handicap: tuple[int, int] | None = None
+    discard_rule: str = "instead_of_play"
+    first_player: int = 0
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
+        if self.discard_rule not in DISCARD_RULES:
+            raise ValueError(f"discard_rule must be one of {DISCARD_RULES}, got {self.discard_rule!r}")
+        if not _is_player(self.first_player):
+            raise ValueError(f"first_player must be 0 or 1, got {self.first_player!r}")
+        if self.handicap is not None:
+            handicap = self.handicap
+            if isinstance(handicap, (str, bytes)) or not hasattr(handicap, "__len__") or len(handicap) != 2:
+                raise ValueError(f"handicap must be None or a pair (player, bridges), got {handicap!r}")
+            player, count = handicap
+            if not _is_player(player):
+                raise ValueError(f"handicap player must be 0 or 1, got {player!r}")
+            if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 3:
+                raise ValueError(f"handicap bridges must be an integer in 1..3, got {count!r}")
+            # JSON gives lists; keep the frozen object hashable and comparable.
+            object.__setattr__(self, "handicap", (int(player), int(count)))
+
+    @classmethod
+    def from_dict(cls, options: Mapping[str, Any]) -> KahunaConfig:
+        """Build a config from a mapping; an unknown key is a ``ValueError`` naming it."""
+        if not isinstance(options, Mapping):
+            raise ValueError(f"config must be a mapping, got {type(options).__name__}")
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ValueError(f"unknown config option(s) {unknown}; known options: {sorted(known)}")
+        return cls(**options)
+
+    def determinize(self, player: int, rng: np.random.Generator) -> KahunaGame:
+        """A copy in which everything ``player`` cannot see is resampled (one information-set sample).
+
+        The cards hidden from ``player`` (the opponent's hand apart from its
+        publicly known cards, the opponent's face-down discards, and the
+        pile) are dealt again at random into the same places with the same
+        sizes; everything ``player`` can see stays.  The copy gets its own
+        generator drawn from ``rng``, so later reshuffles do not reveal the
+        real game's.  Search agents work on such copies only, which is what
+        keeps them from reading hidden information.
+        """
+        opponent = 1 - player
+        view = self.clone()
+        view._rng = np.random.default_rng(rng.integers(2**63))
+        known = self._known[opponent]
+        hand = self._hand[opponent]
+        face_down = self._face_down[opponent]
+        hidden = list(self._pile)
+        for island in range(NUM_ISLANDS):
+            hidden += [island] * (hand[island] - known[island] + face_down[island])
+        order = rng.permutation(len(hidden))
+        hidden = [hidden[k] for k in order]
+        unknown_in_hand = self._hand_size[opponent] - sum(known)
+        view._hand[opponent] = [0] * NUM_ISLANDS
+        view._hand_size[opponent] = 0
+        view._has1[opponent] = view._has2[opponent] = 0
+        for island in range(NUM_ISLANDS):
+            for _ in range(known[island]):
+                view._gain(opponent, island)
+        for card in hidden[:unknown_in_hand]:
+            view._gain(opponent, card)
+        face_down_count = sum(face_down)
+        view._face_down[opponent] = [0] * NUM_ISLANDS
+        for card in hidden[unknown_in_hand : unknown_in_hand + face_down_count]:
+            view._face_down[opponent][card] += 1
+        view._pile = hidden[unknown_in_hand + face_down_count :]
+        view._legal = None
+        return view
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (handicap as a list or null)."""
+        return {
+            "variant": self.variant,
+            "handicap": list(self.handicap) if self.handicap is not None else None,
+            "discard_rule": self.discard_rule,
+            "first_player": self.first_player,
+        }
+
+
+def _is_player(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value in (0, 1)
+
+
+# --- legal-action tables ---------------------------------------------------------------------
+# A 27-bit line set is turned into action ids by three 9-bit table lookups per action group.
+_CHUNK = 9
+_CHUNK_MASK = (1 << _CHUNK) - 1
+
+
+def _chunk_table(offset: int) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(offset + bit for bit in range(_CHUNK) if value >> bit & 1) for value in range(1 << _CHUNK))
+
+
+def _group_tables(first_action: int) -> tuple[tuple[tuple[int, ...], ...], ...]:
+    return tuple(_chunk_table(first_action + k * _CHUNK) for k in range(3))
+
+
+_PLACE_A_T = _group_tables(A.PLACE_A)
+_PLACE_B_T = _group_tables(A.PLACE_B)
+_REMOVE_AB_T = _group_tables(A.REMOVE_AB)
+_REMOVE_AA_T = _group_tables(A.REMOVE_AA)
+_REMOVE_BB_T = _group_tables(A.REMOVE_BB)
+_FREE_T = _group_tables(A.FREE_BRIDGE)
+_DISCARD_T: tuple[tuple[int, ...], ...] = tuple(
+    tuple(A.DISCARD + i for i in range(NUM_ISLANDS) if value >> i & 1) for value in range(1 << NUM_ISLANDS)
+)
+_DRAW_BIT, _PASS_BIT = 1, 1 << 4  # end-of-turn actions as a 5-bit set: DRAW, TAKE0..2, PASS
+_END_T: tuple[tuple[int, ...], ...] = tuple(
+    tuple(A.DRAW + k for k in range(5) if value >> k & 1) for value in range(32)
+)
+_SLOT_BIT = (2, 4, 8)
+_PLACE_ACTIONS = A.REMOVE_AB
+_REMOVE_END = A.DISCARD
+_ISLAND_BIT = tuple(1 << i for i in range(NUM_ISLANDS))
+_LINE_BIT = tuple(1 << line for line in range(NUM_LINES))
+_LINE_A = tuple(a for a, _ in LINES)
+_LINE_B = tuple(b for _, b in LINES)
+_PAID = A.PAID_ISLANDS
+_ACTION_LINE = A.ACTION_LINE
+
+
+def _lines_of(mask: int) -> list[int]:
+    """Line ids in a line bitmask, ascending."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
+_POSITION_REQUIRED = ("bridges", "hands", "face_up", "pile", "discard", "current_player", "round", "scores")
+_POSITION_OPTIONAL = (
+    "config",
+    "played_this_turn",
+    "discarded_this_turn",
+    "must_draw",
+    "claim_line",
+    "setup_left",
+    "final_turns_left",
+    "face_down",
+    "known",
+    "final_points",
+    "over",
+    "winner",
+)
+
+
+class KahunaGame:
+    """One game of Kahuna: state, legal actions and transitions (SPEC §5).
+
+    ``KahunaGame(config=None, seed=None)`` shuffles and deals a new game with a
+    ``numpy.random.Generator`` seeded by ``seed`` (the same seed gives the same
+    game).  Players are 0 and 1; islands and lines are ids from
+    :mod:`kahuna_env.board`; actions are the ids of :mod:`kahuna_env.actions`.
+    """
+
+    __slots__ = (
+        "_claim_line",
+        "_control",
+        "_count",
+        "_current",
+        "_discarded",
+        "_face_down",
+        "_face_up",
+        "_final_points",
+        "_final_turns_left",
+        "_hand",
+        "_hand_limit_rule",
+        "_hand_size",
+        "_has1",
+        "_has2",
+        "_known",
+        "_legal",
+        "_line_mask",
+        "_must_draw",
+        "_open_discard",
+        "_over",
+        "_owner",
+        "_pile",
+        "_planning",
+        "_played",
+        "_rng",
+        "_round",
+        "_scores",
+        "_setup_left",
+        "_winner",
+        "config",
+    )
+
+    def __init__(self, config: KahunaConfig | Mapping[str, Any] | None = None, seed: int | None = None) -> None:
+        self._init_empty(_as_config(config), seed)
+        deck = [island for island in range(NUM_ISLANDS) for _ in range(CARDS_PER_ISLAND)]
+        order = self._rng.permutation(NUM_CARDS)
+        cards = [deck[k] for k in order]
+        for player in (0, 1):
+            for card in cards[player * STARTING_HAND : (player + 1) * STARTING_HAND]:
+                self._gain(player, card)
+        dealt = 2 * STARTING_HAND
+        self._face_up = cards[dealt : dealt + FACE_UP_SLOTS]
+        # The pile is stored top-last so that drawing is list.pop().
+        self._pile = cards[dealt + FACE_UP_SLOTS :][::-1]
+        handicap = self.config.handicap
+        if handicap is not None:
+            self._current, self._setup_left = handicap
+        else:
+            self._current = self.config.first_player
+
+    def _init_empty(self, config: KahunaConfig, seed: int | None) -> None:
+        self.config = config
+        self._rng = np.random.default_rng(seed)
+        self._planning = config.variant == "planning"
+        self._hand_limit_rule = config.discard_rule == "hand_limit"
+        self._owner = [-1] * NUM_LINES
+        self._line_mask = [0, 0]
+        self._count = [[0] * NUM_ISLANDS, [0] * NUM_ISLANDS]
+        self._control = [0, 0]
+        self._hand = [[0] * NUM_ISLANDS, [0] * NUM_ISLANDS]
+        self._hand_size = [0, 0]
+        self._has1 = [0, 0]
+        self._has2 = [0, 0]
+        self._pile: list[int] = []
+        self._face_up = [-1] * FACE_UP_SLOTS
+        self._open_discard = [0] * NUM_ISLANDS
+        self._face_down = [[0] * NUM_ISLANDS, [0] * NUM_ISLANDS]
+        self._known = [[0] * NUM_ISLANDS, [0] * NUM_ISLANDS]
+        self._current = 0
+        self._round = 1
+        self._scores = [0, 0]
+        self._final_points = [0, 0]
+        self._played = 0
+        self._discarded = 0
+        self._must_draw = False
+        self._claim_line = -1
+        self._setup_left = 0
+        self._final_turns_left = 0
+        self._over = False
+        self._winner: int | None = None
+        self._legal: tuple[int, ...] | None = None
+
+    # ------------------------------------------------------------------ public queries
+    @property
+    def current_player(self) -> int:
+        """The player (0 or 1) to act; after the game ends, the last player who acted."""
+        return self._current
+
+    @property
+    def is_over(self) -> bool:
+        """Whether the game has ended (final scoring done, or a premature end)."""
+        return self._over
+
+    @property
+    def winner(self) -> int | None:
+        """0 or 1 once the game is won; ``None`` while it runs or after a draw."""
+        return self._winner
+
+    @property
+    def scores(self) -> list[int]:
+        """Points of players 0 and 1 so far (a new list)."""
+        return list(self._scores)
+
+    @property
+    def final_points(self) -> list[int]:
+        """Points each player got from the final scoring (zeros until it happens)."""
+        return list(self._final_points)
+
+    @property
+    def round(self) -> int:
+        """The current round, 1, 2 or 3."""
+        return self._round
+
+    @property
+    def pile_size(self) -> int:
+        """Number of cards in the face-down pile."""
+        return len(self._pile)
+
+    @property
+    def face_up(self) -> list[int | None]:
+        """Island id of the card in each face-up slot, ``None`` for an empty slot."""
+        return [None if card < 0 else card for card in self._face_up]
+
+    @property
+    def in_setup(self) -> bool:
+        """Whether the handicap player is still placing their free setup bridges."""
+        return self._setup_left > 0
+
+    @property
+    def setup_bridges_left(self) -> int:
+        """Free handicap bridges still to place before the first turn."""
+        return self._setup_left
+
+    @property
+    def in_final_turns(self) -> bool:
+        """Whether the round-3 extra turns (no drawing) are being played."""
+        return self._final_turns_left > 0 and not self._over
+
+    @property
+    def final_turns_left(self) -> int:
+        """Extra turns left after round 3 ran out of cards (0 when not in that phase)."""
+        return self._final_turns_left
+
+    @property
+    def must_draw(self) -> bool:
+        """Whether the opponent's previous turn ended with a pass (then passing is illegal if a card is drawable)."""
+        return self._must_draw
+
+    @property
+    def cards_played_this_turn(self) -> int:
+        """Cards the current player has played (placements and removals) this turn."""
+        return self._played
+
+    @property
+    def cards_discarded_this_turn(self) -> int:
+        """Cards the current player has discarded face down this turn."""
+        return self._discarded
+
+    @property
+    def claim_line(self) -> int | None:
+        """Line the current player may claim for free right now (planning variant), else ``None``."""
+        return None if self._claim_line < 0 else self._claim_line
+
+    def controller(self, island: int | str) -> int | None:
+        """The player controlling ``island`` (id or name), or ``None``."""
+        bit = 1 << _island_index(island)
+        if self._control[0] & bit:
+            return 0
+        if self._control[1] & bit:
+            return 1
+        return None
+
+    def controlled_islands(self, player: int) -> list[int]:
+        """Ids of the islands ``player`` controls."""
+        mask = self._control[player]
+        return [i for i in range(NUM_ISLANDS) if mask >> i & 1]
+
+    def owner(self, line: int) -> int | None:
+        """Owner (0 or 1) of the bridge on ``line``, or ``None`` if the line is free."""
+        owner = self._owner[line]
+        return None if owner < 0 else owner
+
+    def bridges_on_board(self, player: int) -> int:
+        """Number of ``player``'s bridges on the board."""
+        return self._line_mask[player].bit_count()
+
+    def supply(self, player: int) -> int:
+        """Bridges ``player`` still has to place (25 minus those on the board)."""
+        return BRIDGES_PER_PLAYER - self._line_mask[player].bit_count()
+
+    def bridge_count(self, player: int, island: int) -> int:
+        """Number of ``player``'s bridges on the lines of ``island``."""
+        return self._count[player][island]
+
+    def hand(self, player: int) -> list[int]:
+        """``player``'s hand as a sorted list of island ids (one per card)."""
+        counts = self._hand[player]
+        return [i for i in range(NUM_ISLANDS) for _ in range(counts[i])]
+
+    def hand_counts(self, player: int) -> list[int]:
+        """``player``'s hand as a count per island."""
+        return list(self._hand[player])
+
+    def hand_size(self, player: int) -> int:
+        """Number of cards in ``player``'s hand."""
+        return self._hand_size[player]
+
+    def known_cards(self, player: int) -> list[int]:
+        """Public knowledge about ``player``'s hand, a count per island.
+
+        Cards the player took face up and has not openly played since; each
+        face-down discard by the player lowers every count by one (the hidden
+        card could have been any of them), so these cards are certainly held.
+        """
+        return list(self._known[player])
+
+    def open_discards(self) -> list[int]:
+        """Openly played cards in the current discard pile, a count per island."""
+        return list(self._open_discard)
+
+    def face_down_discards(self, player: int) -> list[int]:
+        """``player``'s face-down discards in the current discard pile, a count per island."""
+        return list(self._face_down[player])
+
+    def describe(self, action: int) -> str:
+        """Text of an action, as :func:`kahuna_env.actions.describe_action`."""
+        return A.describe_action(action)
+
+    # ------------------------------------------------------------------ legal actions
+    def legal_actions(self) -> list[int]:
+        """The legal actions of the current state, ascending (empty once the game is over)."""
+        legal = self._legal
+        if legal is None:
+            legal = self._legal = self._compute_legal()
+        return list(legal)
+
+    def action_mask(self) -> np.ndarray:
+        """Boolean mask over the 179 actions, ``True`` where legal."""
+        legal = self._legal
+        if legal is None:
+            legal = self._legal = self._compute_legal()
+        mask = np.zeros(A.NUM_ACTIONS, dtype=bool)
+        mask[list(legal)] = True
+        return mask
+
+    def is_legal(self, action: int) -> bool:
+        """Whether ``action`` is legal now."""
+        legal = self._legal
+        if legal is None:
+            legal = self._legal = self._compute_legal()
+        return action in legal
+
+    def _compute_legal(self) -> tuple[int, ...]:
+        if self._over:
+            return ()
+        player = self._current
+        if self._setup_left:
+            free = ~(self._line_mask[0] | self._line_mask[1]) & ((1 << NUM_LINES) - 1)
+            return _FREE_T[0][free & _CHUNK_MASK] + _FREE_T[1][(free >> _CHUNK) & _CHUNK_MASK] + _FREE_T[2][free >> 18]
+        out: list[int] = []
+        has1 = self._has1[player]
+        if not self._discarded:
+            mine = self._line_mask[player]
+            theirs = self._line_mask[1 - player]
+            lines_a = LINES_WITH_A_IN[has1]
+            lines_b = LINES_WITH_B_IN[has1]
+            if mine.bit_count() < BRIDGES_PER_PLAYER:
+                free = ~(mine | theirs) & ((1 << NUM_LINES) - 1)
+                if self._planning:
+                    free &= ~LINES_TOUCHING[self._control[1 - player]]
+                pay_a = free & lines_a
+                if pay_a:
+                    out += _PLACE_A_T[0][pay_a & _CHUNK_MASK]
+                    out += _PLACE_A_T[1][(pay_a >> _CHUNK) & _CHUNK_MASK]
+                    out += _PLACE_A_T[2][pay_a >> 18]
+                pay_b = free & lines_b
+                if pay_b:
+                    out += _PLACE_B_T[0][pay_b & _CHUNK_MASK]
+                    out += _PLACE_B_T[1][(pay_b >> _CHUNK) & _CHUNK_MASK]
+                    out += _PLACE_B_T[2][pay_b >> 18]
+            if theirs:
+                pairs = theirs & lines_a & lines_b
+                if pairs:
+                    out += _REMOVE_AB_T[0][pairs & _CHUNK_MASK]
+                    out += _REMOVE_AB_T[1][(pairs >> _CHUNK) & _CHUNK_MASK]
+                    out += _REMOVE_AB_T[2][pairs >> 18]
+                has2 = self._has2[player]
+                if has2:
+                    doubles = theirs & LINES_WITH_A_IN[has2]
+                    if doubles:
+                        out += _REMOVE_AA_T[0][doubles & _CHUNK_MASK]
+                        out += _REMOVE_AA_T[1][(doubles >> _CHUNK) & _CHUNK_MASK]
+                        out += _REMOVE_AA_T[2][doubles >> 18]
+                    doubles = theirs & LINES_WITH_B_IN[has2]
+                    if doubles:
+                        out += _REMOVE_BB_T[0][doubles & _CHUNK_MASK]
+                        out += _REMOVE_BB_T[1][(doubles >> _CHUNK) & _CHUNK_MASK]
+                        out += _REMOVE_BB_T[2][doubles >> 18]
+        face_up = self._face_up
+        drawable = bool(self._pile) or face_up[0] >= 0 or face_up[1] >= 0 or face_up[2] >= 0
+        if not self._played and has1:
+            if not self._hand_limit_rule or self._discarded or (self._hand_size[player] == HAND_LIMIT and drawable):
+                out += _DISCARD_T[has1]
+        end = 0
+        if drawable and self._hand_size[player] < HAND_LIMIT:
+            if self._pile:
+                end = _DRAW_BIT
+            if face_up[0] >= 0:
+                end |= 2
+            if face_up[1] >= 0:
+                end |= 4
+            if face_up[2] >= 0:
+                end |= 8
+        if not (drawable and self._must_draw) and not (self._hand_limit_rule and self._discarded):
+            end |= _PASS_BIT
+        out += _END_T[end]
+        if self._claim_line >= 0:
+            out.append(A.FREE_BRIDGE + self._claim_line)
+        return tuple(out)
+
+    # ------------------------------------------------------------------ transitions
+    def step(self, action: int) -> None:
+        """Apply one action of the current player.
+
+        Raises :class:`IllegalActionError` (a ``ValueError``) naming the action
+        and the reason when it is not legal; the state is then unchanged.
+        """
+        legal = self._legal
+        if legal is None:
+            legal = self._legal = self._compute_legal()
+        if action not in legal:
+            raise IllegalActionError(self._explain_illegal(action))
+        if action.__class__ is not int:
+            # numpy integers are fine; bools and floats that compare equal to an id are not.
+            if isinstance(action, (bool, float, np.bool_, np.floating)):
+                raise IllegalActionError(self._explain_illegal(action))
+            action = operator.index(action)
+        self._legal = None
+        player = self._current
+        if action < _PLACE_ACTIONS:
+            self._claim_line = -1
+            self._pay(player, _PAID[action][0])
+            self._played += 1
+            self._put_bridge(player, _ACTION_LINE[action])
+        elif action < _REMOVE_END:
+            first, second = _PAID[action]
+            self._pay(player, first)
+            self._pay(player, second)
+            self._played += 2
+            line = _ACTION_LINE[action]
+            opponent = 1 - player
+            self._lift(opponent, line)
+            self._claim_line = -1
+            if self._planning and self._line_mask[player].bit_count() < BRIDGES_PER_PLAYER:
+                if not self._control[opponent] & (_ISLAND_BIT[_LINE_A[line]] | _ISLAND_BIT[_LINE_B[line]]):
+                    self._claim_line = line
+            if self._round >= 2 and not self._line_mask[opponent]:
+                self._end_prematurely()
+        elif action < A.DRAW:
+            self._claim_line = -1
+            self._discard_face_down(player, action - A.DISCARD)
+        elif action == A.DRAW:
+            self._gain(player, self._pile.pop())
+            self._end_turn(player, passed=False)
+        elif action < A.PASS:
+            slot = action - A.TAKE
+            card = self._face_up[slot]
+            self._face_up[slot] = self._pile.pop() if self._pile else -1
+            self._gain(player, card)
+            self._known[player][card] += 1
+            self._end_turn(player, passed=False)
+        elif action == A.PASS:
+            self._end_turn(player, passed=True)
+        else:
+            line = action - A.FREE_BRIDGE
+            self._claim_line = -1
+            if self._setup_left:
+                self._setup_left -= 1
+                self._put_bridge(player, line)
+                if not self._setup_left:
+                    self._current = self.config.first_player
+            else:
+                self._put_bridge(player, line)
+
+    def _gain(self, player: int, island: int) -> None:
+        hand = self._hand[player]
+        hand[island] += 1
+        self._hand_size[player] += 1
+        if hand[island] == 1:
+            self._has1[player] |= _ISLAND_BIT[island]
+        elif hand[island] == 2:
+            self._has2[player] |= _ISLAND_BIT[island]
+
+    def _lose(self, player: int, island: int) -> None:
+        hand = self._hand[player]
+        hand[island] -= 1
+        self._hand_size[player] -= 1
+        if hand[island] == 0:
+            self._has1[player] &= ~_ISLAND_BIT[island]
+        elif hand[island] == 1:
+            self._has2[player] &= ~_ISLAND_BIT[island]
+
+    def _pay(self, player: int, island: int) -> None:
+        """Play a card openly onto the discard pile."""
+        self._lose(player, island)
+        self._open_discard[island] += 1
+        known = self._known[player]
+        if known[island]:
+            known[island] -= 1
+
+    def _discard_face_down(self, player: int, island: int) -> None:
+        self._lose(player, island)
+        self._face_down[player][island] += 1
+        self._discarded += 1
+        known = self._known[player]
+        for i in range(NUM_ISLANDS):
+            if known[i]:
+                known[i] -= 1
+
+    def _put_bridge(self, player: int, line: int) -> None:
+        """Place ``player``'s bridge on a free line and apply the control rule."""
+        self._owner[line] = player
+        self._line_mask[player] |= _LINE_BIT[line]
+        count = self._count[player]
+        a = _LINE_A[line]
+        b = _LINE_B[line]
+        count[a] += 1
+        count[b] += 1
+        gained = 0
+        if count[a] == MAJORITY[a]:
+            gained = _ISLAND_BIT[a]
+        if count[b] == MAJORITY[b]:
+            gained |= _ISLAND_BIT[b]
+        if gained:
+            self._control[player] |= gained
+            opponent = 1 - player
+            victims = self._line_mask[opponent] & LINES_TOUCHING[gained]
+            while victims:
+                low = victims & -victims
+                self._lift(opponent, low.bit_length() - 1)
+                victims ^= low
+            if self._round >= 2 and not self._line_mask[opponent]:
+                self._end_prematurely()
+
+    def _lift(self, player: int, line: int) -> None:
+        """Return ``player``'s bridge on ``line`` to their supply; they lose control where they drop below majority."""
+        self._owner[line] = -1
+        self._line_mask[player] ^= _LINE_BIT[line]
+        count = self._count[player]
+        a = _LINE_A[line]
+        b = _LINE_B[line]
+        count[a] -= 1
+        count[b] -= 1
+        if count[a] == MAJORITY[a] - 1:
+            self._control[player] &= ~_ISLAND_BIT[a]
+        if count[b] == MAJORITY[b] - 1:
+            self._control[player] &= ~_ISLAND_BIT[b]
+
+    def _end_turn(self, player: int, passed: bool) -> None:
+        self._played = 0
+        self._discarded = 0
+        self._claim_line = -1
+        self._must_draw = passed
+        self._current = 1 - player
+        if self._final_turns_left:
+            self._final_turns_left -= 1
+            if not self._final_turns_left:
+                self._final_scoring()
+            return
+        face_up = self._face_up
+        if self._pile or face_up[0] >= 0 or face_up[1] >= 0 or face_up[2] >= 0:
+            return
+        if self._round < 3:
+            self._interim_scoring()
+        else:
+            self._final_turns_left = 2
+
+    def _interim_scoring(self) -> None:
+        islands = (self._control[0].bit_count(), self._control[1].bit_count())
+        if islands[0] != islands[1]:
+            self._scores[0 if islands[0] > islands[1] else 1] += INTERIM_POINTS[self._round]
+        self._round += 1
+        cards = [island for island in range(NUM_ISLANDS) for _ in range(self._open_discard[island])]
+        for player in (0, 1):
+            face_down = self._face_down[player]
+            cards += [island for island in range(NUM_ISLANDS) for _ in range(face_down[island])]
+        self._open_discard = [0] * NUM_ISLANDS
+        self._face_down = [[0] * NUM_ISLANDS, [0] * NUM_ISLANDS]
+        order = self._rng.permutation(len(cards))
+        shuffled = [cards[k] for k in order]
+        self._face_up = shuffled[:FACE_UP_SLOTS] + [-1] * max(0, FACE_UP_SLOTS - len(shuffled))
+        self._pile = shuffled[FACE_UP_SLOTS:][::-1]
+        if not self._line_mask[0] or not self._line_mask[1]:
+            self._end_prematurely()
+
+    def _final_scoring(self) -> None:
+        islands = (self._control[0].bit_count(), self._control[1].bit_count())
+        difference = islands[0] - islands[1]
+        if difference > 0:
+            self._final_points[0] = difference
+        elif difference < 0:
+            self._final_points[1] = -difference
+        self._scores[0] += self._final_points[0]
+        self._scores[1] += self._final_points[1]
+        self._over = True
+        self._winner = self._decide_winner()
+
+    def _decide_winner(self) -> int | None:
+        """Higher total; then more final-scoring points; then more bridges on the board; else a draw."""
+        for first, second in (
+            self._scores,
+            self._final_points,
+            (self._line_mask[0].bit_count(), self._line_mask[1].bit_count()),
+        ):
+            if first != second:
+                return 0 if first > second else 1
+        return None
+
+    def _end_prematurely(self) -> None:
+        has_bridges = (bool(self._line_mask[0]), bool(self._line_mask[1]))
+        self._over = True
+        self._legal = None
+        self._winner = None if has_bridges == (False, False) else (0 if has_bridges[0] else 1)
+
+    # ------------------------------------------------------------------ error messages
+    def _explain_illegal(self, action: object) -> str:
+        try:
+            index = A.check_action(action)
+        except ValueError as error:
+            return str(error)
+        text = f"action {index} ({A.describe_action(index)}) is illegal for player {self._current}"
+        return f"{text}: {self._reason(index)}"
+
+    def _reason(self, action: int) -> str:
+        player = self._current
+        if self._over:
+            return "the game is over"
+        if self._setup_left and not action >= A.FREE_BRIDGE:
+            return f"player {player} must first place {self._setup_left} free handicap bridge(s) (FREE_BRIDGE actions)"
+        missing = _missing_cards(self._hand[player], _PAID[action])
+        line = _ACTION_LINE[action]
+        if action < _PLACE_ACTIONS:
+            if self._discarded:
+                return "a player who discarded this turn may not play cards"
+            if missing:
+                return f"the hand holds no {missing} card"
+            if self._owner[line] >= 0:
+                return f"line {LINE_NAMES[line]} already holds a bridge of player {self._owner[line]}"
+            if self.supply(player) == 0:
+                return "no bridge left in supply"
+            return f"planning variant: an island of {LINE_NAMES[line]} is controlled by the opponent"
+        if action < _REMOVE_END:
+            if self._discarded:
+                return "a player who discarded this turn may not play cards"
+            if self._owner[line] != 1 - player:
+                return f"line {LINE_NAMES[line]} holds no opponent bridge"
+            return f"the hand lacks the cards to pay ({missing})"
+        if action < A.DRAW:
+            if self._played:
+                return "a player who played a card this turn may not discard"
+            if missing:
+                return f"the hand holds no {missing} card"
+            return "discard rule 'hand_limit': a first discard needs 5 cards in hand and a card to draw"
+        if action <= A.PASS:
+            if self._final_turns_left and action != A.PASS:
+                return "no drawing in the final extra turns"
+            if action == A.PASS:
+                if self._hand_limit_rule and self._discarded:
+                    return "discard rule 'hand_limit': a turn with discards ends with a draw or take"
+                return "the opponent passed last turn and a card is drawable, so this turn must end with a draw"
+            if self._hand_size[player] >= HAND_LIMIT:
+                return f"a hand of {HAND_LIMIT} cards cannot draw"
+            if action == A.DRAW:
+                return "the pile is empty"
+            return f"face-up slot {action - A.TAKE} is empty"
+        if self._setup_left:
+            return f"line {LINE_NAMES[line]} already holds a bridge"
+        if self._claim_line < 0:
+            return "a free bridge is only offered in handicap setup or right after a removal (planning variant)"
+        return f"the free claim is for line {LINE_NAMES[self._claim_line]} only"
+
+    # ------------------------------------------------------------------ copies and positions
+    def clone(self) -> KahunaGame:
+        """An independent copy (the random generator is copied too, so both replay the same chance)."""
+        other = object.__new__(KahunaGame)
+        other.config = self.config
+        other._rng = np.random.Generator(type(self._rng.bit_generator)())
+        other._rng.bit_generator.state = self._rng.bit_generator.state
+        other._planning = self._planning
+        other._hand_limit_rule = self._hand_limit_rule
+        other._owner = self._owner[:]
+        other._line_mask = self._line_mask[:]
+        other._count = [self._count[0][:], self._count[1][:]]
+        other._control = self._control[:]
+        other._hand = [self._hand[0][:], self._hand[1][:]]
+        other._hand_size = self._hand_size[:]
+        other._has1 = self._has1[:]
+        other._has2 = self._has2[:]
+        other._pile = self._pile[:]
+        other._face_up = self._face_up[:]
+        other._open_discard = self._open_discard[:]
+        other._face_down = [self._face_down[0][:], self._face_down[1][:]]
+        other._known = [self._known[0][:], self._known[1][:]]
+        other._current = self._current
+        other._round = self._round
+        other._scores = self._scores[:]
+        other._final_points = self._final_points[:]
+        other._played = self._played
+        other._discarded = self._discarded
+        other._must_draw = self._must_draw
+        other._claim_line = self._claim_line
+        other._setup_left = self._setup_left
+        other._final_turns_left = self._final_turns_left
+        other._over = self._over
+        other._winner = self._winner
+        other._legal = self._legal
+        return other
+
+    def determinize(self, player: int, rng: np.random.Generator) -> KahunaGame:
+        """A copy in which everything ``player`` cannot see is resampled (one information-set sample).
+
+        The cards hidden from ``player`` (the opponent's hand apart from its
+        publicly known cards, the opponent's face-down discards, and the
+        pile) are dealt again at random into the same places with the same
+        sizes; everything ``player`` can see stays.  The copy gets its own
+        generator drawn from ``rng``, so later reshuffles do not reveal the
+        real game's.  Search agents work on such copies only, which is what
+        keeps them from reading hidden information.
+        """
+        opponent = 1 - player
+        view = self.clone()
+        view._rng = np.random.default_rng(rng.integers(2**63))
+        known = self._known[opponent]
+        hand = self._hand[opponent]
+        face_down = self._face_down[opponent]
+        hidden = list(self._pile)
+        for island in range(NUM_ISLANDS):
+            hidden += [island] * (hand[island] - known[island] + face_down[island])
+        order = rng.permutation(len(hidden))
+        hidden = [hidden[k] for k in order]
+        unknown_in_hand = self._hand_size[opponent] - sum(known)
+        view._hand[opponent] = [0] * NUM_ISLANDS
+        view._hand_size[opponent] = 0
+        view._has1[opponent] = view._has2[opponent] = 0
+        for island in range(NUM_ISLANDS):
+            for _ in range(known[island]):
+                view._gain(opponent, island)
+        for card in hidden[:unknown_in_hand]:
+            view._gain(opponent, card)
+        face_down_count = sum(face_down)
+        view._face_down[opponent] = [0] * NUM_ISLANDS
+        for card in hidden[unknown_in_hand : unknown_in_hand + face_down_count]:
+            view._face_down[opponent][card] += 1
+        view._pile = hidden[unknown_in_hand + face_down_count :]
+        view._legal = None
+        return view
+
+    def to_dict(self) -> dict[str, Any]:
+        """The position as a JSON-serialisable dict (SPEC §5); :meth:`from_dict` restores it exactly.
+
+        Beyond the fixed keys it records the config, the turn state
+        (``played_this_turn``, ``discarded_this_turn``, ``must_draw``,
+        ``claim_line``, ``setup_left``, ``final_turns_left``), each player's
+        face-down cards within ``discard`` (``face_down``), the public
+        knowledge about each hand (``known``), ``final_points``, ``over`` and
+        ``winner``.
+        """
+
+        def names(counts: list[int]) -> list[str]:
+            return [ISLANDS[i] for i in range(NUM_ISLANDS) for _ in range(counts[i])]
+
+        discard = [self._open_discard[i] + self._face_down[0][i] + self._face_down[1][i] for i in range(NUM_ISLANDS)]
+        return {
+            "bridges": [None if owner < 0 else owner for owner in self._owner],
+            "hands": [names(self._hand[0]), names(self._hand[1])],
+            "face_up": [None if card < 0 else ISLANDS[card] for card in self._face_up],
+            "pile": [ISLANDS[card] for card in reversed(self._pile)],
+            "discard": names(discard),
+            "current_player": self._current,
+            "round": self._round,
+            "scores": list(self._scores),
+            "config": self.config.to_dict(),
+            "played_this_turn": self._played,
+            "discarded_this_turn": self._discarded,
+            "must_draw": self._must_draw,
+            "claim_line": None if self._claim_line < 0 else self._claim_line,
+            "setup_left": self._setup_left,
+            "final_turns_left": self._final_turns_left,
+            "face_down": [names(self._face_down[0]), names(self._face_down[1])],
+            "known": [names(self._known[0]), names(self._known[1])],
+            "final_points": list(self._final_points),
+            "over": self._over,
+            "winner": self._winner,
+        }
+
+    @classmethod
+    def from_dict(cls, position: Mapping[str, Any], seed: int | None = None) -> KahunaGame:
+        """Restore a position written by :meth:`to_dict` (or built by hand), validating everything.
+
+        Only the keys of SPEC §5 are required; an omitted optional key means
+        "start of a turn, nothing played yet, previous turn not a pass, no
+        variant, no handicap".  ``seed`` seeds the generator used for later
+        reshuffles.  A malformed position raises ``ValueError`` saying what is
+        wrong.  A position of round 2 or 3 in which a player has no bridge on
+        the board is a finished game (premature end) and loads as such.
+        """
+        from kahuna_env.positions import load_position
+
+        return load_position(cls, position, seed)
+
+
+def _as_config(config: KahunaConfig | Mapping[str, Any] | None) -> KahunaConfig:
+    if config is None:
+        return KahunaConfig()
+    if isinstance(config, KahunaConfig):
+        return config
+    if isinstance(config, Mapping):
+        return KahunaConfig.from_dict(config)
+    raise ValueError(f"config must be a KahunaConfig, a mapping or None, got {type(config).__name__}")
+
+
+def _island_index(island: int | str) -> int:
+    if isinstance(island, str):
+        if island not in ISLAND_ID:
+            raise ValueError(f"unknown island {island!r}; islands are {', '.join(ISLANDS)}")
+        return ISLAND_ID[island]
+    index = operator.index(island)
+    if not 0 <= index < NUM_ISLANDS:
+        raise ValueError(f"island id must be in 0..{NUM_ISLANDS - 1}, got {index}")
+    return index
+
+
+def _missing_cards(hand: list[int], paid: tuple[int, ...]) -> str:
+    """Names of the paid cards the hand cannot cover, '+'-joined ('' if it can pay)."""
+    needed: dict[int, int] = {}
+    for island in paid:
+        needed[island] = needed.get(island, 0) + 1
+    short = [ISLANDS[i] for i, n in needed.items() if hand[i] < n]
+    return "+".join(short)

@@ -1,0 +1,91 @@
+"""Shared test helpers: hand-built positions and a from-scratch invariant checker."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kahuna_env.board import (
+    BRIDGES_PER_PLAYER,
+    CARDS_PER_ISLAND,
+    ISLAND_LINES,
+    ISLANDS,
+    LINE_NAMES,
+    LINES,
+    MAJORITY,
+    NUM_ISLANDS,
+)
+from kahuna_env.engine import KahunaGame
+
+LINE = {name: line for line, name in enumerate(LINE_NAMES)}
+
+
+def position(
+    bridges: dict[str, int] | None = None,
+    hands: tuple[list[str], list[str]] = ([], []),
+    face_up: list[str | None] | None = None,
+    pile: list[str] | None = None,
+    discard: list[str] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A valid position dict: unlisted cards go to the pile (or to the discard when ``pile`` is given).
+
+    ``bridges`` maps line names such as ``"ALOA-BARI"`` to their owner.
+    """
+    owners: list[int | None] = [None] * len(LINES)
+    for name, owner in (bridges or {}).items():
+        owners[LINE[name]] = owner
+    face_up = ["FAAA", "GOLA", "KAHU"] if face_up is None else face_up
+    used = Counter(hands[0]) + Counter(hands[1]) + Counter(c for c in face_up if c) + Counter(pile or [])
+    used += Counter(discard or [])
+    rest = [name for name in ISLANDS for _ in range(CARDS_PER_ISLAND - used[name])]
+    if any(used[name] > CARDS_PER_ISLAND for name in ISLANDS):
+        raise AssertionError(f"test position uses too many cards: {used}")
+    if pile is None:
+        pile = rest
+    else:
+        discard = (discard or []) + rest
+    result: dict[str, Any] = {
+        "bridges": owners,
+        "hands": [list(hands[0]), list(hands[1])],
+        "face_up": face_up,
+        "pile": pile,
+        "discard": discard or [],
+        "current_player": 0,
+        "round": 1,
+        "scores": [0, 0],
+    }
+    result.update(extra)
+    return result
+
+
+def game_at(*args: Any, seed: int = 0, **kwargs: Any) -> KahunaGame:
+    """``KahunaGame.from_dict(position(...))``."""
+    return KahunaGame.from_dict(position(*args, **kwargs), seed=seed)
+
+
+def check_invariants(game: KahunaGame) -> None:
+    """Recompute everything derivable from the position and compare with the engine's answers."""
+    d = game.to_dict()
+    cards = Counter(d["hands"][0] + d["hands"][1] + [c for c in d["face_up"] if c] + d["pile"] + d["discard"])
+    assert all(cards[name] == CARDS_PER_ISLAND for name in ISLANDS), cards
+    assert sum(cards.values()) == 24
+    for player in (0, 1):
+        on_board = sum(1 for owner in d["bridges"] if owner == player)
+        assert on_board == game.bridges_on_board(player)
+        assert on_board + game.supply(player) == BRIDGES_PER_PLAYER
+        assert game.supply(player) >= 0
+        assert len(d["hands"][player]) == game.hand_size(player) <= 5
+        assert not Counter(d["known"][player]) - Counter(d["hands"][player])
+    for island in range(NUM_ISLANDS):
+        counts = [sum(1 for line in ISLAND_LINES[island] if d["bridges"][line] == p) for p in (0, 1)]
+        majority = [counts[p] >= MAJORITY[island] for p in (0, 1)]
+        assert not all(majority)
+        expected = 0 if majority[0] else 1 if majority[1] else None
+        assert game.controller(island) == expected, (ISLANDS[island], counts)
+    if not game.is_over and game.round >= 2:
+        assert game.bridges_on_board(0) > 0 and game.bridges_on_board(1) > 0
+    if not game.is_over:
+        assert game.legal_actions(), "a running game must offer an action"
+    mask = game.action_mask()
+    assert [int(a) for a in mask.nonzero()[0]] == game.legal_actions()
