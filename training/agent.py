@@ -1,0 +1,84 @@
+"""Load a policy file into a ready-to-play agent: :func:`load_agent`."""
+
+from __future__ import annotations
+
+import pickle
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from kahuna_env.agents.base import Agent
+from kahuna_env.engine import KahunaGame
+from training.model import ActorCritic, model_from_payload
+
+
+class PolicyAgent(Agent):
+    """An agent backed by an :class:`ActorCritic` network.
+
+    ``deterministic=True`` plays the most likely legal action; otherwise it
+    samples from the masked policy with its own seeded generator.
+    """
+
+    uses_game = False
+
+    def __init__(
+        self, model: ActorCritic, deterministic: bool = True, seed: int | None = None, name: str = "policy"
+    ) -> None:
+        self.model = model.eval()
+        self.deterministic = deterministic
+        self.name = name
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+
+    @torch.inference_mode()
+    def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:
+        """Actions for a batch of observations ``(n, 246)`` and masks ``(n, 179)``."""
+        logits, _ = self.model(torch.as_tensor(observations, dtype=torch.float32), torch.as_tensor(action_masks))
+        if self.deterministic:
+            return logits.argmax(dim=-1).numpy()
+        probabilities = torch.softmax(logits, dim=-1).double().numpy()
+        probabilities /= probabilities.sum(axis=1, keepdims=True)
+        uniform = self.rng.random((len(probabilities), 1))
+        choice = (probabilities.cumsum(axis=1) < uniform).sum(axis=1)
+        # Guard against float round-off landing past the last legal action.
+        legal = np.asarray(action_masks) != 0
+        for row in np.flatnonzero(~legal[np.arange(len(choice)), np.minimum(choice, legal.shape[1] - 1)]):
+            choice[row] = np.flatnonzero(legal[row])[-1]
+        return choice
+
+    def act(self, observation: np.ndarray, action_mask: np.ndarray, game: KahunaGame | None = None) -> int:
+        return int(self.act_batch(observation[None, :], np.asarray(action_mask)[None, :])[0])
+
+
+def read_policy_file(path: str | Path) -> dict[str, Any]:
+    """Read a policy file or checkpoint safely (``weights_only=True``); clear errors for missing/corrupt files."""
+    file = Path(path)
+    if file.is_dir():
+        raise ValueError(f"{file} is a directory; give a checkpoint file (e.g. {file}/checkpoints/latest.pt)")
+    if not file.exists():
+        raise FileNotFoundError(f"checkpoint not found: {file}")
+    try:
+        payload = torch.load(file, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"{file} is not a readable checkpoint (corrupt or not a torch file): {first_line}") from None
+    if not isinstance(payload, dict):
+        raise ValueError(f"{file} is not a Kahuna agent file (holds a {type(payload).__name__})")
+    return payload
+
+
+def load_agent(path: str | Path, deterministic: bool = True, seed: int | None = None) -> PolicyAgent:
+    """Load a training checkpoint or an exported policy file as a ready-to-play :class:`PolicyAgent`.
+
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for a
+    corrupt or foreign one.
+    """
+    payload = read_policy_file(path)
+    model = model_from_payload(payload, source=str(path))
+    return PolicyAgent(model, deterministic=deterministic, seed=seed, name=Path(path).stem)
