@@ -41,9 +41,8 @@ def main() -> None:
     playouts(max(1, args.games // 20), args.seed + 10**6, config)  # warm-up
     actions, seconds = playouts(args.games, args.seed, config)
     print(f"engine random playouts ({args.variant}, {args.discard_rule}): {args.games} games, {actions} actions")
-    print(
-        f"  {actions / seconds:,.0f} actions/s   {args.games / seconds:,.1f} games/s   {actions / args.games:.1f} actions/game"
-    )
+    rate = f"{actions / seconds:,.0f} actions/s   {args.games / seconds:,.1f} games/s"
+    print(f"  {rate}   {actions / args.games:.1f} actions/game")
 
 
 if __name__ == "__main__":

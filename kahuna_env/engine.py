@@ -539,9 +539,12 @@ class KahunaGame:
                         out += _REMOVE_BB_T[2][doubles >> 18]
         face_up = self._face_up
         drawable = bool(self._pile) or face_up[0] >= 0 or face_up[1] >= 0 or face_up[2] >= 0
-        if not self._played and has1:
-            if not self._hand_limit_rule or self._discarded or (self._hand_size[player] == HAND_LIMIT and drawable):
-                out += _DISCARD_T[has1]
+        if (
+            not self._played
+            and has1
+            and (not self._hand_limit_rule or self._discarded or (self._hand_size[player] == HAND_LIMIT and drawable))
+        ):
+            out += _DISCARD_T[has1]
         end = 0
         if drawable and self._hand_size[player] < HAND_LIMIT:
             if self._pile:
@@ -592,9 +595,12 @@ class KahunaGame:
             opponent = 1 - player
             self._lift(opponent, line)
             self._claim_line = -1
-            if self._planning and self._line_mask[player].bit_count() < BRIDGES_PER_PLAYER:
-                if not self._control[opponent] & (_ISLAND_BIT[_LINE_A[line]] | _ISLAND_BIT[_LINE_B[line]]):
-                    self._claim_line = line
+            if (
+                self._planning
+                and self._line_mask[player].bit_count() < BRIDGES_PER_PLAYER
+                and not self._control[opponent] & (_ISLAND_BIT[_LINE_A[line]] | _ISLAND_BIT[_LINE_B[line]])
+            ):
+                self._claim_line = line
             if self._round >= 2 and not self._line_mask[opponent]:
                 self._end_prematurely()
         elif action < A.DRAW:
