@@ -128,9 +128,14 @@ class KahunaConfig:
         known = self._known[opponent]
         hand = self._hand[opponent]
         face_down = self._face_down[opponent]
-        hidden = list(self._pile)
+        # Pool the hidden cards in a canonical order (by island), so that the sample depends on
+        # the public information and ``rng`` only, not on the true pile order.
+        hidden_counts = [0] * NUM_ISLANDS
+        for card in self._pile:
+            hidden_counts[card] += 1
+        hidden = []
         for island in range(NUM_ISLANDS):
-            hidden += [island] * (hand[island] - known[island] + face_down[island])
+            hidden += [island] * (hidden_counts[island] + hand[island] - known[island] + face_down[island])
         order = rng.permutation(len(hidden))
         hidden = [hidden[k] for k in order]
         unknown_in_hand = self._hand_size[opponent] - sum(known)
@@ -880,9 +885,14 @@ class KahunaGame:
         known = self._known[opponent]
         hand = self._hand[opponent]
         face_down = self._face_down[opponent]
-        hidden = list(self._pile)
+        # Pool the hidden cards in a canonical order (by island), so that the sample depends on
+        # the public information and ``rng`` only, not on the true pile order.
+        hidden_counts = [0] * NUM_ISLANDS
+        for card in self._pile:
+            hidden_counts[card] += 1
+        hidden = []
         for island in range(NUM_ISLANDS):
-            hidden += [island] * (hand[island] - known[island] + face_down[island])
+            hidden += [island] * (hidden_counts[island] + hand[island] - known[island] + face_down[island])
         order = rng.permutation(len(hidden))
         hidden = [hidden[k] for k in order]
         unknown_in_hand = self._hand_size[opponent] - sum(known)
