@@ -111,50 +111,6 @@ class KahunaConfig:
             raise ValueError(f"unknown config option(s) {unknown}; known options: {sorted(known)}")
         return cls(**options)
 
-    def determinize(self, player: int, rng: np.random.Generator) -> KahunaGame:
-        """A copy in which everything ``player`` cannot see is resampled (one information-set sample).
-
-        The cards hidden from ``player`` (the opponent's hand apart from its
-        publicly known cards, the opponent's face-down discards, and the
-        pile) are dealt again at random into the same places with the same
-        sizes; everything ``player`` can see stays.  The copy gets its own
-        generator drawn from ``rng``, so later reshuffles do not reveal the
-        real game's.  Search agents work on such copies only, which is what
-        keeps them from reading hidden information.
-        """
-        opponent = 1 - player
-        view = self.clone()
-        view._rng = np.random.default_rng(rng.integers(2**63))
-        known = self._known[opponent]
-        hand = self._hand[opponent]
-        face_down = self._face_down[opponent]
-        # Pool the hidden cards in a canonical order (by island), so that the sample depends on
-        # the public information and ``rng`` only, not on the true pile order.
-        hidden_counts = [0] * NUM_ISLANDS
-        for card in self._pile:
-            hidden_counts[card] += 1
-        hidden = []
-        for island in range(NUM_ISLANDS):
-            hidden += [island] * (hidden_counts[island] + hand[island] - known[island] + face_down[island])
-        order = rng.permutation(len(hidden))
-        hidden = [hidden[k] for k in order]
-        unknown_in_hand = self._hand_size[opponent] - sum(known)
-        view._hand[opponent] = [0] * NUM_ISLANDS
-        view._hand_size[opponent] = 0
-        view._has1[opponent] = view._has2[opponent] = 0
-        for island in range(NUM_ISLANDS):
-            for _ in range(known[island]):
-                view._gain(opponent, island)
-        for card in hidden[:unknown_in_hand]:
-            view._gain(opponent, card)
-        face_down_count = sum(face_down)
-        view._face_down[opponent] = [0] * NUM_ISLANDS
-        for card in hidden[unknown_in_hand : unknown_in_hand + face_down_count]:
-            view._face_down[opponent][card] += 1
-        view._pile = hidden[unknown_in_hand + face_down_count :]
-        view._legal = None
-        return view
-
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form (handicap as a list or null)."""
         return {
