@@ -669,11 +669,13 @@ class KahunaGame:
         self._discarded = 0
         self._claim_line = -1
         self._must_draw = passed
-        self._current = 1 - player
         if self._final_turns_left:
             self._final_turns_left -= 1
             if not self._final_turns_left:
-                self._final_scoring()
+                self._final_scoring()  # the last player to act stays current_player
+                return
+        self._current = 1 - player
+        if self._final_turns_left:
             return
         face_up = self._face_up
         if self._pile or face_up[0] >= 0 or face_up[1] >= 0 or face_up[2] >= 0:

@@ -220,11 +220,15 @@ def _cards(names: object, where: str) -> list[int]:
     return [_card(name, f"{where}[{k}]") for k, name in enumerate(names)]
 
 
+MAX_POINTS = 1 + 2 + 12
+"""The most a player can score: both interim scorings and a 12-island final difference."""
+
+
 def _int_pair(position: Mapping[str, Any], key: str) -> list[int]:
     pair = _list(position, key, 2)
     for value in pair:
-        if not _is_int(value) or value < 0:
-            raise ValueError(f"position '{key}' must be two non-negative integers, got {pair!r}")
+        if not _is_int(value) or not 0 <= value <= MAX_POINTS:
+            raise ValueError(f"position '{key}' must be two integers in 0..{MAX_POINTS}, got {pair!r}")
     return [int(pair[0]), int(pair[1])]
 
 

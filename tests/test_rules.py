@@ -604,3 +604,11 @@ def test_island_names_are_checked():
     with pytest.raises(ValueError, match="unknown island 'ATLANTIS'"):
         KahunaGame(seed=0).controller("ATLANTIS")
     assert ISLANDS[I["LALE"]] == "LALE"
+
+
+def test_current_player_after_the_final_scoring_is_the_last_player_to_act():
+    game = _round_end_position(3)
+    game.step(take(1))
+    game.step(A.PASS)
+    game.step(A.PASS)
+    assert game.is_over and game.current_player == 0

@@ -1,0 +1,552 @@
+"""
+# Kahuna
+
+A PettingZoo AEC environment for *Kahuna*, Günter Cornett's two-player game
+of bridges, island cards and majorities.
+
+| Creation           | `from kahuna_env import env; e = env()` (or `kahuna_env.raw_env(...)`) |
+|--------------------|--------------------------------------------------------------------------|
+| Actions            | Discrete                                                                 |
+| Parallel API       | No (a turn is several actions by the same player)                        |
+| Manual Control     | No                                                                       |
+| Agents             | `agents = ['player_0', 'player_1']`                                      |
+| Agents             | 2                                                                        |
+| Action Shape       | `()` (one integer)                                                       |
+| Action Values      | `Discrete(179)`                                                          |
+| Observation Shape  | `{'observation': (246,), 'action_mask': (179,)}`                         |
+| Observation Values | `observation`: float32 in [0, 1]; `action_mask`: int8 in {0, 1}          |
+| State Shape        | `(283,)` float32 in [0, 1] (`env.state()`, `env.state_space`)            |
+| Import             | `import kahuna_env` (no torch needed)                                    |
+
+Kahuna is played on an archipelago of 12 islands joined by 27 possible
+bridges.  On their turn players pay island cards to place bridges (one card
+naming either end of a free line) or to remove an opponent bridge (two cards
+naming its ends), or discard cards face down instead, and end the turn by
+drawing from the pile, taking one of three face-up cards, or passing.  Holding
+a strict majority of an island's lines controls it; taking control removes
+every opponent bridge on that island's lines.  Controlled islands are scored
+after each of three rounds; the higher total wins.  The rules as implemented
+are in `docs/RULES.md` and SPEC §3.
+
+## Creation and options
+
+```python
+import kahuna_env
+
+env = kahuna_env.env(
+    variant="standard",          # or "planning" (restricted placement, free claim after a removal)
+    handicap=None,               # or (player, n): that player places n (1..3) free bridges first
+    discard_rule="instead_of_play",  # or "hand_limit" (the printed Kosmos rule)
+    first_player=0,              # 0 or 1
+    reward="win_loss",           # or "score" (final point difference)
+    render_mode=None,            # "ansi", "rgb_array" or "human"
+)
+env.reset(seed=42)
+for agent in env.agent_iter():
+    observation, reward, termination, truncation, info = env.last()
+    if termination or truncation:
+        action = None
+    else:
+        mask = observation["action_mask"]
+        action = env.action_space(agent).sample(mask)  # or your policy
+    env.step(action)
+env.close()
+```
+
+Every keyword is checked at construction: a bad value is a `ValueError`
+naming the keyword, the value given and the values allowed; an unknown keyword
+is a `TypeError`.  `kahuna_env.env()` stacks PettingZoo's
+`TerminateIllegalWrapper` (an illegal action ends the game with -1 for the
+offender and 0 for the other player), `AssertOutOfBoundsWrapper` and
+`OrderEnforcingWrapper` over `raw_env`.  They are thin subclasses of
+PettingZoo's classes (`isinstance` holds, their logic is unchanged) that read
+`agent_selection`, `terminations`, `rewards`, ... straight from the raw env
+instead of through one `__getattr__` call per layer, which alone cost more
+than a Kahuna step.  The raw environment raises the engine's
+`IllegalActionError` (a `ValueError` naming the action and the reason) on an
+illegal action and leaves the game unchanged.
+
+`reset(seed=s)` makes the game reproducible: the deal and every later
+reshuffle come from a generator seeded from `s` (no global random state);
+`reset()` without a seed continues that generator.  `reset(options={"position":
+d})` starts from a position dict in the format of SPEC §5 (as written by
+`KahunaGame.to_dict()`): for curricula, endgame drills and bug reports.  A
+position without a `"config"` key is played under the environment's options;
+a position with one is played under the config it records.  A malformed
+position, or one whose game is already over, is a `ValueError`.  Other option
+keys are ignored with a warning (PettingZoo's `api_test` passes arbitrary
+options).  The rules engine is `env.unwrapped.game` (a `KahunaGame`).
+
+## Turns
+
+A turn is several actions by the same player: any number of card plays (or,
+instead, face-down discards, one per action), then a draw, a take or a pass.
+The player to act keeps `agent_selection` for every action of its turn, so
+`agent_iter()` yields the same agent several times in a row.  With a handicap,
+the handicap player first places its free bridges (one action each).
+
+## Observation Space
+
+`observe(agent)` (and `last()`) return a dict with an `'observation'` element,
+the agent's view as a flat `float32` vector of 246 entries in [0, 1], and an
+`'action_mask'` element described below.  The view is from the agent's side
+("mine" / "opponent's"): the owner of every line and the controller of every
+island, the agent's hand (cards per island), the face-up row, the pile size,
+the discard pile (openly played cards, the agent's own face-down discards, the
+number of opponent face-down discards), the opponent's hand size and the cards
+it is publicly known to hold, scores, round, final-turns phase, bridge supplies
+and the turn state.  It never contains the opponent's hidden cards, the pile
+order or which cards the opponent discarded face down: two games with the same
+public history give the same observation.
+
+The layout (name -> slice) is importable as
+`kahuna_env.observation.OBSERVATION_LAYOUT` and documented, with the scaling
+of every feature, in `kahuna_env.observation`;
+`kahuna_env.observation.describe_layout()` prints it.
+
+`state()` returns the full state for centralized critics: player 0's
+observation followed by player 1's hand, the pile's cards per island, player
+1's face-down discards and the player to act (`STATE_LAYOUT` in
+`kahuna_env.observation`; `env.state_space` is `Box(0, 1, (283,), float32)`).
+
+### Legal Actions Mask
+
+`observation["action_mask"]` is an `int8` vector of 179 entries, 1 where the
+action is legal.  It is all zeros for the agent that is not to act, and for
+both agents once the game is over.
+
+## Action Space
+
+One `Discrete(179)` space (SPEC §4, `kahuna_env.actions`); `a`/`b` are the
+line's first/second island (alphabetically):
+
+| indices  | action                                                          |
+|----------|-----------------------------------------------------------------|
+| 0..26    | PLACE on line i, paying a card of `a`                           |
+| 27..53   | PLACE on line i-27, paying a card of `b`                        |
+| 54..80   | REMOVE the opponent bridge on line i-54, paying `a` + `b`       |
+| 81..107  | REMOVE on line i-81, paying `a` + `a`                           |
+| 108..134 | REMOVE on line i-108, paying `b` + `b`                          |
+| 135..146 | DISCARD face down one card of island i-135                      |
+| 147      | DRAW the top card of the pile                                   |
+| 148..150 | TAKE face-up slot i-148                                         |
+| 151      | PASS (end the turn without drawing)                             |
+| 152..178 | FREE_BRIDGE on line i-152 (handicap setup, planning-variant claim) |
+
+`kahuna_env.actions.describe_action(a)` gives the text of an action, e.g.
+`place ALOA-BARI paying ALOA`.
+
+## Rewards
+
+Rewards are given once, when the game ends; every other step gives 0.
+
+| `reward=`    | winner | loser | draw |
+|--------------|--------|-------|------|
+| `"win_loss"` | +1     | -1    | 0    |
+| `"score"`    | own total points minus the opponent's (e.g. +3 / -3) | | 0 |
+
+In `"score"` mode the reward is the difference of the final point totals,
+whatever decided the game: a tie on points decided by a tie-break, or a
+premature end (a player without bridges from round 2 on loses at once), gives
+the point difference, which may be 0 or even favour the loser.  Use
+`"win_loss"` when winning is what counts.  Both modes sum to zero.  With
+`env()`, an illegal action ends the game with -1 for the offender and 0 for
+the other player instead.
+
+At the end, `infos[agent]` holds `{"scores": [p0, p1], "final_points": [p0,
+p1], "winner": 0 | 1 | None}` (player indices, `None` for a draw); before that
+it is an empty dict.
+
+## Rendering
+
+`render_mode="ansi"` returns a compact text board; `"rgb_array"` a picture of
+the archipelago (a spectator's view: both hands are shown); `"human"` shows
+that picture in a pygame window when a display exists (`DISPLAY` or
+`WAYLAND_DISPLAY` set) and prints the text board otherwise.  See
+`kahuna_env.render`, which can also save a whole game as an animated GIF.
+
+## Version History
+
+* v0: Initial release (0.1.0).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import EzPickle, seeding
+from pettingzoo import AECEnv
+from pettingzoo.utils import wrappers
+
+from kahuna_env.actions import NUM_ACTIONS
+from kahuna_env.engine import KahunaConfig, KahunaGame
+from kahuna_env.observation import OBSERVATION_SIZE, STATE_SIZE, encode_observation, encode_state
+
+AGENTS: tuple[str, str] = ("player_0", "player_1")
+"""Agent names; ``AGENTS[p]`` plays as engine player ``p``."""
+AGENT_INDEX: dict[str, int] = {agent: player for player, agent in enumerate(AGENTS)}
+"""Agent name -> engine player (0 or 1)."""
+REWARD_MODES: tuple[str, ...] = ("win_loss", "score")
+"""Values of the ``reward`` keyword."""
+RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array", "human")
+"""Values of the ``render_mode`` keyword (besides ``None``)."""
+
+
+def env(**kwargs: Any) -> AECEnv:
+    """The Kahuna AEC environment with PettingZoo's standard wrappers (see the module docstring).
+
+    Keywords are those of :class:`raw_env`.  The stack is PettingZoo's
+    ``TerminateIllegalWrapper`` (an illegal action ends the game with -1 for
+    the offender and 0 for the other player), ``AssertOutOfBoundsWrapper`` and
+    ``OrderEnforcingWrapper``, each with direct attribute forwarding (see
+    :class:`DirectAttributes`).
+    """
+    environment: AECEnv = raw_env(**kwargs)
+    environment = TerminateIllegalWrapper(environment, illegal_reward=-1)
+    environment = AssertOutOfBoundsWrapper(environment)
+    environment = OrderEnforcingWrapper(environment)
+    return environment
+
+
+def _forwarded(name: str, holder: str = "_raw") -> property:
+    """A property reading (one C-level ``attrgetter``) and writing ``name`` on the env held in ``self.<holder>``."""
+
+    def set_(self: Any, value: Any) -> None:
+        setattr(getattr(self, holder), name, value)
+
+    return property(operator.attrgetter(f"{holder}.{name}"), set_, doc=f"``{name}`` of the raw environment.")
+
+
+class DirectAttributes:
+    """Mixin for PettingZoo wrappers over :class:`raw_env`: the AEC attributes come straight from the raw env.
+
+    PettingZoo's ``BaseWrapper`` finds ``agent_selection``, ``terminations``,
+    ``rewards`` and the like through a chain of ``__getattr__`` calls, one per
+    wrapper layer; with three layers that costs more than a Kahuna step
+    itself.  These properties read (and write) the raw environment's
+    attributes directly; the wrappers' own logic is PettingZoo's, unchanged.
+    """
+
+    def __init__(self, env: AECEnv, *args: Any, **kwargs: Any) -> None:
+        super().__init__(env, *args, **kwargs)  # type: ignore[call-arg]
+        self._raw = env.unwrapped
+
+    agent_selection = _forwarded("agent_selection")
+    agents = _forwarded("agents")
+    rewards = _forwarded("rewards")
+    terminations = _forwarded("terminations")
+    truncations = _forwarded("truncations")
+    infos = _forwarded("infos")
+    _cumulative_rewards = _forwarded("_cumulative_rewards")
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        """The raw environment's observation space of ``agent``."""
+        return self._raw.observation_space(agent)
+
+    def action_space(self, agent: str) -> spaces.Space:
+        """The raw environment's action space of ``agent``."""
+        return self._raw.action_space(agent)
+
+
+class TerminateIllegalWrapper(DirectAttributes, wrappers.TerminateIllegalWrapper):
+    """PettingZoo's ``TerminateIllegalWrapper`` with :class:`DirectAttributes`."""
+
+
+class AssertOutOfBoundsWrapper(DirectAttributes, wrappers.AssertOutOfBoundsWrapper):
+    """PettingZoo's ``AssertOutOfBoundsWrapper`` with :class:`DirectAttributes`."""
+
+
+class OrderEnforcingWrapper(DirectAttributes, wrappers.OrderEnforcingWrapper):
+    """PettingZoo's ``OrderEnforcingWrapper`` with :class:`DirectAttributes` (same errors before reset).
+
+    The guarded attributes are read through ``_reset_raw``, which is ``None``
+    until the first reset: the lookup then fails and PettingZoo's
+    ``__getattr__`` raises its "cannot be accessed before reset" error.
+    """
+
+    def __init__(self, env: AECEnv) -> None:
+        self._reset_raw: raw_env | None = None
+        super().__init__(env)
+
+    agent_selection = _forwarded("agent_selection", holder="_reset_raw")
+    agents = _forwarded("agents", holder="_reset_raw")
+    rewards = _forwarded("rewards", holder="_reset_raw")
+    terminations = _forwarded("terminations", holder="_reset_raw")
+    truncations = _forwarded("truncations", holder="_reset_raw")
+    infos = _forwarded("infos", holder="_reset_raw")
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Reset the game (PettingZoo's ``OrderEnforcingWrapper.reset``) and open the guarded attributes."""
+        self._reset_raw = self._raw
+        super().reset(seed=seed, options=options)
+
+    def __str__(self) -> str:
+        return str(self.env)
+
+
+def check_reward_mode(reward: object, where: str) -> str:
+    """Return ``reward`` if it is a reward mode; raise ``ValueError`` naming ``where`` otherwise."""
+    if not isinstance(reward, str) or reward not in REWARD_MODES:
+        raise ValueError(f"{where}: reward must be one of {list(REWARD_MODES)}, got {reward!r}")
+    return reward
+
+
+def final_rewards(game: KahunaGame, reward: str) -> tuple[float, float]:
+    """Rewards of players 0 and 1 for a finished game under reward mode ``reward`` (they sum to zero)."""
+    if reward == "score":
+        scores = game.scores
+        difference = float(scores[0] - scores[1])
+        return difference, -difference
+    winner = game.winner
+    if winner is None:
+        return 0.0, 0.0
+    return (1.0, -1.0) if winner == 0 else (-1.0, 1.0)
+
+
+def final_info(game: KahunaGame) -> dict[str, Any]:
+    """The info dict of a finished game: ``scores``, ``final_points`` and ``winner`` (a new dict each call)."""
+    return {"scores": game.scores, "final_points": game.final_points, "winner": game.winner}
+
+
+def load_position(position: object, config: KahunaConfig, seed: int, where: str) -> KahunaGame:
+    """A game from a SPEC §5 position dict, under ``config`` unless the position records its own.
+
+    A malformed position or a finished game is a ``ValueError`` that starts with ``where``.
+    """
+    if not isinstance(position, Mapping):
+        raise ValueError(f"{where}: the position must be a dict (SPEC §5), got {type(position).__name__}")
+    if position.get("config") is None:
+        position = {**position, "config": config.to_dict()}
+    try:
+        game = KahunaGame.from_dict(position, seed=seed)
+    except (TypeError, ValueError, KeyError) as error:
+        raise ValueError(f"{where}: malformed position: {error}") from None
+    if game.is_over:
+        raise ValueError(f"{where}: the position is a finished game (winner {game.winner}); nothing is left to play")
+    return game
+
+
+def make_config(
+    variant: object, handicap: object, discard_rule: object, first_player: object, where: str
+) -> KahunaConfig:
+    """The engine config for the environment keywords; a bad value is a ``ValueError`` starting with ``where``."""
+    try:
+        return KahunaConfig(
+            variant=variant,  # type: ignore[arg-type]
+            handicap=handicap,  # type: ignore[arg-type]
+            discard_rule=discard_rule,  # type: ignore[arg-type]
+            first_player=first_player,  # type: ignore[arg-type]
+        )
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{where}: {error}") from None
+
+
+class ActionSpace(spaces.Discrete):
+    """``Discrete(179)`` whose ``contains`` answers a plain ``int`` without numpy (it runs on every wrapped step).
+
+    Everything else, and the answer for any other type, is ``gymnasium.spaces.Discrete``'s.
+    """
+
+    def contains(self, x: Any) -> bool:
+        """Whether ``x`` is an action id of this space."""
+        if x.__class__ is int:
+            return self.start <= x < self.start + self.n
+        return super().contains(x)
+
+
+class raw_env(AECEnv, EzPickle):
+    """The unwrapped Kahuna AEC environment (see the module docstring for the manual).
+
+    Args:
+        variant: ``"standard"`` or ``"planning"``.
+        handicap: ``None`` or ``(player, n)`` with ``n`` in 1..3.
+        discard_rule: ``"instead_of_play"`` or ``"hand_limit"``.
+        first_player: 0 or 1.
+        reward: ``"win_loss"`` (+1/-1/0) or ``"score"`` (final point difference).
+        render_mode: ``None``, ``"ansi"``, ``"rgb_array"`` or ``"human"``.
+
+    An illegal action raises :class:`kahuna_env.engine.IllegalActionError`;
+    the game is left unchanged.  The engine is :attr:`game`.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "name": "kahuna_v0",
+        "render_modes": list(RENDER_MODES),
+        "is_parallelizable": False,
+        "render_fps": 2,
+    }
+
+    def __init__(
+        self,
+        *,
+        variant: str = "standard",
+        handicap: tuple[int, int] | None = None,
+        discard_rule: str = "instead_of_play",
+        first_player: int = 0,
+        reward: str = "win_loss",
+        render_mode: str | None = None,
+    ) -> None:
+        EzPickle.__init__(
+            self,
+            variant=variant,
+            handicap=handicap,
+            discard_rule=discard_rule,
+            first_player=first_player,
+            reward=reward,
+            render_mode=render_mode,
+        )
+        super().__init__()
+        where = "kahuna_env.env()"
+        self.reward_mode = check_reward_mode(reward, where)
+        if render_mode is not None and render_mode not in RENDER_MODES:
+            raise ValueError(f"{where}: render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
+        self.render_mode = render_mode
+        self.config = make_config(variant, handicap, discard_rule, first_player, where)
+        self.possible_agents = list(AGENTS)
+        self.agents = list(AGENTS)
+        self.action_spaces = {agent: ActionSpace(NUM_ACTIONS) for agent in AGENTS}
+        self.observation_spaces = {
+            agent: spaces.Dict(
+                {
+                    "observation": spaces.Box(low=0.0, high=1.0, shape=(OBSERVATION_SIZE,), dtype=np.float32),
+                    "action_mask": spaces.Box(low=0, high=1, shape=(NUM_ACTIONS,), dtype=np.int8),
+                }
+            )
+            for agent in AGENTS
+        }
+        self.state_space = spaces.Box(low=0.0, high=1.0, shape=(STATE_SIZE,), dtype=np.float32)
+        """Space of :meth:`state`: the full state for centralized critics (``STATE_LAYOUT``)."""
+        self.game: KahunaGame | None = None
+        """The rules engine of the current game (``None`` before the first reset)."""
+        self.last_action: int | None = None
+        """The last action applied (``None`` at the start of a game); shown by the renderers."""
+        self._np_random: np.random.Generator | None = None
+        self._window: Any = None
+
+    # ------------------------------------------------------------------ spaces
+    def observation_space(self, agent: str) -> spaces.Space:
+        """The observation space of ``agent`` (the same object on every call)."""
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Space:
+        """The action space of ``agent``: ``Discrete(179)`` (the same object on every call)."""
+        return self.action_spaces[agent]
+
+    @property
+    def np_random(self) -> np.random.Generator:
+        """The generator that seeds each game's deal and reshuffles (seeded by ``reset(seed=...)``)."""
+        if self._np_random is None:
+            self._np_random, _ = seeding.np_random(None)
+        return self._np_random
+
+    # ------------------------------------------------------------------ AEC API
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Start a new game; ``seed`` makes it reproducible, ``options={"position": d}`` starts from a position."""
+        if seed is not None:
+            self._np_random, _ = seeding.np_random(seed)
+        game_seed = int(self.np_random.integers(2**63))
+        position = None
+        if options is not None:
+            if not isinstance(options, Mapping):
+                raise ValueError(f"reset(): options must be a dict or None, got {type(options).__name__}")
+            unknown = sorted(str(key) for key in options if key != "position")
+            if unknown:
+                gymnasium.logger.warn(f"reset(): ignoring unknown option(s) {unknown}; the known option is 'position'")
+            position = options.get("position")
+        if position is None:
+            self.game = KahunaGame(self.config, seed=game_seed)
+        else:
+            self.game = load_position(position, self.config, game_seed, "reset(options={'position': ...})")
+        self.agents = list(AGENTS)
+        self.rewards = {agent: 0.0 for agent in AGENTS}
+        self._cumulative_rewards = {agent: 0.0 for agent in AGENTS}
+        self.terminations = {agent: False for agent in AGENTS}
+        self.truncations = {agent: False for agent in AGENTS}
+        self.infos = {agent: {} for agent in AGENTS}
+        self.agent_selection = AGENTS[self.game.current_player]
+        self.last_action = None
+        if self.render_mode == "human":
+            self.render()
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        """``agent``'s observation and action mask (all zeros when ``agent`` is not to act)."""
+        game = self.game
+        if game is None:
+            raise RuntimeError("observe(): call reset() first")
+        player = AGENT_INDEX[agent]
+        mask = bytearray(NUM_ACTIONS)
+        if player == game.current_player and not game.is_over:
+            for action in game.legal_actions():
+                mask[action] = 1
+        return {
+            "observation": encode_observation(game, player),
+            "action_mask": np.frombuffer(mask, dtype=np.int8),
+        }
+
+    def step(self, action: int | None) -> None:
+        """Apply the selected agent's action (``None`` for an agent that is done).
+
+        Raises :class:`kahuna_env.engine.IllegalActionError` for an illegal action.
+        """
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        game = self.game
+        # Rewards stay zero until the end, so nothing else needs updating on an ordinary step.
+        game.step(action)
+        self.last_action = action
+        if game.is_over:
+            self._finish(game)
+        else:
+            self.agent_selection = AGENTS[game.current_player]
+        if self.render_mode == "human":
+            self.render()
+
+    def _finish(self, game: KahunaGame) -> None:
+        first, second = final_rewards(game, self.reward_mode)
+        self.rewards = {AGENTS[0]: first, AGENTS[1]: second}
+        self._cumulative_rewards[self.agent_selection] = 0.0
+        self._accumulate_rewards()
+        self.terminations = {agent: True for agent in self.agents}
+        self.infos = {agent: final_info(game) for agent in self.agents}
+        self.agent_selection = AGENTS[game.current_player]
+
+    def state(self) -> np.ndarray:
+        """The full state (both hands, pile composition) for centralized critics; see :attr:`state_space`."""
+        if self.game is None:
+            raise RuntimeError("state(): call reset() first")
+        return encode_state(self.game)
+
+    # ------------------------------------------------------------------ rendering
+    def render(self) -> str | np.ndarray | None:
+        """Render the game as ``render_mode`` says: text, an RGB array, or a window (text without a display)."""
+        from kahuna_env import render as rendering
+
+        if self.render_mode is None:
+            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
+            return None
+        if self.game is None:
+            raise RuntimeError("render(): call reset() first")
+        if self.render_mode == "ansi":
+            return rendering.render_ansi(self.game, last_action=self.last_action)
+        if self.render_mode == "rgb_array":
+            return rendering.render_rgb(self.game, last_action=self.last_action)
+        if self._window is None:
+            self._window = rendering.HumanWindow(self.metadata["render_fps"])
+        self._window.show(self.game, last_action=self.last_action)
+        return None
+
+    def close(self) -> None:
+        """Close the window of ``render_mode="human"`` if one is open."""
+        if self._window is not None:
+            self._window.close()
+            self._window = None
+
+    def __str__(self) -> str:
+        return self.metadata["name"]

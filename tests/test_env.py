@@ -1,0 +1,609 @@
+"""The PettingZoo AEC environment (``kahuna_env.env`` / ``raw_env``): API, observations, turns, rewards, errors."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import LINE, position
+from pettingzoo.test import api_test, seed_test
+from pettingzoo.utils import wrappers
+
+import kahuna_env
+from kahuna_env import actions as A
+from kahuna_env.board import DEGREE, ISLAND_ID, NUM_ISLANDS, NUM_LINES
+from kahuna_env.engine import IllegalActionError, KahunaGame
+from kahuna_env.env import AGENTS, raw_env
+from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, STATE_SIZE, encode_state
+
+API_CYCLES = 1000  # agent_iter runs 2 * API_CYCLES steps: whole games (the longest seen is ~150 actions)
+
+# ---------------------------------------------------------------------------------------------- positions
+# A final-turn position: player 0 controls ALOA, LALE and GOLA, player 1 nothing; scores 1 : 2.
+# Player 0 passes, the final scoring gives player 0 three points: 4 : 2.
+FINAL_TURN = position(
+    bridges={
+        "ALOA-BARI": 0,
+        "ALOA-DUDA": 0,
+        "HUNA-LALE": 0,
+        "IFFI-LALE": 0,
+        "COCO-GOLA": 0,
+        "FAAA-GOLA": 0,
+        "GOLA-JOJO": 0,
+        "ELAI-JOJO": 1,
+    },
+    hands=(["BARI"], ["ELAI"]),
+    face_up=[None, None, None],
+    pile=[],
+    round=3,
+    scores=[1, 2],
+    final_turns_left=1,
+)
+
+# A mid-game position with most features non-zero, player 0 to act.
+MID_GAME = position(
+    bridges={
+        "ALOA-BARI": 0,
+        "ALOA-DUDA": 0,
+        "HUNA-IFFI": 0,
+        "BARI-ELAI": 1,
+        "COCO-GOLA": 1,
+        "COCO-KAHU": 1,
+        "COCO-FAAA": 1,
+    },
+    hands=(["ALOA", "HUNA", "HUNA"], ["ELAI", "BARI"]),
+    face_up=["FAAA", None, "KAHU"],
+    pile=["DUDA", "GOLA", "LALE"],
+    discard=["IFFI", "JOJO", "LALE", "ALOA"],
+    face_down=[["IFFI"], ["JOJO", "LALE"]],
+    known=[[], ["BARI"]],
+    round=2,
+    scores=[1, 0],
+    must_draw=True,
+    played_this_turn=1,
+)
+
+# Planning variant, player 1 just removed a bridge on ELAI-IFFI and may claim it.
+PLANNING_CLAIM = position(
+    bridges={"ALOA-BARI": 0, "DUDA-ELAI": 1, "KAHU-LALE": 1},
+    hands=(["ALOA"], ["HUNA"]),
+    discard=["ELAI", "IFFI"],
+    current_player=1,
+    played_this_turn=2,
+    claim_line=LINE["ELAI-IFFI"],
+    config={"variant": "planning", "handicap": None, "discard_rule": "hand_limit", "first_player": 1},
+)
+
+# Handicap setup: player 1 places two free bridges before the first turn.
+HANDICAP_SETUP = position(
+    hands=(["ALOA", "BARI", "COCO"], ["DUDA", "ELAI", "FAAA"]),
+    current_player=1,
+    setup_left=2,
+    config={"variant": "standard", "handicap": [1, 2], "discard_rule": "instead_of_play", "first_player": 0},
+)
+
+# The extra turns of round 3: nothing left to draw.
+FINAL_TURNS = {**FINAL_TURN, "final_turns_left": 2, "current_player": 1}
+
+POSITIONS = {
+    "mid_game": MID_GAME,
+    "planning_claim": PLANNING_CLAIM,
+    "handicap_setup": HANDICAP_SETUP,
+    "final_turns": FINAL_TURNS,
+}
+
+
+def env_at(position_dict: dict[str, Any], **kwargs: Any) -> raw_env:
+    """A raw env reset to ``position_dict``."""
+    environment = raw_env(**kwargs)
+    environment.reset(seed=0, options={"position": position_dict})
+    return environment
+
+
+def play_random(environment: Any, seed: int) -> list[tuple[str, int | None, float, bool]]:
+    """The standard AEC loop with random legal actions; returns (agent, action, reward, done) per iteration."""
+    rng = np.random.default_rng(seed)
+    log = []
+    for agent in environment.agent_iter():
+        observation, reward, termination, truncation, _ = environment.last()
+        if termination or truncation:
+            action = None
+        else:
+            legal = np.flatnonzero(observation["action_mask"])
+            action = int(legal[rng.integers(legal.size)])
+        log.append((agent, action, reward, termination or truncation))
+        environment.step(action)
+    return log
+
+
+# ---------------------------------------------------------------------------------------------- PettingZoo tests
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"variant": "planning"}, {"handicap": (1, 3)}, {"discard_rule": "hand_limit", "first_player": 1}],
+    ids=["standard", "planning", "handicap", "hand_limit"],
+)
+def test_pettingzoo_api_test_passes(options: dict[str, Any]) -> None:
+    api_test(kahuna_env.env(**options), num_cycles=API_CYCLES)
+
+
+@pytest.mark.parametrize("variant", ["standard", "planning"])
+def test_pettingzoo_seed_test_passes(variant: str) -> None:
+    seed_test(lambda: kahuna_env.env(variant=variant), num_cycles=API_CYCLES)
+
+
+def test_env_stacks_the_standard_wrappers() -> None:
+    environment = kahuna_env.env()
+    layers = []
+    while isinstance(environment, wrappers.BaseWrapper):
+        layers.append(environment)
+        environment = environment.env
+    assert isinstance(layers[0], wrappers.OrderEnforcingWrapper)
+    assert isinstance(layers[1], wrappers.AssertOutOfBoundsWrapper)
+    assert isinstance(layers[2], wrappers.TerminateIllegalWrapper)
+    assert isinstance(environment, raw_env)
+
+
+def test_metadata_follows_the_classic_conventions() -> None:
+    environment = kahuna_env.env()
+    environment.reset(seed=0)
+    assert environment.metadata["name"] == "kahuna_v0"
+    assert environment.metadata["is_parallelizable"] is False
+    assert set(environment.metadata["render_modes"]) == {"ansi", "rgb_array", "human"}
+    assert environment.possible_agents == ["player_0", "player_1"]
+    assert environment.action_space("player_0").n == 179
+    space = environment.observation_space("player_1")
+    assert space["observation"].shape == (OBSERVATION_SIZE,) and space["observation"].dtype == np.float32
+    assert space["action_mask"].shape == (179,) and space["action_mask"].dtype == np.int8
+
+
+def test_wrapped_env_refuses_attributes_before_reset() -> None:
+    with pytest.raises(AttributeError, match="before reset"):
+        _ = kahuna_env.env().agent_selection
+
+
+def test_unwrapped_env_exposes_the_engine() -> None:
+    environment = kahuna_env.env()
+    environment.reset(seed=3)
+    assert isinstance(environment.unwrapped.game, KahunaGame)
+    assert environment.agent_selection == AGENTS[environment.unwrapped.game.current_player]
+
+
+def test_import_does_not_load_torch() -> None:
+    code = "import sys, kahuna_env; assert 'torch' not in sys.modules, 'kahuna_env imported torch'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---------------------------------------------------------------------------------------------- observations
+def test_observation_of_the_agent_to_act_has_the_engine_mask() -> None:
+    environment = env_at(MID_GAME)
+    observation = environment.observe("player_0")
+    expected = environment.game.action_mask().astype(np.int8)
+    assert observation["action_mask"].dtype == np.int8
+    assert np.array_equal(observation["action_mask"], expected)
+    assert expected.sum() > 0
+
+
+def test_observation_of_the_waiting_agent_has_an_all_zero_mask() -> None:
+    environment = env_at(MID_GAME)
+    assert not environment.observe("player_1")["action_mask"].any()
+
+
+def test_observe_is_from_each_agents_side() -> None:
+    environment = env_at(MID_GAME)
+    lines_mine = OBSERVATION_LAYOUT["lines_mine"]
+    lines_opponent = OBSERVATION_LAYOUT["lines_opponent"]
+    first = environment.observe("player_0")["observation"]
+    second = environment.observe("player_1")["observation"]
+    assert first[lines_mine][LINE["ALOA-BARI"]] == 1 and second[lines_opponent][LINE["ALOA-BARI"]] == 1
+    assert np.array_equal(first[lines_mine], second[lines_opponent])
+
+
+def _one_hot(size: int, index: int | None) -> list[float]:
+    out = [0.0] * size
+    if index is not None:
+        out[index] = 1.0
+    return out
+
+
+def expected_features(game: KahunaGame, viewer: int) -> dict[str, list[float]]:
+    """Every observation slice of ``viewer`` recomputed from the engine's public accessors."""
+    me, opponent = viewer, 1 - viewer
+    to_act = game.current_player == viewer and not game.is_over
+    hand = game.hand_counts(me)
+    open_discards = game.open_discards()
+    my_face_down = game.face_down_discards(me)
+    known = game.known_cards(opponent)
+    face_up = game.face_up
+    unseen = [
+        2 - hand[i] - open_discards[i] - my_face_down[i] - known[i] - face_up.count(i) for i in range(NUM_ISLANDS)
+    ]
+    claim = game.claim_line if to_act else None
+    return {
+        "lines_mine": [float(game.owner(line) == me) for line in range(NUM_LINES)],
+        "lines_opponent": [float(game.owner(line) == opponent) for line in range(NUM_LINES)],
+        "control_mine": [float(game.controller(i) == me) for i in range(NUM_ISLANDS)],
+        "control_opponent": [float(game.controller(i) == opponent) for i in range(NUM_ISLANDS)],
+        "bridges_mine": [game.bridge_count(me, i) / DEGREE[i] for i in range(NUM_ISLANDS)],
+        "bridges_opponent": [game.bridge_count(opponent, i) / DEGREE[i] for i in range(NUM_ISLANDS)],
+        "hand": [count / 2 for count in hand],
+        "face_up": [value for card in face_up for value in _one_hot(NUM_ISLANDS, card)],
+        "pile_size": [game.pile_size / 24],
+        "discard_open": [count / 2 for count in open_discards],
+        "my_face_down": [count / 2 for count in my_face_down],
+        "opponent_face_down_count": [sum(game.face_down_discards(opponent)) / 24],
+        "opponent_hand_size": [game.hand_size(opponent) / 5],
+        "opponent_known": [count / 2 for count in known],
+        "unseen": [count / 2 for count in unseen],
+        "scores": [game.scores[me] / 15, game.scores[opponent] / 15],
+        "round": _one_hot(3, game.round - 1),
+        "final_turns": [float(game.in_final_turns), game.final_turns_left / 2],
+        "supply": [game.supply(me) / 25, game.supply(opponent) / 25],
+        "cards_played": [game.cards_played_this_turn / 5 if to_act else 0.0],
+        "discarding": [float(to_act and game.cards_discarded_this_turn > 0)],
+        "must_draw": [float(to_act and game.must_draw)],
+        "claim": _one_hot(NUM_LINES, claim),
+        "setup": [float(game.in_setup), game.setup_bridges_left / 3],
+        "my_turn": [float(to_act)],
+        "first_player": [float(game.config.first_player == me)],
+        "rules": [float(game.config.variant == "planning"), float(game.config.discard_rule == "hand_limit")],
+    }
+
+
+def test_expected_features_cover_the_whole_layout() -> None:
+    game = KahunaGame.from_dict(MID_GAME)
+    assert list(expected_features(game, 0)) == list(OBSERVATION_LAYOUT)
+
+
+@pytest.mark.parametrize("name", list(OBSERVATION_LAYOUT))
+def test_observation_slice_matches_the_engine_state(name: str) -> None:
+    for position_name, position_dict in POSITIONS.items():
+        environment = env_at(position_dict)
+        for viewer, agent in enumerate(AGENTS):
+            observed = environment.observe(agent)["observation"][OBSERVATION_LAYOUT[name]]
+            expected = expected_features(environment.game, viewer)[name]
+            assert np.allclose(observed, expected, atol=1e-6), (position_name, agent, observed, expected)
+
+
+def test_observation_hand_slice_counts_cards_per_island() -> None:
+    observation = env_at(MID_GAME).observe("player_0")["observation"]
+    hand = observation[OBSERVATION_LAYOUT["hand"]]
+    assert hand[ISLAND_ID["ALOA"]] == 0.5 and hand[ISLAND_ID["HUNA"]] == 1.0
+    assert hand.sum() == 1.5
+
+
+def test_observation_shows_the_opponents_publicly_known_card() -> None:
+    observation = env_at(MID_GAME).observe("player_0")["observation"]
+    known = observation[OBSERVATION_LAYOUT["opponent_known"]]
+    assert known[ISLAND_ID["BARI"]] == 0.5 and known.sum() == 0.5
+
+
+def test_observation_values_lie_in_the_observation_space() -> None:
+    environment = kahuna_env.env(variant="planning", handicap=(0, 2))
+    environment.reset(seed=11)
+    space = environment.observation_space("player_0")
+    for _agent in environment.agent_iter():
+        observation, _, termination, truncation, _ = environment.last()
+        assert space.contains(observation)
+        environment.step(None if termination or truncation else int(np.flatnonzero(observation["action_mask"])[-1]))
+
+
+# ---------------------------------------------------------------------------------------------- information leaks
+def _swap_variants() -> list[dict[str, Any]]:
+    """Positions with the same public state for player 0 and different hidden cards."""
+    common = {
+        "bridges": {"ALOA-BARI": 0, "ELAI-JOJO": 1},
+        "face_up": ["FAAA", "GOLA", None],
+        "discard": ["KAHU", "LALE", "IFFI", "COCO"],
+    }
+    base = position(
+        **common,
+        hands=(["ALOA", "HUNA"], ["ELAI", "DUDA", "BARI"]),
+        pile=["BARI", "COCO", "DUDA", "ELAI", "FAAA", "GOLA", "HUNA", "IFFI", "JOJO", "JOJO", "KAHU", "LALE", "ALOA"],
+        face_down=[[], ["IFFI", "COCO"]],
+    )
+    # A card swapped between the opponent's hand and the pile.
+    swapped_hand = position(
+        **common,
+        hands=(["ALOA", "HUNA"], ["ELAI", "JOJO", "BARI"]),
+        pile=["BARI", "COCO", "DUDA", "ELAI", "FAAA", "GOLA", "HUNA", "IFFI", "DUDA", "JOJO", "KAHU", "LALE", "ALOA"],
+        face_down=[[], ["IFFI", "COCO"]],
+    )
+    # The same pile in another order below its top three cards (which the history below reveals to player 0).
+    reordered_pile = {**base, "pile": base["pile"][:3] + base["pile"][3:][::-1]}
+    # Another card discarded face down by the opponent (JOJO instead of COCO, which is in the pile instead).
+    other_face_down = {
+        **base,
+        "discard": ["KAHU", "LALE", "IFFI", "JOJO"],
+        "face_down": [[], ["IFFI", "JOJO"]],
+        "pile": [card if (card, k) != ("JOJO", 9) else "COCO" for k, card in enumerate(base["pile"])],
+    }
+    return [base, swapped_hand, reordered_pile, other_face_down]
+
+
+def test_hidden_cards_do_not_change_the_viewers_observation() -> None:
+    observations = [env_at(variant).observe("player_0")["observation"] for variant in _swap_variants()]
+    for observation in observations[1:]:
+        assert np.array_equal(observation, observations[0])
+
+
+def test_hidden_cards_do_not_change_the_viewers_observation_after_the_same_public_actions() -> None:
+    history = [
+        A.place_action(LINE["ALOA-DUDA"], "ALOA"),  # player 0
+        A.TAKE + 0,  # player 0 takes FAAA; the slot is refilled from the pile top
+        A.place_action(LINE["ELAI-FAAA"], "ELAI"),  # player 1
+        A.DRAW,  # player 1 draws a card player 0 cannot see
+        A.DRAW,  # player 0 draws
+    ]
+    observations = []
+    for variant in _swap_variants():
+        environment = env_at(variant)
+        for action in history:
+            environment.step(action)
+        observations.append(environment.observe("player_0")["observation"])
+    for observation in observations[1:]:
+        assert np.array_equal(observation, observations[0])
+
+
+def test_the_viewers_own_hand_does_change_the_observation() -> None:
+    base = position(hands=(["ALOA", "HUNA"], ["ELAI"]))
+    other = position(hands=(["ALOA", "IFFI"], ["ELAI"]))
+    first = env_at(base).observe("player_0")["observation"]
+    second = env_at(other).observe("player_0")["observation"]
+    assert not np.array_equal(first, second)
+
+
+def test_state_reveals_both_hands_and_the_pile() -> None:
+    base, swapped = _swap_variants()[:2]
+    first, second = env_at(base), env_at(swapped)
+    assert first.state().shape == (STATE_SIZE,) and first.state().dtype == np.float32
+    assert first.state_space.contains(first.state())
+    assert np.array_equal(first.state(), encode_state(first.game))
+    assert not np.array_equal(first.state(), second.state())
+
+
+# ---------------------------------------------------------------------------------------------- turns and rewards
+def test_the_player_keeps_the_selection_for_every_action_of_its_turn() -> None:
+    environment = env_at(position(hands=(["ALOA", "BARI", "COCO"], ["ELAI"])))
+    for action in (A.place_action(LINE["ALOA-BARI"], "ALOA"), A.place_action(LINE["BARI-COCO"], "COCO")):
+        environment.step(action)
+        assert environment.agent_selection == "player_0"
+    environment.step(A.DRAW)
+    assert environment.agent_selection == "player_1"
+
+
+def test_the_selection_changes_only_when_a_turn_ends() -> None:
+    environment = kahuna_env.env()
+    environment.reset(seed=5)
+    log = play_random(environment, seed=5)
+    moves = [(agent, action) for agent, action, _, done in log if not done]
+    assert len(moves) > 50
+    for (agent, action), (next_agent, _) in itertools.pairwise(moves):
+        ends_turn = A.DRAW <= action <= A.PASS
+        assert (next_agent != agent) == ends_turn, (agent, A.describe_action(action), next_agent)
+
+
+def test_handicap_player_places_all_free_bridges_before_the_first_turn() -> None:
+    environment = raw_env(handicap=(1, 3), first_player=0)
+    environment.reset(seed=2)
+    for _ in range(3):
+        assert environment.agent_selection == "player_1"
+        mask = environment.observe("player_1")["action_mask"]
+        assert np.flatnonzero(mask).min() >= A.FREE_BRIDGE
+        environment.step(int(np.flatnonzero(mask)[0]))
+    assert environment.agent_selection == "player_0"
+
+
+def test_rewards_are_zero_until_the_game_ends() -> None:
+    environment = kahuna_env.env()
+    environment.reset(seed=8)
+    log = play_random(environment, seed=8)
+    assert all(reward == 0 for _, _, reward, done in log if not done)
+
+
+def test_win_loss_rewards_are_given_once_and_sum_to_zero() -> None:
+    for seed in range(4):
+        environment = kahuna_env.env()
+        environment.reset(seed=seed)
+        game = environment.unwrapped.game
+        log = play_random(environment, seed=seed)
+        final = {agent: reward for agent, _, reward, done in log if done}
+        assert sorted(final) == ["player_0", "player_1"]
+        assert [done for *_, done in log].count(True) == 2
+        assert sum(final.values()) == 0
+        if game.winner is None:
+            assert final == {"player_0": 0, "player_1": 0}
+        else:
+            assert final[AGENTS[game.winner]] == 1 and final[AGENTS[1 - game.winner]] == -1
+
+
+def test_score_rewards_are_the_final_point_difference() -> None:
+    environment = env_at(FINAL_TURN, reward="score")
+    environment.step(A.PASS)
+    assert environment.game.scores == [4, 2]
+    assert environment.rewards == {"player_0": 2.0, "player_1": -2.0}
+    assert all(environment.terminations.values())
+
+
+def test_win_loss_rewards_of_a_decided_final_turn() -> None:
+    environment = env_at(FINAL_TURN)
+    environment.step(A.PASS)
+    assert environment.rewards == {"player_0": 1.0, "player_1": -1.0}
+
+
+def test_final_infos_carry_scores_and_winner() -> None:
+    environment = env_at(FINAL_TURN)
+    environment.step(A.PASS)
+    for agent in AGENTS:
+        assert environment.infos[agent] == {"scores": [4, 2], "final_points": [3, 0], "winner": 0}
+
+
+def test_infos_are_empty_during_the_game() -> None:
+    environment = env_at(MID_GAME)
+    assert environment.infos == {"player_0": {}, "player_1": {}}
+
+
+def test_both_agents_leave_with_dead_steps_after_the_end() -> None:
+    environment = env_at(FINAL_TURN)
+    environment.step(A.PASS)
+    seen = []
+    for agent in environment.agent_iter():
+        _, reward, termination, _, _ = environment.last()
+        assert termination
+        seen.append((agent, reward))
+        environment.step(None)
+    assert sorted(seen) == [("player_0", 1.0), ("player_1", -1.0)]
+    assert environment.agents == []
+
+
+# ---------------------------------------------------------------------------------------------- illegal actions
+def test_raw_env_raises_on_an_illegal_action_and_keeps_the_state() -> None:
+    environment = env_at(MID_GAME)
+    before = environment.game.to_dict()
+    with pytest.raises(IllegalActionError, match="remove"):
+        environment.step(A.remove_action(LINE["ALOA-BARI"], "ALOA", "BARI"))  # own bridge
+    assert environment.game.to_dict() == before
+    assert environment.agent_selection == "player_0"
+
+
+def test_wrapped_env_ends_the_game_with_minus_one_for_an_illegal_action() -> None:
+    environment = kahuna_env.env()
+    environment.reset(options={"position": MID_GAME})
+    environment.step(A.remove_action(LINE["ALOA-BARI"], "ALOA", "BARI"))  # removing one's own bridge
+    final = {}
+    for agent in environment.agent_iter():
+        _, reward, termination, truncation, _ = environment.last()
+        assert termination or truncation
+        final[agent] = reward
+        environment.step(None)
+    assert final == {"player_0": -1, "player_1": 0}
+
+
+def test_wrapped_env_asserts_on_an_out_of_range_action() -> None:
+    environment = kahuna_env.env()
+    environment.reset(seed=0)
+    with pytest.raises(AssertionError, match="action space"):
+        environment.step(179)
+
+
+# ---------------------------------------------------------------------------------------------- reset and options
+def test_same_seed_gives_the_same_game() -> None:
+    logs = []
+    for _ in range(2):
+        environment = kahuna_env.env()
+        environment.reset(seed=21)
+        logs.append((environment.unwrapped.game.to_dict(), play_random(environment, seed=1)))
+    assert logs[0] == logs[1]
+
+
+def test_different_seeds_give_different_deals() -> None:
+    deals = []
+    for seed in (1, 2):
+        environment = raw_env()
+        environment.reset(seed=seed)
+        deals.append(environment.game.to_dict()["pile"])
+    assert deals[0] != deals[1]
+
+
+def test_unseeded_resets_continue_the_seeded_generator() -> None:
+    sequences = []
+    for _ in range(2):
+        environment = raw_env()
+        environment.reset(seed=4)
+        sequences.append([environment.game.to_dict() for _ in range(3) if environment.reset() is None])
+    assert sequences[0] == sequences[1]
+    assert sequences[0][0] != sequences[0][1]
+
+
+def test_reset_from_a_position_starts_there() -> None:
+    environment = env_at(MID_GAME)
+    restored = environment.game.to_dict()
+    assert restored["hands"] == [["ALOA", "HUNA", "HUNA"], ["BARI", "ELAI"]]
+    assert restored["round"] == 2 and restored["scores"] == [1, 0]
+    assert environment.agent_selection == "player_0"
+
+
+def test_a_position_without_config_uses_the_env_options() -> None:
+    environment = env_at(MID_GAME, variant="planning")
+    assert environment.game.config.variant == "planning"
+
+
+def test_a_position_with_config_keeps_its_own_rules() -> None:
+    environment = env_at(PLANNING_CLAIM)  # env built with the defaults
+    assert environment.game.config.variant == "planning"
+    assert environment.agent_selection == "player_1"
+
+
+@pytest.mark.parametrize(
+    ("bad_position", "message"),
+    [
+        ({**MID_GAME, "round": 7}, "round"),
+        ({**MID_GAME, "hands": [["ALOA"], ["NOWHERE"]]}, "NOWHERE"),
+        ({key: value for key, value in MID_GAME.items() if key != "pile"}, "pile"),
+        ("not a dict", "dict"),
+    ],
+    ids=["bad_round", "unknown_island", "missing_key", "not_a_dict"],
+)
+def test_a_malformed_position_is_a_clear_error(bad_position: Any, message: str) -> None:
+    environment = raw_env()
+    with pytest.raises(ValueError, match=message) as error:
+        environment.reset(options={"position": bad_position})
+    assert "position" in str(error.value)
+
+
+def test_unknown_reset_options_are_ignored_with_a_warning() -> None:
+    environment = raw_env()
+    with pytest.warns(UserWarning, match="postion"):
+        environment.reset(seed=0, options={"postion": MID_GAME})
+    assert environment.game.to_dict()["round"] == 1  # a fresh deal, not the misspelt position
+
+
+def test_a_finished_position_is_refused() -> None:
+    finished = {**FINAL_TURN, "over": True, "winner": 0, "final_turns_left": 0}
+    with pytest.raises(ValueError, match="finished game"):
+        raw_env().reset(options={"position": finished})
+
+
+# ---------------------------------------------------------------------------------------------- constructor
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"reward": "x"}, "reward must be one of .*'x'"),
+        ({"variant": "y"}, "variant must be one of .*'y'"),
+        ({"discard_rule": "z"}, "discard_rule"),
+        ({"first_player": 2}, "first_player"),
+        ({"handicap": (0, 9)}, "handicap"),
+        ({"render_mode": "movie"}, "render_mode"),
+    ],
+    ids=["reward", "variant", "discard_rule", "first_player", "handicap", "render_mode"],
+)
+def test_a_bad_constructor_value_is_a_clear_error(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        kahuna_env.env(**kwargs)
+
+
+def test_an_unknown_constructor_keyword_is_an_error() -> None:
+    with pytest.raises(TypeError, match="colour"):
+        kahuna_env.env(colour="red")
+
+
+def test_constructor_options_reach_the_engine() -> None:
+    environment = raw_env(variant="planning", discard_rule="hand_limit", first_player=1, handicap=(0, 1))
+    environment.reset(seed=0)
+    config = environment.game.config
+    assert (config.variant, config.discard_rule, config.first_player, config.handicap) == (
+        "planning",
+        "hand_limit",
+        1,
+        (0, 1),
+    )
+
+
+def test_the_manual_states_the_real_space_sizes() -> None:
+    manual = sys.modules["kahuna_env.env"].__doc__
+    assert f"'observation': ({OBSERVATION_SIZE},), 'action_mask': (179,)" in manual
+    assert f"`({STATE_SIZE},)` float32" in manual and f"Box(0, 1, ({STATE_SIZE},), float32)" in manual

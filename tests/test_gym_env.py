@@ -1,0 +1,281 @@
+"""The Gymnasium single-agent wrapper (``KahunaSingleAgentEnv``, ``gymnasium.make("Kahuna-v0")``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from helpers import position
+
+import kahuna_env
+from kahuna_env import actions as A
+from kahuna_env.agents import Agent
+from kahuna_env.engine import IllegalActionError, KahunaGame
+from kahuna_env.gym_env import KahunaSingleAgentEnv
+from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE
+
+MY_TURN = OBSERVATION_LAYOUT["my_turn"].start
+
+# Round 3, two extra turns left, player 0 first: player 0 controls ALOA, LALE and GOLA, player 1 nothing;
+# scores 1 : 2.  When both pass, the final scoring gives player 0 three points: 4 : 2.
+FINAL_TURNS = position(
+    bridges={
+        "ALOA-BARI": 0,
+        "ALOA-DUDA": 0,
+        "HUNA-LALE": 0,
+        "IFFI-LALE": 0,
+        "COCO-GOLA": 0,
+        "FAAA-GOLA": 0,
+        "GOLA-JOJO": 0,
+        "ELAI-JOJO": 1,
+    },
+    hands=(["BARI"], ["ELAI"]),
+    face_up=[None, None, None],
+    pile=[],
+    round=3,
+    scores=[1, 2],
+    final_turns_left=2,
+)
+
+
+def always_pass(observation: np.ndarray, mask: np.ndarray) -> int:
+    """An opponent that passes (legal whenever nothing is left to draw)."""
+    return A.PASS
+
+
+def first_legal(observation: np.ndarray, mask: np.ndarray) -> int:
+    """An opponent playing its lowest legal action."""
+    return int(np.flatnonzero(mask)[0])
+
+
+def play_episode(environment: KahunaSingleAgentEnv, seed: int) -> tuple[list[float], list[dict[str, Any]], bool]:
+    """Random masked learner actions until the episode ends; returns rewards, infos, terminated."""
+    rng = np.random.default_rng(seed)
+    environment.reset(seed=seed)
+    rewards, infos = [], []
+    terminated = truncated = False
+    while not (terminated or truncated):
+        legal = np.flatnonzero(environment.action_masks())
+        _, reward, terminated, truncated, info = environment.step(int(legal[rng.integers(legal.size)]))
+        rewards.append(reward)
+        infos.append(info)
+    return rewards, infos, terminated
+
+
+# ---------------------------------------------------------------------------------------------- API checks
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("observation", ["dict", "flat"])
+def test_gymnasium_check_env_passes(observation: str) -> None:
+    # check_env steps with unmasked random actions, which are almost always illegal: it needs "lose".
+    environment = gymnasium.make("Kahuna-v0", opponent="random", observation=observation, illegal_action="lose")
+    check_env(environment.unwrapped)
+
+
+def test_gymnasium_make_builds_the_wrapper() -> None:
+    environment = gymnasium.make("Kahuna-v0", opponent="greedy", seat=1)
+    assert isinstance(environment.unwrapped, KahunaSingleAgentEnv)
+    assert environment.unwrapped.seat_option == 1
+    observation, info = environment.reset(seed=0)
+    assert info["seat"] == 1
+    assert observation["observation"][MY_TURN] == 1
+
+
+def test_observation_spaces_of_both_modes() -> None:
+    dict_env = KahunaSingleAgentEnv(observation="dict")
+    flat_env = KahunaSingleAgentEnv(observation="flat")
+    dict_observation, _ = dict_env.reset(seed=1)
+    flat_observation, _ = flat_env.reset(seed=1)
+    assert dict_env.observation_space.contains(dict_observation)
+    assert flat_env.observation_space.contains(flat_observation)
+    assert flat_observation.shape == (OBSERVATION_SIZE,)
+    assert np.array_equal(flat_observation, dict_observation["observation"])
+
+
+def test_action_masks_match_the_observed_mask_and_the_engine() -> None:
+    environment = KahunaSingleAgentEnv()
+    observation, _ = environment.reset(seed=2)
+    masks = environment.action_masks()
+    assert masks.dtype == bool
+    assert np.array_equal(masks, observation["action_mask"].astype(bool))
+    assert np.array_equal(masks, environment.game.action_mask())
+
+
+# ---------------------------------------------------------------------------------------------- episodes
+def test_the_learner_is_to_act_after_every_step_until_the_end() -> None:
+    environment = KahunaSingleAgentEnv(opponent="random", seat=1)
+    observation, _ = environment.reset(seed=3)
+    rng = np.random.default_rng(3)
+    terminated = False
+    while not terminated:
+        assert environment.game.current_player == 1
+        assert observation["observation"][MY_TURN] == 1
+        legal = np.flatnonzero(observation["action_mask"])
+        observation, _, terminated, truncated, _ = environment.step(int(legal[rng.integers(legal.size)]))
+        assert not truncated
+    assert environment.game.is_over
+    assert not observation["action_mask"].any()
+
+
+def test_episode_reward_is_the_win_loss_result_of_the_learning_seat() -> None:
+    for seat in (0, 1):
+        environment = KahunaSingleAgentEnv(opponent="random", seat=seat)
+        rewards, infos, terminated = play_episode(environment, seed=10 + seat)
+        assert terminated
+        assert all(reward == 0 for reward in rewards[:-1])
+        winner = infos[-1]["winner"]
+        assert rewards[-1] == (0.0 if winner is None else 1.0 if winner == seat else -1.0)
+
+
+def test_score_reward_is_the_point_difference_from_the_learners_side() -> None:
+    environment = KahunaSingleAgentEnv(opponent=always_pass, seat=1, reward="score")
+    environment.reset(seed=0, options={"position": FINAL_TURNS})  # the opponent (player 0) passes first
+    _, reward, terminated, _, info = environment.step(A.PASS)
+    assert terminated
+    assert info["scores"] == [4, 2] and info["winner"] == 0
+    assert reward == -2.0
+
+
+def test_final_info_carries_scores_winner_and_seat() -> None:
+    environment = KahunaSingleAgentEnv(opponent=always_pass, seat=0)
+    environment.reset(seed=0, options={"position": FINAL_TURNS})
+    _, reward, terminated, _, info = environment.step(A.PASS)  # then the opponent passes: the game ends
+    assert terminated and reward == 1.0
+    assert info == {"seat": 0, "scores": [4, 2], "final_points": [3, 0], "winner": 0}
+
+
+def test_random_seats_vary_per_episode_and_are_reproducible() -> None:
+    seats = []
+    for _ in range(2):
+        environment = KahunaSingleAgentEnv(seat="random")
+        environment.reset(seed=5)
+        seats.append([environment.seat] + [environment.reset()[1]["seat"] for _ in range(15)])
+    assert seats[0] == seats[1]
+    assert set(seats[0]) == {0, 1}
+
+
+def test_same_seed_gives_the_same_episode() -> None:
+    runs = [play_episode(KahunaSingleAgentEnv(opponent="greedy"), seed=6) for _ in range(2)]
+    assert runs[0] == runs[1]
+
+
+# ---------------------------------------------------------------------------------------------- opponents
+def test_a_callable_opponent_gets_its_observation_and_int8_mask() -> None:
+    calls = []
+
+    def opponent(observation: np.ndarray, mask: np.ndarray) -> int:
+        calls.append((observation.shape, observation[MY_TURN], mask.dtype, int(mask.sum())))
+        return first_legal(observation, mask)
+
+    environment = KahunaSingleAgentEnv(opponent=opponent, seat=1)
+    environment.reset(seed=7)
+    assert calls, "player 0 moves first, so the opponent acts during reset"
+    for shape, my_turn, mask_dtype, legal_count in calls:
+        assert (shape, my_turn, mask_dtype) == ((OBSERVATION_SIZE,), 1.0, np.int8)
+        assert legal_count > 0
+
+
+def test_a_game_using_opponent_sees_a_determinization_not_the_real_game() -> None:
+    class Spy(Agent):
+        uses_game = True
+
+        def __init__(self) -> None:
+            self.views: list[tuple[KahunaGame, list[int], list[int]]] = []
+
+        def act(self, observation: np.ndarray, action_mask: np.ndarray, game: KahunaGame | None = None) -> int:
+            assert game is not None
+            self.views.append((game, game.to_dict()["pile"], real.game.to_dict()["pile"]))
+            return first_legal(observation, action_mask)
+
+    spy = Spy()
+    real = KahunaSingleAgentEnv(opponent=spy, seat=1)
+    real.reset(seed=8)
+    for _ in range(20):
+        real.step(int(np.flatnonzero(real.action_masks())[-1]))
+        if real.game.is_over:
+            break
+    assert spy.views
+    assert all(view is not real.game for view, _, _ in spy.views)
+    assert any(view_pile != real_pile for _, view_pile, real_pile in spy.views)
+
+
+def test_a_baseline_opponent_is_built_by_name() -> None:
+    environment = KahunaSingleAgentEnv(opponent="greedy")
+    assert environment.opponent.name == "greedy"
+
+
+# ---------------------------------------------------------------------------------------------- illegal actions
+def test_an_illegal_learner_action_raises_and_keeps_the_game() -> None:
+    environment = KahunaSingleAgentEnv()
+    environment.reset(seed=9)
+    before = environment.game.to_dict()
+    illegal = int(np.flatnonzero(~environment.action_masks())[0])
+    with pytest.raises(IllegalActionError, match=r"KahunaSingleAgentEnv\.step"):
+        environment.step(illegal)
+    assert environment.game.to_dict() == before
+
+
+def test_lose_mode_ends_the_episode_with_minus_one() -> None:
+    environment = KahunaSingleAgentEnv(illegal_action="lose")
+    environment.reset(seed=9)
+    illegal = int(np.flatnonzero(~environment.action_masks())[0])
+    observation, reward, terminated, truncated, info = environment.step(illegal)
+    assert (reward, terminated, truncated, info["illegal_action"]) == (-1.0, True, False, True)
+    assert not observation["action_mask"].any() and not environment.action_masks().any()
+
+
+def test_stepping_after_the_end_is_an_error() -> None:
+    environment = KahunaSingleAgentEnv(illegal_action="lose")
+    environment.reset(seed=9)
+    environment.step(int(np.flatnonzero(~environment.action_masks())[0]))
+    with pytest.raises(RuntimeError, match="reset"):
+        environment.step(A.DRAW)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"opponent": "nobody"}, "nobody"),
+        ({"opponent": 42}, "opponent must be"),
+        ({"seat": 2}, "seat"),
+        ({"observation": "pixels"}, "observation"),
+        ({"illegal_action": "ignore"}, "illegal_action"),
+        ({"reward": "x"}, "reward"),
+        ({"variant": "y"}, "variant"),
+    ],
+    ids=["unknown_baseline", "not_an_opponent", "seat", "observation", "illegal_action", "reward", "variant"],
+)
+def test_a_bad_constructor_value_is_a_clear_error(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        KahunaSingleAgentEnv(**kwargs)
+
+
+def test_a_malformed_position_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="position"):
+        KahunaSingleAgentEnv().reset(options={"position": {**FINAL_TURNS, "round": 0}})
+
+
+# ---------------------------------------------------------------------------------------------- sb3-contrib
+def test_maskable_ppo_trains_without_an_illegal_action() -> None:
+    torch = pytest.importorskip("torch")
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    from stable_baselines3.common.monitor import Monitor
+
+    torch.set_num_threads(1)
+    # illegal_action="raise" (the default): a single unmasked action would fail the test.
+    environment = Monitor(kahuna_env.KahunaSingleAgentEnv(opponent="random", observation="flat", seat="random"))
+    model = sb3_contrib.MaskablePPO(
+        "MlpPolicy",
+        environment,
+        n_steps=256,
+        batch_size=128,
+        n_epochs=2,
+        policy_kwargs={"net_arch": [32]},
+        seed=0,
+        device="cpu",
+    )
+    model.learn(total_timesteps=2048)
+    assert model.num_timesteps >= 2048
+    assert len(environment.get_episode_rewards()) >= 5  # whole games were played
