@@ -10,7 +10,7 @@ of bridges, island cards and majorities.
 | Parallel API       | No (a turn is several actions by the same player)                        |
 | Manual Control     | No                                                                       |
 | Agents             | `agents = ['player_0', 'player_1']`                                      |
-| Agents             | 2                                                                        |
+| Num Agents         | 2                                                                        |
 | Action Shape       | `()` (one integer)                                                       |
 | Action Values      | `Discrete(179)`                                                          |
 | Observation Shape  | `{'observation': (246,), 'action_mask': (179,)}`                         |
