@@ -1,0 +1,553 @@
+"""RLlib integration (issue 6): config, env adapter, masked RLModule, local training, export, clear errors.
+
+The tests that need ray are skipped when the ``rllib`` extra is not installed
+(``pip install -e ".[rllib]"``); the config and "extra missing" tests always run.
+One module-scoped fixture trains two tiny iterations on a private local Ray
+instance with 2 env runners; the export tests reuse its checkpoint.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import pickle
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from kahuna_env.actions import NUM_ACTIONS
+from kahuna_env.engine import IllegalActionError, KahunaGame
+from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
+from training.config import ConfigError
+from training.model import ModelConfig
+from training.rllib.cli import main
+from training.rllib.config import RLlibConfig, config_to_yaml, load_rllib_config
+from training.rllib.errors import INSTALL_HINT
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "configs" / "rllib.yaml"
+HAS_RAY = importlib.util.find_spec("ray") is not None
+_MODEL_FIELDS = {field.name for field in dataclasses.fields(ModelConfig)}
+needs_ray = pytest.mark.skipif(not HAS_RAY, reason=f"the rllib extra is not installed ({INSTALL_HINT})")
+
+TINY_RUN = [
+    "iterations=2",
+    "seed=3",
+    "verbose=false",
+    "ray.num_cpus=2",
+    "env_runners.num_env_runners=2",
+    "env_runners.num_envs_per_env_runner=1",
+    "ppo.train_batch_size=256",
+    "ppo.minibatch_size=128",
+    "ppo.num_epochs=1",
+    "model.hidden_sizes=[32,32]",
+    "snapshots.every=1",
+    "snapshots.slots=3",
+    "snapshots.share=0.5",
+    "checkpoint.every=1",
+]
+
+
+def random_states(count: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Observations and masks of the player to move along random games."""
+    rng = np.random.default_rng(seed)
+    observations, masks = [], []
+    game = KahunaGame(seed=seed)
+    while len(observations) < count:
+        if game.is_over:
+            game = KahunaGame(seed=int(rng.integers(2**31)))
+        observations.append(encode_observation(game, game.current_player))
+        masks.append(game.action_mask().astype(np.float32))
+        legal = game.legal_actions()
+        game.step(legal[rng.integers(len(legal))])
+    return np.stack(observations), np.stack(masks)
+
+
+# ---------------------------------------------------------------------------------------------- config
+def test_shipped_config_loads_with_every_section():
+    config = load_rllib_config(CONFIG)
+    assert isinstance(config, RLlibConfig)
+    assert config.ray.address is None
+    assert config.env_runners.num_env_runners >= 1
+    assert config.learners.num_learners == 0
+    assert config.model.hidden_sizes == (256, 256)
+    assert config.snapshots.slots >= 1
+
+
+def test_overrides_set_any_key():
+    config = load_rllib_config(
+        CONFIG,
+        [
+            "env_runners.num_env_runners=8",
+            "learners.num_gpus_per_learner=1",
+            "ray.address=auto",
+            "ppo.lr=1e-4",
+            "model.hidden_sizes=[64]",
+            "max_minutes=10",
+        ],
+    )
+    assert config.env_runners.num_env_runners == 8
+    assert config.learners.num_gpus_per_learner == 1.0
+    assert config.ray.address == "auto"
+    assert config.ppo.lr == pytest.approx(1e-4)
+    assert config.model.hidden_sizes == (64,)
+    assert config.max_minutes == 10.0
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("ppo.learning_rate=0.1", "ppo.learning_rate: unknown key"),
+        ("env_runner.num_env_runners=2", "env_runner: unknown key"),
+        ("ppo.lr=-1", "ppo.lr: must be > 0"),
+        ("ppo.minibatch_size=100000", "ppo.minibatch_size: must be <= ppo.train_batch_size"),
+        ("env_runners.num_env_runners=two", "env_runners.num_env_runners: expected int"),
+        ("snapshots.share=1.5", "snapshots.share: must be in [0, 1]"),
+        ("env.variant=chess", "env: variant must be one of"),
+        ("ray.object_store_mb=10", "ray.object_store_mb"),
+    ],
+)
+def test_config_errors_name_the_key(override, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_rllib_config(CONFIG, [override])
+
+
+def test_unknown_key_in_file_is_error(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("ppo:\n  lr: 1.0e-4\n  epochs: 3\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"ppo\.epochs: unknown key"):
+        load_rllib_config(path)
+
+
+def test_printed_config_loads_back_equal(tmp_path, capsys):
+    assert main(["--config", str(CONFIG), "--set", "seed=9", "--print-config"]) == 0
+    path = tmp_path / "printed.yaml"
+    path.write_text(capsys.readouterr().out, encoding="utf-8")
+    assert load_rllib_config(path) == load_rllib_config(CONFIG, ["seed=9"])
+    assert yaml.safe_load(config_to_yaml(load_rllib_config(path)))["seed"] == 9
+
+
+def test_cli_config_error_is_one_line_exit_2(capsys):
+    assert main(["--config", str(CONFIG), "--set", "ppo.nope=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().count("\n") == 0
+    assert "ppo.nope: unknown key" in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------------------------- extra missing
+def test_missing_ray_is_a_clear_error_naming_the_install_command():
+    # A fresh interpreter in which `import ray` fails, as without the extra.
+    script = (
+        "import sys, json\n"
+        "sys.modules['ray'] = None\n"
+        "import training, training.rllib\n"
+        "from training.rllib.cli import main\n"
+        f"printed = main(['--config', {str(CONFIG)!r}, '--print-config'])\n"
+        f"trained = main(['--config', {str(CONFIG)!r}])\n"
+        "exported = main(['export', 'some/checkpoint', 'out.pt'])\n"
+        "print(json.dumps([printed, trained, exported]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[0, 1, 1]"
+    errors = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(errors) == 2 and "Traceback" not in done.stderr
+    for line in errors:
+        assert line.startswith("kahuna-rllib: error: Ray RLlib is not installed")
+        assert INSTALL_HINT in line
+
+
+# ---------------------------------------------------------------------------------------------- unreachable cluster
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@needs_ray
+def test_unreachable_cluster_fails_fast_with_one_line(capsys):
+    import ray
+
+    assert not ray.is_initialized()
+    start = time.perf_counter()
+    status = main(
+        ["--config", str(CONFIG), "--set", f"ray.address=127.0.0.1:{_free_port()}", "--set", "ray.connect_timeout_s=2"]
+    )
+    assert time.perf_counter() - start < 10
+    assert status == 1
+    err = capsys.readouterr().err
+    assert err.strip().count("\n") == 0 and "Traceback" not in err
+    assert "cannot reach the Ray cluster at 127.0.0.1" in err
+    assert not ray.is_initialized()
+
+
+@needs_ray
+def test_a_port_that_is_not_a_ray_head_fails_fast(capsys):
+    # Something listens (accepts, never answers): ray.init would wait for minutes here.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    accepted: list[socket.socket] = []
+    thread = threading.Thread(target=lambda: accepted.append(listener.accept()[0]), daemon=True)
+    thread.start()
+    try:
+        port = listener.getsockname()[1]
+        start = time.perf_counter()
+        status = main(["--set", f"ray.address=127.0.0.1:{port}", "--set", "ray.connect_timeout_s=1"])
+        assert time.perf_counter() - start < 10
+    finally:
+        listener.close()
+        for connection in accepted:
+            connection.close()
+    assert status == 1
+    err = capsys.readouterr().err
+    assert err.strip().count("\n") == 0
+    assert f"127.0.0.1:{port} accepts connections but is not a Ray cluster's head (GCS) port" in err
+
+
+@needs_ray
+def test_silent_cluster_address_times_out():
+    from training.rllib.errors import RayConnectionError
+    from training.rllib.train import _check_reachable
+
+    start = time.perf_counter()
+    # TEST-NET-1 (RFC 5737): never answers; the check must give up after the timeout.
+    with pytest.raises(RayConnectionError, match=r"cannot reach the Ray cluster at 192\.0\.2\.1:6379"):
+        _check_reachable("192.0.2.1:6379", 1.0)
+    assert time.perf_counter() - start < 5
+
+
+# ---------------------------------------------------------------------------------------------- env adapter
+@needs_ray
+def test_env_only_the_player_to_move_observes_and_acts():
+    from training.rllib.env import AGENTS, KahunaMultiAgentEnv
+
+    env = KahunaMultiAgentEnv({"random_first_player": False})
+    observations, _ = env.reset(seed=5)
+    assert list(observations) == ["player_0"]
+    observation = observations["player_0"]
+    assert observation["observations"].shape == (OBSERVATION_SIZE,)
+    assert observation["action_mask"].shape == (NUM_ACTIONS,)
+    assert env.observation_spaces["player_0"].contains(observation)
+    with pytest.raises(ValueError, match="expected an action for 'player_0' only"):
+        env.step({"player_1": 0})
+    illegal = int(np.flatnonzero(observation["action_mask"] == 0)[0])
+    with pytest.raises(IllegalActionError, match=f"illegal action {illegal}"):
+        env.step({"player_0": illegal})
+    assert AGENTS == ("player_0", "player_1")
+
+
+@needs_ray
+def test_env_game_ends_with_zero_sum_rewards_and_final_observations_for_both():
+    from training.rllib.env import KahunaMultiAgentEnv
+
+    env = KahunaMultiAgentEnv()
+    rng = np.random.default_rng(1)
+    observations, _ = env.reset(seed=11)
+    steps, turn_changes, previous = 0, 0, next(iter(observations))
+    while True:
+        (agent,) = observations
+        turn_changes += agent != previous
+        previous = agent
+        action = int(rng.choice(np.flatnonzero(observations[agent]["action_mask"])))
+        observations, rewards, terminated, truncated, _ = env.step({agent: action})
+        steps += 1
+        if terminated["__all__"]:
+            break
+        assert len(observations) == 1 and not truncated["__all__"]
+    assert set(observations) == set(rewards) == {"player_0", "player_1"}
+    assert sum(rewards.values()) == 0
+    winner = env.game.winner
+    expected = {0: {"player_0": 1.0, "player_1": -1.0}, 1: {"player_0": -1.0, "player_1": 1.0}}.get(winner)
+    assert rewards == (expected or {"player_0": 0.0, "player_1": 0.0})
+    assert steps > turn_changes > 2  # turns of several actions by the same agent
+
+
+@needs_ray
+def test_snapshot_mapping_gives_one_seat_to_a_snapshot_in_the_configured_share():
+    from training.rllib.train import LEARNER, SnapshotMapping
+
+    mapping = SnapshotMapping(share=0.3, slots=3)
+    snapshot_games, slots = 0, set()
+    for index in range(2000):
+        episode = type("Episode", (), {"id_": f"episode-{index}"})()
+        seats = [mapping("player_0", episode), mapping("player_1", episode)]
+        assert seats == [mapping("player_0", episode), mapping("player_1", episode)]  # stable per episode
+        snapshots = [module for module in seats if module != LEARNER]
+        assert len(snapshots) <= 1
+        if snapshots:
+            snapshot_games += 1
+            slots.add(snapshots[0])
+    assert 0.25 < snapshot_games / 2000 < 0.35
+    assert slots == {"snapshot_0", "snapshot_1", "snapshot_2"}
+    assert SnapshotMapping(share=0.0, slots=3)("player_0", episode) == LEARNER
+
+
+# ---------------------------------------------------------------------------------------------- masked module
+@needs_ray
+def test_masked_module_never_samples_or_picks_an_illegal_action():
+    import torch
+    from ray.rllib.core.columns import Columns
+
+    from training.rllib.env import action_space, observation_space
+    from training.rllib.module import KahunaRLModule
+
+    module = KahunaRLModule(
+        observation_space=observation_space(),
+        action_space=action_space(),
+        model_config={"hidden_sizes": [32, 32], "activation": "tanh"},
+    )
+    with torch.no_grad():  # make the unmasked policy prefer illegal actions strongly
+        module.net.policy_head.bias.copy_(torch.linspace(50.0, -50.0, NUM_ACTIONS))
+    observations, masks = random_states(400)
+    batch = {Columns.OBS: {"observations": torch.from_numpy(observations), "action_mask": torch.from_numpy(masks)}}
+    legal = torch.from_numpy(masks).bool()
+
+    exploration = module.forward_exploration(batch)[Columns.ACTION_DIST_INPUTS]
+    distribution = module.get_exploration_action_dist_cls().from_logits(exploration)
+    for _ in range(50):
+        actions = distribution.sample()
+        assert legal[torch.arange(len(actions)), actions].all()
+    assert torch.allclose(distribution.to_deterministic().sample(), exploration.argmax(-1))
+    inference = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+    greedy = module.get_inference_action_dist_cls().from_logits(inference).to_deterministic().sample()
+    assert legal[torch.arange(len(greedy)), greedy].all()
+    probabilities = torch.softmax(module.forward_train(batch)[Columns.ACTION_DIST_INPUTS], dim=-1)
+    assert (probabilities[~legal] == 0).all()
+    # Without the mask the biased head would have chosen illegal actions: the test can fail.
+    unmasked = module.net.policy_head(module.net.trunk(batch[Columns.OBS]["observations"])).argmax(-1)
+    assert not legal[torch.arange(len(unmasked)), unmasked].all()
+
+
+@needs_ray
+@pytest.mark.skipif(
+    "architecture" not in _MODEL_FIELDS,
+    reason="training.model has a single architecture",
+)
+def test_module_with_the_board_network_masks_and_exports_exactly(tmp_path):
+    import torch
+    from ray.rllib.core.columns import Columns
+
+    from training import load_agent
+    from training.rllib.env import action_space, observation_space
+    from training.rllib.export import export_weights
+    from training.rllib.module import KahunaRLModule, module_model_config
+
+    small = {"hidden_sizes": (32,), "architecture": "board", "line_width": 16, "context_width": 8}
+    model_config = ModelConfig(**{k: v for k, v in small.items() if k in _MODEL_FIELDS})  # the model is evolving
+    module = KahunaRLModule(
+        observation_space=observation_space(),
+        action_space=action_space(),
+        model_config=module_model_config(model_config),
+    )
+    observations, masks = random_states(100, seed=4)
+    batch = {Columns.OBS: {"observations": torch.from_numpy(observations), "action_mask": torch.from_numpy(masks)}}
+    logits = module.forward_exploration(batch)[Columns.ACTION_DIST_INPUTS]
+    actions = module.get_exploration_action_dist_cls().from_logits(logits).sample()
+    assert torch.from_numpy(masks).bool()[torch.arange(len(actions)), actions].all()
+    agent = load_agent(export_weights(module.get_state(), model_config, tmp_path / "board.pt"))
+    assert agent.model.config == model_config
+    exported, _ = agent.model(torch.from_numpy(observations), torch.from_numpy(masks))
+    assert torch.allclose(exported, logits, atol=1e-6)
+
+
+@needs_ray
+def test_module_rejects_other_observation_sizes():
+    import gymnasium as gym
+
+    from training.rllib.env import action_space
+    from training.rllib.module import KahunaRLModule
+
+    space = gym.spaces.Dict(
+        {
+            "observations": gym.spaces.Box(0.0, 1.0, (OBSERVATION_SIZE + 1,), np.float32),
+            "action_mask": gym.spaces.Box(0.0, 1.0, (NUM_ACTIONS,), np.float32),
+        }
+    )
+    with pytest.raises(ValueError, match=f"this version of kahuna_env uses \\({OBSERVATION_SIZE},\\)"):
+        KahunaRLModule(observation_space=space, action_space=action_space(), model_config={"hidden_sizes": [8]})
+
+
+# ---------------------------------------------------------------------------------------------- local training
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    if not HAS_RAY:
+        pytest.skip(f"the rllib extra is not installed ({INSTALL_HINT})")
+    from training.rllib.train import train
+
+    config = load_rllib_config(CONFIG, TINY_RUN)
+    return train(config, run_dir=tmp_path_factory.mktemp("rllib") / "run")
+
+
+def _module_state(checkpoint: Path, module_id: str) -> dict[str, np.ndarray]:
+    path = checkpoint / "learner_group" / "learner" / "rl_module" / module_id / "module_state.pkl"
+    with path.open("rb") as file:
+        return pickle.load(file)
+
+
+@needs_ray
+def test_training_runs_on_local_ray_with_two_env_runners(trained_run):
+    import ray
+
+    assert not ray.is_initialized()  # the run shut down the Ray instance it started
+    assert trained_run.iterations == 2
+    assert trained_run.env_steps >= 2 * 256
+    history = trained_run.history
+    assert [row["iteration"] for row in history] == [1, 2]
+    assert all(row["entropy"] is not None and row["vf_loss"] is not None for row in history)
+    lines = (trained_run.run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2
+    assert load_rllib_config(trained_run.run_dir / "config.yaml") == load_rllib_config(CONFIG, TINY_RUN)
+    for name in ("iter_000001", "iter_000002"):
+        assert (trained_run.run_dir / "checkpoints" / name / "rllib_checkpoint.json").is_file()
+
+
+@needs_ray
+def test_every_sampled_action_was_legal_under_its_mask(trained_run):
+    # check_sampled_actions (on_sample_end) compared every sampled action with its mask.
+    assert trained_run.illegal_actions == 0
+    assert trained_run.actions_checked >= 0.9 * trained_run.env_steps
+
+
+@needs_ray
+def test_snapshot_slots_hold_frozen_past_learners(trained_run):
+    learner = _module_state(trained_run.checkpoint, "learner")
+    snapshots = [_module_state(trained_run.checkpoint, f"snapshot_{k}") for k in range(3)]
+
+    def same(a, b):
+        return all(np.array_equal(a[key], b[key]) for key in a)
+
+    # snapshots.every=1: slot 0 took the learner after iteration 1, slot 1 after iteration 2 (the
+    # final learner), slot 2 still holds the initial learner copied in at start-up.
+    assert same(snapshots[1], learner)
+    assert not same(snapshots[0], learner)
+    assert not same(snapshots[2], learner)
+    assert not same(snapshots[0], snapshots[2])
+    # The snapshots are never trained: the iteration-1 checkpoint's learner is slot 0 now.
+    assert same(_module_state(trained_run.run_dir / "checkpoints" / "iter_000001", "learner"), snapshots[0])
+
+
+# ---------------------------------------------------------------------------------------------- export
+@needs_ray
+def test_export_gives_the_same_policy_as_the_rllib_module(trained_run, tmp_path):
+    import torch
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    from training import load_agent
+    from training.rllib.export import export_checkpoint
+
+    out = export_checkpoint(trained_run.checkpoint, tmp_path / "agent.pt")
+    agent = load_agent(out)
+    assert agent.model.config.hidden_sizes == (32, 32)
+    module = RLModule.from_checkpoint(trained_run.checkpoint / "learner_group" / "learner" / "rl_module" / "learner")
+    observations, masks = random_states(64, seed=3)
+    batch = {Columns.OBS: {"observations": torch.from_numpy(observations), "action_mask": torch.from_numpy(masks)}}
+    rllib_logits = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS]
+    exported_logits, _ = agent.model(torch.from_numpy(observations), torch.from_numpy(masks))
+    assert torch.allclose(rllib_logits, exported_logits, atol=1e-5)
+    # The agent written at the end of the run is the same policy.
+    final = load_agent(trained_run.agent)
+    for key, value in agent.model.state_dict().items():
+        assert torch.equal(value, final.model.state_dict()[key])
+
+
+@needs_ray
+def test_exported_agent_plays_legal_games_against_random_in_kahuna_eval(trained_run, tmp_path, capsys):
+    from training.eval_cli import main as kahuna_eval
+    from training.evaluation import run_evaluation
+
+    out = tmp_path / "agent.pt"
+    assert main(["export", str(trained_run.checkpoint), str(out)]) == 0
+    # kahuna-eval's code path: seat-balanced games; any illegal action would raise in game.step.
+    report = run_evaluation([str(out), "random"], games=8, seed=5)
+    (pairing,) = report.pairings
+    assert pairing.games == pairing.wins + pairing.draws + pairing.losses == 8
+    assert pairing.seat_games == (4, 4)
+    assert pairing.decisions[0] > 8 * 20  # the exported policy chose many moves in every game
+    assert kahuna_eval([str(out), "random", "--games", "4", "--no-progress"]) == 0
+    assert "random" in capsys.readouterr().out
+
+
+@needs_ray
+def test_cli_export_flag_and_other_module(trained_run, tmp_path, capsys):
+    import torch
+
+    out = tmp_path / "snapshot.pt"
+    assert main(["--export", str(trained_run.checkpoint), str(out), "--module", "snapshot_1"]) == 0
+    payload = torch.load(out, weights_only=True)
+    assert payload["format"] == "kahuna-agent-v1" and payload["meta"]["module_id"] == "snapshot_1"
+    assert "exported module 'snapshot_1'" in capsys.readouterr().out
+
+
+@needs_ray
+def test_export_of_a_missing_module_lists_the_modules(trained_run, tmp_path, capsys):
+    assert main(["export", str(trained_run.checkpoint), str(tmp_path / "x.pt"), "--module", "champion"]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().count("\n") == 0 and "Traceback" not in err
+    assert "has no module 'champion'" in err and "'learner', 'snapshot_0'" in err
+    assert not (tmp_path / "x.pt").exists()
+
+
+@needs_ray
+def test_export_rejects_a_module_with_another_observation_size(trained_run, tmp_path):
+    from training.rllib.errors import IncompatibleCheckpointError
+    from training.rllib.export import export_checkpoint
+
+    # A checkpoint of an older/newer Kahuna setup: observations of 200 features.
+    module_dir = tmp_path / "old" / "learner_group" / "learner" / "rl_module" / "learner"
+    module_dir.mkdir(parents=True)
+    source = trained_run.checkpoint / "learner_group" / "learner" / "rl_module" / "learner"
+    with (source / "class_and_ctor_args.pkl").open("rb") as file:
+        ctor = pickle.load(file)
+    import gymnasium as gym
+
+    ctor["ctor_args_and_kwargs"][1]["observation_space"] = gym.spaces.Dict(
+        {
+            "observations": gym.spaces.Box(0.0, 1.0, (200,), np.float32),
+            "action_mask": gym.spaces.Box(0.0, 1.0, (NUM_ACTIONS,), np.float32),
+        }
+    )
+    with (module_dir / "class_and_ctor_args.pkl").open("wb") as file:
+        pickle.dump(ctor, file)
+    (module_dir / "module_state.pkl").write_bytes((source / "module_state.pkl").read_bytes())
+    with pytest.raises(IncompatibleCheckpointError, match=r"observations have shape \(200,\)"):
+        export_checkpoint(tmp_path / "old", tmp_path / "x.pt")
+
+
+@needs_ray
+def test_export_rejects_a_foreign_rllib_module(tmp_path):
+    import gymnasium as gym
+    from ray.rllib.algorithms.ppo.ppo_catalog import PPOCatalog
+    from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    from training.rllib.errors import IncompatibleCheckpointError
+    from training.rllib.export import export_checkpoint
+
+    module = RLModuleSpec(
+        module_class=DefaultPPOTorchRLModule,
+        catalog_class=PPOCatalog,
+        observation_space=gym.spaces.Box(-1.0, 1.0, (4,), np.float32),
+        action_space=gym.spaces.Discrete(2),
+        model_config={"fcnet_hiddens": [8]},
+    ).build()
+    module.save_to_path(str(tmp_path / "cartpole" / "learner_group" / "learner" / "rl_module" / "learner"))
+    with pytest.raises(IncompatibleCheckpointError, match="not made by a compatible Kahuna run"):
+        export_checkpoint(tmp_path / "cartpole", tmp_path / "x.pt")
+
+
+@needs_ray
+def test_export_of_a_directory_that_is_no_checkpoint(tmp_path, capsys):
+    assert main(["export", str(tmp_path), str(tmp_path / "x.pt")]) == 1
+    assert "is not an RLlib algorithm checkpoint" in capsys.readouterr().err
+    assert main(["export", str(tmp_path / "missing"), str(tmp_path / "x.pt")]) == 1
+    assert "RLlib checkpoint not found" in capsys.readouterr().err

@@ -1,0 +1,124 @@
+"""``kahuna-rllib``: train Kahuna self-play on Ray RLlib, or export an RLlib checkpoint.
+
+Usage::
+
+    kahuna-rllib --config configs/rllib.yaml [--set KEY=VALUE ...] [--run-dir DIR]
+    kahuna-rllib --config configs/rllib.yaml --print-config     # resolved config, no Ray
+    kahuna-rllib export RLLIB_CHECKPOINT_DIR OUT.pt [--module learner]
+    kahuna-rllib --export RLLIB_CHECKPOINT_DIR OUT.pt [--module learner]
+
+Known problems (bad config, ray not installed, unreachable cluster,
+incompatible checkpoint) end with a one-line ``kahuna-rllib: error: ...``
+and exit status 2 (config) or 1 (the others).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from training.rllib.config import ConfigError, config_to_yaml, load_rllib_config
+from training.rllib.errors import (
+    IncompatibleCheckpointError,
+    RayConnectionError,
+    RLlibNotInstalledError,
+    TrainingError,
+    require_ray,
+)
+
+PROG = "kahuna-rllib"
+
+
+def _train_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Kahuna self-play PPO on Ray RLlib (local or on a cluster); "
+        f"`{PROG} export CHECKPOINT OUT.pt` converts a checkpoint to the agent format.",
+    )
+    parser.add_argument("--config", metavar="FILE", help="YAML run config (default: built-in defaults)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="override a config key, e.g. --set env_runners.num_env_runners=8 (repeatable)",
+    )
+    parser.add_argument("--run-dir", metavar="DIR", help="run directory (default: <output_dir>/<name>-<timestamp>)")
+    parser.add_argument("--print-config", action="store_true", help="print the resolved config as YAML and exit")
+    parser.add_argument(
+        "--export",
+        nargs=2,
+        metavar=("CHECKPOINT", "OUT"),
+        help="instead of training: export an RLlib checkpoint directory to an agent file",
+    )
+    parser.add_argument("--module", default="learner", help="module id to export (default: learner)")
+    return parser
+
+
+def _export_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} export",
+        description="Convert an RLlib checkpoint of a Kahuna run to the project's agent format "
+        "(loadable by training.load_agent, kahuna-eval, kahuna-play).",
+    )
+    parser.add_argument("checkpoint", help="RLlib checkpoint directory, e.g. runs/<run>/checkpoint")
+    parser.add_argument("out", help="agent file to write, e.g. rllib-agent.pt")
+    parser.add_argument("--module", default="learner", help="module id to export (default: learner)")
+    return parser
+
+
+def _export(checkpoint: str, out: str, module_id: str) -> int:
+    from training.rllib.export import export_checkpoint
+
+    path = export_checkpoint(checkpoint, out, module_id=module_id)
+    print(f"{PROG}: exported module {module_id!r} of {checkpoint} to {path}")
+    return 0
+
+
+def _run(argv: list[str]) -> int:
+    if argv and argv[0] == "export":
+        arguments = _export_parser().parse_args(argv[1:])
+        require_ray()
+        return _export(arguments.checkpoint, arguments.out, arguments.module)
+    if argv and argv[0] == "train":
+        argv = argv[1:]
+    arguments = _train_parser().parse_args(argv)
+    if arguments.export:
+        require_ray()
+        return _export(arguments.export[0], arguments.export[1], arguments.module)
+    config = load_rllib_config(arguments.config, arguments.overrides)
+    if arguments.print_config:
+        print(config_to_yaml(config), end="")
+        return 0
+    require_ray()
+    from training.rllib.train import train
+
+    train(config, run_dir=arguments.run_dir)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``kahuna-rllib``; returns the exit status."""
+    try:
+        return _run(list(sys.argv[1:] if argv is None else argv))
+    except ConfigError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 2
+    except (
+        RLlibNotInstalledError,
+        RayConnectionError,
+        IncompatibleCheckpointError,
+        TrainingError,
+        FileNotFoundError,
+    ) as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

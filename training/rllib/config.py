@@ -1,0 +1,333 @@
+"""Typed configuration of RLlib runs: ``configs/rllib.yaml`` maps onto :class:`RLlibConfig`.
+
+The same machinery as the native trainer (:mod:`training.config`): every key
+of the YAML file is a field of a frozen dataclass with a one-line help in the
+docstring; an unknown key, a wrong type or a bad value is a
+:class:`~training.config.ConfigError` naming the key (``ppo.lr: must be > 0,
+got -1.0``); ``--set section.key=value`` overrides any key, the value parsed
+as YAML (``--set env_runners.num_env_runners=8``, ``--set ray.address=auto``).
+
+This module needs neither ray nor torch beyond what :mod:`training` already
+imports, so a config can be checked without the ``rllib`` extra installed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# The typed-config machinery of the native trainer.  ``_build``/``_check``/``_plain`` are
+# private there; a public alias would be nicer (noted for the owner of training/config.py).
+from training.config import ConfigError, _build, _check, _plain, apply_overrides, read_yaml
+from training.model import ModelConfig
+
+__all__ = [
+    "CheckpointConfig",
+    "ConfigError",
+    "EnvRunnersConfig",
+    "KahunaEnvConfig",
+    "LearnersConfig",
+    "PPOConfig",
+    "RLlibConfig",
+    "RayConfig",
+    "SnapshotConfig",
+    "config_to_yaml",
+    "load_rllib_config",
+    "rllib_config_from_dict",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class RayConfig:
+    """Where the run executes.
+
+    Attributes:
+        address: null: start a private local Ray instance (unless the ``RAY_ADDRESS``
+            environment variable names a cluster, as inside ``ray job submit``);
+            ``"auto"``: join the Ray cluster running on this node (``ray start --head``
+            or ``ray start --address=...`` ran here); ``"HOST:PORT"``: join the cluster
+            whose head listens there (default port 6379).
+        connect_timeout_s: give up joining a cluster after this many seconds.
+        num_cpus: local instance only: CPUs Ray may schedule (null: what the env runners
+            and learners need).
+        object_store_mb: local instance only: object store size in MB.
+    """
+
+    address: str | None = None
+    connect_timeout_s: float = 10.0
+    num_cpus: int | None = None
+    object_store_mb: int = 200
+
+    def __post_init__(self) -> None:
+        _check(
+            self.address is None or bool(self.address.strip()), "ray.address", "must be null or non-empty", self.address
+        )
+        _check(self.connect_timeout_s > 0, "ray.connect_timeout_s", "must be > 0", self.connect_timeout_s)
+        _check(self.num_cpus is None or self.num_cpus >= 1, "ray.num_cpus", "must be >= 1 or null", self.num_cpus)
+        _check(self.object_store_mb >= 75, "ray.object_store_mb", "must be >= 75 (Ray's minimum)", self.object_store_mb)
+
+
+@dataclasses.dataclass(frozen=True)
+class KahunaEnvConfig:
+    """Rule options of the training games (see ``kahuna_env.engine.KahunaConfig``).
+
+    Attributes:
+        variant: ``"standard"`` or ``"planning"``.
+        discard_rule: ``"instead_of_play"`` or ``"hand_limit"``.
+        random_first_player: draw the starting seat of every game at random (otherwise
+            ``player_0`` always starts).
+    """
+
+    variant: str = "standard"
+    discard_rule: str = "instead_of_play"
+    random_first_player: bool = True
+
+    def __post_init__(self) -> None:
+        from kahuna_env.engine import KahunaConfig
+
+        try:
+            KahunaConfig(variant=self.variant, discard_rule=self.discard_rule)
+        except ValueError as error:
+            raise ConfigError(f"env: {error}") from None
+
+    def env_config(self) -> dict[str, Any]:
+        """The ``env_config`` dict handed to :class:`training.rllib.env.KahunaMultiAgentEnv`."""
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvRunnersConfig:
+    """Experience collection (RLlib ``EnvRunner`` actors).
+
+    Attributes:
+        num_env_runners: remote EnvRunner actors (0: sample in the driver process).
+        num_envs_per_env_runner: games each EnvRunner steps in lockstep (batched forward passes).
+        num_cpus_per_env_runner: CPUs Ray reserves for each EnvRunner.
+        rollout_fragment_length: env steps per EnvRunner sample call (null: RLlib's
+            ``"auto"``, the train batch split over the runners).
+    """
+
+    num_env_runners: int = 2
+    num_envs_per_env_runner: int = 1
+    num_cpus_per_env_runner: float = 1.0
+    rollout_fragment_length: int | None = None
+
+    def __post_init__(self) -> None:
+        _check(self.num_env_runners >= 0, "env_runners.num_env_runners", "must be >= 0", self.num_env_runners)
+        _check(
+            self.num_envs_per_env_runner >= 1,
+            "env_runners.num_envs_per_env_runner",
+            "must be >= 1",
+            self.num_envs_per_env_runner,
+        )
+        _check(
+            self.num_cpus_per_env_runner >= 0,
+            "env_runners.num_cpus_per_env_runner",
+            "must be >= 0",
+            self.num_cpus_per_env_runner,
+        )
+        _check(
+            self.rollout_fragment_length is None or self.rollout_fragment_length >= 1,
+            "env_runners.rollout_fragment_length",
+            "must be >= 1 or null",
+            self.rollout_fragment_length,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnersConfig:
+    """Gradient updates (RLlib ``Learner`` actors).
+
+    Attributes:
+        num_learners: remote Learner actors, data-parallel (0: learn in the driver process).
+        num_gpus_per_learner: GPUs per Learner (with ``num_learners: 0``, the driver's learner
+            uses one GPU when this is > 0).
+        num_cpus_per_learner: CPUs Ray reserves for each remote Learner.
+    """
+
+    num_learners: int = 0
+    num_gpus_per_learner: float = 0.0
+    num_cpus_per_learner: float = 1.0
+
+    def __post_init__(self) -> None:
+        _check(self.num_learners >= 0, "learners.num_learners", "must be >= 0", self.num_learners)
+        _check(
+            self.num_gpus_per_learner >= 0, "learners.num_gpus_per_learner", "must be >= 0", self.num_gpus_per_learner
+        )
+        _check(self.num_cpus_per_learner > 0, "learners.num_cpus_per_learner", "must be > 0", self.num_cpus_per_learner)
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """RLlib PPO hyperparameters (RLlib's own names where they are valid YAML keys).
+
+    Attributes:
+        lr: Adam learning rate.
+        gamma: discount factor per agent decision.
+        gae_lambda: GAE lambda (RLlib's ``lambda_``).
+        train_batch_size: env steps (both seats together) per learner per iteration.
+        minibatch_size: transitions per gradient step.
+        num_epochs: passes over each train batch.
+        entropy_coeff: entropy bonus coefficient.
+        clip_param: PPO policy ratio clipping.
+        vf_loss_coeff: value loss coefficient.
+        vf_clip_param: value loss clipping (the returns are in [-1, 1]).
+        grad_clip: gradient norm clipping (null: none).
+        kl_coeff: initial coefficient of RLlib's adaptive KL penalty (0: no KL loss).
+    """
+
+    lr: float = 3e-4
+    gamma: float = 1.0
+    gae_lambda: float = 0.95
+    train_batch_size: int = 8192
+    minibatch_size: int = 1024
+    num_epochs: int = 4
+    entropy_coeff: float = 0.01
+    clip_param: float = 0.2
+    vf_loss_coeff: float = 0.5
+    vf_clip_param: float = 10.0
+    grad_clip: float | None = 0.5
+    kl_coeff: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check(self.lr > 0, "ppo.lr", "must be > 0", self.lr)
+        _check(0 < self.gamma <= 1, "ppo.gamma", "must be in (0, 1]", self.gamma)
+        _check(0 <= self.gae_lambda <= 1, "ppo.gae_lambda", "must be in [0, 1]", self.gae_lambda)
+        _check(self.train_batch_size >= 2, "ppo.train_batch_size", "must be >= 2", self.train_batch_size)
+        _check(self.minibatch_size >= 1, "ppo.minibatch_size", "must be >= 1", self.minibatch_size)
+        _check(
+            self.minibatch_size <= self.train_batch_size,
+            "ppo.minibatch_size",
+            f"must be <= ppo.train_batch_size ({self.train_batch_size})",
+            self.minibatch_size,
+        )
+        _check(self.num_epochs >= 1, "ppo.num_epochs", "must be >= 1", self.num_epochs)
+        _check(self.entropy_coeff >= 0, "ppo.entropy_coeff", "must be >= 0", self.entropy_coeff)
+        _check(self.clip_param > 0, "ppo.clip_param", "must be > 0", self.clip_param)
+        _check(self.vf_loss_coeff >= 0, "ppo.vf_loss_coeff", "must be >= 0", self.vf_loss_coeff)
+        _check(self.vf_clip_param > 0, "ppo.vf_clip_param", "must be > 0", self.vf_clip_param)
+        _check(self.grad_clip is None or self.grad_clip > 0, "ppo.grad_clip", "must be > 0 or null", self.grad_clip)
+        _check(self.kl_coeff >= 0, "ppo.kl_coeff", "must be >= 0", self.kl_coeff)
+
+
+@dataclasses.dataclass(frozen=True)
+class SnapshotConfig:
+    """Frozen past selves the learner meets (league-style self-play).
+
+    There are ``slots`` snapshot modules (``snapshot_0`` ...), never trained.  At the
+    start all hold the initial weights; every ``every`` iterations the learner's
+    weights are copied into the next slot (round robin), so the slots hold the last
+    ``slots`` snapshots taken.  In a ``share`` of the games the policy-mapping function
+    gives one seat (drawn at random) to a snapshot slot (drawn at random); the other
+    games are pure self-play, both seats played by the learner.
+
+    Attributes:
+        every: take a snapshot every this many iterations.
+        slots: number of snapshot modules (0: pure self-play).
+        share: share of games in which one seat is a snapshot, in [0, 1].
+    """
+
+    every: int = 5
+    slots: int = 3
+    share: float = 0.2
+
+    def __post_init__(self) -> None:
+        _check(self.every >= 1, "snapshots.every", "must be >= 1", self.every)
+        _check(self.slots >= 0, "snapshots.slots", "must be >= 0", self.slots)
+        _check(0 <= self.share <= 1, "snapshots.share", "must be in [0, 1]", self.share)
+        _check(
+            self.slots > 0 or self.share == 0,
+            "snapshots.share",
+            "must be 0 when snapshots.slots is 0",
+            self.share,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointConfig:
+    """RLlib checkpoints in ``<run_dir>/checkpoints`` and the exported agent.
+
+    Attributes:
+        every: write ``checkpoints/iter_NNNNNN`` every this many iterations (0: only the
+            final one); the final checkpoint is always ``<run_dir>/checkpoint``.
+        export: at the end, also export the learner to ``<run_dir>/agent.pt`` (the
+            project's agent format, for ``kahuna-eval``/``kahuna-play``).
+    """
+
+    every: int = 10
+    export: bool = True
+
+    def __post_init__(self) -> None:
+        _check(self.every >= 0, "checkpoint.every", "must be >= 0", self.every)
+
+
+@dataclasses.dataclass(frozen=True)
+class RLlibConfig:
+    """A complete RLlib self-play run.
+
+    Attributes:
+        name: run name (the run directory is ``<output_dir>/<name>-<timestamp>``).
+        seed: seed of RLlib (env runners, module initialisation) and of the games.
+        iterations: RLlib training iterations (each samples ``ppo.train_batch_size`` env steps
+            per learner and updates).
+        max_minutes: stop after the iteration during which this much wall time has passed
+            (null: no limit).
+        output_dir: parent directory of run directories (on the node running the driver).
+        verbose: print one line per iteration.
+        ray: where the run executes.
+        env: rule options of the games.
+        model: network shape (the same as the native trainer's, so exports load everywhere).
+        env_runners: experience collection.
+        learners: gradient updates.
+        ppo: PPO hyperparameters.
+        snapshots: frozen past selves.
+        checkpoint: checkpoints and export.
+    """
+
+    name: str = "kahuna-rllib"
+    seed: int = 1
+    iterations: int = 100
+    max_minutes: float | None = None
+    output_dir: str = "runs"
+    verbose: bool = True
+    ray: RayConfig = dataclasses.field(default_factory=RayConfig)
+    env: KahunaEnvConfig = dataclasses.field(default_factory=KahunaEnvConfig)
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    env_runners: EnvRunnersConfig = dataclasses.field(default_factory=EnvRunnersConfig)
+    learners: LearnersConfig = dataclasses.field(default_factory=LearnersConfig)
+    ppo: PPOConfig = dataclasses.field(default_factory=PPOConfig)
+    snapshots: SnapshotConfig = dataclasses.field(default_factory=SnapshotConfig)
+    checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
+
+    def __post_init__(self) -> None:
+        _check(bool(self.name) and "/" not in self.name, "name", "must be a non-empty name without '/'", self.name)
+        _check(self.seed >= 0, "seed", "must be >= 0", self.seed)
+        _check(self.iterations >= 1, "iterations", "must be >= 1", self.iterations)
+        _check(self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be > 0 or null", self.max_minutes)
+        _check(bool(self.output_dir), "output_dir", "must be a non-empty path", self.output_dir)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dict (lists instead of tuples), as written to ``<run_dir>/config.yaml``."""
+        return _plain(dataclasses.asdict(self))
+
+
+def rllib_config_from_dict(values: Mapping[str, Any]) -> RLlibConfig:
+    """Build and validate an :class:`RLlibConfig` from a nested mapping (missing keys take defaults)."""
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"a config must be a mapping of sections, got {type(values).__name__}")
+    return _build(RLlibConfig, values)
+
+
+def load_rllib_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> RLlibConfig:
+    """Load ``path`` (or the defaults when None), apply ``key=value`` overrides, validate."""
+    values = read_yaml(path) if path is not None else {}
+    return rllib_config_from_dict(apply_overrides(values, overrides))
+
+
+def config_to_yaml(config: RLlibConfig) -> str:
+    """The config as YAML text (loads back to an equal config)."""
+    return yaml.safe_dump(config.to_dict(), sort_keys=False)

@@ -1,0 +1,545 @@
+"""RLlib PPO self-play on Kahuna: :func:`build_ppo_config` and :func:`train`.
+
+The run, top to bottom:
+
+1. :func:`connect_ray` starts a private local Ray instance (``ray.address: null``)
+   or joins a cluster (``"auto"``, ``"HOST:PORT"``), failing fast with a
+   one-line :class:`~training.rllib.errors.RayConnectionError` when the
+   cluster cannot be reached.
+2. :func:`build_ppo_config` maps the :class:`~training.rllib.config.RLlibConfig`
+   onto RLlib's ``PPOConfig`` on the new API stack (RLModule, Learner,
+   EnvRunner with connector v2): env :class:`~training.rllib.env.KahunaMultiAgentEnv`,
+   module :class:`~training.rllib.module.KahunaRLModule` (masked logits) for
+   every policy, one trained module ``"learner"`` shared by both seats, and
+   ``snapshots.slots`` frozen modules ``"snapshot_<k>"``.
+3. :class:`SnapshotMapping` (the policy-mapping function) makes a
+   ``snapshots.share`` of the games learner-vs-snapshot, the rest pure
+   self-play; :class:`SnapshotCallback` copies the learner's weights into
+   the next snapshot slot every ``snapshots.every`` iterations.
+4. Every iteration appends a line to ``<run_dir>/metrics.jsonl``; checkpoints
+   go to ``<run_dir>/checkpoints/iter_NNNNNN``, the final one to
+   ``<run_dir>/checkpoint``, and the learner is exported to
+   ``<run_dir>/agent.pt`` (the project's agent format).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import random
+import socket
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from training.rllib.config import RLlibConfig, config_to_yaml
+from training.rllib.errors import RayConnectionError, TrainingError, require_ray
+
+LEARNER = "learner"
+"""Module id of the trained policy (both seats in self-play games)."""
+
+SNAPSHOT_PREFIX = "snapshot_"
+"""Module ids of the frozen snapshots are ``snapshot_0``, ``snapshot_1``, ..."""
+
+ILLEGAL_ACTIONS_METRIC = "kahuna_illegal_actions"
+ACTIONS_CHECKED_METRIC = "kahuna_actions_checked"
+SNAPSHOT_SCORE_METRIC = "kahuna_learner_score_vs_snapshot"
+MAX_EMPTY_ITERATIONS = 3
+"""Give up after this many consecutive iterations without a sampled env step (env runners keep failing)."""
+
+
+def snapshot_ids(slots: int) -> list[str]:
+    """Module ids of ``slots`` snapshot modules."""
+    return [f"{SNAPSHOT_PREFIX}{k}" for k in range(slots)]
+
+
+# ---------------------------------------------------------------------------------------------- self-play league
+class SnapshotMapping:
+    """Policy-mapping function: which module plays which seat of a game.
+
+    The choice is a pure function of the episode id (both seats of one game are
+    asked separately and must agree): with probability ``share`` one seat, drawn
+    at random, is played by a snapshot slot drawn at random, the other by the
+    learner; otherwise both seats are the learner.
+    """
+
+    def __init__(self, share: float, slots: int) -> None:
+        self.share = share
+        self.slots = slots
+
+    def __call__(self, agent_id: str, episode: Any = None, **kwargs: Any) -> str:
+        if self.slots == 0 or self.share <= 0 or episode is None:
+            return LEARNER
+        draw = random.Random(str(getattr(episode, "id_", episode)))
+        if draw.random() >= self.share:
+            return LEARNER
+        snapshot_seat = draw.choice(("player_0", "player_1"))
+        slot = draw.randrange(self.slots)
+        return f"{SNAPSHOT_PREFIX}{slot}" if agent_id == snapshot_seat else LEARNER
+
+
+def copy_learner_to(algorithm: Any, module_ids: list[str]) -> None:
+    """Copy the learner's current weights into ``module_ids`` on the Learner(s) and every EnvRunner."""
+    if not module_ids:
+        return
+    weights = algorithm.learner_group.get_weights(module_ids=[LEARNER])[LEARNER]
+    algorithm.learner_group.set_weights({module_id: weights for module_id in module_ids})
+    algorithm.env_runner_group.sync_weights(
+        from_worker_or_learner_group=algorithm.learner_group, policies=module_ids, inference_only=True
+    )
+
+
+class SnapshotCallback:
+    """``on_algorithm_init``/``on_train_result`` hook: fill all slots at the start, then one slot every ``every``."""
+
+    def __init__(self, every: int, slots: int) -> None:
+        self.every = every
+        self.slots = slots
+
+    def __call__(self, *, algorithm: Any, result: dict | None = None, **kwargs: Any) -> None:
+        if self.slots == 0:
+            return
+        if result is None:  # on_algorithm_init: every slot starts as the initial policy
+            copy_learner_to(algorithm, snapshot_ids(self.slots))
+            return
+        iteration = int(result.get("training_iteration", algorithm.iteration))
+        if iteration % self.every == 0:
+            slot = (iteration // self.every - 1) % self.slots
+            copy_learner_to(algorithm, [f"{SNAPSHOT_PREFIX}{slot}"])
+
+
+def _rows(values: Any) -> list[Any]:
+    """Per-timestep items of an episode column (a list of dicts, or a dict of stacked arrays)."""
+    if isinstance(values, dict):
+        masks = values["action_mask"]
+        return [{"action_mask": masks[t]} for t in range(len(masks))]
+    return list(values)
+
+
+def check_sampled_actions(
+    *, env_runner: Any = None, metrics_logger: Any = None, samples: Any = None, **kwargs: Any
+) -> None:
+    """``on_sample_end`` hook: check every sampled action against the mask it was chosen under.
+
+    Logs ``kahuna_actions_checked`` and ``kahuna_illegal_actions`` (sums); the
+    latter must stay 0 (the env would also refuse the action).
+    """
+    checked = illegal = 0
+    for episode in samples or []:
+        agent_episodes = getattr(episode, "agent_episodes", None) or {"": episode}
+        for agent_episode in agent_episodes.values():
+            steps = len(agent_episode)
+            if steps == 0:
+                continue
+            observations = _rows(agent_episode.get_observations(slice(0, steps)))
+            actions = np.asarray(agent_episode.get_actions(slice(0, steps))).reshape(-1)
+            for observation, action in zip(observations, actions, strict=True):
+                checked += 1
+                if not observation["action_mask"][int(action)]:
+                    illegal += 1
+    if metrics_logger is not None:
+        metrics_logger.log_value(ACTIONS_CHECKED_METRIC, checked, reduce="sum")
+        metrics_logger.log_value(ILLEGAL_ACTIONS_METRIC, illegal, reduce="sum")
+
+
+def log_snapshot_results(*, episode: Any = None, metrics_logger: Any = None, **kwargs: Any) -> None:
+    """``on_episode_end`` hook: the learner's score (1 win, 0.5 draw, 0 loss) in games against a snapshot."""
+    if episode is None or metrics_logger is None:
+        return
+    modules = {agent: episode.module_for(agent) for agent in episode.agent_episodes}
+    if LEARNER not in modules.values() or all(module == LEARNER for module in modules.values()):
+        return
+    for agent, module in modules.items():
+        if module == LEARNER:
+            # Rewards come only at the end, so the last chunk's return is the game result.
+            final = episode.agent_episodes[agent].get_return()
+            metrics_logger.log_value(SNAPSHOT_SCORE_METRIC, (final + 1.0) / 2.0, window=200)
+
+
+# ---------------------------------------------------------------------------------------------- Ray
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+"""HTTP/2 client preface and an empty SETTINGS frame: a gRPC server (Ray's GCS) answers with its SETTINGS."""
+
+
+def _check_reachable(address: str, timeout_s: float) -> None:
+    """Fail fast unless a gRPC server (a Ray head's GCS, or a Ray Client server) answers at ``address``.
+
+    ``ray.init`` on an address where nothing or something else listens waits for minutes; this
+    check takes at most ``timeout_s`` (twice: connect, then the protocol answer).
+    """
+    target = address.split("://", 1)[-1]
+    host, _, port = target.rpartition(":")
+    if not host:
+        host, port = target, "6379"
+    host = host.strip("[]")  # [::1]:6379
+    try:
+        port_number = int(port)
+    except ValueError:
+        raise RayConnectionError(f"bad ray.address {address!r}: expected 'auto', 'HOST:PORT' or null") from None
+    where = f"{host}:{port_number}"
+    advice = "start it with `ray start --head` on the head node, or set ray.address: null for a local run"
+    try:
+        connection = socket.create_connection((host, port_number), timeout=timeout_s)
+    except OSError as error:
+        reason = "timed out" if isinstance(error, TimeoutError | socket.timeout) else (error.strerror or str(error))
+        raise RayConnectionError(
+            f"cannot reach the Ray cluster at {where} ({reason} after at most {timeout_s:g}s); {advice}"
+        ) from None
+    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+        connection.close()  # a TLS cluster does not answer plain HTTP/2; let ray.init do the handshake
+        return
+    answer = b""
+    with connection:
+        try:
+            connection.settimeout(timeout_s)
+            connection.sendall(_HTTP2_PREFACE)
+            while len(answer) < 9:
+                chunk = connection.recv(9 - len(answer))
+                if not chunk:
+                    break
+                answer += chunk
+        except OSError:
+            pass
+    if len(answer) < 9 or answer[3] != 0x04:  # the first frame of a gRPC server is SETTINGS (type 4)
+        raise RayConnectionError(
+            f"{where} accepts connections but is not a Ray cluster's head (GCS) port: it did not answer like one "
+            f"within {timeout_s:g}s (the head listens on 6379 by default; 8265 is the dashboard); {advice}"
+        )
+
+
+def _resolve_address(address: str) -> str:
+    """``"auto"`` -> the ``HOST:PORT`` of the cluster started on this node (``ray start``)."""
+    if address != "auto":
+        return address
+    try:
+        from ray._private.services import canonicalize_bootstrap_address_or_die
+    except ImportError:  # private API moved: let ray.init resolve it
+        return address
+    try:
+        return canonicalize_bootstrap_address_or_die("auto")
+    except (ConnectionError, ValueError) as error:
+        raise RayConnectionError(
+            f"ray.address is 'auto' but no running Ray cluster was found on this node ({str(error).splitlines()[0]}); "
+            "run `ray start --head` (or `ray start --address=HEAD:6379`) first, or set ray.address: null"
+        ) from None
+
+
+def connect_ray(config: RLlibConfig) -> bool:
+    """Start or join Ray for ``config``; returns True when this call did it (so the caller shuts it down).
+
+    An already initialised Ray (e.g. a test fixture's) is reused as it is.
+    """
+    require_ray()
+    import ray
+
+    if ray.is_initialized():
+        return False
+    address = config.ray.address or os.environ.get("RAY_ADDRESS") or None
+    if address is None:
+        needed = config.env_runners.num_env_runners * config.env_runners.num_cpus_per_env_runner
+        needed += config.learners.num_learners * config.learners.num_cpus_per_learner
+        num_cpus = config.ray.num_cpus or max(1, math.ceil(needed))
+        num_gpus = 0 if config.learners.num_gpus_per_learner == 0 else None
+        ray.init(
+            address="local",  # never silently join a cluster someone started on this machine
+            num_cpus=num_cpus,
+            num_gpus=num_gpus,
+            include_dashboard=False,
+            object_store_memory=config.ray.object_store_mb * 1024 * 1024,
+            logging_level="WARNING",
+            log_to_driver=config.verbose,  # env runner errors reach the console
+        )
+        return True
+    if address.startswith("ray://"):
+        _check_reachable(address, config.ray.connect_timeout_s)
+    else:
+        address = _resolve_address(address)
+        if address != "auto":
+            _check_reachable(address, config.ray.connect_timeout_s)
+    try:
+        ray.init(address=address, logging_level="WARNING", log_to_driver=config.verbose)
+    except (ConnectionError, TimeoutError) as error:
+        raise RayConnectionError(f"cannot join the Ray cluster at {address}: {str(error).splitlines()[0]}") from None
+    return True
+
+
+# ---------------------------------------------------------------------------------------------- RLlib config
+def module_spec(config: RLlibConfig) -> Any:
+    """The ``MultiRLModuleSpec``: the learner and the snapshot slots, all :class:`KahunaRLModule`."""
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    from training.rllib.env import action_space, observation_space
+    from training.rllib.module import KahunaRLModule, module_model_config
+
+    model = module_model_config(config.model)
+    specs = {
+        module_id: RLModuleSpec(
+            module_class=KahunaRLModule,
+            observation_space=observation_space(),
+            action_space=action_space(),
+            model_config=model,
+        )
+        for module_id in [LEARNER, *snapshot_ids(config.snapshots.slots)]
+    }
+    return MultiRLModuleSpec(rl_module_specs=specs)
+
+
+def build_ppo_config(config: RLlibConfig) -> Any:
+    """RLlib's ``PPOConfig`` (new API stack) for ``config``."""
+    require_ray()
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    from training.rllib.env import KahunaMultiAgentEnv
+
+    ppo = config.ppo
+    runners = config.env_runners
+    learners = config.learners
+    slots = config.snapshots.slots
+    algo = (
+        PPOConfig()
+        .api_stack(enable_rl_module_and_learner=True, enable_env_runner_and_connector_v2=True)
+        .framework("torch")
+        .environment(KahunaMultiAgentEnv, env_config=config.env.env_config(), disable_env_checking=True)
+        .env_runners(
+            num_env_runners=runners.num_env_runners,
+            num_envs_per_env_runner=runners.num_envs_per_env_runner,
+            num_cpus_per_env_runner=runners.num_cpus_per_env_runner,
+            rollout_fragment_length=runners.rollout_fragment_length or "auto",
+        )
+        .learners(
+            num_learners=learners.num_learners,
+            num_gpus_per_learner=learners.num_gpus_per_learner,
+            num_cpus_per_learner=learners.num_cpus_per_learner if learners.num_learners > 0 else "auto",
+        )
+        .training(
+            lr=ppo.lr,
+            gamma=ppo.gamma,
+            lambda_=ppo.gae_lambda,
+            train_batch_size_per_learner=ppo.train_batch_size,
+            minibatch_size=ppo.minibatch_size,
+            num_epochs=ppo.num_epochs,
+            entropy_coeff=ppo.entropy_coeff,
+            clip_param=ppo.clip_param,
+            vf_loss_coeff=ppo.vf_loss_coeff,
+            vf_clip_param=ppo.vf_clip_param,
+            grad_clip=ppo.grad_clip,
+            use_kl_loss=ppo.kl_coeff > 0,
+            kl_coeff=ppo.kl_coeff,
+        )
+        .multi_agent(
+            policies={LEARNER, *snapshot_ids(slots)},
+            policy_mapping_fn=SnapshotMapping(config.snapshots.share, slots),
+            policies_to_train=[LEARNER],
+        )
+        .rl_module(rl_module_spec=module_spec(config))
+        .callbacks(
+            on_algorithm_init=SnapshotCallback(config.snapshots.every, slots),
+            on_train_result=SnapshotCallback(config.snapshots.every, slots),
+            on_sample_end=check_sampled_actions,
+            on_episode_end=log_snapshot_results,
+        )
+        .debugging(seed=config.seed, log_level="WARN")
+    )
+    return algo
+
+
+# ---------------------------------------------------------------------------------------------- the run
+@dataclasses.dataclass
+class RunResult:
+    """What :func:`train` produced.
+
+    Attributes:
+        run_dir: the run directory.
+        checkpoint: the final RLlib checkpoint directory.
+        agent: the exported agent file (None when ``checkpoint.export`` is off).
+        iterations: iterations done.
+        env_steps: env steps (agent decisions) sampled.
+        seconds: wall time of the training iterations (without Ray start-up).
+        illegal_actions: sampled actions that were illegal under their mask (always 0).
+        actions_checked: sampled actions checked against their mask.
+        history: one metrics dict per iteration (as in ``metrics.jsonl``).
+    """
+
+    run_dir: Path
+    checkpoint: Path
+    agent: Path | None
+    iterations: int
+    env_steps: int
+    seconds: float
+    illegal_actions: int
+    actions_checked: int
+    history: list[dict[str, Any]]
+
+
+def _get(result: dict, *path: str, default: Any = None) -> Any:
+    node: Any = result
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return default
+        node = node[key]
+    return node
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def summarize(result: dict, seconds: float, env_steps_before: int) -> dict[str, Any]:
+    """The metrics of one iteration (the line written to ``metrics.jsonl``)."""
+    runners = result.get("env_runners", {})
+    env_steps = int(_get(result, "env_runners", "num_env_steps_sampled_lifetime", default=0) or 0)
+    learner = _get(result, "learners", LEARNER, default={}) or {}
+    return {
+        "iteration": int(result.get("training_iteration", 0)),
+        "env_steps": env_steps,
+        "decisions_per_s": (env_steps - env_steps_before) / seconds if seconds > 0 else None,
+        "iteration_s": seconds,
+        "episodes": int(_number(runners.get("num_episodes_lifetime")) or 0),
+        "episode_len_mean": _number(runners.get("episode_len_mean")),
+        "score_vs_snapshot": _number(runners.get(SNAPSHOT_SCORE_METRIC)),
+        "illegal_actions": int(_number(runners.get(ILLEGAL_ACTIONS_METRIC)) or 0),
+        "actions_checked": int(_number(runners.get(ACTIONS_CHECKED_METRIC)) or 0),
+        "policy_loss": _number(learner.get("policy_loss")),
+        "vf_loss": _number(learner.get("vf_loss")),
+        "entropy": _number(learner.get("entropy")),
+        "mean_kl": _number(learner.get("mean_kl_loss")),
+    }
+
+
+def _format_line(row: dict[str, Any]) -> str:
+    def fmt(value: Any, spec: str) -> str:
+        return "-" if value is None else format(value, spec)
+
+    return (
+        f"iter {row['iteration']:4d}  steps {row['env_steps']:9d}  {fmt(row['decisions_per_s'], '7.0f')} dec/s  "
+        f"episodes {row['episodes']:6d}  len {fmt(row['episode_len_mean'], '5.1f')}  "
+        f"vs-snapshot {fmt(row['score_vs_snapshot'], '.2f')}  entropy {fmt(row['entropy'], '.3f')}  "
+        f"vf_loss {fmt(row['vf_loss'], '.4f')}"
+    )
+
+
+def make_run_dir(config: RLlibConfig) -> Path:
+    """``<output_dir>/<name>-<timestamp>`` (a numeric suffix if it exists), created."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = Path(config.output_dir).expanduser().resolve() / f"{config.name}-{stamp}"
+    run_dir, suffix = base, 1
+    while run_dir.exists():
+        suffix += 1
+        run_dir = base.with_name(f"{base.name}-{suffix}")
+    run_dir.mkdir(parents=True)
+    return run_dir
+
+
+def train(
+    config: RLlibConfig, run_dir: str | Path | None = None, log: Callable[[str], None] | None = None
+) -> RunResult:
+    """Run RLlib self-play for ``config``: checkpoints, metrics and the exported agent in the run directory.
+
+    Starts (and afterwards shuts down) a local Ray instance or joins the
+    configured cluster; an already running Ray is reused and left running.
+    """
+    require_ray()
+    from training.rllib.export import export_weights
+
+    if log is None:
+        log = (lambda line: print(line, flush=True)) if config.verbose else (lambda line: None)
+    started_ray = connect_ray(config)  # first, so that an unreachable cluster leaves no empty run directory
+    algorithm = None
+    failure: BaseException | None = None
+    try:
+        import ray
+
+        run_path = Path(run_dir).resolve() if run_dir is not None else make_run_dir(config)
+        run_path.mkdir(parents=True, exist_ok=True)
+        (run_path / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
+
+        where = config.ray.address or os.environ.get("RAY_ADDRESS") or "local"
+        runners = config.env_runners
+        log(
+            f"kahuna-rllib: run {run_path} on Ray {ray.__version__} ({where}), "
+            f"{runners.num_env_runners} env runners x {runners.num_envs_per_env_runner} envs"
+        )
+        algorithm = build_ppo_config(config).build_algo()
+        history: list[dict[str, Any]] = []
+        checkpoints = run_path / "checkpoints"
+        start = time.perf_counter()
+        env_steps = illegal = checked = empty = 0
+        with (run_path / "metrics.jsonl").open("a", encoding="utf-8") as metrics_file:
+            for _ in range(config.iterations):
+                tick = time.perf_counter()
+                result = algorithm.train()
+                row = summarize(result, time.perf_counter() - tick, env_steps)
+                empty = empty + 1 if row["env_steps"] == env_steps else 0
+                env_steps = row["env_steps"]
+                illegal += row["illegal_actions"]
+                checked += row["actions_checked"]
+                row["elapsed_s"] = time.perf_counter() - start
+                history.append(row)
+                metrics_file.write(json.dumps(row) + "\n")
+                metrics_file.flush()
+                log(_format_line(row))
+                if row["illegal_actions"]:
+                    raise TrainingError(
+                        f"iteration {row['iteration']} sampled {row['illegal_actions']} illegal actions: "
+                        "the action masking of the RLModule is broken"
+                    )
+                if empty >= MAX_EMPTY_ITERATIONS:
+                    raise TrainingError(
+                        f"no env step was sampled in {empty} consecutive iterations: the env runners keep "
+                        "failing (run with verbose: true to see their errors, or read the Ray logs in "
+                        "/tmp/ray/session_latest/logs)"
+                    )
+                iteration = row["iteration"]
+                if config.checkpoint.every and iteration % config.checkpoint.every == 0:
+                    algorithm.save_to_path(str(checkpoints / f"iter_{iteration:06d}"))
+                if config.max_minutes is not None and row["elapsed_s"] >= 60 * config.max_minutes:
+                    log(f"kahuna-rllib: max_minutes={config.max_minutes:g} reached after {iteration} iterations")
+                    break
+        seconds = time.perf_counter() - start
+        final = run_path / "checkpoint"
+        algorithm.save_to_path(str(final))
+        agent_path = None
+        if config.checkpoint.export:
+            weights = algorithm.learner_group.get_weights(module_ids=[LEARNER])[LEARNER]
+            meta = {
+                "source": "rllib",
+                "run": run_path.name,
+                "iterations": len(history),
+                "env_steps": env_steps,
+                "rllib_checkpoint": str(final),
+                "module_id": LEARNER,
+            }
+            agent_path = export_weights(weights, config.model, run_path / "agent.pt", meta)
+        log(
+            f"kahuna-rllib: {len(history)} iterations, {env_steps} env steps in {seconds:.0f}s; checkpoint {final}"
+            + (f"; agent {agent_path}" if agent_path else "")
+        )
+        result = RunResult(run_path, final, agent_path, len(history), env_steps, seconds, illegal, checked, history)
+    except BaseException as error:
+        failure = error
+    # Clean up outside the handler: Ray logs while stopping actors, and inside the handler those
+    # log calls would print this error's traceback again.
+    if algorithm is not None:
+        algorithm.stop()
+    if started_ray:
+        import ray
+
+        ray.shutdown()
+    if failure is not None:
+        raise failure
+    return result
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("use `kahuna-rllib --config configs/rllib.yaml`")
