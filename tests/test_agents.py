@@ -1,0 +1,118 @@
+"""Baseline agents: make_agent names, legality, strength of greedy, and no reading of hidden information."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from helpers import LINE, game_at
+
+from kahuna_env import actions as A
+from kahuna_env.agents import BASELINES, GreedyAgent, MCTSAgent, RandomAgent, choose_action, make_agent
+from kahuna_env.engine import KahunaGame
+from kahuna_env.observation import encode_observation
+
+
+def _seat_balanced_score(first: str, second: str, games: int, seed: int = 0) -> float:
+    """Score of ``first`` over ``games`` games, each deal played twice with the seats swapped."""
+    score = 0.0
+    for k in range(games):
+        players = [make_agent(first, seed=seed + k), make_agent(second, seed=seed + 10_000 + k)]
+        seat_of_first = k % 2
+        seats = players if seat_of_first == 0 else players[::-1]
+        game = KahunaGame(seed=seed + k // 2)
+        rng = np.random.default_rng(seed + k)
+        while not game.is_over:
+            game.step(choose_action(seats[game.current_player], game, rng))
+        score += 0.5 if game.winner is None else float(game.winner == seat_of_first)
+    return score / games
+
+
+def _midgame_positions(count: int, seed: int = 0) -> list[KahunaGame]:
+    """Positions reached by random play (a spread of rounds and turn states), each with a choice to make."""
+    chooser = random.Random(seed)
+    positions = []
+    for k in range(count):
+        game = KahunaGame(seed=seed + k)
+        for _ in range(chooser.randrange(0, 140)):
+            if game.is_over:
+                break
+            game.step(chooser.choice(game.legal_actions()))
+        if not game.is_over and len(game.legal_actions()) > 1:
+            positions.append(game)
+    return positions
+
+
+def test_greedy_beats_random_in_at_least_97_percent_of_200_seat_balanced_games():
+    assert _seat_balanced_score("greedy", "random", games=200) >= 0.97
+
+
+def test_make_agent_builds_every_baseline_by_name():
+    assert isinstance(make_agent("random"), RandomAgent)
+    assert isinstance(make_agent("greedy"), GreedyAgent)
+    assert isinstance(make_agent("mcts"), MCTSAgent)
+    assert set(BASELINES) == {"random", "greedy", "mcts"}
+
+
+def test_make_agent_reads_a_simulation_budget_from_the_name_or_a_keyword():
+    assert make_agent("mcts:37").simulations == 37
+    assert make_agent("mcts", simulations=12).simulations == 12
+
+
+@pytest.mark.parametrize("name", ["alphazero", "greedy:3", "mcts:0", "mcts:many", "mcts:"])
+def test_make_agent_rejects_unknown_names_listing_the_baselines(name):
+    with pytest.raises(ValueError, match=r"random, greedy, mcts, mcts:N|mcts:N with N a positive integer"):
+        make_agent(name)
+
+
+def test_make_agent_rejects_options_for_agents_without_any():
+    with pytest.raises(ValueError, match="takes no options"):
+        make_agent("greedy", simulations=5)
+
+
+@pytest.mark.parametrize("name", ["random", "greedy", "mcts:8"])
+def test_agents_only_play_legal_actions(name):
+    agent = make_agent(name, seed=1)
+    game = KahunaGame(seed=2)
+    rng = np.random.default_rng(3)
+    while not game.is_over:
+        action = choose_action(agent, game, rng)
+        assert game.is_legal(action)
+        game.step(action)
+
+
+def test_random_agent_spreads_its_choices_over_the_legal_actions():
+    game = KahunaGame(seed=4)
+    agent = RandomAgent(seed=0)
+    rng = np.random.default_rng(0)
+    chosen = {choose_action(agent, game, rng) for _ in range(400)}
+    assert chosen == set(game.legal_actions())
+
+
+def test_greedy_draws_when_it_has_no_card_to_play():
+    game = game_at(hands=([], ["ALOA"]))
+    assert choose_action(GreedyAgent(seed=0), game, np.random.default_rng(0)) == A.DRAW
+
+
+def test_greedy_takes_control_of_an_island_when_one_card_does_it():
+    game = game_at(bridges={"ALOA-BARI": 0}, hands=(["ALOA", "KAHU"], ["LALE"]))
+    action = choose_action(GreedyAgent(seed=0), game, np.random.default_rng(0))
+    assert action in (A.place_action(LINE["ALOA-DUDA"], "ALOA"), A.place_action(LINE["ALOA-HUNA"], "ALOA"))
+
+
+@pytest.mark.parametrize("name", ["random", "greedy", "mcts:12"])
+def test_agents_never_read_information_their_seat_cannot_see(name):
+    """A twin game with the same public history but re-dealt hidden cards gets the same decision."""
+    changed = 0
+    for k, game in enumerate(_midgame_positions(24)):
+        player = game.current_player
+        twin = game.determinize(player, np.random.default_rng(100 + k))  # a real game, hidden cards re-dealt
+        changed += twin.hand(1 - player) != game.hand(1 - player) or twin.to_dict()["pile"] != game.to_dict()["pile"]
+        assert np.array_equal(encode_observation(twin, player), encode_observation(game, player))
+        decisions = []
+        for real in (game, twin):
+            agent = make_agent(name, seed=7)
+            decisions.append(choose_action(agent, real, np.random.default_rng(11)))
+        assert decisions[0] == decisions[1], f"{name} decided differently with different hidden cards"
+    assert changed >= 15, "the twins must really differ in hidden cards for the test to mean anything"

@@ -1,0 +1,274 @@
+"""``kahuna-play``: play Kahuna in the terminal against a baseline or a checkpoint.
+
+Examples::
+
+    kahuna-play                                   # you are player_0 against greedy
+    kahuna-play --opponent mcts:400 --seat 1 --seed 7
+    kahuna-play --opponent runs/ppo/checkpoints/latest.pt --gif game.gif --record game.json
+
+Before each of your actions the program prints the board from your side
+(:func:`kahuna_env.render.render_ansi` with your seat as the viewer: the
+opponent's hand shows only the cards it is known to hold), your hand, the
+face-up row and the legal actions with their numbers (the action ids of
+:mod:`kahuna_env.actions`).  Type a number (``147``) or the action's text
+(``place ALOA-BARI paying ALOA``, ``draw``, ``pass``; case and spacing do
+not matter).  Unknown words, numbers out of range and illegal actions are
+rejected with a message and you are asked again; ``help`` repeats the
+actions, ``quit`` (or end of input) abandons the game.  The opponent's
+actions are printed as it plays them; the agent gets only what its seat may
+know (:func:`kahuna_env.agents.choose_action`).
+
+``--gif PATH`` saves the game as an animated GIF (one frame per action, the
+spectator's view) and ``--record PATH`` as a JSON record that
+``kahuna-replay`` re-renders.  Input is read from stdin, so a game can be
+scripted: ``printf '147\\n...' | kahuna-play``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any, NoReturn
+
+import numpy as np
+
+from kahuna_env.actions import describe_action, parse_action
+from kahuna_env.agents import BASELINE_NAMES, Agent, choose_action
+from kahuna_env.board import ISLANDS
+from kahuna_env.engine import DISCARD_RULES, VARIANTS, KahunaConfig, KahunaGame
+from training.eval_cli import OneLineParser, non_negative_int
+
+PROGRAM = "kahuna-play"
+QUIT_WORDS = ("quit", "exit", "q")
+"""Inputs that abandon the game."""
+HELP_WORDS = ("help", "?", "h")
+"""Inputs that list the legal actions again."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``kahuna-play`` argument parser."""
+    parser = OneLineParser(prog=PROGRAM, description="Play Kahuna in the terminal against an agent.")
+    parser.add_argument(
+        "--opponent",
+        default="greedy",
+        metavar="NAME_OR_CHECKPOINT",
+        help=f"a baseline ({', '.join(BASELINE_NAMES)}) or a checkpoint path (default greedy)",
+    )
+    parser.add_argument("--seat", type=int, choices=(0, 1), default=0, help="your seat: 0 moves first (default 0)")
+    parser.add_argument("--seed", type=non_negative_int, help="seed of the deal and the agent (default: a random one)")
+    parser.add_argument("--gif", type=Path, metavar="PATH", help="save the game as an animated GIF")
+    parser.add_argument("--record", type=Path, metavar="PATH", help="save the game as a JSON record for kahuna-replay")
+    parser.add_argument("--variant", choices=VARIANTS, default="standard", help="rule variant (default standard)")
+    parser.add_argument(
+        "--discard-rule",
+        choices=DISCARD_RULES,
+        default="instead_of_play",
+        help="discard rule (default instead_of_play)",
+    )
+    return parser
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    first_line = message.strip().splitlines()[0] if message.strip() else "error"
+    print(f"{PROGRAM}: error: {first_line}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def game_seeds(seed: int) -> tuple[int, int, int]:
+    """(deal seed, agent seed, determinization seed) derived from a ``kahuna-play`` seed."""
+    values = np.random.SeedSequence(seed).generate_state(3, dtype=np.uint64)
+    return int(values[0]), int(values[1]), int(values[2])
+
+
+def legal_actions_text(game: KahunaGame, columns: int = 2) -> str:
+    """The legal actions as ``number  text`` entries in columns."""
+    entries = [f"{action:>3}  {describe_action(action)}" for action in game.legal_actions()]
+    width = max(len(entry) for entry in entries) + 3
+    rows = (len(entries) + columns - 1) // columns
+    lines = []
+    for row in range(rows):
+        cells = [entries[row + rows * column] for column in range(columns) if row + rows * column < len(entries)]
+        lines.append("  " + "".join(f"{cell:<{width}}" for cell in cells).rstrip())
+    return "\n".join(lines)
+
+
+def player_view_text(game: KahunaGame, seat: int, last_action: int | None = None) -> str:
+    """The board from ``seat``'s side, its hand, the face-up row and its legal actions."""
+    from kahuna_env.render import render_ansi
+
+    hand = " ".join(ISLANDS[i] for i in game.hand(seat)) or "-"
+    face_up = " ".join("----" if card is None else ISLANDS[card] for card in game.face_up)
+    return "\n".join(
+        [
+            render_ansi(game, last_action=last_action, viewer=seat),
+            "",
+            f"You are player_{seat}.  Your hand: {hand}   face-up row: {face_up}   pile: {game.pile_size}",
+            "Legal actions:",
+            legal_actions_text(game),
+        ]
+    )
+
+
+def read_human_action(game: KahunaGame, seat: int, stdin: IO[str], out: IO[str]) -> int | None:
+    """Ask for an action until a legal one is given; ``None`` when the player quits (or input ends)."""
+    while True:
+        out.write("Your action (number or text; 'help', 'quit'): ")
+        out.flush()
+        line = stdin.readline()
+        if not line:
+            out.write("\n(end of input)\n")
+            return None
+        text = line.strip()
+        if not text:
+            continue
+        if text.lower() in QUIT_WORDS:
+            return None
+        if text.lower() in HELP_WORDS:
+            out.write(player_view_text(game, seat) + "\n")
+            continue
+        try:
+            action = parse_action(text)
+        except ValueError as error:
+            out.write(f"  {error}; try again\n")
+            continue
+        if not game.is_legal(action):
+            out.write(
+                f"  action {action} ({describe_action(action)}) is not legal now; choose one of the listed actions\n"
+            )
+            continue
+        return action
+
+
+def _result_text(game: KahunaGame, seat: int, opponent_name: str) -> str:
+    scores = game.scores
+    mine, theirs = scores[seat], scores[1 - seat]
+    if game.winner is None:
+        verdict = "The game is a draw"
+    elif game.winner == seat:
+        verdict = "You win"
+    else:
+        verdict = f"{opponent_name} wins"
+    final = game.final_points
+    return (
+        f"{verdict}: you {mine} points, {opponent_name} {theirs} points "
+        f"(final scoring {final[seat]} : {final[1 - seat]})"
+    )
+
+
+def play_game(
+    opponent: Agent,
+    seat: int,
+    seed: int,
+    config: KahunaConfig | None = None,
+    stdin: IO[str] | None = None,
+    out: IO[str] | None = None,
+    opponent_name: str | None = None,
+    frames: list[np.ndarray] | None = None,
+) -> tuple[KahunaGame, list[int], bool]:
+    """Play one game, the human in ``seat`` reading from ``stdin``; returns (game, actions, finished).
+
+    ``frames`` (if given) collects a spectator picture after every action
+    (:func:`kahuna_env.render.render_rgb`).
+    """
+    stdin = sys.stdin if stdin is None else stdin
+    out = sys.stdout if out is None else out
+    name = opponent_name or opponent.name
+    deal_seed, agent_seed, choice_seed = game_seeds(seed)
+    opponent.reset(agent_seed)
+    game = KahunaGame(config, seed=deal_seed)
+    rng = np.random.default_rng(choice_seed)
+    actions: list[int] = []
+    render_rgb = None
+    if frames is not None:
+        from kahuna_env.render import render_rgb
+
+        frames.append(render_rgb(game))
+    out.write(f"Kahuna: you are player_{seat}, {name} is player_{1 - seat}; seed {seed}\n")
+    last: int | None = None
+    while not game.is_over:
+        if game.current_player == seat:
+            out.write("\n" + player_view_text(game, seat, last) + "\n")
+            action = read_human_action(game, seat, stdin, out)
+            if action is None:
+                out.write("Game abandoned.\n")
+                return game, actions, False
+            out.write(f"You play: {describe_action(action)}\n")
+        else:
+            action = int(choose_action(opponent, game, rng))
+            out.write(f"{name} plays: {describe_action(action)}\n")
+        game.step(action)
+        actions.append(action)
+        last = action
+        if render_rgb is not None and frames is not None:
+            frames.append(render_rgb(game, last_action=action))
+    from kahuna_env.render import render_ansi
+
+    out.write("\n" + render_ansi(game, last_action=last) + "\n\n" + _result_text(game, seat, name) + "\n")
+    return game, actions, True
+
+
+def main(argv: Sequence[str] | None = None, stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
+    """Run ``kahuna-play``; returns the exit code (0 when the game finished or was abandoned)."""
+    args = build_parser().parse_args(argv)
+    from training.evaluation import game_record, resolve_entrant
+
+    seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
+    try:
+        opponent = resolve_entrant(args.opponent, seed=seed)
+    except (FileNotFoundError, ValueError) as error:
+        _fail(str(error))
+    if args.gif is not None:
+        try:
+            import PIL  # noqa: F401
+
+            import kahuna_env.render  # noqa: F401
+        except ImportError as error:
+            _fail(f"--gif needs kahuna_env.render and Pillow: {error}")
+    config = KahunaConfig(variant=args.variant, discard_rule=args.discard_rule)
+    frames: list[np.ndarray] | None = [] if args.gif is not None else None
+    out = sys.stdout if stdout is None else stdout
+    try:
+        game, actions, finished = play_game(
+            opponent, args.seat, seed, config, stdin=stdin, out=out, opponent_name=args.opponent, frames=frames
+        )
+    except KeyboardInterrupt:
+        out.write("\nGame abandoned.\n")
+        return 130
+    players = ["human", args.opponent] if args.seat == 0 else [args.opponent, "human"]
+    if args.record is not None:
+        record: dict[str, Any] = game_record(
+            players=players,
+            seed=game_seeds(seed)[0],
+            config=config,
+            actions=actions,
+            scores=game.scores,
+            final_points=game.final_points,
+            winner=game.winner,
+            finished=finished,
+            play_seed=seed,
+        )
+        if not finished:
+            record["result"] = None
+        try:
+            args.record.parent.mkdir(parents=True, exist_ok=True)
+            args.record.write_text(json.dumps(record) + "\n", encoding="utf-8")
+        except OSError as error:
+            _fail(f"cannot write --record {args.record}: {error}", code=1)
+        out.write(f"record written to {args.record}\n")
+    if frames is not None and args.gif is not None:
+        from kahuna_env.render import save_gif
+
+        try:
+            args.gif.parent.mkdir(parents=True, exist_ok=True)
+            save_gif(frames, args.gif)
+        except (OSError, ValueError) as error:
+            _fail(f"cannot write --gif {args.gif}: {error}", code=1)
+        out.write(f"GIF ({len(frames)} frames) written to {args.gif}\n")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

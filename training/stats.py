@@ -1,0 +1,180 @@
+"""Statistics for evaluation: Wilson score intervals, Bradley–Terry ratings on the Elo scale.
+
+* :func:`wilson_interval` — the 95% (by default) Wilson score interval of a
+  proportion.  Evaluation applies it to an entrant's *score* (wins plus half
+  the draws, over the games), which is the win rate when there are no draws.
+* :func:`fit_bradley_terry` — the Bradley–Terry model ``P(i beats j) =
+  s_i / (s_i + s_j)`` fitted by maximum likelihood with Hunter's MM
+  iterations; a draw counts as half a win for each side.  ``prior_draws``
+  adds that many virtual drawn games to every pairing that was played,
+  which keeps the ratings finite when an entrant wins (or loses) every game.
+* Ratings are reported on the Elo scale, ``400 * log10(s_i)``, shifted so
+  that the mean rating of the entrants is :data:`ELO_MEAN` (1000).  Only
+  differences mean anything: a 400-point gap is 10:1 odds, 0 points is 50%.
+* Uncertainty comes from the observed Fisher information of the
+  log-likelihood at the fit (including the virtual draws).  Ratings are
+  identified only up to a shift, so the covariance is the pseudo-inverse of
+  the information matrix, which is the covariance of the mean-centred
+  ratings.  :attr:`BradleyTerryFit.elo_se` is each rating's standard error
+  in Elo points; multiply by 1.96 for a 95% interval.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+Z95 = 1.959963984540054
+"""Two-sided 95% standard normal quantile."""
+ELO_MEAN = 1000.0
+"""Mean of the reported Elo ratings (the anchor)."""
+ELO_PER_NATURAL_LOG = 400.0 / math.log(10.0)
+"""Elo points per unit of natural log-strength (about 173.7)."""
+
+
+def wilson_interval(successes: float, trials: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval ``(low, high)`` for ``successes`` out of ``trials`` (successes may be fractional).
+
+    Raises ``ValueError`` when ``trials`` is not positive or ``successes`` is
+    outside ``[0, trials]``.
+    """
+    if trials <= 0:
+        raise ValueError(f"wilson_interval needs at least one trial, got {trials}")
+    if not 0.0 <= successes <= trials:
+        raise ValueError(f"wilson_interval: successes must be in [0, {trials}], got {successes}")
+    p = successes / trials
+    z2 = z * z
+    denominator = 1.0 + z2 / trials
+    centre = (p + z2 / (2.0 * trials)) / denominator
+    half = z / denominator * math.sqrt(p * (1.0 - p) / trials + z2 / (4.0 * trials * trials))
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == trials else min(1.0, centre + half)
+    return low, high
+
+
+def elo_difference(score: float) -> float:
+    """Elo gap implied by an expected score in ``(0, 1)``: ``400 * log10(score / (1 - score))``."""
+    if not 0.0 < score < 1.0:
+        raise ValueError(f"elo_difference needs a score strictly between 0 and 1, got {score}")
+    return 400.0 * math.log10(score / (1.0 - score))
+
+
+def expected_score(elo_a: float, elo_b: float) -> float:
+    """Bradley–Terry / Elo expected score of a player rated ``elo_a`` against one rated ``elo_b``."""
+    return 1.0 / (1.0 + 10.0 ** ((elo_b - elo_a) / 400.0))
+
+
+@dataclasses.dataclass(frozen=True)
+class BradleyTerryFit:
+    """Result of :func:`fit_bradley_terry`.
+
+    Attributes:
+        elo: rating of each entrant, mean :data:`ELO_MEAN`.
+        elo_se: standard error of each rating, in Elo points.
+        covariance: covariance matrix of the ratings in Elo points squared.
+        iterations: MM iterations used.
+    """
+
+    elo: np.ndarray
+    elo_se: np.ndarray
+    covariance: np.ndarray
+    iterations: int
+
+    def difference_se(self, i: int, j: int) -> float:
+        """Standard error of ``elo[i] - elo[j]`` in Elo points."""
+        c = self.covariance
+        return float(math.sqrt(max(0.0, c[i, i] + c[j, j] - 2.0 * c[i, j])))
+
+
+def fit_bradley_terry(
+    scores: np.ndarray,
+    games: np.ndarray,
+    prior_draws: float = 0.0,
+    tolerance: float = 1e-10,
+    max_iterations: int = 100_000,
+) -> BradleyTerryFit:
+    """Fit Bradley–Terry strengths to pairwise results and return Elo ratings with standard errors.
+
+    Args:
+        scores: ``scores[i, j]`` is what ``i`` scored against ``j`` (wins plus
+            half the draws); the diagonal is ignored.
+        games: ``games[i, j]`` games played between ``i`` and ``j`` (symmetric).
+        prior_draws: virtual drawn games added to every pairing with games.
+        tolerance: stop when no log-strength moves by more than this.
+        max_iterations: give up (``ValueError``) after this many MM steps.
+
+    Raises ``ValueError`` for inconsistent inputs, a comparison graph that is
+    not connected, or results without a finite maximum-likelihood fit (some
+    group of entrants never scored against the others) when ``prior_draws``
+    is 0.
+    """
+    scores = np.asarray(scores, dtype=float)
+    games = np.asarray(games, dtype=float)
+    n = scores.shape[0]
+    if scores.shape != (n, n) or games.shape != (n, n) or n < 2:
+        raise ValueError(
+            f"scores and games must be square matrices of the same size >= 2, got {scores.shape}, {games.shape}"
+        )
+    off = ~np.eye(n, dtype=bool)
+    if not np.allclose(games, games.T) or (games[off] < 0).any():
+        raise ValueError("games must be symmetric and non-negative")
+    if (scores[off] < 0).any() or not np.allclose((scores + scores.T)[off], games[off]):
+        raise ValueError("scores[i, j] + scores[j, i] must equal games[i, j] for every pairing")
+    if prior_draws < 0:
+        raise ValueError(f"prior_draws must be >= 0, got {prior_draws}")
+    played = (games > 0) & off
+    scores = np.where(played, scores + prior_draws / 2.0, 0.0)
+    games = np.where(played, games + prior_draws, 0.0)
+    if not _strongly_connected(played):
+        raise ValueError(
+            "ratings need every entrant linked to every other by played games (the graph is not connected)"
+        )
+    if not _strongly_connected(scores > 0):
+        raise ValueError(
+            "the results have no finite Bradley-Terry fit: some entrants never scored against the others "
+            "(use prior_draws > 0)"
+        )
+    wins = scores.sum(axis=1)
+    log_strength = np.zeros(n)
+    iterations = 0
+    while True:
+        iterations += 1
+        strength = np.exp(log_strength)
+        denominator = (games / (strength[:, None] + strength[None, :])).sum(axis=1)
+        updated = np.log(wins) - np.log(denominator)
+        updated -= updated.mean()
+        change = float(np.max(np.abs(updated - log_strength)))
+        log_strength = updated
+        if change < tolerance:
+            break
+        if iterations >= max_iterations:
+            raise ValueError(f"Bradley-Terry fit did not converge in {max_iterations} iterations")
+    strength = np.exp(log_strength)
+    p = strength[:, None] / (strength[:, None] + strength[None, :])
+    weight = games * p * p.T
+    information = np.diag(weight.sum(axis=1)) - weight
+    covariance = np.linalg.pinv(information) * ELO_PER_NATURAL_LOG**2
+    elo = ELO_MEAN + ELO_PER_NATURAL_LOG * log_strength
+    se = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
+    return BradleyTerryFit(elo=elo, elo_se=se, covariance=covariance, iterations=iterations)
+
+
+def _strongly_connected(edges: np.ndarray) -> bool:
+    """Whether the directed graph ``edges[i, j]`` (i -> j) reaches every node from node 0 and back."""
+    n = edges.shape[0]
+
+    def reached(adjacency: np.ndarray) -> int:
+        """Number of nodes reachable from node 0."""
+        seen = {0}
+        stack = [0]
+        while stack:
+            node = stack.pop()
+            for other in np.flatnonzero(adjacency[node]):
+                if int(other) not in seen:
+                    seen.add(int(other))
+                    stack.append(int(other))
+        return len(seen)
+
+    return reached(edges) == n and reached(edges.T) == n
