@@ -1,0 +1,139 @@
+"""Training configuration: YAML onto typed dataclasses, overrides, and clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from training.cli import main
+from training.config import (
+    ConfigError,
+    TrainConfig,
+    config_from_dict,
+    config_to_yaml,
+    load_config,
+    parse_override,
+)
+
+CONFIGS = Path(__file__).resolve().parent.parent / "configs"
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "run.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_shipped_configs_load():
+    for name in ("default.yaml", "smoke.yaml"):
+        config = load_config(CONFIGS / name)
+        assert isinstance(config, TrainConfig)
+
+
+def test_yaml_maps_onto_typed_sections(tmp_path):
+    config = load_config(write(tmp_path, "ppo:\n  lr: 0.001\n  target_kl: 0.02\nmodel:\n  hidden_sizes: [64, 32]\n"))
+    assert config.ppo.lr == 0.001
+    assert config.ppo.target_kl == 0.02
+    assert config.model.hidden_sizes == (64, 32)
+    assert config.rollout.num_games == TrainConfig().rollout.num_games
+
+
+def test_float_written_without_a_dot_is_a_float(tmp_path):
+    # YAML 1.1 reads 3e-4 as a string; it must still be the float 0.0003.
+    assert load_config(write(tmp_path, "ppo:\n  lr: 3e-4\n")).ppo.lr == pytest.approx(3e-4)
+
+
+def test_unknown_key_is_an_error_naming_it(tmp_path):
+    with pytest.raises(ConfigError, match=r"ppo\.learning_rate: unknown key"):
+        load_config(write(tmp_path, "ppo:\n  learning_rate: 0.1\n"))
+
+
+def test_unknown_section_is_an_error_naming_it(tmp_path):
+    with pytest.raises(ConfigError, match=r"^optimiser: unknown key"):
+        load_config(write(tmp_path, "optimiser:\n  lr: 0.1\n"))
+
+
+def test_wrong_type_is_an_error_naming_key_and_value(tmp_path):
+    with pytest.raises(ConfigError, match=r"ppo\.lr: expected float, got 'abc'"):
+        load_config(write(tmp_path, "ppo:\n  lr: abc\n"))
+
+
+def test_bool_is_not_accepted_as_an_integer():
+    with pytest.raises(ConfigError, match=r"rollout\.num_games: expected int, got True"):
+        config_from_dict({"rollout": {"num_games": True}})
+
+
+def test_out_of_range_value_is_an_error_naming_the_key():
+    with pytest.raises(ConfigError, match=r"ppo\.gamma: must be in \(0, 1\]"):
+        config_from_dict({"ppo": {"gamma": 1.5}})
+
+
+def test_section_given_as_a_scalar_is_an_error():
+    with pytest.raises(ConfigError, match=r"ppo: expected a mapping"):
+        config_from_dict({"ppo": 3})
+
+
+def test_override_sets_a_nested_key(tmp_path):
+    config = load_config(write(tmp_path, "ppo:\n  lr: 0.001\n"), ["ppo.lr=1e-4", "model.hidden_sizes=[8,8]"])
+    assert config.ppo.lr == pytest.approx(1e-4)
+    assert config.model.hidden_sizes == (8, 8)
+
+
+def test_override_null_clears_an_optional_key():
+    assert load_config(None, ["ppo.target_kl=0.1", "ppo.target_kl=null"]).ppo.target_kl is None
+
+
+@pytest.mark.parametrize("text", ["ppo.lr", "=3", "ppo..lr=3", "ppo.lr x=3"])
+def test_bad_override_syntax_is_a_clear_error(text):
+    with pytest.raises(ConfigError, match="bad override"):
+        parse_override(text)
+
+
+def test_override_of_unknown_key_is_an_error():
+    with pytest.raises(ConfigError, match=r"ppo\.nope: unknown key"):
+        load_config(None, ["ppo.nope=1"])
+
+
+def test_missing_config_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_config_round_trips_through_yaml(tmp_path):
+    config = load_config(CONFIGS / "default.yaml", ["ppo.target_kl=0.05"])
+    assert load_config(write(tmp_path, config_to_yaml(config))) == config
+
+
+def test_cli_reports_a_bad_config_in_one_line_and_fails(tmp_path, capsys):
+    status = main(["--config", str(write(tmp_path, "ppo:\n  lr: abc\n")), "--run-dir", str(tmp_path / "run")])
+    error = capsys.readouterr().err
+    assert status != 0
+    assert error.strip() == "kahuna-train: error: ppo.lr: expected float, got 'abc'"
+
+
+def test_cli_reports_bad_override_syntax(tmp_path, capsys):
+    status = main(["--config", str(CONFIGS / "smoke.yaml"), "--set", "ppo.lr", "--run-dir", str(tmp_path / "r")])
+    error = capsys.readouterr().err
+    assert status != 0
+    assert "bad override 'ppo.lr'" in error and len(error.strip().splitlines()) == 1
+
+
+def test_cli_reports_a_missing_config_file(tmp_path, capsys):
+    status = main(["--config", str(tmp_path / "missing.yaml")])
+    assert status != 0
+    assert "config file not found" in capsys.readouterr().err
+
+
+def test_cli_resume_without_checkpoint_is_a_clear_error(tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    status = main(["--resume", str(tmp_path / "run")])
+    error = capsys.readouterr().err
+    assert status != 0
+    assert "no checkpoint to resume from" in error and len(error.strip().splitlines()) == 1
+
+
+def test_cli_resume_of_missing_run_directory_is_a_clear_error(tmp_path, capsys):
+    status = main(["--resume", str(tmp_path / "never-ran")])
+    assert status != 0
+    assert "run directory not found" in capsys.readouterr().err

@@ -1,0 +1,440 @@
+"""Typed training configuration: YAML files map onto :class:`TrainConfig`, ``--set key=value`` overrides.
+
+Every hyperparameter lives in one dataclass per section, each field with a
+one-line help in its docstring.  :func:`load_config` reads a YAML file,
+applies overrides and validates everything: an unknown key, a wrong type or a
+bad value is a :class:`ConfigError` naming the key, e.g.
+``ppo.lr: expected float, got 'abc'``.
+
+Overrides are ``section.key=value`` strings (``ppo.lr=1e-4``,
+``model.hidden_sizes=[128,128]``, ``ppo.target_kl=null``); the value is
+parsed as YAML.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Union
+
+import yaml
+
+from training.model import ModelConfig
+
+
+class ConfigError(ValueError):
+    """A configuration problem (unknown key, wrong type, bad value, bad override, missing file)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvConfig:
+    """Rule options of the training games (see ``kahuna_env.engine.KahunaConfig``).
+
+    Attributes:
+        variant: ``"standard"`` or ``"planning"``.
+        discard_rule: ``"instead_of_play"`` or ``"hand_limit"``.
+    """
+
+    variant: str = "standard"
+    discard_rule: str = "instead_of_play"
+
+
+@dataclasses.dataclass(frozen=True)
+class RolloutConfig:
+    """Self-play collection.
+
+    Attributes:
+        num_games: games played in parallel per update; each update plays all of them to the end.
+        workers: extra processes that play a share of the games in parallel with this one (0: none).
+    """
+
+    num_games: int = 256
+    workers: int = 0
+
+    def __post_init__(self) -> None:
+        _check(self.num_games >= 2, "rollout.num_games", "must be >= 2", self.num_games)
+        _check(0 <= self.workers < self.num_games, "rollout.workers", "must be in [0, num_games)", self.workers)
+
+
+@dataclasses.dataclass(frozen=True)
+class RewardConfig:
+    """Rewards of a learner seat.
+
+    Attributes:
+        win: terminal reward for a win (a loss gets ``-win``, a draw 0).
+        island_shaping: coefficient of potential-based shaping with potential
+            (my controlled islands - opponent's) / 12, measured at the seat's
+            decisions (0 at the end, so the undiscounted return is unchanged
+            up to a constant); 0 disables it.
+    """
+
+    win: float = 1.0
+    island_shaping: float = 0.0
+
+    def __post_init__(self) -> None:
+        _check(self.win > 0, "reward.win", "must be > 0", self.win)
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """PPO hyperparameters (CleanRL's names).
+
+    Attributes:
+        lr: Adam learning rate.
+        anneal_lr: anneal the learning rate linearly to ``min_lr_fraction * lr`` over the run.
+        min_lr_fraction: final learning rate as a fraction of ``lr`` when annealing.
+        gamma: discount factor per seat decision.
+        gae_lambda: GAE lambda.
+        update_epochs: passes over the rollout per update.
+        minibatch_size: transitions per gradient step (the last minibatch of an epoch may be smaller).
+        norm_adv: normalise advantages per minibatch.
+        clip_coef: policy ratio clipping.
+        clip_vloss: clip the value loss like the policy (CleanRL's variant).
+        ent_coef: entropy bonus coefficient.
+        vf_coef: value loss coefficient.
+        max_grad_norm: gradient norm clipping.
+        target_kl: stop the epochs of an update early when the approximate KL exceeds this (null: never).
+        adam_eps: Adam epsilon.
+    """
+
+    lr: float = 3e-4
+    anneal_lr: bool = True
+    min_lr_fraction: float = 0.0
+    gamma: float = 1.0
+    gae_lambda: float = 0.95
+    update_epochs: int = 4
+    minibatch_size: int = 4096
+    norm_adv: bool = True
+    clip_coef: float = 0.2
+    clip_vloss: bool = True
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    target_kl: float | None = None
+    adam_eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        _check(self.lr > 0, "ppo.lr", "must be > 0", self.lr)
+        _check(0 <= self.min_lr_fraction <= 1, "ppo.min_lr_fraction", "must be in [0, 1]", self.min_lr_fraction)
+        _check(0 < self.gamma <= 1, "ppo.gamma", "must be in (0, 1]", self.gamma)
+        _check(0 <= self.gae_lambda <= 1, "ppo.gae_lambda", "must be in [0, 1]", self.gae_lambda)
+        _check(self.update_epochs >= 1, "ppo.update_epochs", "must be >= 1", self.update_epochs)
+        _check(self.minibatch_size >= 1, "ppo.minibatch_size", "must be >= 1", self.minibatch_size)
+        _check(self.clip_coef > 0, "ppo.clip_coef", "must be > 0", self.clip_coef)
+        _check(self.ent_coef >= 0, "ppo.ent_coef", "must be >= 0", self.ent_coef)
+        _check(self.vf_coef >= 0, "ppo.vf_coef", "must be >= 0", self.vf_coef)
+        _check(self.max_grad_norm > 0, "ppo.max_grad_norm", "must be > 0", self.max_grad_norm)
+        _check(self.target_kl is None or self.target_kl > 0, "ppo.target_kl", "must be > 0 or null", self.target_kl)
+        _check(self.adam_eps > 0, "ppo.adam_eps", "must be > 0", self.adam_eps)
+
+
+@dataclasses.dataclass(frozen=True)
+class PoolConfig:
+    """Opponent mix of the training games (shares are normalised; each update splits its games by them).
+
+    Attributes:
+        latest: share of pure self-play games (both seats are the current policy and both learn).
+        past: share of games against a snapshot of the policy drawn uniformly from the pool.
+        greedy: share of games against the ``greedy`` baseline.
+        random: share of games against the ``random`` baseline.
+        snapshot_every: add a snapshot of the policy to the pool every this many updates.
+        max_snapshots: pool capacity; the oldest snapshot is dropped when it is full.
+    """
+
+    latest: float = 0.6
+    past: float = 0.2
+    greedy: float = 0.2
+    random: float = 0.0
+    snapshot_every: int = 10
+    max_snapshots: int = 20
+
+    def __post_init__(self) -> None:
+        for name in ("latest", "past", "greedy", "random"):
+            _check(getattr(self, name) >= 0, f"pool.{name}", "must be >= 0", getattr(self, name))
+        total = self.latest + self.past + self.greedy + self.random
+        _check(total > 0, "pool", "shares latest+past+greedy+random must be > 0", total)
+        _check(self.snapshot_every >= 1, "pool.snapshot_every", "must be >= 1", self.snapshot_every)
+        _check(self.max_snapshots >= 1, "pool.max_snapshots", "must be >= 1", self.max_snapshots)
+
+    def shares(self) -> dict[str, float]:
+        """Normalised shares by opponent kind."""
+        total = self.latest + self.past + self.greedy + self.random
+        return {kind: getattr(self, kind) / total for kind in ("latest", "past", "greedy", "random")}
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """Periodic and final evaluation (the policy plays its most likely action, seat-balanced games).
+
+    Attributes:
+        every: evaluate every this many updates (0: only at the end).
+        games: games per opponent in periodic evaluations.
+        final_games: games per opponent in the final evaluation (0: none).
+        opponents: baselines to evaluate against.
+        seed: seed of the evaluation deals (the same games every time, independent of training).
+    """
+
+    every: int = 25
+    games: int = 200
+    final_games: int = 1000
+    opponents: tuple[str, ...] = ("random", "greedy")
+    seed: int = 2024
+
+    def __post_init__(self) -> None:
+        _check(self.every >= 0, "eval.every", "must be >= 0", self.every)
+        _check(self.games >= 2, "eval.games", "must be >= 2", self.games)
+        _check(self.final_games >= 0, "eval.final_games", "must be >= 0", self.final_games)
+        for name in self.opponents:
+            _check(name in ("random", "greedy"), "eval.opponents", "entries must be 'random' or 'greedy'", name)
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointConfig:
+    """Checkpoints in ``<run_dir>/checkpoints``.
+
+    Attributes:
+        every: write ``update_NNNNNN.pt`` (and ``latest.pt``) every this many updates; always at the end.
+        keep_last: keep only this many numbered checkpoints (0: keep all).
+    """
+
+    every: int = 25
+    keep_last: int = 3
+
+    def __post_init__(self) -> None:
+        _check(self.every >= 1, "checkpoint.every", "must be >= 1", self.every)
+        _check(self.keep_last >= 0, "checkpoint.keep_last", "must be >= 0", self.keep_last)
+
+
+@dataclasses.dataclass(frozen=True)
+class LoggingConfig:
+    """Feedback and metric outputs.
+
+    Attributes:
+        progress: show a tqdm progress bar.
+        tensorboard: write TensorBoard event files to ``<run_dir>/tensorboard``.
+        plot: write ``learning_curves.png`` at the end.
+    """
+
+    progress: bool = True
+    tensorboard: bool = True
+    plot: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """A complete training run.
+
+    Attributes:
+        name: run name (the default run directory is ``runs/<name>-<timestamp>``).
+        seed: seed of everything random in the run.
+        total_updates: PPO updates (each plays ``rollout.num_games`` complete games).
+        threads: torch intra-op threads (fixed for determinism).
+        max_minutes: stop after the update during which this much wall time has passed (null: no limit).
+        env: rule options of the games.
+        model: network shape.
+        rollout: self-play collection.
+        reward: rewards.
+        ppo: PPO hyperparameters.
+        pool: opponent pool.
+        eval: evaluation.
+        checkpoint: checkpoints.
+        logging: progress bar, TensorBoard, plot.
+    """
+
+    name: str = "kahuna-ppo"
+    seed: int = 1
+    total_updates: int = 100
+    threads: int = 2
+    max_minutes: float | None = None
+    env: EnvConfig = dataclasses.field(default_factory=EnvConfig)
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    rollout: RolloutConfig = dataclasses.field(default_factory=RolloutConfig)
+    reward: RewardConfig = dataclasses.field(default_factory=RewardConfig)
+    ppo: PPOConfig = dataclasses.field(default_factory=PPOConfig)
+    pool: PoolConfig = dataclasses.field(default_factory=PoolConfig)
+    eval: EvalConfig = dataclasses.field(default_factory=EvalConfig)
+    checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
+    logging: LoggingConfig = dataclasses.field(default_factory=LoggingConfig)
+
+    def __post_init__(self) -> None:
+        _check(bool(self.name) and "/" not in self.name, "name", "must be a non-empty name without '/'", self.name)
+        _check(self.seed >= 0, "seed", "must be >= 0", self.seed)
+        _check(self.total_updates >= 1, "total_updates", "must be >= 1", self.total_updates)
+        _check(self.threads >= 1, "threads", "must be >= 1", self.threads)
+        _check(self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be > 0 or null", self.max_minutes)
+        try:
+            from kahuna_env.engine import KahunaConfig
+
+            KahunaConfig(variant=self.env.variant, discard_rule=self.env.discard_rule)
+        except ValueError as error:
+            raise ConfigError(f"env: {error}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dict (lists instead of tuples), as written to YAML and checkpoints."""
+        return _plain(dataclasses.asdict(self))
+
+
+def _check(condition: bool, key: str, requirement: str, value: object) -> None:
+    if not condition:
+        raise ConfigError(f"{key}: {requirement}, got {value!r}")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+# ------------------------------------------------------------------ typed conversion
+def _type_name(annotation: Any) -> str:
+    if annotation is float:
+        return "float"
+    if annotation is int:
+        return "int"
+    if annotation is bool:
+        return "bool"
+    if annotation is str:
+        return "str"
+    return str(annotation).replace("typing.", "")
+
+
+def _coerce(value: Any, annotation: Any, key: str) -> Any:
+    """Check ``value`` against a field annotation and convert it (YAML lists -> tuples, ints -> floats)."""
+    origin = typing.get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        options = typing.get_args(annotation)
+        if value is None and type(None) in options:
+            return None
+        non_none = [option for option in options if option is not type(None)]
+        if len(non_none) == 1:
+            try:
+                return _coerce(value, non_none[0], key)
+            except ConfigError:
+                raise ConfigError(f"{key}: expected {_type_name(non_none[0])} or null, got {value!r}") from None
+        raise ConfigError(f"{key}: unsupported annotation {annotation}")
+    if dataclasses.is_dataclass(annotation):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"{key}: expected a mapping of options, got {value!r}")
+        return _build(annotation, value, key)
+    if origin is tuple:
+        element = typing.get_args(annotation)[0]
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+            raise ConfigError(f"{key}: expected a list of {_type_name(element)}, got {value!r}")
+        return tuple(_coerce(item, element, f"{key}[{index}]") for index, item in enumerate(value))
+    if annotation is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{key}: expected bool, got {value!r}")
+    if annotation is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ConfigError(f"{key}: expected int, got {value!r}")
+    if annotation is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            # YAML 1.1 reads "3e-4" (no dot) as a string; accept any spelling Python reads as a float.
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"{key}: expected float, got {value!r}")
+    if annotation is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(f"{key}: expected str, got {value!r}")
+    raise ConfigError(f"{key}: unsupported annotation {annotation}")
+
+
+def _build(cls: type, values: Mapping[str, Any], prefix: str = "") -> Any:
+    hints = typing.get_type_hints(cls)
+    known = [field.name for field in dataclasses.fields(cls)]
+    for name in values:
+        if name not in known:
+            where = f"{prefix}.{name}" if prefix else str(name)
+            raise ConfigError(
+                f"{where}: unknown key; known keys{' in ' + prefix if prefix else ''}: {', '.join(known)}"
+            )
+    arguments = {}
+    for name, value in values.items():
+        key = f"{prefix}.{name}" if prefix else name
+        arguments[name] = _coerce(value, hints[name], key)
+    try:
+        return cls(**arguments)
+    except ConfigError:
+        raise
+    except ValueError as error:
+        # e.g. ModelConfig's own validation; its messages already name the key.
+        raise ConfigError(str(error)) from None
+
+
+def config_from_dict(values: Mapping[str, Any]) -> TrainConfig:
+    """Build and validate a :class:`TrainConfig` from a nested mapping (missing keys take defaults)."""
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"a config must be a mapping of sections, got {type(values).__name__}")
+    return _build(TrainConfig, values)
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """Split ``"section.key=value"`` into the key path and the YAML-parsed value."""
+    if "=" not in text:
+        raise ConfigError(f"bad override {text!r}: expected key=value, e.g. ppo.lr=1e-4")
+    key, raw = text.split("=", 1)
+    key = key.strip()
+    path = key.split(".")
+    if not key or any(not part or not part.replace("_", "").isalnum() for part in path):
+        raise ConfigError(f"bad override {text!r}: the key must be dotted names, e.g. ppo.lr=1e-4")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as error:
+        raise ConfigError(f"bad override {text!r}: the value is not valid YAML ({error.problem})") from None
+    return path, value
+
+
+def apply_overrides(values: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """A copy of the nested mapping ``values`` with ``key=value`` overrides applied (validated later)."""
+    result = _plain(dict(values))
+    for text in overrides:
+        path, value = parse_override(text)
+        node = result
+        for depth, part in enumerate(path[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            elif not isinstance(child, dict):
+                raise ConfigError(f"bad override {text!r}: {'.'.join(path[: depth + 1])} is not a section")
+            node = child
+        node[path[-1]] = value
+    return result
+
+
+def read_yaml(path: str | Path) -> dict[str, Any]:
+    """Read a YAML config file as a mapping; a missing or malformed file is a :class:`ConfigError`."""
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"config file not found: {file}")
+    try:
+        values = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{file}: not valid YAML: {str(error).splitlines()[0]}") from None
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        raise ConfigError(f"{file}: expected a mapping of sections at the top level, got {type(values).__name__}")
+    return values
+
+
+def load_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> TrainConfig:
+    """Load ``path`` (or the defaults when None), apply ``overrides``, validate: a :class:`TrainConfig`."""
+    values = read_yaml(path) if path is not None else {}
+    return config_from_dict(apply_overrides(values, overrides))
+
+
+def config_to_yaml(config: TrainConfig) -> str:
+    """The config as YAML text (loads back to an equal config)."""
+    return yaml.safe_dump(config.to_dict(), sort_keys=False)

@@ -1,0 +1,119 @@
+"""Training metrics: one JSON line per update (``metrics.jsonl``), TensorBoard scalars, a PNG of learning curves.
+
+Each line of ``metrics.jsonl`` holds ``update``, ``global_step`` (learner
+decisions so far) and the scalars of that update under their TensorBoard
+names (CleanRL's: ``charts/SPS``, ``charts/episodic_return``,
+``charts/learning_rate``, ``losses/policy_loss``, ``losses/value_loss``,
+``losses/entropy``, ``losses/approx_kl``, ``losses/clipfrac``, ...; plus
+``rollout/*`` training-game results and ``eval/*`` evaluation results).
+TensorBoard uses ``global_step`` as its step.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+METRICS_FILE = "metrics.jsonl"
+PLOT_FILE = "learning_curves.png"
+TIME_KEYS = ("charts/SPS", "charts/actions_per_second", "time/")
+"""Prefixes of metrics that measure wall time (they differ between otherwise identical runs)."""
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """All records of a ``metrics.jsonl`` file."""
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+class MetricsLogger:
+    """Writes each update's scalars to ``metrics.jsonl`` and (optionally) TensorBoard.
+
+    ``resume_update`` (when resuming) drops records after that update from
+    ``metrics.jsonl`` and purges later TensorBoard steps, so a run resumed
+    from a checkpoint has the same history as an uninterrupted one.
+    """
+
+    def __init__(
+        self,
+        run_dir: str | Path,
+        tensorboard: bool = True,
+        resume_update: int | None = None,
+        resume_step: int | None = None,
+    ) -> None:
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / METRICS_FILE
+        if resume_update is not None and self.path.exists():
+            kept = [record for record in read_metrics(self.path) if record["update"] <= resume_update]
+            self.path.write_text("".join(json.dumps(record) + "\n" for record in kept), encoding="utf-8")
+        elif resume_update is None:
+            self.path.write_text("", encoding="utf-8")
+        self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open for the whole run
+        self._writer = None
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            purge = None if resume_step is None else resume_step + 1
+            self._writer = SummaryWriter(str(self.run_dir / "tensorboard"), purge_step=purge)
+
+    def log(self, update: int, global_step: int, scalars: Mapping[str, float]) -> None:
+        """Record the scalars of one update."""
+        record: dict[str, Any] = {"update": update, "global_step": global_step}
+        for key, value in scalars.items():
+            record[key] = float(value)
+            if self._writer is not None and math.isfinite(float(value)):
+                self._writer.add_scalar(key, float(value), global_step)
+        self._handle.write(json.dumps(record) + "\n")
+        self._handle.flush()
+
+    def add_text(self, tag: str, text: str) -> None:
+        """A text entry in TensorBoard (e.g. the config)."""
+        if self._writer is not None:
+            self._writer.add_text(tag, text)
+
+    def close(self) -> None:
+        """Flush and close the outputs."""
+        self._handle.close()
+        if self._writer is not None:
+            self._writer.flush()
+            self._writer.close()
+
+
+_PANELS = (
+    ("Evaluation win rate", ("eval/win_rate_vs_greedy", "eval/win_rate_vs_random")),
+    ("Training games (learner's win rate)", ("rollout/win_rate_vs_greedy", "rollout/win_rate_vs_past")),
+    ("Losses", ("losses/policy_loss", "losses/value_loss")),
+    ("Entropy and KL", ("losses/entropy", "losses/approx_kl", "losses/clipfrac")),
+    ("Episodic return", ("charts/episodic_return",)),
+    ("Decisions per second", ("charts/SPS",)),
+)
+
+
+def plot_learning_curves(metrics_path: str | Path, png_path: str | Path) -> Path:
+    """Plot the learning curves of a ``metrics.jsonl`` against learner decisions into a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = read_metrics(metrics_path)
+    figure, axes = plt.subplots(2, 3, figsize=(15, 8))
+    for axis, (title, keys) in zip(axes.flat, _PANELS, strict=True):
+        for key in keys:
+            points = [(r["global_step"], r[key]) for r in records if key in r and math.isfinite(r[key])]
+            if points:
+                steps, values = zip(*points, strict=True)
+                axis.plot(steps, values, marker="o" if len(points) < 30 else None, markersize=3, label=key)
+        axis.set_title(title)
+        axis.set_xlabel("learner decisions")
+        axis.grid(alpha=0.3)
+        if axis.lines:
+            axis.legend(fontsize=8)
+    figure.tight_layout()
+    output = Path(png_path)
+    figure.savefig(output, dpi=90)
+    plt.close(figure)
+    return output

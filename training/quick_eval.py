@@ -1,0 +1,143 @@
+"""Fast batched evaluation of a policy network against a baseline, used during and at the end of training.
+
+All games run side by side; the policy's moves of all games are one forward
+pass per tick, the baseline moves go through
+:func:`kahuna_env.agents.choose_action` (a determinization for ``greedy``).
+Games are seat-balanced: games ``2k`` and ``2k+1`` share a deal, with the
+policy first in one and second in the other.  The same ``seed`` gives the
+same games, so evaluations during a run are comparable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import torch
+
+from kahuna_env.actions import NUM_ACTIONS
+from kahuna_env.agents import Agent, choose_action, make_agent
+from kahuna_env.engine import KahunaConfig, KahunaGame
+from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
+from training.model import ActorCritic
+from training.pool import sample_actions
+
+
+@dataclasses.dataclass(frozen=True)
+class QuickEvalResult:
+    """Outcome of a match, from the policy's side.
+
+    Attributes:
+        opponent: the opponent's name.
+        games: games played.
+        wins: policy wins.
+        draws: draws.
+        losses: policy losses.
+        mean_margin: mean final score difference (policy - opponent).
+    """
+
+    opponent: str
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    mean_margin: float
+
+    @property
+    def win_rate(self) -> float:
+        """Wins / games."""
+        return self.wins / self.games if self.games else 0.0
+
+    @property
+    def score(self) -> float:
+        """(wins + draws / 2) / games."""
+        return (self.wins + 0.5 * self.draws) / self.games if self.games else 0.0
+
+    def win_rate_interval(self, z: float = 1.959964) -> tuple[float, float]:
+        """Wilson 95% confidence interval of the win rate."""
+        return wilson_interval(self.wins, self.games, z)
+
+    def summary(self) -> str:
+        """One line: win rate with its 95% interval, draws, losses, margin."""
+        low, high = self.win_rate_interval()
+        return (
+            f"vs {self.opponent}: win rate {self.win_rate:.3f} (95% CI {low:.3f}-{high:.3f}) over {self.games} games; "
+            f"{self.wins} W / {self.draws} D / {self.losses} L; mean margin {self.mean_margin:+.2f}"
+        )
+
+
+def wilson_interval(successes: int, trials: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (default 95%)."""
+    if trials == 0:
+        return 0.0, 1.0
+    p = successes / trials
+    denominator = 1 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denominator
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@torch.inference_mode()
+def _greedy_actions(model: ActorCritic, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    logits, _ = model(torch.from_numpy(observations), torch.from_numpy(masks))
+    return logits.argmax(dim=1).numpy()
+
+
+def evaluate_policy(
+    model: ActorCritic,
+    opponent: str | Agent,
+    games: int,
+    seed: int = 0,
+    deterministic: bool = True,
+    game_config: KahunaConfig | None = None,
+) -> QuickEvalResult:
+    """Play ``games`` seat-balanced games of ``model`` against ``opponent`` (a baseline name or an :class:`Agent`).
+
+    With ``deterministic`` the policy plays its most likely legal action,
+    otherwise it samples (seeded from ``seed``).
+    """
+    rng = np.random.default_rng([seed, 1])
+    agent = make_agent(opponent, seed=seed) if isinstance(opponent, str) else opponent
+    generator = torch.Generator().manual_seed(seed)
+    config = game_config or KahunaConfig()
+    deal_seeds = np.random.default_rng([seed, 0]).integers(2**63, size=(games + 1) // 2)
+    boards = [KahunaGame(config, seed=int(deal_seeds[g // 2])) for g in range(games)]
+    policy_seat = [g % 2 for g in range(games)]
+    observations = np.zeros((games, OBSERVATION_SIZE), dtype=np.float32)
+    masks = np.zeros((games, NUM_ACTIONS), dtype=bool)
+    model.eval()
+    active = list(range(games))
+    while active:
+        policy_games = [g for g in active if boards[g].current_player == policy_seat[g]]
+        opponent_games = [g for g in active if boards[g].current_player != policy_seat[g]]
+        if policy_games:
+            n = len(policy_games)
+            masks[:n] = False
+            for j, g in enumerate(policy_games):
+                game = boards[g]
+                encode_observation(game, game.current_player, out=observations[j])
+                masks[j, game.legal_actions()] = True
+            if deterministic:
+                actions = _greedy_actions(model, observations[:n], masks[:n])
+            else:
+                actions = sample_actions(model, observations[:n], masks[:n], generator)[0]
+            for g, action in zip(policy_games, actions.tolist(), strict=True):
+                boards[g].step(action)
+        for g in opponent_games:
+            boards[g].step(choose_action(agent, boards[g], rng))
+        active = [g for g in active if not boards[g].is_over]
+    wins = draws = losses = 0
+    margin = 0
+    for g, game in enumerate(boards):
+        seat = policy_seat[g]
+        scores = game.scores
+        margin += scores[seat] - scores[1 - seat]
+        if game.winner is None:
+            draws += 1
+        elif game.winner == seat:
+            wins += 1
+        else:
+            losses += 1
+    name = opponent if isinstance(opponent, str) else getattr(agent, "name", "opponent")
+    return QuickEvalResult(name, games, wins, draws, losses, margin / games if games else 0.0)

@@ -1,0 +1,538 @@
+"""Vectorised self-play collection with per-seat trajectories, and per-seat GAE.
+
+One update plays ``num_games`` complete games side by side.  Each tick, every
+running game takes one action: the games whose player to move is a learner
+seat are answered by one batched forward pass of the current policy; the
+others by their opponent (one batched pass per pool snapshot in use, the
+baselines one game at a time through ``choose_action``).
+
+**Per-seat trajectories.**  A turn is several actions by the same player,
+and from a seat's point of view the opponent's actions are part of the
+environment.  So each learner seat of each game has its own trajectory: its
+decisions in order, the next state of a decision being that seat's *next*
+decision (however many actions later).  The terminal reward (``+win``,
+``-win``, 0 for a draw) goes to the seat's last decision, which is also
+where its trajectory ends.  Because every game is played to its end, no
+trajectory is cut and no bootstrapping is needed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import torch
+
+from kahuna_env.actions import NUM_ACTIONS
+from kahuna_env.agents import choose_action, make_agent
+from kahuna_env.board import NUM_ISLANDS
+from kahuna_env.engine import KahunaConfig, KahunaGame
+from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
+from training.model import ActorCritic, ModelConfig
+from training.pool import GREEDY, KINDS, LATEST, PAST, RANDOM, GameAssignment, OpponentPool, sample_actions
+
+
+def trajectory_layout(trajectory: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Group time-ordered transitions by trajectory id.
+
+    Returns ``(order, row, column, lengths)``: ``order`` sorts the transitions
+    by trajectory, keeping time order inside each; transition ``order[k]``
+    is step ``column[k]`` of trajectory number ``row[k]`` (numbered by
+    ascending id); ``lengths`` are the trajectory lengths.
+    """
+    trajectory = np.asarray(trajectory)
+    order = np.argsort(trajectory, kind="stable")
+    ids = trajectory[order]
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]]) if len(ids) else np.zeros(0, dtype=np.int64)
+    lengths = np.diff(np.r_[starts, len(ids)])
+    row = np.repeat(np.arange(len(starts)), lengths)
+    column = np.arange(len(ids)) - np.repeat(starts, lengths)
+    return order, row, column, lengths
+
+
+def per_seat_gae(
+    trajectory: np.ndarray, rewards: np.ndarray, values: np.ndarray, gamma: float, gae_lambda: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """GAE advantages and returns for complete per-seat trajectories.
+
+    ``trajectory[i]`` names the trajectory (game and seat) of transition
+    ``i``; transitions are in time order, and each trajectory's last
+    transition is terminal (its successor's value is 0).  The successor of
+    any other transition is the next transition of the *same* trajectory,
+    whatever lies between them in the arrays.
+    """
+    order, row, column, lengths = trajectory_layout(trajectory)
+    count = len(order)
+    if count == 0:
+        return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32)
+    width = int(lengths.max())
+    padded_rewards = np.zeros((len(lengths), width), dtype=np.float64)
+    padded_values = np.zeros((len(lengths), width + 1), dtype=np.float64)
+    padded_rewards[row, column] = rewards[order]
+    padded_values[row, column] = values[order]
+    # Past a trajectory's end everything is 0, so the terminal step bootstraps from 0.
+    deltas = padded_rewards + gamma * padded_values[:, 1:] - padded_values[:, :-1]
+    advantages = np.zeros((len(lengths), width + 1), dtype=np.float64)
+    decay = gamma * gae_lambda
+    for step in range(width - 1, -1, -1):
+        advantages[:, step] = deltas[:, step] + decay * advantages[:, step + 1]
+    result = np.empty(count, dtype=np.float32)
+    result[order] = advantages[row, column]
+    return result, (result + values).astype(np.float32)
+
+
+def shaping_rewards(trajectory: np.ndarray, potentials: np.ndarray, gamma: float, coefficient: float) -> np.ndarray:
+    """Potential-based shaping ``c * (gamma * phi(next decision) - phi(decision))``, with ``phi = 0`` after the end."""
+    order, row, column, lengths = trajectory_layout(trajectory)
+    width = int(lengths.max()) if len(lengths) else 0
+    padded = np.zeros((len(lengths), width + 1), dtype=np.float64)
+    padded[row, column] = potentials[order]
+    shaped = coefficient * (gamma * padded[:, 1:] - padded[:, :-1])
+    result = np.zeros(len(order), dtype=np.float32)
+    result[order] = shaped[row, column]
+    return result
+
+
+@dataclasses.dataclass
+class Rollout:
+    """The learner's decisions of one update (row ``i`` of every array is one decision).
+
+    Attributes:
+        observations: ``(n, 246)`` float32.
+        masks: ``(n, 179)`` bool legal-action masks.
+        actions: chosen actions.
+        log_probs: their log-probabilities under the collecting policy.
+        values: the collecting policy's value estimates.
+        rewards: rewards (terminal reward on each seat's last decision, plus shaping).
+        dones: True on the last decision of each seat's trajectory.
+        trajectory: trajectory id ``2 * game + seat``.
+        advantages: per-seat GAE advantages.
+        returns: ``advantages + values`` (the value targets).
+        stats: collection statistics (games, actions, results per opponent kind, episodic returns).
+    """
+
+    observations: np.ndarray
+    masks: np.ndarray
+    actions: np.ndarray
+    log_probs: np.ndarray
+    values: np.ndarray
+    rewards: np.ndarray
+    dones: np.ndarray
+    trajectory: np.ndarray
+    advantages: np.ndarray
+    returns: np.ndarray
+    stats: dict[str, Any]
+
+    def __len__(self) -> int:
+        return len(self.actions)
+
+
+class _Storage:
+    """Growable preallocated arrays for the learner's decisions."""
+
+    def __init__(self, capacity: int) -> None:
+        self.size = 0
+        self.observations = np.zeros((capacity, OBSERVATION_SIZE), dtype=np.float32)
+        self.masks = np.zeros((capacity, NUM_ACTIONS), dtype=bool)
+        self.actions = np.zeros(capacity, dtype=np.int64)
+        self.log_probs = np.zeros(capacity, dtype=np.float32)
+        self.values = np.zeros(capacity, dtype=np.float32)
+        self.rewards = np.zeros(capacity, dtype=np.float32)
+        self.dones = np.zeros(capacity, dtype=bool)
+        self.trajectory = np.zeros(capacity, dtype=np.int64)
+        self.potentials = np.zeros(capacity, dtype=np.float32)
+
+    def reserve(self, count: int) -> int:
+        """Room for ``count`` more rows; returns the first new row."""
+        start = self.size
+        if start + count > len(self.actions):
+            grow = max(count, len(self.actions))
+            for name in ("observations", "masks", "actions", "log_probs", "values", "rewards", "dones"):
+                array = getattr(self, name)
+                setattr(self, name, np.concatenate([array, np.zeros((grow, *array.shape[1:]), dtype=array.dtype)]))
+            for name in ("trajectory", "potentials"):
+                array = getattr(self, name)
+                setattr(self, name, np.concatenate([array, np.zeros(grow, dtype=array.dtype)]))
+        self.size = start + count
+        return start
+
+
+def island_potential(game: KahunaGame, player: int) -> float:
+    """(islands ``player`` controls - islands the opponent controls) / 12."""
+    return (len(game.controlled_islands(player)) - len(game.controlled_islands(1 - player))) / NUM_ISLANDS
+
+
+@dataclasses.dataclass
+class GameBatch:
+    """The games one process plays in an update.
+
+    Attributes:
+        games: global game numbers (trajectory ids are ``2 * game + seat``).
+        seeds: deal seed per game.
+        kinds: opponent kind code per game (see :data:`training.pool.KINDS`).
+        learner_seats: ``(n, 2)`` bool, True where the seat is the learning policy.
+        snapshots: pool index of the snapshot opponent per game (-1 if none).
+        rng_seed: seed of the generator for the baselines and their determinizations.
+        torch_seed: seed of the generator for the policy's and the snapshots' sampling.
+    """
+
+    games: np.ndarray
+    seeds: np.ndarray
+    kinds: np.ndarray
+    learner_seats: np.ndarray
+    snapshots: np.ndarray
+    rng_seed: int
+    torch_seed: int
+
+
+@dataclasses.dataclass
+class PlayedGames:
+    """The learner's decisions from one :class:`GameBatch`, before advantages (row ``i`` is one decision).
+
+    ``rewards`` hold the terminal rewards only; ``potentials`` the shaping potentials (zeros when off).
+    """
+
+    observations: np.ndarray
+    masks: np.ndarray
+    actions: np.ndarray
+    log_probs: np.ndarray
+    values: np.ndarray
+    rewards: np.ndarray
+    dones: np.ndarray
+    trajectory: np.ndarray
+    potentials: np.ndarray
+    stats: dict[str, Any]
+
+
+def play_games(
+    batch: GameBatch,
+    model: ActorCritic,
+    snapshots: list[ActorCritic],
+    game_config: KahunaConfig,
+    win_reward: float = 1.0,
+    record_potentials: bool = False,
+) -> PlayedGames:
+    """Play the games of ``batch`` to the end, one action per running game per tick; see the module docstring."""
+    count = len(batch.games)
+    rng = np.random.default_rng(batch.rng_seed)
+    generator = torch.Generator().manual_seed(batch.torch_seed)
+    games = [KahunaGame(game_config, seed=int(seed)) for seed in batch.seeds]
+    baselines = {
+        GREEDY: make_agent("greedy", seed=int(rng.integers(2**63))),
+        RANDOM: make_agent("random", seed=int(rng.integers(2**63))),
+    }
+    kinds = batch.kinds.tolist()
+    snapshot_of = batch.snapshots.tolist()
+    learner = batch.learner_seats.tolist()
+    game_number = batch.games.tolist()
+    storage = _Storage(capacity=max(count, 1) * 150)
+    last_row = [[-1, -1] for _ in range(count)]
+    actions_played = 0
+    scratch = np.zeros((count, OBSERVATION_SIZE), dtype=np.float32)
+    scratch_masks = np.zeros((count, NUM_ACTIONS), dtype=bool)
+    results = {kind: [0, 0, 0] for kind in KINDS}  # learner-seat wins, draws, losses
+    first_seat_results = [0, 0, 0]  # self-play games, from seat 0's side
+    active = list(range(count))
+    while active:
+        learner_games: list[int] = []
+        by_snapshot: dict[int, list[int]] = {}
+        baseline_games: list[int] = []
+        for g in active:
+            player = games[g].current_player
+            if learner[g][player]:
+                learner_games.append(g)
+            elif kinds[g] == PAST:
+                by_snapshot.setdefault(snapshot_of[g], []).append(g)
+            else:
+                baseline_games.append(g)
+        actions_played += len(active)
+
+        if learner_games:
+            n = len(learner_games)
+            start = storage.reserve(n)
+            observations = storage.observations[start : start + n]
+            masks = storage.masks[start : start + n]
+            trajectory = storage.trajectory
+            for j, g in enumerate(learner_games):
+                game = games[g]
+                player = game.current_player
+                encode_observation(game, player, out=observations[j])
+                masks[j, game.legal_actions()] = True
+                trajectory[start + j] = 2 * game_number[g] + player
+                last_row[g][player] = start + j
+                if record_potentials:
+                    storage.potentials[start + j] = island_potential(game, player)
+            actions, log_probs, values = sample_actions(model, observations, masks, generator)
+            storage.actions[start : start + n] = actions
+            storage.log_probs[start : start + n] = log_probs
+            storage.values[start : start + n] = values
+            for g, action in zip(learner_games, actions.tolist(), strict=True):
+                games[g].step(action)
+
+        for snapshot, group in by_snapshot.items():
+            n = len(group)
+            observations = scratch[:n]
+            masks = scratch_masks[:n]
+            masks[:] = False
+            for j, g in enumerate(group):
+                game = games[g]
+                encode_observation(game, game.current_player, out=observations[j])
+                masks[j, game.legal_actions()] = True
+            actions, _, _ = sample_actions(snapshots[snapshot], observations, masks, generator)
+            for g, action in zip(group, actions.tolist(), strict=True):
+                games[g].step(action)
+
+        for g in baseline_games:
+            games[g].step(choose_action(baselines[kinds[g]], games[g], rng))
+
+        still_running = []
+        for g in active:
+            game = games[g]
+            if not game.is_over:
+                still_running.append(g)
+                continue
+            winner = game.winner
+            for seat in (0, 1):
+                row = last_row[g][seat]
+                if not learner[g][seat] or row < 0:
+                    continue
+                outcome = 0 if winner is None else (1 if winner == seat else -1)
+                storage.rewards[row] += win_reward * outcome
+                storage.dones[row] = True
+                if kinds[g] != LATEST:
+                    results[KINDS[kinds[g]]][1 - outcome] += 1
+            if kinds[g] == LATEST:
+                first_seat_results[0 if winner == 0 else 1 if winner is None else 2] += 1
+        active = still_running
+
+    n = storage.size
+    return PlayedGames(
+        observations=storage.observations[:n],
+        masks=storage.masks[:n],
+        actions=storage.actions[:n],
+        log_probs=storage.log_probs[:n],
+        values=storage.values[:n],
+        rewards=storage.rewards[:n],
+        dones=storage.dones[:n],
+        trajectory=storage.trajectory[:n],
+        potentials=storage.potentials[:n],
+        stats={
+            "games": count,
+            "actions": actions_played,
+            "results": results,
+            "first_seat_results": first_seat_results,
+        },
+    )
+
+
+def finish_rollout(parts: list[PlayedGames], gamma: float, gae_lambda: float, island_shaping: float = 0.0) -> Rollout:
+    """Join played batches into one :class:`Rollout`: shaping rewards, per-seat GAE, statistics."""
+    joined = {
+        name: np.concatenate([getattr(part, name) for part in parts])
+        for name in ("observations", "masks", "actions", "log_probs", "values", "rewards", "dones", "trajectory")
+    }
+    trajectory = joined["trajectory"]
+    rewards = joined["rewards"].astype(np.float32)
+    if island_shaping:
+        potentials = np.concatenate([part.potentials for part in parts])
+        rewards = rewards + shaping_rewards(trajectory, potentials, gamma, island_shaping)
+    values = joined["values"]
+    advantages, returns = per_seat_gae(trajectory, rewards, values, gamma, gae_lambda)
+    order, row, _, _ = trajectory_layout(trajectory)
+    episodic_returns = np.bincount(row, weights=rewards[order]) if len(order) else np.zeros(0)
+    results = {kind: [sum(part.stats["results"][kind][k] for part in parts) for k in range(3)] for kind in KINDS}
+    stats: dict[str, Any] = {
+        "games": sum(part.stats["games"] for part in parts),
+        "actions": sum(part.stats["actions"] for part in parts),
+        "decisions": len(trajectory),
+        "episodic_returns": episodic_returns,
+        "results": results,
+        "first_seat_results": [sum(part.stats["first_seat_results"][k] for part in parts) for k in range(3)],
+    }
+    return Rollout(
+        observations=joined["observations"],
+        masks=joined["masks"],
+        actions=joined["actions"],
+        log_probs=joined["log_probs"],
+        values=values,
+        rewards=rewards,
+        dones=joined["dones"],
+        trajectory=trajectory,
+        advantages=advantages,
+        returns=returns,
+        stats=stats,
+    )
+
+
+def _numpy_state(model: ActorCritic) -> dict[str, np.ndarray]:
+    return {key: value.detach().numpy().copy() for key, value in model.state_dict().items()}
+
+
+def _load_numpy_state(model: ActorCritic, state: dict[str, np.ndarray]) -> None:
+    model.load_state_dict({key: torch.from_numpy(value) for key, value in state.items()})
+
+
+def _worker_loop(connection: Any, game_config: dict[str, Any], model_config: dict[str, Any], settings: dict) -> None:
+    """A collection worker: plays the game batches it is sent with the weights it is sent."""
+    import signal
+
+    from training.model import model_config_from_dict
+
+    # Ctrl-C is for the parent, which stops the workers itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    torch.set_num_threads(1)
+    config = KahunaConfig.from_dict(game_config)
+    model = ActorCritic(model_config_from_dict(model_config)).eval()
+    snapshots: dict[int, ActorCritic] = {}
+    while True:
+        try:
+            message = connection.recv()
+        except (EOFError, OSError):  # the parent is gone
+            break
+        if message is None:
+            break
+        try:
+            model_state, pool_ids, new_snapshots, batch = message
+            _load_numpy_state(model, model_state)
+            for snapshot_id, state in new_snapshots.items():
+                snapshot = ActorCritic(model.config).eval()
+                _load_numpy_state(snapshot, state)
+                snapshots[snapshot_id] = snapshot
+            for snapshot_id in list(snapshots):
+                if snapshot_id not in pool_ids:
+                    del snapshots[snapshot_id]
+            played = play_games(
+                batch, model, [snapshots[i] for i in pool_ids], config, settings["win_reward"], settings["potentials"]
+            )
+            reply: tuple[str, Any] = ("ok", played)
+        except Exception:  # report any failure to the parent, which raises it
+            import traceback
+
+            reply = ("error", traceback.format_exc())
+        try:
+            connection.send(reply)
+        except OSError:  # the parent stopped (e.g. Ctrl-C) while this batch was being played
+            break
+    connection.close()
+
+
+class SelfPlayCollector:
+    """Plays one update's games to the end and returns the learner's decisions as a :class:`Rollout`.
+
+    With ``workers > 0`` the games are split into ``workers + 1`` interleaved
+    batches: this process plays one, each worker process (spawned once, kept
+    for the collector's life) another, in parallel.  The split and every
+    batch's generators are fixed by the update's ``rng``, so results are
+    deterministic for a given number of workers.  Call :meth:`close` (or use
+    the collector as a context manager) to stop the workers.
+    """
+
+    def __init__(
+        self,
+        num_games: int,
+        game_config: KahunaConfig | None = None,
+        gamma: float = 1.0,
+        gae_lambda: float = 0.95,
+        win_reward: float = 1.0,
+        island_shaping: float = 0.0,
+        workers: int = 0,
+        model_config: ModelConfig | None = None,
+    ) -> None:
+        self.num_games = num_games
+        self.game_config = game_config or KahunaConfig()
+        self.gamma = gamma
+        self.gae_lambda = gae_lambda
+        self.win_reward = win_reward
+        self.island_shaping = island_shaping
+        self.workers = workers
+        self._connections: list[Any] = []
+        self._processes: list[Any] = []
+        self._sent_snapshots: list[set[int]] = []
+        if workers:
+            import multiprocessing
+
+            context = multiprocessing.get_context("spawn")
+            settings = {"win_reward": win_reward, "potentials": island_shaping != 0.0}
+            model_fields = dataclasses.asdict(model_config or ModelConfig())
+            for _ in range(workers):
+                parent, child = context.Pipe()
+                process = context.Process(
+                    target=_worker_loop,
+                    args=(child, self.game_config.to_dict(), model_fields, settings),
+                    daemon=True,
+                )
+                process.start()
+                child.close()
+                self._connections.append(parent)
+                self._processes.append(process)
+                self._sent_snapshots.append(set())
+
+    def __enter__(self) -> SelfPlayCollector:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the worker processes (if any)."""
+        for connection in self._connections:
+            try:
+                connection.send(None)
+                connection.close()
+            except (BrokenPipeError, OSError):
+                pass
+        for process in self._processes:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.terminate()
+        self._connections, self._processes, self._sent_snapshots = [], [], []
+
+    def collect(
+        self,
+        model: ActorCritic,
+        pool: OpponentPool,
+        assignment: GameAssignment,
+        rng: np.random.Generator,
+    ) -> Rollout:
+        """Play ``num_games`` games (deals, baselines and sampling seeded from ``rng``) seated by ``assignment``."""
+        count = self.num_games
+        seeds = rng.integers(2**63, size=count)
+        shards = self.workers + 1
+        batches = []
+        for shard in range(shards):
+            games = np.arange(shard, count, shards)
+            batches.append(
+                GameBatch(
+                    games=games,
+                    seeds=seeds[games],
+                    kinds=assignment.kinds[games],
+                    learner_seats=assignment.learner_seats[games],
+                    snapshots=assignment.snapshots[games],
+                    rng_seed=int(rng.integers(2**63)),
+                    torch_seed=int(rng.integers(2**63)),
+                )
+            )
+        if self.workers:
+            state = _numpy_state(model)
+            for connection, sent, batch in zip(self._connections, self._sent_snapshots, batches[1:], strict=True):
+                new = {i: _numpy_state(pool.snapshots[k]) for k, i in enumerate(pool.updates) if i not in sent}
+                sent.intersection_update(pool.updates)
+                sent.update(new)
+                connection.send((state, list(pool.updates), new, batch))
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # the workers use the other cores meanwhile
+        try:
+            parts = [
+                play_games(
+                    batches[0], model, pool.snapshots, self.game_config, self.win_reward, self.island_shaping != 0.0
+                )
+            ]
+        finally:
+            torch.set_num_threads(threads)
+        for connection in self._connections:
+            status, payload = connection.recv()
+            if status != "ok":
+                raise RuntimeError(f"a collection worker failed:\n{payload}")
+            parts.append(payload)
+        return finish_rollout(parts, self.gamma, self.gae_lambda, self.island_shaping)
