@@ -225,6 +225,7 @@ class KahunaGame:
         "_planning",
         "_played",
         "_rng",
+        "_rng_source",
         "_round",
         "_scores",
         "_setup_left",
@@ -235,7 +236,7 @@ class KahunaGame:
     def __init__(self, config: KahunaConfig | Mapping[str, Any] | None = None, seed: int | None = None) -> None:
         self._init_empty(_as_config(config), seed)
         deck = [island for island in range(NUM_ISLANDS) for _ in range(CARDS_PER_ISLAND)]
-        order = self._rng.permutation(NUM_CARDS)
+        order = self._generator().permutation(NUM_CARDS)
         cards = [deck[k] for k in order]
         for player in (0, 1):
             for card in cards[player * STARTING_HAND : (player + 1) * STARTING_HAND]:
@@ -252,7 +253,10 @@ class KahunaGame:
 
     def _init_empty(self, config: KahunaConfig, seed: int | None) -> None:
         self.config = config
-        self._rng = np.random.default_rng(seed)
+        # The generator is built lazily (see _generator): most copies of a game never reshuffle,
+        # and building a Generator costs more than copying the whole game.
+        self._rng: np.random.Generator | None = None
+        self._rng_source: int | dict | None = seed
         self._planning = config.variant == "planning"
         self._hand_limit_rule = config.discard_rule == "hand_limit"
         self._owner = [-1] * NUM_LINES
@@ -427,6 +431,20 @@ class KahunaGame:
     def describe(self, action: int) -> str:
         """Text of an action, as :func:`kahuna_env.actions.describe_action`."""
         return A.describe_action(action)
+
+    def _generator(self) -> np.random.Generator:
+        """The game's generator, built on first use from a seed or a copied generator state."""
+        rng = self._rng
+        if rng is None:
+            source = self._rng_source
+            if isinstance(source, dict):
+                rng = np.random.Generator(getattr(np.random, source["bit_generator"])())
+                rng.bit_generator.state = source
+            else:
+                rng = np.random.default_rng(source)
+            self._rng = rng
+            self._rng_source = None
+        return rng
 
     # ------------------------------------------------------------------ legal actions
     def legal_actions(self) -> list[int]:
@@ -696,7 +714,7 @@ class KahunaGame:
             cards += [island for island in range(NUM_ISLANDS) for _ in range(face_down[island])]
         self._open_discard = [0] * NUM_ISLANDS
         self._face_down = [[0] * NUM_ISLANDS, [0] * NUM_ISLANDS]
-        order = self._rng.permutation(len(cards))
+        order = self._generator().permutation(len(cards))
         shuffled = [cards[k] for k in order]
         self._face_up = shuffled[:FACE_UP_SLOTS] + [-1] * max(0, FACE_UP_SLOTS - len(shuffled))
         self._pile = shuffled[FACE_UP_SLOTS:][::-1]
@@ -794,8 +812,8 @@ class KahunaGame:
         """An independent copy (the random generator is copied too, so both replay the same chance)."""
         other = object.__new__(KahunaGame)
         other.config = self.config
-        other._rng = np.random.Generator(type(self._rng.bit_generator)())
-        other._rng.bit_generator.state = self._rng.bit_generator.state
+        other._rng = None
+        other._rng_source = self._rng_source if self._rng is None else self._rng.bit_generator.state
         other._planning = self._planning
         other._hand_limit_rule = self._hand_limit_rule
         other._owner = self._owner[:]
@@ -839,7 +857,8 @@ class KahunaGame:
         """
         opponent = 1 - player
         view = self.clone()
-        view._rng = np.random.default_rng(rng.integers(2**63))
+        view._rng = None
+        view._rng_source = int(rng.integers(2**63))
         known = self._known[opponent]
         hand = self._hand[opponent]
         face_down = self._face_down[opponent]

@@ -116,3 +116,41 @@ def test_agents_never_read_information_their_seat_cannot_see(name):
             decisions.append(choose_action(agent, real, np.random.default_rng(11)))
         assert decisions[0] == decisions[1], f"{name} decided differently with different hidden cards"
     assert changed >= 15, "the twins must really differ in hidden cards for the test to mean anything"
+
+
+def _outcome_by_stepping_a_copy(game, action):
+    """Reference for play_outcome: apply the action to a copy and score the result."""
+    from kahuna_env.agents.greedy import evaluate
+
+    player = game.current_player
+    child = game.clone()
+    child.step(action)
+    if child.is_over:
+        return (1 if child.winner == player else -1, 0, 0, 0)
+    return (0, *evaluate(child, player))
+
+
+def test_greedy_play_outcome_equals_stepping_a_copy_of_the_game():
+    import random
+
+    from kahuna_env import actions as A
+    from kahuna_env.agents.greedy import play_outcome
+    from kahuna_env.engine import KahunaConfig, KahunaGame
+
+    chooser = random.Random(8)
+    checked = 0
+    for seed in range(60):
+        config = KahunaConfig(
+            variant="planning" if seed % 2 else "standard", handicap=(0, 2) if seed % 3 == 0 else None
+        )
+        game = KahunaGame(config, seed=seed)
+        while not game.is_over:
+            for action in game.legal_actions():
+                if A.DISCARD <= action < A.FREE_BRIDGE:
+                    continue
+                assert play_outcome(game, action) == _outcome_by_stepping_a_copy(game, action), A.describe_action(
+                    action
+                )
+                checked += 1
+            game.step(chooser.choice(game.legal_actions()))
+    assert checked > 10_000

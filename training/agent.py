@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from kahuna_env.agents.base import Agent
+from kahuna_env.agents.base import SeededAgent
 from kahuna_env.engine import KahunaGame
 from training.model import ActorCritic, model_from_payload
 
 
-class PolicyAgent(Agent):
+class PolicyAgent(SeededAgent):
     """An agent backed by an :class:`ActorCritic` network.
 
     ``deterministic=True`` plays the most likely legal action; otherwise it
@@ -30,11 +30,7 @@ class PolicyAgent(Agent):
         self.model = model.eval()
         self.deterministic = deterministic
         self.name = name
-        self.rng = np.random.default_rng(seed)
-
-    def reset(self, seed: int | None = None) -> None:
-        if seed is not None:
-            self.rng = np.random.default_rng(seed)
+        super().__init__(seed)
 
     @torch.inference_mode()
     def act_batch(self, observations: np.ndarray, action_masks: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kahuna_env.agents.base import Agent, CallableAgent, RandomAgent, choose_action
+from kahuna_env.agents.base import Agent, CallableAgent, RandomAgent, SeededAgent, choose_action
 from kahuna_env.agents.greedy import GreedyAgent
 from kahuna_env.agents.mcts import MCTSAgent
 
@@ -56,6 +56,7 @@ __all__ = [
     "GreedyAgent",
     "MCTSAgent",
     "RandomAgent",
+    "SeededAgent",
     "choose_action",
     "make_agent",
 ]

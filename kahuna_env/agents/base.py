@@ -3,7 +3,10 @@
 An agent maps what one seat may know to an action.  Every agent is called
 as ``agent.act(observation, action_mask, game)`` where
 
-* ``observation`` is the seat's flat observation (:mod:`kahuna_env.observation`),
+* ``observation`` is the seat's flat observation (:mod:`kahuna_env.observation`)
+  — or ``None`` for agents that set ``uses_observation = False`` (they read
+  the determinized game instead, and building an observation they ignore
+  would cost more than their own decision),
 * ``action_mask`` is the legal-action mask (length 179, nonzero where legal),
 * ``game`` is ``None`` for agents with ``uses_game = False``; for the others
   it is a *determinization* of the real game for the seat
@@ -27,15 +30,20 @@ from kahuna_env.observation import encode_observation
 
 
 class Agent:
-    """Base class: override :meth:`act`; set ``uses_game = True`` to receive a determinized game."""
+    """Base class: override :meth:`act`; set ``uses_game = True`` to receive a determinized game.
+
+    ``uses_observation = False`` (only meaningful with ``uses_game``) lets the
+    harness pass ``None`` instead of the observation vector.
+    """
 
     name: str = "agent"
     uses_game: bool = False
+    uses_observation: bool = True
 
     def reset(self, seed: int | None = None) -> None:
         """Start a new game; ``seed`` reseeds the agent's own generator (if it has one)."""
 
-    def act(self, observation: np.ndarray, action_mask: np.ndarray, game: KahunaGame | None = None) -> int:
+    def act(self, observation: np.ndarray | None, action_mask: np.ndarray, game: KahunaGame | None = None) -> int:
         """Return a legal action id."""
         raise NotImplementedError
 
@@ -43,17 +51,22 @@ class Agent:
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-class RandomAgent(Agent):
-    """Uniform over the legal actions, with its own seeded generator."""
-
-    name = "random"
+class SeededAgent(Agent):
+    """An agent with its own generator ``self.rng``, seeded at construction and by :meth:`reset`."""
 
     def __init__(self, seed: int | None = None) -> None:
         self.rng = np.random.default_rng(seed)
 
     def reset(self, seed: int | None = None) -> None:
+        """Reseed the agent's generator (when ``seed`` is given)."""
         if seed is not None:
             self.rng = np.random.default_rng(seed)
+
+
+class RandomAgent(SeededAgent):
+    """Uniform over the legal actions, with its own seeded generator."""
+
+    name = "random"
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray, game: KahunaGame | None = None) -> int:
         legal = np.flatnonzero(action_mask)
@@ -81,7 +94,7 @@ def choose_action(agent: Agent, game: KahunaGame, rng: np.random.Generator) -> i
     ``rng`` drives the determinization handed to game-using agents.
     """
     player = game.current_player
-    observation = encode_observation(game, player)
+    observation = encode_observation(game, player) if agent.uses_observation or not agent.uses_game else None
     mask = game.action_mask().astype(np.int8)
     view = game.determinize(player, rng) if agent.uses_game else None
     return agent.act(observation, mask, view)

@@ -42,7 +42,7 @@ import time
 import numpy as np
 
 from kahuna_env import actions as A
-from kahuna_env.agents.base import Agent
+from kahuna_env.agents.base import SeededAgent
 from kahuna_env.board import MAJORITY, NUM_ISLANDS
 from kahuna_env.engine import KahunaGame
 
@@ -193,7 +193,7 @@ class SearchNode:
         self.children: dict[int, SearchNode] = {}
 
 
-class MCTSAgent(Agent):
+class MCTSAgent(SeededAgent):
     """Determinized (information-set) MCTS; see the module docstring for the algorithm.
 
     Args:
@@ -213,6 +213,7 @@ class MCTSAgent(Agent):
 
     name = "mcts"
     uses_game = True
+    uses_observation = False
 
     def __init__(
         self,
@@ -235,16 +236,11 @@ class MCTSAgent(Agent):
         self.rollout = rollout
         self.rollout_depth = rollout_depth
         self.name = f"mcts:{simulations}"
-        self.rng = np.random.default_rng(seed)
+        super().__init__(seed)
         self.search_seconds = 0.0
         self.searched_moves = 0
 
-    def reset(self, seed: int | None = None) -> None:
-        """Reseed the agent's generator (when ``seed`` is given)."""
-        if seed is not None:
-            self.rng = np.random.default_rng(seed)
-
-    def act(self, observation: np.ndarray, action_mask: np.ndarray, game: KahunaGame | None = None) -> int:
+    def act(self, observation: np.ndarray | None, action_mask: np.ndarray, game: KahunaGame | None = None) -> int:
         """Search from the (determinized) ``game`` and return the most visited legal action."""
         if game is None:
             raise ValueError("the mcts agent needs the (determinized) game; use kahuna_env.agents.choose_action")
