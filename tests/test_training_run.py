@@ -194,3 +194,15 @@ def test_exported_agent_cannot_be_resumed(smoke_run, tmp_path):
 
     with pytest.raises(ValueError, match="not a training checkpoint"):
         read(smoke_run / "final_agent.pt")
+
+
+def test_load_agent_refuses_a_file_holding_python_objects_without_suggesting_an_unsafe_load(tmp_path):
+    import argparse
+
+    import torch
+
+    path = tmp_path / "objects.pt"
+    torch.save({"format": "kahuna-agent-v1", "options": argparse.Namespace(lr=1.0)}, path)
+    with pytest.raises(ValueError, match="refused: loading those could run code") as error:
+        load_agent(path)
+    assert "weights_only" not in str(error.value)

@@ -61,7 +61,13 @@ def read_policy_file(path: str | Path) -> dict[str, Any]:
         raise FileNotFoundError(f"checkpoint not found: {file}")
     try:
         payload = torch.load(file, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as error:
+    except pickle.UnpicklingError:
+        # torch's own text suggests weights_only=False, which would run code from an untrusted file.
+        raise ValueError(
+            f"{file} is not a readable checkpoint: it is corrupt, or it holds Python objects other than "
+            "tensors and plain values (refused: loading those could run code)"
+        ) from None
+    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ValueError(f"{file} is not a readable checkpoint (corrupt or not a torch file): {first_line}") from None
     if not isinstance(payload, dict):
