@@ -186,6 +186,7 @@ from pettingzoo.utils import wrappers
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, STATE_SIZE, encode_observation, encode_state
+from kahuna_env.render import EnvRenderer
 
 AGENTS: tuple[str, str] = ("player_0", "player_1")
 """Agent names; ``AGENTS[p]`` plays as engine player ``p``."""
@@ -426,7 +427,7 @@ class raw_env(AECEnv, EzPickle):
         self.last_action: int | None = None
         """The last action applied (``None`` at the start of a game); shown by the renderers."""
         self._np_random: np.random.Generator | None = None
-        self._window: Any = None
+        self._renderer = EnvRenderer(render_mode, self.metadata["render_fps"])
 
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent: str) -> spaces.Space:
@@ -526,27 +527,11 @@ class raw_env(AECEnv, EzPickle):
     # ------------------------------------------------------------------ rendering
     def render(self) -> str | np.ndarray | None:
         """Render the game as ``render_mode`` says: text, an RGB array, or a window (text without a display)."""
-        from kahuna_env import render as rendering
-
-        if self.render_mode is None:
-            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
-            return None
-        if self.game is None:
-            raise RuntimeError("render(): call reset() first")
-        if self.render_mode == "ansi":
-            return rendering.render_ansi(self.game, last_action=self.last_action)
-        if self.render_mode == "rgb_array":
-            return rendering.render_rgb(self.game, last_action=self.last_action)
-        if self._window is None:
-            self._window = rendering.HumanWindow(self.metadata["render_fps"])
-        self._window.show(self.game, last_action=self.last_action)
-        return None
+        return self._renderer.render(self.game, self.last_action)
 
     def close(self) -> None:
         """Close the window of ``render_mode="human"`` if one is open."""
-        if self._window is not None:
-            self._window.close()
-            self._window = None
+        self._renderer.close()
 
     def __str__(self) -> str:
         return self.metadata["name"]

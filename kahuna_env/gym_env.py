@@ -56,6 +56,7 @@ from kahuna_env.agents import Agent, CallableAgent, choose_action, make_agent
 from kahuna_env.engine import IllegalActionError, KahunaGame
 from kahuna_env.env import RENDER_MODES, check_reward_mode, final_info, final_rewards, load_position, make_config
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
+from kahuna_env.render import EnvRenderer
 
 OBSERVATION_MODES: tuple[str, ...] = ("dict", "flat")
 """Values of the ``observation`` keyword."""
@@ -148,7 +149,7 @@ class KahunaSingleAgentEnv(gymnasium.Env):
         self.last_action: int | None = None
         self._opponent_rng = np.random.default_rng(0)
         self._ended = False  # the game is over, or the learner forfeited it with an illegal action
-        self._window: Any = None
+        self._renderer = EnvRenderer(render_mode, self.metadata["render_fps"])
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(
@@ -229,27 +230,11 @@ class KahunaSingleAgentEnv(gymnasium.Env):
 
     def render(self) -> str | np.ndarray | None:
         """Render as ``render_mode`` says (the spectator's view; see :mod:`kahuna_env.render`)."""
-        from kahuna_env import render as rendering
-
-        if self.render_mode is None:
-            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
-            return None
-        if self.game is None:
-            raise RuntimeError("render(): call reset() first")
-        if self.render_mode == "ansi":
-            return rendering.render_ansi(self.game, last_action=self.last_action)
-        if self.render_mode == "rgb_array":
-            return rendering.render_rgb(self.game, last_action=self.last_action)
-        if self._window is None:
-            self._window = rendering.HumanWindow(self.metadata["render_fps"])
-        self._window.show(self.game, last_action=self.last_action)
-        return None
+        return self._renderer.render(self.game, self.last_action)
 
     def close(self) -> None:
         """Close the window of ``render_mode="human"`` if one is open."""
-        if self._window is not None:
-            self._window.close()
-            self._window = None
+        self._renderer.close()
 
     # ------------------------------------------------------------------ internals
     def _play_opponent(self) -> None:

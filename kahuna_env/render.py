@@ -399,6 +399,43 @@ AgentSpec = Any
 ``(observation, action_mask) -> action``."""
 
 
+class EnvRenderer:
+    """``render()`` / ``close()`` of an environment, shared by the AEC env and the Gymnasium wrapper.
+
+    ``render_mode`` is ``None``, ``"ansi"`` (text), ``"rgb_array"`` (a picture)
+    or ``"human"`` (a window when a display exists, else the text on stdout).
+    """
+
+    def __init__(self, render_mode: str | None, fps: float) -> None:
+        self.render_mode = render_mode
+        self.fps = fps
+        self._window: HumanWindow | None = None
+
+    def render(self, game: KahunaGame | None, last_action: int | None) -> str | np.ndarray | None:
+        """Render ``game`` as ``render_mode`` says; a warning and ``None`` without a render mode."""
+        if self.render_mode is None:
+            import gymnasium
+
+            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
+            return None
+        if game is None:
+            raise RuntimeError("render(): call reset() first")
+        if self.render_mode == "ansi":
+            return render_ansi(game, last_action=last_action)
+        if self.render_mode == "rgb_array":
+            return render_rgb(game, last_action=last_action)
+        if self._window is None:
+            self._window = HumanWindow(self.fps)
+        self._window.show(game, last_action=last_action)
+        return None
+
+    def close(self) -> None:
+        """Close the window of ``render_mode="human"`` if one is open."""
+        if self._window is not None:
+            self._window.close()
+            self._window = None
+
+
 def record_game_gif(
     path: str | os.PathLike[str],
     agents: Sequence[AgentSpec] = ("random", "random"),

@@ -21,7 +21,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import IO, NoReturn
 
 from kahuna_env.agents import BASELINE_NAMES
 from kahuna_env.engine import DISCARD_RULES, VARIANTS, KahunaConfig
@@ -35,6 +35,25 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         """Print ``PROG: error: MESSAGE`` and exit with code 2."""
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def exit_with_error(program: str, message: str, code: int = 2) -> NoReturn:
+    """Print ``PROGRAM: error: <first line of message>`` to stderr and exit with ``code``."""
+    first_line = message.strip().splitlines()[0] if message.strip() else "error"
+    print(f"{program}: error: {first_line}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def write_gif(program: str, frames: list, path: Path, out: IO[str]) -> None:
+    """Save ``frames`` as an animated GIF at ``path`` (creating its folder); a write error ends ``program``."""
+    from kahuna_env.render import save_gif
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_gif(frames, path)
+    except (OSError, ValueError) as error:
+        exit_with_error(program, f"cannot write --gif {path}: {error}", code=1)
+    out.write(f"GIF ({len(frames)} frames) written to {path}\n")
 
 
 def positive_int(text: str) -> int:
@@ -103,9 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print a one-line error for ``kahuna-eval`` and exit."""
-    first_line = message.strip().splitlines()[0] if message.strip() else "error"
-    print(f"{PROGRAM}: error: {first_line}", file=sys.stderr)
-    raise SystemExit(code)
+    exit_with_error(PROGRAM, message, code)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

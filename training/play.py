@@ -39,7 +39,7 @@ from kahuna_env.actions import describe_action, parse_action
 from kahuna_env.agents import BASELINE_NAMES, Agent, choose_action
 from kahuna_env.board import ISLANDS
 from kahuna_env.engine import DISCARD_RULES, VARIANTS, KahunaConfig, KahunaGame
-from training.eval_cli import OneLineParser, non_negative_int
+from training.eval_cli import OneLineParser, exit_with_error, non_negative_int, write_gif
 
 PROGRAM = "kahuna-play"
 QUIT_WORDS = ("quit", "exit", "q")
@@ -72,9 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
-    first_line = message.strip().splitlines()[0] if message.strip() else "error"
-    print(f"{PROGRAM}: error: {first_line}", file=sys.stderr)
-    raise SystemExit(code)
+    exit_with_error(PROGRAM, message, code)
 
 
 def game_seeds(seed: int) -> tuple[int, int, int]:
@@ -259,14 +257,7 @@ def main(argv: Sequence[str] | None = None, stdin: IO[str] | None = None, stdout
             _fail(f"cannot write --record {args.record}: {error}", code=1)
         out.write(f"record written to {args.record}\n")
     if frames is not None and args.gif is not None:
-        from kahuna_env.render import save_gif
-
-        try:
-            args.gif.parent.mkdir(parents=True, exist_ok=True)
-            save_gif(frames, args.gif)
-        except (OSError, ValueError) as error:
-            _fail(f"cannot write --gif {args.gif}: {error}", code=1)
-        out.write(f"GIF ({len(frames)} frames) written to {args.gif}\n")
+        write_gif(PROGRAM, frames, args.gif, out)
     return 0
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from kahuna_env.actions import describe_action
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
-from training.eval_cli import OneLineParser
+from training.eval_cli import OneLineParser, exit_with_error, write_gif
 from training.evaluation import RECORD_FORMAT
 
 PROGRAM = "kahuna-replay"
@@ -55,9 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str, code: int) -> NoReturn:
-    first_line = message.strip().splitlines()[0] if message.strip() else "error"
-    print(f"{PROGRAM}: error: {first_line}", file=sys.stderr)
-    raise SystemExit(code)
+    exit_with_error(PROGRAM, message, code)
 
 
 def load_record(path: str | Path) -> dict[str, Any]:
@@ -181,14 +179,7 @@ def main(argv: Sequence[str] | None = None, stdout: IO[str] | None = None) -> in
         winner = "draw" if game.winner is None else f"{names[game.winner]} wins"
         out.write(f"replay reproduces the record: scores {game.scores[0]} : {game.scores[1]}, {winner}\n")
     if frames is not None and args.gif is not None:
-        from kahuna_env.render import save_gif
-
-        try:
-            args.gif.parent.mkdir(parents=True, exist_ok=True)
-            save_gif(frames, args.gif)
-        except (OSError, ValueError) as error:
-            _fail(f"cannot write --gif {args.gif}: {error}", code=1)
-        out.write(f"GIF ({len(frames)} frames) written to {args.gif}\n")
+        write_gif(PROGRAM, frames, args.gif, out)
     return 0
 
 
