@@ -314,6 +314,25 @@ def final_info(game: KahunaGame) -> dict[str, Any]:
     return {"scores": game.scores, "final_points": game.final_points, "winner": game.winner}
 
 
+def start_game(config: KahunaConfig, game_seed: int, options: Mapping[str, Any] | None) -> KahunaGame:
+    """The game a ``reset(seed, options)`` starts: a new deal, or ``options["position"]`` (SPEC §5).
+
+    Other option keys are ignored with a warning (PettingZoo's ``api_test``
+    passes arbitrary options); options that are not a dict are a ``ValueError``.
+    """
+    position = None
+    if options is not None:
+        if not isinstance(options, Mapping):
+            raise ValueError(f"reset(): options must be a dict or None, got {type(options).__name__}")
+        unknown = sorted(str(key) for key in options if key != "position")
+        if unknown:
+            gymnasium.logger.warn(f"reset(): ignoring unknown option(s) {unknown}; the known option is 'position'")
+        position = options.get("position")
+    if position is None:
+        return KahunaGame(config, seed=game_seed)
+    return load_position(position, config, game_seed, "reset(options={'position': ...})")
+
+
 def load_position(position: object, config: KahunaConfig, seed: int, where: str) -> KahunaGame:
     """A game from a SPEC §5 position dict, under ``config`` unless the position records its own.
 
@@ -450,19 +469,7 @@ class raw_env(AECEnv, EzPickle):
         """Start a new game; ``seed`` makes it reproducible, ``options={"position": d}`` starts from a position."""
         if seed is not None:
             self._np_random, _ = seeding.np_random(seed)
-        game_seed = int(self.np_random.integers(2**63))
-        position = None
-        if options is not None:
-            if not isinstance(options, Mapping):
-                raise ValueError(f"reset(): options must be a dict or None, got {type(options).__name__}")
-            unknown = sorted(str(key) for key in options if key != "position")
-            if unknown:
-                gymnasium.logger.warn(f"reset(): ignoring unknown option(s) {unknown}; the known option is 'position'")
-            position = options.get("position")
-        if position is None:
-            self.game = KahunaGame(self.config, seed=game_seed)
-        else:
-            self.game = load_position(position, self.config, game_seed, "reset(options={'position': ...})")
+        self.game = start_game(self.config, int(self.np_random.integers(2**63)), options)
         self.agents = list(AGENTS)
         self.rewards = {agent: 0.0 for agent in AGENTS}
         self._cumulative_rewards = {agent: 0.0 for agent in AGENTS}

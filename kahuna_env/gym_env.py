@@ -44,7 +44,7 @@ draws the spectator's view of :mod:`kahuna_env.render` (both hands).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import gymnasium
@@ -54,7 +54,7 @@ from gymnasium import spaces
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import Agent, CallableAgent, choose_action, make_agent
 from kahuna_env.engine import IllegalActionError, KahunaGame
-from kahuna_env.env import RENDER_MODES, check_reward_mode, final_info, final_rewards, load_position, make_config
+from kahuna_env.env import RENDER_MODES, check_reward_mode, final_info, final_rewards, make_config, start_game
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
 from kahuna_env.render import EnvRenderer
 
@@ -162,18 +162,7 @@ class KahunaSingleAgentEnv(gymnasium.Env):
         self.seat = int(rng.integers(2)) if self.seat_option == "random" else int(self.seat_option)
         self.opponent.reset(seed=int(rng.integers(2**63)))
         self._opponent_rng = np.random.default_rng(int(rng.integers(2**63)))
-        position = None
-        if options is not None:
-            if not isinstance(options, Mapping):
-                raise ValueError(f"reset(): options must be a dict or None, got {type(options).__name__}")
-            unknown = sorted(str(key) for key in options if key != "position")
-            if unknown:
-                gymnasium.logger.warn(f"reset(): ignoring unknown option(s) {unknown}; the known option is 'position'")
-            position = options.get("position")
-        if position is None:
-            self.game = KahunaGame(self.config, seed=game_seed)
-        else:
-            self.game = load_position(position, self.config, game_seed, "reset(options={'position': ...})")
+        self.game = start_game(self.config, game_seed, options)
         self.last_action = None
         self._ended = False
         self._play_opponent()

@@ -59,6 +59,30 @@ def position(
     return result
 
 
+def final_turns_position(turns_left: int) -> dict[str, Any]:
+    """Round 3 with ``turns_left`` extra turns (player 0 first): player 0 controls ALOA, LALE and GOLA,
+    player 1 nothing; scores 1 : 2.  When the remaining turns are passes, the final scoring gives
+    player 0 three points: 4 : 2."""
+    return position(
+        bridges={
+            "ALOA-BARI": 0,
+            "ALOA-DUDA": 0,
+            "HUNA-LALE": 0,
+            "IFFI-LALE": 0,
+            "COCO-GOLA": 0,
+            "FAAA-GOLA": 0,
+            "GOLA-JOJO": 0,
+            "ELAI-JOJO": 1,
+        },
+        hands=(["BARI"], ["ELAI"]),
+        face_up=[None, None, None],
+        pile=[],
+        round=3,
+        scores=[1, 2],
+        final_turns_left=turns_left,
+    )
+
+
 def game_at(*args: Any, seed: int = 0, **kwargs: Any) -> KahunaGame:
     """``KahunaGame.from_dict(position(...))``."""
     return KahunaGame.from_dict(position(*args, **kwargs), seed=seed)

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import LINE, position
+from helpers import LINE, final_turns_position, position
 from pettingzoo.test import api_test, seed_test
 from pettingzoo.utils import wrappers
 
@@ -25,24 +25,7 @@ API_CYCLES = 1000  # agent_iter runs 2 * API_CYCLES steps: whole games (the long
 # ---------------------------------------------------------------------------------------------- positions
 # A final-turn position: player 0 controls ALOA, LALE and GOLA, player 1 nothing; scores 1 : 2.
 # Player 0 passes, the final scoring gives player 0 three points: 4 : 2.
-FINAL_TURN = position(
-    bridges={
-        "ALOA-BARI": 0,
-        "ALOA-DUDA": 0,
-        "HUNA-LALE": 0,
-        "IFFI-LALE": 0,
-        "COCO-GOLA": 0,
-        "FAAA-GOLA": 0,
-        "GOLA-JOJO": 0,
-        "ELAI-JOJO": 1,
-    },
-    hands=(["BARI"], ["ELAI"]),
-    face_up=[None, None, None],
-    pile=[],
-    round=3,
-    scores=[1, 2],
-    final_turns_left=1,
-)
+FINAL_TURN = final_turns_position(1)
 
 # A mid-game position with most features non-zero, player 0 to act.
 MID_GAME = position(

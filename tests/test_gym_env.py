@@ -8,7 +8,7 @@ import gymnasium
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
-from helpers import position
+from helpers import final_turns_position
 
 import kahuna_env
 from kahuna_env import actions as A
@@ -21,24 +21,7 @@ MY_TURN = OBSERVATION_LAYOUT["my_turn"].start
 
 # Round 3, two extra turns left, player 0 first: player 0 controls ALOA, LALE and GOLA, player 1 nothing;
 # scores 1 : 2.  When both pass, the final scoring gives player 0 three points: 4 : 2.
-FINAL_TURNS = position(
-    bridges={
-        "ALOA-BARI": 0,
-        "ALOA-DUDA": 0,
-        "HUNA-LALE": 0,
-        "IFFI-LALE": 0,
-        "COCO-GOLA": 0,
-        "FAAA-GOLA": 0,
-        "GOLA-JOJO": 0,
-        "ELAI-JOJO": 1,
-    },
-    hands=(["BARI"], ["ELAI"]),
-    face_up=[None, None, None],
-    pile=[],
-    round=3,
-    scores=[1, 2],
-    final_turns_left=2,
-)
+FINAL_TURNS = final_turns_position(2)
 
 
 def always_pass(observation: np.ndarray, mask: np.ndarray) -> int:
