@@ -88,6 +88,17 @@ def even_games(text: str) -> int:
     return value
 
 
+def add_rule_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--variant`` and ``--discard-rule`` (the rule options of the games) to ``parser``."""
+    parser.add_argument("--variant", choices=VARIANTS, default="standard", help="rule variant (default standard)")
+    parser.add_argument(
+        "--discard-rule",
+        choices=DISCARD_RULES,
+        default="instead_of_play",
+        help="discard rule (default instead_of_play)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``kahuna-eval`` argument parser."""
     parser = OneLineParser(
@@ -106,13 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=positive_int, default=1, help="worker processes (default 1)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
     parser.add_argument("--record", type=Path, metavar="DIR", help="save every game as a JSON record in DIR")
-    parser.add_argument("--variant", choices=VARIANTS, default="standard", help="rule variant (default standard)")
-    parser.add_argument(
-        "--discard-rule",
-        choices=DISCARD_RULES,
-        default="instead_of_play",
-        help="discard rule (default instead_of_play)",
-    )
+    add_rule_arguments(parser)
     parser.add_argument(
         "--sampled", action="store_true", help="policy checkpoints sample their moves instead of playing the argmax"
     )

@@ -38,8 +38,8 @@ import numpy as np
 from kahuna_env.actions import describe_action, parse_action
 from kahuna_env.agents import BASELINE_NAMES, Agent, choose_action
 from kahuna_env.board import ISLANDS
-from kahuna_env.engine import DISCARD_RULES, VARIANTS, KahunaConfig, KahunaGame
-from training.eval_cli import OneLineParser, exit_with_error, non_negative_int, write_gif
+from kahuna_env.engine import KahunaConfig, KahunaGame
+from training.eval_cli import OneLineParser, add_rule_arguments, exit_with_error, non_negative_int, write_gif
 
 PROGRAM = "kahuna-play"
 QUIT_WORDS = ("quit", "exit", "q")
@@ -61,13 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=non_negative_int, help="seed of the deal and the agent (default: a random one)")
     parser.add_argument("--gif", type=Path, metavar="PATH", help="save the game as an animated GIF")
     parser.add_argument("--record", type=Path, metavar="PATH", help="save the game as a JSON record for kahuna-replay")
-    parser.add_argument("--variant", choices=VARIANTS, default="standard", help="rule variant (default standard)")
-    parser.add_argument(
-        "--discard-rule",
-        choices=DISCARD_RULES,
-        default="instead_of_play",
-        help="discard rule (default instead_of_play)",
-    )
+    add_rule_arguments(parser)
     return parser
 
 
