@@ -32,6 +32,20 @@ from typing import Any
 import numpy as np
 
 from kahuna_env import actions as A
+from kahuna_env.actions import (  # re-exported: the action encoding is part of the engine's public API
+    DISCARD,
+    DRAW,
+    FREE_BRIDGE,
+    NUM_ACTIONS,
+    PASS,
+    PLACE_A,
+    PLACE_B,
+    REMOVE_AA,
+    REMOVE_AB,
+    REMOVE_BB,
+    TAKE,
+    describe_action,
+)
 from kahuna_env.board import (
     BRIDGES_PER_PLAYER,
     CARDS_PER_ISLAND,
@@ -50,6 +64,26 @@ from kahuna_env.board import (
     NUM_LINES,
     STARTING_HAND,
 )
+
+__all__ = [
+    "DISCARD",
+    "DISCARD_RULES",
+    "DRAW",
+    "FREE_BRIDGE",
+    "NUM_ACTIONS",
+    "PASS",
+    "PLACE_A",
+    "PLACE_B",
+    "REMOVE_AA",
+    "REMOVE_AB",
+    "REMOVE_BB",
+    "TAKE",
+    "VARIANTS",
+    "IllegalActionError",
+    "KahunaConfig",
+    "KahunaGame",
+    "describe_action",
+]
 
 VARIANTS = ("standard", "planning")
 DISCARD_RULES = ("instead_of_play", "hand_limit")

@@ -65,3 +65,10 @@ def test_place_and_remove_helpers_check_their_islands():
         A.place_action(13, "ALOA")
     with pytest.raises(ValueError, match="cannot remove"):
         A.remove_action(13, "ALOA", "ELAI")
+
+
+def test_engine_re_exports_the_action_constants_and_describe_action():
+    from kahuna_env import engine
+
+    assert (engine.PLACE_A, engine.DRAW, engine.PASS, engine.NUM_ACTIONS) == (0, 147, 151, 179)
+    assert engine.describe_action(0) == "place ALOA-BARI paying ALOA"
