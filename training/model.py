@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from kahuna_env import actions as A
@@ -144,76 +145,88 @@ class ActorCritic(nn.Module):
         self.value_net = _mlp([width + line_width, line_width], activation)
         self.value_head = _head(line_width, 1, 1.0)
         self.activation = _ACTIVATIONS[activation]()
-        # Line-island incidence: row l of incidence_a is one-hot on line l's first island.
-        incidence_a = torch.zeros(NUM_LINES, NUM_ISLANDS)
-        incidence_b = torch.zeros(NUM_LINES, NUM_ISLANDS)
-        for line, (a, b) in enumerate(LINES):
-            incidence_a[line, a] = incidence_b[line, b] = 1.0
-        self.register_buffer("incidence_a", incidence_a, persistent=False)
-        self.register_buffer("incidence_b", incidence_b, persistent=False)
-        self.register_buffer("degree", torch.tensor(DEGREE, dtype=torch.float32).unsqueeze(1), persistent=False)
-        self.register_buffer("majority", torch.tensor(MAJORITY, dtype=torch.float32).unsqueeze(1), persistent=False)
+        # Constant index and feature tables (buffers, so they follow the module; not saved).
+        self.register_buffer("island_map", _ISLAND_MAP, persistent=False)
+        self.register_buffer("island_offset", _ISLAND_OFFSET, persistent=False)
+        self.register_buffer("line_own_index", _LINE_OWN_INDEX, persistent=False)
+        self.register_buffer("line_ends", _LINE_ENDS, persistent=False)
+        self.register_buffer("logit_order", _LOGIT_ORDER, persistent=False)
 
-    def _island_features(self, columns: torch.Tensor) -> torch.Tensor:
-        """``(12, batch, _ISLAND_FEATURES)`` per-island features from the transposed observation ``(246, batch)``."""
-        batch = columns.shape[1]
-
-        def part(name: str) -> torch.Tensor:
-            return columns[OBSERVATION_LAYOUT[name]]
-
-        mine = part("bridges_mine") * self.degree
-        theirs = part("bridges_opponent") * self.degree
-        return torch.stack(
-            [
-                part("control_mine"),
-                part("control_opponent"),
-                part("bridges_mine"),
-                part("bridges_opponent"),
-                (mine - self.majority) / 6,
-                (theirs - self.majority) / 6,
-                part("hand"),
-                part("face_up").view(3, NUM_ISLANDS, batch).sum(dim=0),
-                part("discard_open"),
-                part("my_face_down"),
-                part("opponent_known"),
-                part("unseen"),
-                (self.degree / 6).expand(NUM_ISLANDS, batch),
-                (self.majority / 4).expand(NUM_ISLANDS, batch),
-            ],
-            dim=2,
-        )
+    def _island_features(self, observation: torch.Tensor) -> torch.Tensor:
+        """``(batch, 12, _ISLAND_FEATURES)`` per-island features; see :func:`_island_feature_map`."""
+        # Every feature is an affine function of the observation, so one product computes them all
+        # (no gradient flows into the observation, so this costs nothing in the backward pass).
+        features = torch.addmm(self.island_offset, observation, self.island_map)
+        return features.view(observation.shape[0], NUM_ISLANDS, _ISLAND_FEATURES)
 
     def forward(self, observation: torch.Tensor, action_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked logits ``(batch, 179)`` and values ``(batch,)``; ``action_mask`` is nonzero where legal."""
         hidden = self.trunk(observation)
         if self.config.architecture == "mlp":
             return masked_logits(self.policy_head(hidden), action_mask), self.value_head(hidden).squeeze(-1)
-        # Line and island tensors are kept line-major, (27, batch, width), so that gathering each
-        # line's two islands is one matrix product with the incidence matrices.
         batch = observation.shape[0]
-        columns = observation.T.contiguous()
-        islands = self._island_features(columns)
-        own = torch.stack(
-            [columns[OBSERVATION_LAYOUT[name]] for name in ("lines_mine", "lines_opponent", "claim")], dim=2
-        )
-        from_islands = self.incidence_a @ self.line_from_a(islands).view(NUM_ISLANDS, -1)
-        from_islands = from_islands + self.incidence_b @ self.line_from_b(islands).view(NUM_ISLANDS, -1)
-        line_input = self.line_own(own) + from_islands.view(NUM_LINES, batch, -1) + self.line_from_trunk(hidden)
-        line_embedding = self.line_net(self.activation(line_input))
-        line_logits = self.line_head(line_embedding).permute(1, 2, 0)  # (batch, 6, 27)
-        island_input = self.island_from_self(islands) + self.island_from_trunk(hidden)
-        discard_logits = self.island_head(self.activation(island_input)).squeeze(2).T
-        logits = torch.cat(
-            [
-                line_logits[:, :5].reshape(batch, 5 * NUM_LINES),
-                discard_logits,
-                self.turn_head(hidden),
-                line_logits[:, 5],
-            ],
-            dim=1,
-        )
-        value = self.value_head(self.value_net(torch.cat([hidden, line_embedding.mean(dim=0)], dim=1)))
+        islands = self._island_features(observation)
+        # Each line's input: its own three features, then the features of its two islands.
+        own = observation[:, self.line_own_index].view(batch, 3, NUM_LINES).transpose(1, 2)
+        ends = islands[:, self.line_ends].view(batch, NUM_LINES, 2 * _ISLAND_FEATURES)
+        line_features = torch.cat([own, ends], dim=2)  # (batch, 27, 3 + 2 * 14)
+        # W [own; island a; island b] with the three input blocks' weights side by side.
+        weight = torch.cat([self.line_own.weight, self.line_from_a.weight, self.line_from_b.weight], dim=1)
+        bias = self.line_own.bias + self.line_from_a.bias + self.line_from_b.bias
+        line_input = F.linear(line_features, weight, bias) + self.line_from_trunk(hidden).unsqueeze(1)
+        line_embedding = self.line_net(self.activation(line_input))  # (batch, 27, line_width)
+        line_logits = self.line_head(line_embedding)  # (batch, 27, 6)
+        island_input = self.island_from_self(islands) + self.island_from_trunk(hidden).unsqueeze(1)
+        discard_logits = self.island_head(self.activation(island_input)).squeeze(2)  # (batch, 12)
+        # Reorder [line logits line-major | discards | draw, take x3, pass] into action-id order.
+        logits = torch.cat([line_logits.reshape(batch, 6 * NUM_LINES), discard_logits, self.turn_head(hidden)], dim=1)
+        logits = logits[:, self.logit_order]
+        value = self.value_head(self.value_net(torch.cat([hidden, line_embedding.mean(dim=1)], dim=1)))
         return masked_logits(logits, action_mask), value.squeeze(-1)
+
+
+def _island_feature_map() -> tuple[torch.Tensor, torch.Tensor]:
+    """``(map, offset)`` with per-island features = ``(observation @ map + offset).view(-1, 12, 14)``.
+
+    The 14 features of island ``i``: control (mine, opponent's), bridges on its lines (mine,
+    opponent's, as fractions of its degree), how far each side is from a majority
+    ``(bridges - majority) / 6``, its cards in my hand, face up (summed over the three slots),
+    openly discarded, my face-down discards, known in the opponent's hand, unseen, and the
+    constants degree / 6 and majority / 4.
+    """
+    mapping = torch.zeros(OBSERVATION_SIZE, NUM_ISLANDS, _ISLAND_FEATURES)
+    offset = torch.zeros(NUM_ISLANDS, _ISLAND_FEATURES)
+
+    def column(name: str, island: int) -> int:
+        return OBSERVATION_LAYOUT[name].start + island
+
+    copied = {0: "control_mine", 1: "control_opponent", 2: "bridges_mine", 3: "bridges_opponent", 6: "hand"}
+    copied.update({8: "discard_open", 9: "my_face_down", 10: "opponent_known", 11: "unseen"})
+    for island in range(NUM_ISLANDS):
+        for feature, name in copied.items():
+            mapping[column(name, island), island, feature] = 1.0
+        for feature, name in ((4, "bridges_mine"), (5, "bridges_opponent")):
+            mapping[column(name, island), island, feature] = DEGREE[island] / 6
+            offset[island, feature] = -MAJORITY[island] / 6
+        for slot in range(3):
+            mapping[column("face_up", NUM_ISLANDS * slot + island), island, 7] = 1.0
+        offset[island, 12] = DEGREE[island] / 6
+        offset[island, 13] = MAJORITY[island] / 4
+    return mapping.view(OBSERVATION_SIZE, -1), offset.view(-1)
+
+
+_ISLAND_MAP, _ISLAND_OFFSET = _island_feature_map()
+_LINE_OWN_INDEX = torch.cat(
+    [torch.arange(OBSERVATION_SIZE)[OBSERVATION_LAYOUT[name]] for name in ("lines_mine", "lines_opponent", "claim")]
+)
+_LINE_ENDS = torch.tensor(LINES, dtype=torch.int64)
+# Position of each action's logit in [line logits (27 x 6, line-major) | 12 discards | 5 turn actions]:
+# the five per-line groups, the discards, draw/take/pass, then the free bridges (group 5 of each line).
+_LOGIT_ORDER = torch.tensor(
+    [line * 6 + group for group in range(5) for line in range(NUM_LINES)]
+    + list(range(6 * NUM_LINES, 6 * NUM_LINES + NUM_ISLANDS + 5))
+    + [line * 6 + 5 for line in range(NUM_LINES)]
+)
 
 
 def model_config_from_dict(values: Mapping[str, Any]) -> ModelConfig:

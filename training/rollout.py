@@ -25,10 +25,10 @@ import numpy as np
 import torch
 
 from kahuna_env.actions import NUM_ACTIONS
-from kahuna_env.agents import choose_action, make_agent
+from kahuna_env.agents import Agent, GreedyAgent, RandomAgent, choose_action, make_agent
 from kahuna_env.board import NUM_ISLANDS
 from kahuna_env.engine import KahunaConfig, KahunaGame
-from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
+from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, encode_observation
 from training.model import ActorCritic, ModelConfig
 from training.pool import GREEDY, KINDS, LATEST, PAST, RANDOM, GameAssignment, OpponentPool, sample_actions
 
@@ -163,6 +163,33 @@ def island_potential(game: KahunaGame, player: int) -> float:
     return (len(game.controlled_islands(player)) - len(game.controlled_islands(1 - player))) / NUM_ISLANDS
 
 
+_CONTROL_MINE = OBSERVATION_LAYOUT["control_mine"]
+_CONTROL_OPPONENT = OBSERVATION_LAYOUT["control_opponent"]
+
+
+def island_potentials(observations: np.ndarray) -> np.ndarray:
+    """:func:`island_potential` of each observation's viewer, read from its control features (0/1 each)."""
+    return (observations[:, _CONTROL_MINE].sum(axis=1) - observations[:, _CONTROL_OPPONENT].sum(axis=1)) / NUM_ISLANDS
+
+
+def baseline_action(agent: Agent, game: KahunaGame, rng: np.random.Generator) -> int:
+    """The action ``choose_action(agent, game, rng)`` gives, without the work the training baselines do not use.
+
+    ``greedy`` decides from the public state and its own hand only, so its
+    action on the real game is the one it takes on every determinization
+    (``tests/test_training_rollout.py`` checks this on thousands of
+    positions); training skips the determinized copy, which cost a third of
+    a greedy move.  ``random`` reads only the legal-action mask.  (A training
+    opponent's view never reaches the learner, whose observations are
+    encoded separately.)  Other agents go through :func:`choose_action`.
+    """
+    if type(agent) is GreedyAgent:
+        return agent.act(None, None, game)  # type: ignore[arg-type]  # greedy reads the legal actions itself
+    if type(agent) is RandomAgent:
+        return agent.act(None, game.action_mask(), None)  # type: ignore[arg-type]
+    return choose_action(agent, game, rng)
+
+
 @dataclasses.dataclass
 class GameBatch:
     """The games one process plays in an update.
@@ -261,8 +288,8 @@ def play_games(
                 masks[j, game.legal_actions()] = True
                 trajectory[start + j] = 2 * game_number[g] + player
                 last_row[g][player] = start + j
-                if record_potentials:
-                    storage.potentials[start + j] = island_potential(game, player)
+            if record_potentials:
+                storage.potentials[start : start + n] = island_potentials(observations)
             actions, log_probs, values = sample_actions(model, observations, masks, generator)
             storage.actions[start : start + n] = actions
             storage.log_probs[start : start + n] = log_probs
@@ -284,7 +311,7 @@ def play_games(
                 games[g].step(action)
 
         for g in baseline_games:
-            games[g].step(choose_action(baselines[kinds[g]], games[g], rng))
+            games[g].step(baseline_action(baselines[kinds[g]], games[g], rng))
 
         still_running = []
         for g in active:
