@@ -15,7 +15,7 @@ from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, encode_
 from training.config import PPOConfig
 from training.model import ActorCritic, ModelConfig
 from training.pool import GREEDY, LATEST, PAST, OpponentPool, sample_actions, split_counts
-from training.ppo import ppo_losses
+from training.ppo import ppo_losses, ppo_update
 from training.rollout import (
     SelfPlayCollector,
     baseline_action,
@@ -288,3 +288,23 @@ def test_island_potentials_match_the_engine_count():
         game.step(legal[sampler.integers(len(legal))])
     np.testing.assert_allclose(island_potentials(np.array(rows)), expected, atol=1e-6)
     assert np.abs(expected).max() > 0
+
+
+def test_bf16_update_matches_the_float32_update_closely(self_play_rollout):
+    # The bfloat16 autocast only changes the update's matmul precision: the same minibatches
+    # give nearly the same losses and leave the weights close to the float32 update's.
+    _, rollout = self_play_rollout
+    results = {}
+    for bf16 in (False, True):
+        torch.manual_seed(3)
+        model = ActorCritic(ModelConfig(architecture="board", hidden_sizes=(32,), line_width=8))
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        ppo = PPOConfig(update_epochs=2, minibatch_size=64, bf16=bf16)
+        stats = ppo_update(model, optimizer, rollout, ppo, torch.Generator().manual_seed(0))
+        results[bf16] = (stats, torch.nn.utils.parameters_to_vector(model.parameters()).detach())
+    (stats32, weights32), (stats16, weights16) = results[False], results[True]
+    assert all(np.isfinite(value) for value in stats16.values())
+    assert stats16["value_loss"] == pytest.approx(stats32["value_loss"], rel=0.05)
+    assert stats16["entropy"] == pytest.approx(stats32["entropy"], rel=0.02)
+    assert not torch.equal(weights16, weights32)  # it did run in lower precision
+    assert (weights16 - weights32).abs().max() < 1e-2

@@ -55,8 +55,8 @@ class RolloutConfig:
     workers: int = 0
 
     def __post_init__(self) -> None:
-        _check(self.num_games >= 2, "rollout.num_games", "must be >= 2", self.num_games)
-        _check(0 <= self.workers < self.num_games, "rollout.workers", "must be in [0, num_games)", self.workers)
+        check_value(self.num_games >= 2, "rollout.num_games", "must be >= 2", self.num_games)
+        check_value(0 <= self.workers < self.num_games, "rollout.workers", "must be in [0, num_games)", self.workers)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +75,7 @@ class RewardConfig:
     island_shaping: float = 0.0
 
     def __post_init__(self) -> None:
-        _check(self.win > 0, "reward.win", "must be > 0", self.win)
+        check_value(self.win > 0, "reward.win", "must be > 0", self.win)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +98,9 @@ class PPOConfig:
         max_grad_norm: gradient norm clipping.
         target_kl: stop the epochs of an update early when the approximate KL exceeds this (null: never).
         adam_eps: Adam epsilon.
+        bf16: run the update's forward and backward passes under bfloat16 autocast (CPU); about a
+            third faster on CPUs with native bfloat16 (AVX512-BF16, AMX), while the losses, the
+            optimizer and the collection's inference stay float32.
     """
 
     lr: float = 3e-4
@@ -115,20 +118,23 @@ class PPOConfig:
     max_grad_norm: float = 0.5
     target_kl: float | None = None
     adam_eps: float = 1e-5
+    bf16: bool = False
 
     def __post_init__(self) -> None:
-        _check(self.lr > 0, "ppo.lr", "must be > 0", self.lr)
-        _check(0 <= self.min_lr_fraction <= 1, "ppo.min_lr_fraction", "must be in [0, 1]", self.min_lr_fraction)
-        _check(0 < self.gamma <= 1, "ppo.gamma", "must be in (0, 1]", self.gamma)
-        _check(0 <= self.gae_lambda <= 1, "ppo.gae_lambda", "must be in [0, 1]", self.gae_lambda)
-        _check(self.update_epochs >= 1, "ppo.update_epochs", "must be >= 1", self.update_epochs)
-        _check(self.minibatch_size >= 1, "ppo.minibatch_size", "must be >= 1", self.minibatch_size)
-        _check(self.clip_coef > 0, "ppo.clip_coef", "must be > 0", self.clip_coef)
-        _check(self.ent_coef >= 0, "ppo.ent_coef", "must be >= 0", self.ent_coef)
-        _check(self.vf_coef >= 0, "ppo.vf_coef", "must be >= 0", self.vf_coef)
-        _check(self.max_grad_norm > 0, "ppo.max_grad_norm", "must be > 0", self.max_grad_norm)
-        _check(self.target_kl is None or self.target_kl > 0, "ppo.target_kl", "must be > 0 or null", self.target_kl)
-        _check(self.adam_eps > 0, "ppo.adam_eps", "must be > 0", self.adam_eps)
+        check_value(self.lr > 0, "ppo.lr", "must be > 0", self.lr)
+        check_value(0 <= self.min_lr_fraction <= 1, "ppo.min_lr_fraction", "must be in [0, 1]", self.min_lr_fraction)
+        check_value(0 < self.gamma <= 1, "ppo.gamma", "must be in (0, 1]", self.gamma)
+        check_value(0 <= self.gae_lambda <= 1, "ppo.gae_lambda", "must be in [0, 1]", self.gae_lambda)
+        check_value(self.update_epochs >= 1, "ppo.update_epochs", "must be >= 1", self.update_epochs)
+        check_value(self.minibatch_size >= 1, "ppo.minibatch_size", "must be >= 1", self.minibatch_size)
+        check_value(self.clip_coef > 0, "ppo.clip_coef", "must be > 0", self.clip_coef)
+        check_value(self.ent_coef >= 0, "ppo.ent_coef", "must be >= 0", self.ent_coef)
+        check_value(self.vf_coef >= 0, "ppo.vf_coef", "must be >= 0", self.vf_coef)
+        check_value(self.max_grad_norm > 0, "ppo.max_grad_norm", "must be > 0", self.max_grad_norm)
+        check_value(
+            self.target_kl is None or self.target_kl > 0, "ppo.target_kl", "must be > 0 or null", self.target_kl
+        )
+        check_value(self.adam_eps > 0, "ppo.adam_eps", "must be > 0", self.adam_eps)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,11 +159,11 @@ class PoolConfig:
 
     def __post_init__(self) -> None:
         for name in ("latest", "past", "greedy", "random"):
-            _check(getattr(self, name) >= 0, f"pool.{name}", "must be >= 0", getattr(self, name))
+            check_value(getattr(self, name) >= 0, f"pool.{name}", "must be >= 0", getattr(self, name))
         total = self.latest + self.past + self.greedy + self.random
-        _check(total > 0, "pool", "shares latest+past+greedy+random must be > 0", total)
-        _check(self.snapshot_every >= 1, "pool.snapshot_every", "must be >= 1", self.snapshot_every)
-        _check(self.max_snapshots >= 1, "pool.max_snapshots", "must be >= 1", self.max_snapshots)
+        check_value(total > 0, "pool", "shares latest+past+greedy+random must be > 0", total)
+        check_value(self.snapshot_every >= 1, "pool.snapshot_every", "must be >= 1", self.snapshot_every)
+        check_value(self.max_snapshots >= 1, "pool.max_snapshots", "must be >= 1", self.max_snapshots)
 
     def shares(self) -> dict[str, float]:
         """Normalised shares by opponent kind."""
@@ -184,11 +190,11 @@ class EvalConfig:
     seed: int = 2024
 
     def __post_init__(self) -> None:
-        _check(self.every >= 0, "eval.every", "must be >= 0", self.every)
-        _check(self.games >= 2, "eval.games", "must be >= 2", self.games)
-        _check(self.final_games >= 0, "eval.final_games", "must be >= 0", self.final_games)
+        check_value(self.every >= 0, "eval.every", "must be >= 0", self.every)
+        check_value(self.games >= 2, "eval.games", "must be >= 2", self.games)
+        check_value(self.final_games >= 0, "eval.final_games", "must be >= 0", self.final_games)
         for name in self.opponents:
-            _check(name in ("random", "greedy"), "eval.opponents", "entries must be 'random' or 'greedy'", name)
+            check_value(name in ("random", "greedy"), "eval.opponents", "entries must be 'random' or 'greedy'", name)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,8 +210,8 @@ class CheckpointConfig:
     keep_last: int = 3
 
     def __post_init__(self) -> None:
-        _check(self.every >= 1, "checkpoint.every", "must be >= 1", self.every)
-        _check(self.keep_last >= 0, "checkpoint.keep_last", "must be >= 0", self.keep_last)
+        check_value(self.every >= 1, "checkpoint.every", "must be >= 1", self.every)
+        check_value(self.keep_last >= 0, "checkpoint.keep_last", "must be >= 0", self.keep_last)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -260,11 +266,13 @@ class TrainConfig:
     logging: LoggingConfig = dataclasses.field(default_factory=LoggingConfig)
 
     def __post_init__(self) -> None:
-        _check(bool(self.name) and "/" not in self.name, "name", "must be a non-empty name without '/'", self.name)
-        _check(self.seed >= 0, "seed", "must be >= 0", self.seed)
-        _check(self.total_updates >= 1, "total_updates", "must be >= 1", self.total_updates)
-        _check(self.threads >= 1, "threads", "must be >= 1", self.threads)
-        _check(self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be > 0 or null", self.max_minutes)
+        check_value(bool(self.name) and "/" not in self.name, "name", "must be a non-empty name without '/'", self.name)
+        check_value(self.seed >= 0, "seed", "must be >= 0", self.seed)
+        check_value(self.total_updates >= 1, "total_updates", "must be >= 1", self.total_updates)
+        check_value(self.threads >= 1, "threads", "must be >= 1", self.threads)
+        check_value(
+            self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be > 0 or null", self.max_minutes
+        )
         try:
             from kahuna_env.engine import KahunaConfig
 
@@ -274,19 +282,21 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (lists instead of tuples), as written to YAML and checkpoints."""
-        return _plain(dataclasses.asdict(self))
+        return plain_value(dataclasses.asdict(self))
 
 
-def _check(condition: bool, key: str, requirement: str, value: object) -> None:
+def check_value(condition: bool, key: str, requirement: str, value: object) -> None:
+    """Raise a :class:`ConfigError` naming ``key`` unless ``condition`` holds."""
     if not condition:
         raise ConfigError(f"{key}: {requirement}, got {value!r}")
 
 
-def _plain(value: Any) -> Any:
+def plain_value(value: Any) -> Any:
+    """``value`` with mappings as dicts and sequences as lists (for YAML and checkpoints)."""
     if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain_value(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [plain_value(v) for v in value]
     return value
 
 
@@ -320,7 +330,7 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
     if dataclasses.is_dataclass(annotation):
         if not isinstance(value, Mapping):
             raise ConfigError(f"{key}: expected a mapping of options, got {value!r}")
-        return _build(annotation, value, key)
+        return build_section(annotation, value, key)
     if origin is tuple:
         element = typing.get_args(annotation)[0]
         if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
@@ -351,7 +361,7 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
     raise ConfigError(f"{key}: unsupported annotation {annotation}")
 
 
-def _build(cls: type, values: Mapping[str, Any], prefix: str = "") -> Any:
+def build_section(cls: type, values: Mapping[str, Any], prefix: str = "") -> Any:
     hints = typing.get_type_hints(cls)
     known = [field.name for field in dataclasses.fields(cls)]
     for name in values:
@@ -377,7 +387,7 @@ def config_from_dict(values: Mapping[str, Any]) -> TrainConfig:
     """Build and validate a :class:`TrainConfig` from a nested mapping (missing keys take defaults)."""
     if not isinstance(values, Mapping):
         raise ConfigError(f"a config must be a mapping of sections, got {type(values).__name__}")
-    return _build(TrainConfig, values)
+    return build_section(TrainConfig, values)
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
@@ -398,7 +408,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 
 def apply_overrides(values: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
     """A copy of the nested mapping ``values`` with ``key=value`` overrides applied (validated later)."""
-    result = _plain(dict(values))
+    result = plain_value(dict(values))
     for text in overrides:
         path, value = parse_override(text)
         node = result

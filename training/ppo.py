@@ -139,10 +139,11 @@ def ppo_update(
         kl_sum, kl_steps = 0.0, 0
         for start in range(0, count, ppo.minibatch_size):
             index = permutation[start : start + ppo.minibatch_size]
-            logits, new_values = model(observations[index], masks[index])
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=ppo.bf16):
+                logits, new_values = model(observations[index], masks[index])
             loss, parts = ppo_losses(
-                logits,
-                new_values,
+                logits.float(),
+                new_values.float(),
                 actions[index],
                 old_log_probs[index],
                 old_values[index],

@@ -11,7 +11,6 @@ same games, so evaluations during a run are comparable.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 import torch
@@ -22,6 +21,7 @@ from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
 from training.model import ActorCritic
 from training.pool import sample_actions
+from training.stats import wilson_interval
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,8 +55,8 @@ class QuickEvalResult:
         return (self.wins + 0.5 * self.draws) / self.games if self.games else 0.0
 
     def win_rate_interval(self, z: float = 1.959964) -> tuple[float, float]:
-        """Wilson 95% confidence interval of the win rate."""
-        return wilson_interval(self.wins, self.games, z)
+        """Wilson 95% confidence interval of the win rate ((0, 1) before any game)."""
+        return wilson_interval(self.wins, self.games, z) if self.games else (0.0, 1.0)
 
     def summary(self) -> str:
         """One line: win rate with its 95% interval, draws, losses, margin."""
@@ -65,17 +65,6 @@ class QuickEvalResult:
             f"vs {self.opponent}: win rate {self.win_rate:.3f} (95% CI {low:.3f}-{high:.3f}) over {self.games} games; "
             f"{self.wins} W / {self.draws} D / {self.losses} L; mean margin {self.mean_margin:+.2f}"
         )
-
-
-def wilson_interval(successes: int, trials: int, z: float = 1.959964) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion (default 95%)."""
-    if trials == 0:
-        return 0.0, 1.0
-    p = successes / trials
-    denominator = 1 + z * z / trials
-    centre = (p + z * z / (2 * trials)) / denominator
-    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 @torch.inference_mode()

@@ -20,9 +20,8 @@ from typing import Any
 
 import yaml
 
-# The typed-config machinery of the native trainer.  ``_build``/``_check``/``_plain`` are
-# private there; a public alias would be nicer (noted for the owner of training/config.py).
-from training.config import ConfigError, _build, _check, _plain, apply_overrides, read_yaml
+# The typed-config machinery of the native trainer, shared so both configs behave the same.
+from training.config import ConfigError, apply_overrides, build_section, check_value, plain_value, read_yaml
 from training.model import ModelConfig
 
 __all__ = [
@@ -63,12 +62,14 @@ class RayConfig:
     object_store_mb: int = 200
 
     def __post_init__(self) -> None:
-        _check(
+        check_value(
             self.address is None or bool(self.address.strip()), "ray.address", "must be null or non-empty", self.address
         )
-        _check(self.connect_timeout_s > 0, "ray.connect_timeout_s", "must be > 0", self.connect_timeout_s)
-        _check(self.num_cpus is None or self.num_cpus >= 1, "ray.num_cpus", "must be >= 1 or null", self.num_cpus)
-        _check(self.object_store_mb >= 75, "ray.object_store_mb", "must be >= 75 (Ray's minimum)", self.object_store_mb)
+        check_value(self.connect_timeout_s > 0, "ray.connect_timeout_s", "must be > 0", self.connect_timeout_s)
+        check_value(self.num_cpus is None or self.num_cpus >= 1, "ray.num_cpus", "must be >= 1 or null", self.num_cpus)
+        check_value(
+            self.object_store_mb >= 75, "ray.object_store_mb", "must be >= 75 (Ray's minimum)", self.object_store_mb
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,20 +118,20 @@ class EnvRunnersConfig:
     rollout_fragment_length: int | None = None
 
     def __post_init__(self) -> None:
-        _check(self.num_env_runners >= 0, "env_runners.num_env_runners", "must be >= 0", self.num_env_runners)
-        _check(
+        check_value(self.num_env_runners >= 0, "env_runners.num_env_runners", "must be >= 0", self.num_env_runners)
+        check_value(
             self.num_envs_per_env_runner >= 1,
             "env_runners.num_envs_per_env_runner",
             "must be >= 1",
             self.num_envs_per_env_runner,
         )
-        _check(
+        check_value(
             self.num_cpus_per_env_runner >= 0,
             "env_runners.num_cpus_per_env_runner",
             "must be >= 0",
             self.num_cpus_per_env_runner,
         )
-        _check(
+        check_value(
             self.rollout_fragment_length is None or self.rollout_fragment_length >= 1,
             "env_runners.rollout_fragment_length",
             "must be >= 1 or null",
@@ -154,11 +155,13 @@ class LearnersConfig:
     num_cpus_per_learner: float = 1.0
 
     def __post_init__(self) -> None:
-        _check(self.num_learners >= 0, "learners.num_learners", "must be >= 0", self.num_learners)
-        _check(
+        check_value(self.num_learners >= 0, "learners.num_learners", "must be >= 0", self.num_learners)
+        check_value(
             self.num_gpus_per_learner >= 0, "learners.num_gpus_per_learner", "must be >= 0", self.num_gpus_per_learner
         )
-        _check(self.num_cpus_per_learner > 0, "learners.num_cpus_per_learner", "must be > 0", self.num_cpus_per_learner)
+        check_value(
+            self.num_cpus_per_learner > 0, "learners.num_cpus_per_learner", "must be > 0", self.num_cpus_per_learner
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,24 +197,26 @@ class PPOConfig:
     kl_coeff: float = 0.0
 
     def __post_init__(self) -> None:
-        _check(self.lr > 0, "ppo.lr", "must be > 0", self.lr)
-        _check(0 < self.gamma <= 1, "ppo.gamma", "must be in (0, 1]", self.gamma)
-        _check(0 <= self.gae_lambda <= 1, "ppo.gae_lambda", "must be in [0, 1]", self.gae_lambda)
-        _check(self.train_batch_size >= 2, "ppo.train_batch_size", "must be >= 2", self.train_batch_size)
-        _check(self.minibatch_size >= 1, "ppo.minibatch_size", "must be >= 1", self.minibatch_size)
-        _check(
+        check_value(self.lr > 0, "ppo.lr", "must be > 0", self.lr)
+        check_value(0 < self.gamma <= 1, "ppo.gamma", "must be in (0, 1]", self.gamma)
+        check_value(0 <= self.gae_lambda <= 1, "ppo.gae_lambda", "must be in [0, 1]", self.gae_lambda)
+        check_value(self.train_batch_size >= 2, "ppo.train_batch_size", "must be >= 2", self.train_batch_size)
+        check_value(self.minibatch_size >= 1, "ppo.minibatch_size", "must be >= 1", self.minibatch_size)
+        check_value(
             self.minibatch_size <= self.train_batch_size,
             "ppo.minibatch_size",
             f"must be <= ppo.train_batch_size ({self.train_batch_size})",
             self.minibatch_size,
         )
-        _check(self.num_epochs >= 1, "ppo.num_epochs", "must be >= 1", self.num_epochs)
-        _check(self.entropy_coeff >= 0, "ppo.entropy_coeff", "must be >= 0", self.entropy_coeff)
-        _check(self.clip_param > 0, "ppo.clip_param", "must be > 0", self.clip_param)
-        _check(self.vf_loss_coeff >= 0, "ppo.vf_loss_coeff", "must be >= 0", self.vf_loss_coeff)
-        _check(self.vf_clip_param > 0, "ppo.vf_clip_param", "must be > 0", self.vf_clip_param)
-        _check(self.grad_clip is None or self.grad_clip > 0, "ppo.grad_clip", "must be > 0 or null", self.grad_clip)
-        _check(self.kl_coeff >= 0, "ppo.kl_coeff", "must be >= 0", self.kl_coeff)
+        check_value(self.num_epochs >= 1, "ppo.num_epochs", "must be >= 1", self.num_epochs)
+        check_value(self.entropy_coeff >= 0, "ppo.entropy_coeff", "must be >= 0", self.entropy_coeff)
+        check_value(self.clip_param > 0, "ppo.clip_param", "must be > 0", self.clip_param)
+        check_value(self.vf_loss_coeff >= 0, "ppo.vf_loss_coeff", "must be >= 0", self.vf_loss_coeff)
+        check_value(self.vf_clip_param > 0, "ppo.vf_clip_param", "must be > 0", self.vf_clip_param)
+        check_value(
+            self.grad_clip is None or self.grad_clip > 0, "ppo.grad_clip", "must be > 0 or null", self.grad_clip
+        )
+        check_value(self.kl_coeff >= 0, "ppo.kl_coeff", "must be >= 0", self.kl_coeff)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -236,10 +241,10 @@ class SnapshotConfig:
     share: float = 0.2
 
     def __post_init__(self) -> None:
-        _check(self.every >= 1, "snapshots.every", "must be >= 1", self.every)
-        _check(self.slots >= 0, "snapshots.slots", "must be >= 0", self.slots)
-        _check(0 <= self.share <= 1, "snapshots.share", "must be in [0, 1]", self.share)
-        _check(
+        check_value(self.every >= 1, "snapshots.every", "must be >= 1", self.every)
+        check_value(self.slots >= 0, "snapshots.slots", "must be >= 0", self.slots)
+        check_value(0 <= self.share <= 1, "snapshots.share", "must be in [0, 1]", self.share)
+        check_value(
             self.slots > 0 or self.share == 0,
             "snapshots.share",
             "must be 0 when snapshots.slots is 0",
@@ -262,7 +267,7 @@ class CheckpointConfig:
     export: bool = True
 
     def __post_init__(self) -> None:
-        _check(self.every >= 0, "checkpoint.every", "must be >= 0", self.every)
+        check_value(self.every >= 0, "checkpoint.every", "must be >= 0", self.every)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -304,22 +309,24 @@ class RLlibConfig:
     checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
 
     def __post_init__(self) -> None:
-        _check(bool(self.name) and "/" not in self.name, "name", "must be a non-empty name without '/'", self.name)
-        _check(self.seed >= 0, "seed", "must be >= 0", self.seed)
-        _check(self.iterations >= 1, "iterations", "must be >= 1", self.iterations)
-        _check(self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be > 0 or null", self.max_minutes)
-        _check(bool(self.output_dir), "output_dir", "must be a non-empty path", self.output_dir)
+        check_value(bool(self.name) and "/" not in self.name, "name", "must be a non-empty name without '/'", self.name)
+        check_value(self.seed >= 0, "seed", "must be >= 0", self.seed)
+        check_value(self.iterations >= 1, "iterations", "must be >= 1", self.iterations)
+        check_value(
+            self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be > 0 or null", self.max_minutes
+        )
+        check_value(bool(self.output_dir), "output_dir", "must be a non-empty path", self.output_dir)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (lists instead of tuples), as written to ``<run_dir>/config.yaml``."""
-        return _plain(dataclasses.asdict(self))
+        return plain_value(dataclasses.asdict(self))
 
 
 def rllib_config_from_dict(values: Mapping[str, Any]) -> RLlibConfig:
     """Build and validate an :class:`RLlibConfig` from a nested mapping (missing keys take defaults)."""
     if not isinstance(values, Mapping):
         raise ConfigError(f"a config must be a mapping of sections, got {type(values).__name__}")
-    return _build(RLlibConfig, values)
+    return build_section(RLlibConfig, values)
 
 
 def load_rllib_config(path: str | Path | None = None, overrides: Sequence[str] = ()) -> RLlibConfig:
