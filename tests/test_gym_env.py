@@ -244,6 +244,7 @@ def test_a_malformed_position_is_a_clear_error() -> None:
 def test_maskable_ppo_trains_without_an_illegal_action() -> None:
     torch = pytest.importorskip("torch")
     sb3_contrib = pytest.importorskip("sb3_contrib")
+    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.monitor import Monitor
 
     torch.set_num_threads(1)
@@ -259,6 +260,7 @@ def test_maskable_ppo_trains_without_an_illegal_action() -> None:
         seed=0,
         device="cpu",
     )
+    model.set_logger(Logger(folder=None, output_formats=[]))  # no SB3-<date> folder in the temp directory
     model.learn(total_timesteps=2048)
     assert model.num_timesteps >= 2048
     assert len(environment.get_episode_rewards()) >= 5  # whole games were played
