@@ -177,6 +177,25 @@ def test_past_games_are_self_play_until_the_pool_has_a_snapshot():
     assert (assignment.snapshots[assignment.kinds == PAST] == 0).all()
 
 
+def test_snapshots_per_update_limits_the_networks_of_an_update_but_not_the_odds():
+    pool = OpponentPool(ModelConfig(hidden_sizes=(4,)), max_snapshots=10)
+    for update in range(10):
+        pool.add(ActorCritic(ModelConfig(hidden_sizes=(4,))), update)
+    shares = {"latest": 0.0, "past": 1.0, "greedy": 0.0, "random": 0.0}
+    rng = np.random.default_rng(0)
+    used = np.zeros(10, dtype=int)
+    for _ in range(400):
+        snapshots = pool.assign(40, shares, rng, snapshots_per_update=2).snapshots
+        assert len(set(snapshots.tolist())) <= 2
+        used += np.bincount(snapshots, minlength=10)
+    # Every snapshot still gets its share: 16,000 games, 1,600 expected each.
+    assert used.min() > 1300 and used.max() < 1900
+    # Without the limit, one update uses (nearly) the whole pool.
+    assert len(set(pool.assign(40, shares, rng).snapshots.tolist())) > 5
+    # A limit above the pool size uses the pool.
+    assert set(pool.assign(200, shares, rng, snapshots_per_update=50).snapshots.tolist()) == set(range(10))
+
+
 def test_pool_keeps_only_the_newest_snapshots():
     pool = OpponentPool(ModelConfig(hidden_sizes=(8,)), max_snapshots=2)
     for update in (1, 2, 3):

@@ -148,6 +148,9 @@ class PoolConfig:
         random: share of games against the ``random`` baseline.
         snapshot_every: add a snapshot of the policy to the pool every this many updates.
         max_snapshots: pool capacity; the oldest snapshot is dropped when it is full.
+        snapshots_per_update: null: every ``past`` game draws its snapshot from the whole pool;
+            N: each update first draws N distinct snapshots and its ``past`` games draw from
+            those (fewer forward passes per tick: faster collection, same odds per game).
     """
 
     latest: float = 0.6
@@ -156,6 +159,7 @@ class PoolConfig:
     random: float = 0.0
     snapshot_every: int = 10
     max_snapshots: int = 20
+    snapshots_per_update: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("latest", "past", "greedy", "random"):
@@ -164,6 +168,12 @@ class PoolConfig:
         check_value(total > 0, "pool", "shares latest+past+greedy+random must be > 0", total)
         check_value(self.snapshot_every >= 1, "pool.snapshot_every", "must be >= 1", self.snapshot_every)
         check_value(self.max_snapshots >= 1, "pool.max_snapshots", "must be >= 1", self.max_snapshots)
+        check_value(
+            self.snapshots_per_update is None or self.snapshots_per_update >= 1,
+            "pool.snapshots_per_update",
+            "must be >= 1 or null",
+            self.snapshots_per_update,
+        )
 
     def shares(self) -> dict[str, float]:
         """Normalised shares by opponent kind."""

@@ -3,9 +3,11 @@
 Every training game has an opponent *kind*:
 
 * ``latest`` — pure self-play: both seats are the current policy and both seats' decisions are learned from;
-* ``past`` — one seat is the current policy, the other a snapshot drawn uniformly from the pool;
-* ``greedy`` / ``random`` — one seat is the current policy, the other the baseline (queried through
-  :func:`kahuna_env.agents.choose_action`, so it never sees hidden cards).
+* ``past`` — one seat is the current policy, the other a snapshot drawn uniformly from the pool
+  (optionally from a few snapshots drawn for the update, so that each tick needs only a few
+  forward passes of snapshots: see ``pool.snapshots_per_update``);
+* ``greedy`` / ``random`` — one seat is the current policy, the other the baseline (it reads only
+  the public state and its own cards or the legal actions; see :func:`training.rollout.baseline_action`).
 
 The games of an update are split by the configured shares (largest remainder, so the split is the
 same every update); in one-learner games the learner's seat alternates, so both the first and the
@@ -94,8 +96,22 @@ class OpponentPool:
             self.snapshots.append(snapshot)
             self.updates.append(int(entry["update"]))
 
-    def assign(self, num_games: int, shares: Mapping[str, float], rng: np.random.Generator) -> GameAssignment:
-        """Split ``num_games`` among the opponent kinds, pick snapshots and the learner's seats."""
+    def assign(
+        self,
+        num_games: int,
+        shares: Mapping[str, float],
+        rng: np.random.Generator,
+        snapshots_per_update: int | None = None,
+    ) -> GameAssignment:
+        """Split ``num_games`` among the opponent kinds, pick snapshots and the learner's seats.
+
+        Each ``past`` game's snapshot is uniform over the pool.  With
+        ``snapshots_per_update = n``, ``n`` distinct snapshots (all of them if
+        the pool is smaller) are drawn for this update first and each game
+        picks one of those: still uniform over the pool for every game, but
+        the update plays against at most ``n`` networks, each answering its
+        games with one batched forward pass per tick.
+        """
         shares = dict(shares)
         if not self.snapshots:
             shares["latest"] = shares.get("latest", 0.0) + shares.get("past", 0.0)
@@ -116,7 +132,12 @@ class OpponentPool:
                 seats = (first_seat + np.arange(count)) % 2
                 learner_seats[np.arange(start, start + count), seats] = True
             if code == PAST and count:
-                snapshots[block] = rng.integers(len(self.snapshots), size=count)
+                if snapshots_per_update is None:
+                    snapshots[block] = rng.integers(len(self.snapshots), size=count)
+                else:
+                    size = min(snapshots_per_update, len(self.snapshots))
+                    chosen = rng.choice(len(self.snapshots), size=size, replace=False)
+                    snapshots[block] = chosen[rng.integers(size, size=count)]
             start += count
         return GameAssignment(kinds=kinds, learner_seats=learner_seats, snapshots=snapshots)
 

@@ -301,7 +301,9 @@ def train(
             generator = torch.Generator().manual_seed(int(rng.integers(2**63)))
 
             # 1. Collect: play the update's games to the end.
-            assignment = pool.assign(config.rollout.num_games, config.pool.shares(), rng)
+            assignment = pool.assign(
+                config.rollout.num_games, config.pool.shares(), rng, config.pool.snapshots_per_update
+            )
             rollout = collector.collect(model, pool, assignment, rng)
             collect_seconds = time.perf_counter() - update_start
 
