@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from kahuna_env.actions import NUM_ACTIONS
-from kahuna_env.agents import Agent, GreedyAgent, RandomAgent, choose_action, make_agent
+from kahuna_env.agents import Agent, GreedyAgent, choose_action, make_agent
 from kahuna_env.board import NUM_ISLANDS
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, encode_observation
@@ -158,17 +158,15 @@ class _Storage:
         return start
 
 
-def island_potential(game: KahunaGame, player: int) -> float:
-    """(islands ``player`` controls - islands the opponent controls) / 12."""
-    return (len(game.controlled_islands(player)) - len(game.controlled_islands(1 - player))) / NUM_ISLANDS
-
-
 _CONTROL_MINE = OBSERVATION_LAYOUT["control_mine"]
 _CONTROL_OPPONENT = OBSERVATION_LAYOUT["control_opponent"]
 
 
 def island_potentials(observations: np.ndarray) -> np.ndarray:
-    """:func:`island_potential` of each observation's viewer, read from its control features (0/1 each)."""
+    """The shaping potential of each observation's viewer: (islands it controls - the opponent's) / 12.
+
+    Read from the observation's control features (0/1 each).
+    """
     return (observations[:, _CONTROL_MINE].sum(axis=1) - observations[:, _CONTROL_OPPONENT].sum(axis=1)) / NUM_ISLANDS
 
 
@@ -179,14 +177,12 @@ def baseline_action(agent: Agent, game: KahunaGame, rng: np.random.Generator) ->
     action on the real game is the one it takes on every determinization
     (``tests/test_training_rollout.py`` checks this on thousands of
     positions); training skips the determinized copy, which cost a third of
-    a greedy move.  ``random`` reads only the legal-action mask.  (A training
-    opponent's view never reaches the learner, whose observations are
-    encoded separately.)  Other agents go through :func:`choose_action`.
+    a greedy move.  (A training opponent's view never reaches the learner,
+    whose observations are encoded separately.)  Other agents go through
+    :func:`choose_action`.
     """
     if type(agent) is GreedyAgent:
         return agent.act(None, None, game)  # type: ignore[arg-type]  # greedy reads the legal actions itself
-    if type(agent) is RandomAgent:
-        return agent.act(None, game.action_mask(), None)  # type: ignore[arg-type]
     return choose_action(agent, game, rng)
 
 

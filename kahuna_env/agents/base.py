@@ -5,8 +5,8 @@ as ``agent.act(observation, action_mask, game)`` where
 
 * ``observation`` is the seat's flat observation (:mod:`kahuna_env.observation`)
   — or ``None`` for agents that set ``uses_observation = False`` (they read
-  the determinized game instead, and building an observation they ignore
-  would cost more than their own decision),
+  the mask or the determinized game instead, and building an observation
+  they ignore would cost more than their own decision),
 * ``action_mask`` is the legal-action mask (length 179, nonzero where legal),
 * ``game`` is ``None`` for agents with ``uses_game = False``; for the others
   it is a *determinization* of the real game for the seat
@@ -32,8 +32,8 @@ from kahuna_env.observation import encode_observation
 class Agent:
     """Base class: override :meth:`act`; set ``uses_game = True`` to receive a determinized game.
 
-    ``uses_observation = False`` (only meaningful with ``uses_game``) lets the
-    harness pass ``None`` instead of the observation vector.
+    ``uses_observation = False`` lets the harness pass ``None`` instead of the
+    observation vector (for agents that decide from the mask or the game).
     """
 
     name: str = "agent"
@@ -67,8 +67,9 @@ class RandomAgent(SeededAgent):
     """Uniform over the legal actions, with its own seeded generator."""
 
     name = "random"
+    uses_observation = False
 
-    def act(self, observation: np.ndarray, action_mask: np.ndarray, game: KahunaGame | None = None) -> int:
+    def act(self, observation: np.ndarray | None, action_mask: np.ndarray, game: KahunaGame | None = None) -> int:
         legal = np.flatnonzero(action_mask)
         if legal.size == 0:
             raise ValueError("random agent got an action mask with no legal action")
@@ -94,7 +95,7 @@ def choose_action(agent: Agent, game: KahunaGame, rng: np.random.Generator) -> i
     ``rng`` drives the determinization handed to game-using agents.
     """
     player = game.current_player
-    observation = encode_observation(game, player) if agent.uses_observation or not agent.uses_game else None
+    observation = encode_observation(game, player) if agent.uses_observation else None
     mask = game.action_mask().astype(np.int8)
     view = game.determinize(player, rng) if agent.uses_game else None
     return agent.act(observation, mask, view)
