@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 import torch
 
-from training.eval_cli import main as eval_main
-from training.evaluation import (
+from arena.eval_cli import main as eval_main
+from arena.evaluation import (
     GameResult,
     GameTask,
     resolve_entrant,

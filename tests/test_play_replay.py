@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from arena.evaluation import run_evaluation
+from arena.play import main as play_main
+from arena.replay import main as replay_main
 from kahuna_env.board import ISLANDS
-from training.evaluation import run_evaluation
-from training.play import main as play_main
-from training.replay import main as replay_main
 
 # A scripted player: bad input first, then, at every prompt, the first of these that is legal.
 # Some end-of-turn action or a discard is always legal, so the game always moves on.

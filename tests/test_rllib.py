@@ -462,8 +462,8 @@ def test_export_gives_the_same_policy_as_the_rllib_module(trained_run, tmp_path)
 
 @needs_ray
 def test_exported_agent_plays_legal_games_against_random_in_kahuna_eval(trained_run, tmp_path, capsys):
-    from training.eval_cli import main as kahuna_eval
-    from training.evaluation import run_evaluation
+    from arena.eval_cli import main as kahuna_eval
+    from arena.evaluation import run_evaluation
 
     out = tmp_path / "agent.pt"
     assert main(["export", str(trained_run.checkpoint), str(out)]) == 0

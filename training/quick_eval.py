@@ -15,13 +15,13 @@ import dataclasses
 import numpy as np
 import torch
 
+from arena.stats import wilson_interval
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import Agent, choose_action, make_agent
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
 from training.model import ActorCritic
 from training.pool import sample_actions
-from training.stats import wilson_interval
 
 
 @dataclasses.dataclass(frozen=True)

@@ -33,10 +33,10 @@ from typing import IO, Any, NoReturn
 
 import numpy as np
 
+from arena.cli import OneLineParser, exit_with_error, write_gif
+from arena.evaluation import RECORD_FORMAT
 from kahuna_env.actions import describe_action
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
-from training.eval_cli import OneLineParser, exit_with_error, write_gif
-from training.evaluation import RECORD_FORMAT
 
 PROGRAM = "kahuna-replay"
 

@@ -21,82 +21,13 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, NoReturn
+from typing import NoReturn
 
+from arena.cli import OneLineParser, add_rule_arguments, even_games, exit_with_error, non_negative_int, positive_int
 from kahuna_env.agents import BASELINE_NAMES
-from kahuna_env.engine import DISCARD_RULES, VARIANTS, KahunaConfig
+from kahuna_env.engine import KahunaConfig
 
 PROGRAM = "kahuna-eval"
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are a single line (no usage dump), exit code 2."""
-
-    def error(self, message: str) -> NoReturn:
-        """Print ``PROG: error: MESSAGE`` and exit with code 2."""
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def exit_with_error(program: str, message: str, code: int = 2) -> NoReturn:
-    """Print ``PROGRAM: error: <first line of message>`` to stderr and exit with ``code``."""
-    first_line = message.strip().splitlines()[0] if message.strip() else "error"
-    print(f"{program}: error: {first_line}", file=sys.stderr)
-    raise SystemExit(code)
-
-
-def write_gif(program: str, frames: list, path: Path, out: IO[str]) -> None:
-    """Save ``frames`` as an animated GIF at ``path`` (creating its folder); a write error ends ``program``."""
-    from kahuna_env.render import save_gif
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_gif(frames, path)
-    except (OSError, ValueError) as error:
-        exit_with_error(program, f"cannot write --gif {path}: {error}", code=1)
-    out.write(f"GIF ({len(frames)} frames) written to {path}\n")
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    """argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
-    return value
-
-
-def even_games(text: str) -> int:
-    """argparse type: a positive even number of games per pairing."""
-    value = positive_int(text)
-    if value % 2:
-        raise argparse.ArgumentTypeError(
-            f"must be even so that every pairing plays both seats equally (each deal twice), got {value}"
-        )
-    return value
-
-
-def add_rule_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--variant`` and ``--discard-rule`` (the rule options of the games) to ``parser``."""
-    parser.add_argument("--variant", choices=VARIANTS, default="standard", help="rule variant (default standard)")
-    parser.add_argument(
-        "--discard-rule",
-        choices=DISCARD_RULES,
-        default="instead_of_play",
-        help="discard rule (default instead_of_play)",
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -135,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if len(args.entrants) < 2:
         fail(f"give at least two entrants, got {len(args.entrants)}")
-    from training.evaluation import check_entrants, run_evaluation
+    from arena.evaluation import check_entrants, run_evaluation
 
     try:
         check_entrants(args.entrants, sampled=args.sampled)

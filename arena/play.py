@@ -35,11 +35,11 @@ from typing import IO, Any, NoReturn
 
 import numpy as np
 
+from arena.cli import OneLineParser, add_rule_arguments, exit_with_error, non_negative_int, write_gif
 from kahuna_env.actions import describe_action, parse_action
 from kahuna_env.agents import BASELINE_NAMES, Agent, choose_action
 from kahuna_env.board import ISLANDS
 from kahuna_env.engine import KahunaConfig, KahunaGame
-from training.eval_cli import OneLineParser, add_rule_arguments, exit_with_error, non_negative_int, write_gif
 
 PROGRAM = "kahuna-play"
 QUIT_WORDS = ("quit", "exit", "q")
@@ -205,7 +205,7 @@ def play_game(
 def main(argv: Sequence[str] | None = None, stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
     """Run ``kahuna-play``; returns the exit code (0 when the game finished or was abandoned)."""
     args = build_parser().parse_args(argv)
-    from training.evaluation import game_record, resolve_entrant
+    from arena.evaluation import game_record, resolve_entrant
 
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
     try:

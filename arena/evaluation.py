@@ -4,7 +4,7 @@
 and returns an :class:`EvaluationReport`: per pairing wins/draws/losses, the
 score (wins plus half the draws, per game) with its 95% Wilson interval, the
 mean point margin and the speed; for three or more entrants a Bradley–Terry
-ratings table on the Elo scale with standard errors (:mod:`training.stats`).
+ratings table on the Elo scale with standard errors (:mod:`arena.stats`).
 
 Entrants are strings (:func:`resolve_entrant`): a baseline name (``random``,
 ``greedy``, ``mcts``, ``mcts:N`` with a simulation budget N) or the path of a
@@ -42,9 +42,9 @@ from typing import Any
 
 import numpy as np
 
+from arena.stats import Z95, fit_bradley_terry, wilson_interval
 from kahuna_env.agents import BASELINE_NAMES, BASELINES, Agent, choose_action, make_agent
 from kahuna_env.engine import KahunaConfig, KahunaGame
-from training.stats import Z95, fit_bradley_terry, wilson_interval
 
 RECORD_FORMAT = "kahuna-record-v1"
 """``format`` field of game records written by ``--record`` (and ``kahuna-play --record``)."""

@@ -1,0 +1,85 @@
+"""Helpers shared by the command-line tools (``kahuna-eval``, ``-play``, ``-replay``, ``-demo``, ``-train``).
+
+Every tool reports bad input the same way: one line ``PROGRAM: error: MESSAGE``
+on stderr and a nonzero exit code (2 for bad arguments, 1 for a failure while
+running), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import IO, NoReturn
+
+from kahuna_env.engine import DISCARD_RULES, VARIANTS
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are a single line (no usage dump), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``PROG: error: MESSAGE`` and exit with code 2."""
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def exit_with_error(program: str, message: str, code: int = 2) -> NoReturn:
+    """Print ``PROGRAM: error: <first line of message>`` to stderr and exit with ``code``."""
+    first_line = message.strip().splitlines()[0] if message.strip() else "error"
+    print(f"{program}: error: {first_line}", file=sys.stderr)
+    raise SystemExit(code)
+
+
+def write_gif(program: str, frames: list, path: Path, out: IO[str]) -> None:
+    """Save ``frames`` as an animated GIF at ``path`` (creating its folder); a write error ends ``program``."""
+    from kahuna_env.render import save_gif
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_gif(frames, path)
+    except (OSError, ValueError) as error:
+        exit_with_error(program, f"cannot write --gif {path}: {error}", code=1)
+    out.write(f"GIF ({len(frames)} frames) written to {path}\n")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
+    return value
+
+
+def even_games(text: str) -> int:
+    """argparse type: a positive even number of games per pairing."""
+    value = positive_int(text)
+    if value % 2:
+        raise argparse.ArgumentTypeError(
+            f"must be even so that every pairing plays both seats equally (each deal twice), got {value}"
+        )
+    return value
+
+
+def add_rule_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--variant`` and ``--discard-rule`` (the rule options of the games) to ``parser``."""
+    parser.add_argument("--variant", choices=VARIANTS, default="standard", help="rule variant (default standard)")
+    parser.add_argument(
+        "--discard-rule",
+        choices=DISCARD_RULES,
+        default="instead_of_play",
+        help="discard rule (default instead_of_play)",
+    )
