@@ -54,6 +54,72 @@ def wilson_interval(successes: float, trials: int, z: float = Z95) -> tuple[floa
     return low, high
 
 
+@dataclasses.dataclass(frozen=True)
+class Tally:
+    """Wins, draws and losses of one side over a set of games, with the one interval the project reports.
+
+    The *score* is (wins + draws / 2) / games, the win rate when nothing is
+    drawn; its 95% Wilson interval (:func:`wilson_interval`) is what every
+    evaluation prints: ``kahuna-eval`` pairings and the evaluations during
+    training alike.
+
+    Attributes:
+        wins: games won.
+        draws: games drawn.
+        losses: games lost.
+        margin_sum: sum over the games of this side's final points minus the other side's.
+    """
+
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    margin_sum: float = 0.0
+
+    @property
+    def games(self) -> int:
+        """Games counted."""
+        return self.wins + self.draws + self.losses
+
+    @property
+    def score(self) -> float:
+        """(wins + draws / 2) / games; 0.0 before any game."""
+        return (self.wins + 0.5 * self.draws) / self.games if self.games else 0.0
+
+    @property
+    def win_rate(self) -> float:
+        """wins / games; 0.0 before any game."""
+        return self.wins / self.games if self.games else 0.0
+
+    @property
+    def mean_margin(self) -> float:
+        """Mean final point margin; 0.0 before any game."""
+        return self.margin_sum / self.games if self.games else 0.0
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """95% Wilson interval of :attr:`score`; ``(0.0, 1.0)`` before any game."""
+        return wilson_interval(self.wins + 0.5 * self.draws, self.games) if self.games else (0.0, 1.0)
+
+    def add(self, outcome: float, margin: float = 0.0) -> Tally:
+        """This tally plus one game whose outcome for this side is 1 (win), 0.5 (draw) or 0 (loss)."""
+        if outcome not in (0, 0.5, 1):
+            raise ValueError(f"a game's outcome must be 1 (win), 0.5 (draw) or 0 (loss), got {outcome!r}")
+        return Tally(
+            wins=self.wins + (outcome == 1),
+            draws=self.draws + (outcome == 0.5),
+            losses=self.losses + (outcome == 0),
+            margin_sum=self.margin_sum + margin,
+        )
+
+    def summary(self) -> str:
+        """``score 0.850 [0.827, 0.871] over 1000 games; 849 W / 2 D / 149 L; mean margin +4.37``."""
+        low, high = self.interval
+        return (
+            f"score {self.score:.3f} [{low:.3f}, {high:.3f}] over {self.games} games; "
+            f"{self.wins} W / {self.draws} D / {self.losses} L; mean margin {self.mean_margin:+.2f}"
+        )
+
+
 def elo_difference(score: float) -> float:
     """Elo gap implied by an expected score in ``(0, 1)``: ``400 * log10(score / (1 - score))``."""
     if not 0.0 < score < 1.0:
