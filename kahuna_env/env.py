@@ -501,6 +501,10 @@ class raw_env(AECEnv, EzPickle):
 
         Raises :class:`kahuna_env.engine.IllegalActionError` for an illegal action.
         """
+        if self.game is None:
+            raise RuntimeError("step(): call reset() before the first step")
+        if not self.agents:
+            raise RuntimeError("step(): the game is over and both agents are done; call reset() to start a new game")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)

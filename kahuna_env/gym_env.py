@@ -118,7 +118,10 @@ class KahunaSingleAgentEnv(gymnasium.Env):
     ) -> None:
         where = "KahunaSingleAgentEnv"
         self.opponent = make_opponent(opponent, where)
-        if seat != "random" and (isinstance(seat, bool) or seat not in (0, 1)):
+        # An exact int (or numpy integer): 0.0, True or "0" would be silently coerced otherwise.
+        if seat != "random" and not (
+            isinstance(seat, (int, np.integer)) and not isinstance(seat, bool) and seat in (0, 1)
+        ):
             raise ValueError(f"{where}: seat must be 0, 1 or 'random', got {seat!r}")
         if observation not in OBSERVATION_MODES:
             raise ValueError(f"{where}: observation must be one of {list(OBSERVATION_MODES)}, got {observation!r}")

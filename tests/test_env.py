@@ -149,6 +149,21 @@ def test_wrapped_env_refuses_attributes_before_reset() -> None:
         _ = kahuna_env.env().agent_selection
 
 
+def test_raw_env_step_before_reset_is_a_clear_error() -> None:
+    with pytest.raises(RuntimeError, match=r"call reset\(\) before the first step"):
+        raw_env().step(0)
+
+
+def test_raw_env_step_after_both_agents_are_done_is_a_clear_error() -> None:
+    environment = raw_env()
+    environment.reset(seed=5)
+    while environment.agents:
+        observation, _, terminated, truncated, _ = environment.last()
+        environment.step(None if terminated or truncated else int(np.flatnonzero(observation["action_mask"])[0]))
+    with pytest.raises(RuntimeError, match="game is over and both agents are done"):
+        environment.step(0)
+
+
 def test_unwrapped_env_exposes_the_engine() -> None:
     environment = kahuna_env.env()
     environment.reset(seed=3)

@@ -223,12 +223,26 @@ def test_stepping_after_the_end_is_an_error() -> None:
         ({"opponent": "nobody"}, "nobody"),
         ({"opponent": 42}, "opponent must be"),
         ({"seat": 2}, "seat"),
+        ({"seat": 0.0}, "seat"),
+        ({"seat": True}, "seat"),
+        ({"seat": "1"}, "seat"),
         ({"observation": "pixels"}, "observation"),
         ({"illegal_action": "ignore"}, "illegal_action"),
         ({"reward": "x"}, "reward"),
         ({"variant": "y"}, "variant"),
     ],
-    ids=["unknown_baseline", "not_an_opponent", "seat", "observation", "illegal_action", "reward", "variant"],
+    ids=[
+        "unknown_baseline",
+        "not_an_opponent",
+        "seat",
+        "float_seat",
+        "bool_seat",
+        "text_seat",
+        "observation",
+        "illegal_action",
+        "reward",
+        "variant",
+    ],
 )
 def test_a_bad_constructor_value_is_a_clear_error(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
