@@ -14,7 +14,7 @@ with ``reset`` whenever a game ends, for about ``--steps`` steps each
 (``step`` calls, dead steps included).  Each environment is timed
 ``--repeats`` times, alternating, and the best rate counts (the least
 disturbed by other processes).  Prints steps/s for both and the ratio; the
-target (SPEC §9) is a ratio of at least 2.5.
+target is a ratio of at least 2.5.
 
 ``kahuna_env.env()`` stacks PettingZoo's three standard wrappers with direct
 attribute forwarding (``kahuna_env.env.DirectAttributes``); ``--detail`` also

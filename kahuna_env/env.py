@@ -26,7 +26,7 @@ drawing from the pile, taking one of three face-up cards, or passing.  Holding
 a strict majority of an island's lines controls it; taking control removes
 every opponent bridge on that island's lines.  Controlled islands are scored
 after each of three rounds; the higher total wins.  The rules as implemented
-are in `docs/RULES.md` and SPEC §3.
+are in `docs/RULES.md`.
 
 ## Creation and options
 
@@ -69,7 +69,7 @@ illegal action and leaves the game unchanged.
 `reset(seed=s)` makes the game reproducible: the deal and every later
 reshuffle come from a generator seeded from `s` (no global random state);
 `reset()` without a seed continues that generator.  `reset(options={"position":
-d})` starts from a position dict in the format of SPEC §5 (as written by
+d})` starts from a position dict in the format of docs/RULES.md "Positions" (as written by
 `KahunaGame.to_dict()`): for curricula, endgame drills and bug reports.  A
 position without a `"config"` key is played under the environment's options;
 a position with one is played under the config it records.  A malformed
@@ -117,7 +117,7 @@ both agents once the game is over.
 
 ## Action Space
 
-One `Discrete(179)` space (SPEC §4, `kahuna_env.actions`); `a`/`b` are the
+One `Discrete(179)` space (`kahuna_env.actions`); `a`/`b` are the
 line's first/second island (alphabetically):
 
 | indices  | action                                                          |
@@ -315,7 +315,7 @@ def final_info(game: KahunaGame) -> dict[str, Any]:
 
 
 def start_game(config: KahunaConfig, game_seed: int, options: Mapping[str, Any] | None) -> KahunaGame:
-    """The game a ``reset(seed, options)`` starts: a new deal, or ``options["position"]`` (SPEC §5).
+    """The game a ``reset(seed, options)`` starts: a new deal, or ``options["position"]`` (docs/RULES.md, "Positions").
 
     Other option keys are ignored with a warning (PettingZoo's ``api_test``
     passes arbitrary options); options that are not a dict are a ``ValueError``.
@@ -334,12 +334,12 @@ def start_game(config: KahunaConfig, game_seed: int, options: Mapping[str, Any] 
 
 
 def load_position(position: object, config: KahunaConfig, seed: int, where: str) -> KahunaGame:
-    """A game from a SPEC §5 position dict, under ``config`` unless the position records its own.
+    """A game from a position dict (docs/RULES.md, "Positions"), under ``config`` unless the position records its own.
 
     A malformed position or a finished game is a ``ValueError`` that starts with ``where``.
     """
     if not isinstance(position, Mapping):
-        raise ValueError(f"{where}: the position must be a dict (SPEC §5), got {type(position).__name__}")
+        raise ValueError(f"{where}: the position must be a dict (see docs/RULES.md, Positions), got {type(position).__name__}")
     if position.get("config") is None:
         position = {**position, "config": config.to_dict()}
     try:

@@ -2,7 +2,7 @@
 
 =============  ==================================================================================
 Creation       ``gymnasium.make("Kahuna-v0", opponent="random")`` or ``KahunaSingleAgentEnv(...)``
-Actions        ``Discrete(179)`` (SPEC §4, see :mod:`kahuna_env.env`)
+Actions        ``Discrete(179)`` (see :mod:`kahuna_env.actions`)
 Observation    ``Dict(observation=Box(0, 1, (246,), float32), action_mask=Box(0, 1, (179,), int8))``;
                with ``observation="flat"`` the ``Box(0, 1, (246,), float32)`` alone
 Action mask    ``env.action_masks()`` (bool, 179), as sb3-contrib's ``MaskablePPO`` expects
@@ -35,7 +35,7 @@ Seeding.  ``reset(seed=s)`` seeds the env's generator, from which every
 episode draws the deal, the seat (when random), the opponent's seed and the
 generator of its determinizations: the same seed gives the same episodes for
 the same learner actions.  ``reset(options={"position": d})`` starts from a
-SPEC §5 position, as in the AEC environment.
+position (docs/RULES.md, "Positions"), as in the AEC environment.
 
 ``info`` holds ``{"seat": s}`` on every step, plus ``scores``,
 ``final_points`` and ``winner`` (player indices) at the end.  ``render()``

@@ -1,0 +1,193 @@
+"""The import direction of docs/ARCHITECTURE.md, checked on the source of every module.
+
+Layers, lowest first: the rules (``kahuna_env``: board -> actions -> positions ->
+engine -> observation -> agents -> render -> env -> gym_env), then ``training`` and
+``arena`` side by side.  Each module may import only what lies below it:
+
+* ``kahuna_env`` imports nothing of ``training``, ``arena``, torch or ray, at any level;
+  inside it, a module imports only modules of a lower rank (:data:`RULES_RANK`);
+* ``training`` imports of the arena only its two leaf modules, ``arena.stats`` and
+  ``arena.cli`` (which themselves import only ``kahuna_env``);
+* ``arena`` imports ``training`` (and through it torch) only inside functions, when an
+  entrant is an agent file, so importing any arena module loads neither;
+* the graph of imports between the project's modules has no cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("kahuna_env", "training", "arena")
+
+RULES_RANK = {
+    "kahuna_env.board": 0,
+    "kahuna_env.actions": 1,
+    "kahuna_env.positions": 2,
+    "kahuna_env.engine": 3,
+    "kahuna_env.observation": 4,
+    "kahuna_env.agents.base": 5,
+    "kahuna_env.agents.greedy": 6,
+    "kahuna_env.agents.mcts": 6,
+    "kahuna_env.agents": 7,
+    "kahuna_env.render": 8,
+    "kahuna_env.env": 9,
+    "kahuna_env.gym_env": 10,
+    "kahuna_env": 11,
+}
+"""Rank of each module of the rules layer: a module imports only modules of a lower rank.
+
+Modules not listed (a new one) get the rank of the layer they import from: the test
+below fails and asks for a rank, so that adding a module is a decision about its place.
+"""
+ARENA_LEAVES = ("arena.stats", "arena.cli")
+"""The arena modules ``training`` may import: statistics and the one-line CLI conventions."""
+FOREIGN_FORBIDDEN_IN_RULES = ("torch", "ray", "training", "arena")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(path): path for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))}
+
+
+def imports_of(name: str) -> list[tuple[str, bool]]:
+    """``(imported module, at module level?)`` for every import statement of module ``name``.
+
+    ``from package import name`` counts as an import of ``package.name`` when that is a module.
+    """
+    path = MODULES[name]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: list[tuple[str, bool]] = []
+
+    def visit(node: ast.AST, top_level: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inside = top_level and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                continue  # annotations only, never executed
+            if isinstance(child, ast.Import):
+                found.extend((alias.name, top_level) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:  # relative: level 1 is this package, 2 its parent, ...
+                    parts = package.split(".")
+                    base = ".".join([*parts[: len(parts) - child.level + 1], base]).strip(".")
+                for alias in child.names:
+                    candidate = f"{base}.{alias.name}"
+                    found.append((candidate if candidate in MODULES else base, top_level))
+            visit(child, inside)
+
+    visit(tree, True)
+    return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def project_module(imported: str) -> str | None:
+    """The project module an import refers to (its longest known prefix), or None for a third-party one."""
+    parts = imported.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in MODULES:
+            return candidate
+    return None
+
+
+def test_the_module_list_is_not_empty() -> None:
+    assert {"kahuna_env.engine", "training.ppo", "arena.stats"} <= set(MODULES)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.split(".")[0] == "kahuna_env"))
+def test_kahuna_env_never_imports_torch_ray_training_or_arena(name: str) -> None:
+    bad = [imp for imp, _ in imports_of(name) if imp.split(".")[0] in FOREIGN_FORBIDDEN_IN_RULES]
+    assert not bad, f"{name} imports {bad}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.split(".")[0] == "kahuna_env"))
+def test_kahuna_env_modules_import_only_lower_layers(name: str) -> None:
+    assert name in RULES_RANK, f"{name} has no rank in RULES_RANK: decide its layer (docs/ARCHITECTURE.md)"
+    for imported, _ in imports_of(name):
+        target = project_module(imported)
+        if target is None or target == name:
+            continue
+        assert target in RULES_RANK, f"{name} imports {target}, which has no rank"
+        assert RULES_RANK[target] < RULES_RANK[name], (
+            f"{name} (rank {RULES_RANK[name]}) imports {target} (rank {RULES_RANK[target]}): upward import"
+        )
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.split(".")[0] == "training"))
+def test_training_imports_only_the_arena_leaves(name: str) -> None:
+    for imported, _ in imports_of(name):
+        target = project_module(imported)
+        if target is not None and target.split(".")[0] == "arena":
+            assert target in ARENA_LEAVES, f"{name} imports {target}; training may import only {ARENA_LEAVES}"
+
+
+@pytest.mark.parametrize("name", ARENA_LEAVES)
+def test_arena_leaves_import_only_the_rules(name: str) -> None:
+    for imported, _ in imports_of(name):
+        target = project_module(imported)
+        assert target is None or target.split(".")[0] == "kahuna_env", f"{name} imports {target}"
+        assert imported.split(".")[0] != "torch", f"{name} imports torch"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.split(".")[0] == "arena"))
+def test_arena_loads_training_and_torch_only_inside_functions(name: str) -> None:
+    eager = [imp for imp, top in imports_of(name) if top and imp.split(".")[0] in ("training", "torch", "ray")]
+    assert not eager, f"{name} imports {eager} at module level"
+
+
+def test_the_project_import_graph_has_no_cycle() -> None:
+    graph = {
+        name: {t for imp, _ in imports_of(name) if (t := project_module(imp)) is not None and t != name}
+        for name in MODULES
+    }
+    # A package's __init__ importing its own submodules is how packages re-export; drop package -> child edges.
+    for name, targets in graph.items():
+        graph[name] = {t for t in targets if not t.startswith(name + ".")}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                cycle = [*stack[stack.index(target) :], target]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if target not in state:
+                visit(target)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+
+
+def test_importing_the_rules_and_every_arena_module_loads_no_torch() -> None:
+    names = ["kahuna_env", *sorted(n for n in MODULES if n.split(".")[0] == "arena")]
+    code = (
+        "import importlib, sys\n"
+        f"for name in {names!r}:\n"
+        "    importlib.import_module(name)\n"
+        "loaded = [m for m in ('torch', 'training', 'ray') if m in sys.modules]\n"
+        "assert not loaded, f'loaded {loaded}'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
