@@ -26,24 +26,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kahuna_env.actions import (
+    ACTION_LINE,
     DISCARD,
     DRAW,
-    FREE_BRIDGE,
+    NUM_ACTIONS,
+    PAID_ISLANDS,
     PASS,
-    PLACE_A,
-    PLACE_B,
-    REMOVE_AA,
     REMOVE_AB,
-    REMOVE_BB,
     TAKE,
 )
 from kahuna_env.board import (
-    FACE_UP_SLOTS,
     HAND_LIMIT,
     ISLAND_LINES,
     LINES,
     MAJORITY,
-    NUM_ISLANDS,
     NUM_LINES,
 )
 
@@ -76,6 +72,7 @@ __all__ = [
     "in_final_turns",
     "in_setup",
     "is_free",
+    "is_legal",
     "legal_actions",
     "may_discard",
     "may_draw_a_card",
@@ -100,26 +97,26 @@ __all__ = [
 
 
 def legal_actions(game: KahunaGame) -> list[int]:
-    """Every legal action, ascending: the rules of docs/RULES.md "A turn", "Planning variant" and "Setup".
+    """Every legal action, ascending; must equal :meth:`KahunaGame.legal_actions`."""
+    return [action for action in range(NUM_ACTIONS) if is_legal(game, action)]
 
-    One ``can_*`` rule per kind of action (SPEC §4); the result must equal
-    :meth:`KahunaGame.legal_actions`.
-    """
-    actions: list[int] = []
-    for first_action, pays in ((PLACE_A, 0), (PLACE_B, 1)):
-        actions += [first_action + line for line in range(NUM_LINES) if can_place(game, line, LINES[line][pays])]
-    for first_action, payment in ((REMOVE_AB, (0, 1)), (REMOVE_AA, (0, 0)), (REMOVE_BB, (1, 1))):
-        actions += [
-            first_action + line
-            for line in range(NUM_LINES)
-            if can_remove(game, line, (LINES[line][payment[0]], LINES[line][payment[1]]))
-        ]
-    actions += [DISCARD + island for island in range(NUM_ISLANDS) if can_discard(game, island)]
-    actions += [DRAW] if can_draw(game) else []
-    actions += [TAKE + slot for slot in range(FACE_UP_SLOTS) if can_take(game, slot)]
-    actions += [PASS] if can_pass(game) else []
-    actions += [FREE_BRIDGE + line for line in range(NUM_LINES) if can_claim_free_bridge(game, line)]
-    return actions
+
+def is_legal(game: KahunaGame, action: int) -> bool:
+    """Whether ``action`` is legal: decode its id (SPEC §4, :mod:`kahuna_env.actions`) and ask the rule of its kind."""
+    line = ACTION_LINE[action]
+    if action < REMOVE_AB:
+        return can_place(game, line, pay_island=PAID_ISLANDS[action][0])
+    if action < DISCARD:
+        return can_remove(game, line, payment=PAID_ISLANDS[action])
+    if action < DRAW:
+        return can_discard(game, island=action - DISCARD)
+    if action == DRAW:
+        return can_draw(game)
+    if action < PASS:
+        return can_take(game, slot=action - TAKE)
+    if action == PASS:
+        return can_pass(game)
+    return can_claim_free_bridge(game, line)
 
 
 # ==================================================================== one rule per kind of action
@@ -192,8 +189,9 @@ def can_pass(game: KahunaGame) -> bool:
 def can_claim_free_bridge(game: KahunaGame, line: int) -> bool:
     """A ``FREE_BRIDGE`` (docs/RULES.md "Setup", Handicap; "Planning variant").
 
-    In handicap setup the handicap player puts a bridge on any free line,
-    paying nothing.  In a turn of the planning variant, right after a removal
+    In handicap setup the handicap player puts a bridge from their supply on
+    any free line, paying nothing (the planning restriction does not apply:
+    nobody has taken an island yet).  In a turn of the planning variant, right after a removal
     the remover may claim the freed line (``claim_line``) if it needs a
     bridge they still have and neither of its islands is controlled by the
     opponent; any other action forgoes the claim.
@@ -201,7 +199,7 @@ def can_claim_free_bridge(game: KahunaGame, line: int) -> bool:
     if game_over(game):
         return False
     if in_setup(game):
-        return is_free(game, line)
+        return is_free(game, line) and supply_left(game) > 0
     return (
         claim_pending(game) == line
         and is_free(game, line)
