@@ -8,6 +8,7 @@ running), never a traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import IO, NoReturn
@@ -23,10 +24,17 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def first_line(error: BaseException | str) -> str:
+    """The first line of an error's message (its type name when the message is empty)."""
+    text = str(error).strip()
+    if text:
+        return text.splitlines()[0]
+    return type(error).__name__ if isinstance(error, BaseException) else "error"
+
+
 def exit_with_error(program: str, message: str, code: int = 2) -> NoReturn:
     """Print ``PROGRAM: error: <first line of message>`` to stderr and exit with ``code``."""
-    first_line = message.strip().splitlines()[0] if message.strip() else "error"
-    print(f"{program}: error: {first_line}", file=sys.stderr)
+    print(f"{program}: error: {first_line(message)}", file=sys.stderr)
     raise SystemExit(code)
 
 
@@ -38,8 +46,40 @@ def write_gif(program: str, frames: list, path: Path, out: IO[str]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         save_gif(frames, path)
     except (OSError, ValueError) as error:
-        exit_with_error(program, f"cannot write --gif {path}: {error}", code=1)
+        exit_with_error(program, f"cannot write --gif {path}: {first_line(error)}", code=1)
     out.write(f"GIF ({len(frames)} frames) written to {path}\n")
+
+
+def check_writable(option: str, path: Path, directory: bool = False) -> None:
+    """Raise ``ValueError`` (one line) unless the file (or, with ``directory``, the folder) ``path`` can be written.
+
+    Checked before any work, so that a game or an evaluation is never lost to
+    a bad output path; nothing is created.  A missing folder is fine when
+    its nearest existing parent is a writable folder (it is created when the
+    output is written).
+    """
+    if directory:
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"{option} {path} is a file; give a directory")
+    elif path.is_dir():
+        raise ValueError(f"{option} {path} is a directory; give a file path")
+    elif path.exists() and not os.access(path, os.W_OK):
+        raise ValueError(f"{option} {path}: the file is not writable")
+    folder = path if directory else path.parent
+    folder = folder.absolute()
+    while not folder.exists() and not folder.is_symlink():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ValueError(f"{option} {path}: {folder} is not a directory")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"{option} {path}: the directory {folder} is not writable")
+
+
+def check_gif_path(path: Path) -> None:
+    """Raise ``ValueError`` (one line) unless ``--gif path`` names a writable ``.gif`` file."""
+    if path.suffix.lower() != ".gif":
+        raise ValueError(f"--gif {path}: the file name must end in .gif")
+    check_writable("--gif", path)
 
 
 def positive_int(text: str) -> int:

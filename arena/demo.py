@@ -1,36 +1,48 @@
 """``kahuna-demo``: play one seeded game between two baseline agents and print it.
 
 kahuna-demo [--seed 0] [--player0 random] [--player1 random] [--variant standard] [--quiet]
+
+One line per turn (``round R  player P: action; action; ...``), then the
+controlled islands and the final score.  The game goes through the arena's
+one play loop (:func:`arena.match.play`); bad arguments are one line
+(``kahuna-demo: error: ...``, exit code 2) as in every arena tool.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import IO
 
 import numpy as np
 
+from arena.cli import OneLineParser, non_negative_int
+from arena.match import agent_chooser, play
 from kahuna_env.actions import describe_action
-from kahuna_env.agents import BASELINES, choose_action, make_agent
+from kahuna_env.agents import BASELINE_NAMES, make_agent
 from kahuna_env.board import ISLANDS
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
+PROGRAM = "kahuna-demo"
 
-def play(seed: int, names: tuple[str, str], config: KahunaConfig, out=sys.stdout) -> KahunaGame:
+
+def play_demo(seed: int, names: tuple[str, str], config: KahunaConfig, out: IO[str] | None = sys.stdout) -> KahunaGame:
     """Play one game between baseline agents ``names``, printing each turn to ``out``; return the finished game."""
     agents = [make_agent(name, seed=seed + seat) for seat, name in enumerate(names)]
     game = KahunaGame(config, seed=seed)
     rng = np.random.default_rng(seed)
     turn: list[str] = []
-    while not game.is_over:
-        player, round_ = game.current_player, game.round
-        action = choose_action(agents[player], game, rng)
-        game.step(action)
+    turn_round = [game.round]
+
+    def print_turns(player: int, action: int, game: KahunaGame) -> None:
         turn.append(describe_action(action))
-        if game.is_over or game.current_player != player or game.round != round_:
+        if game.is_over or game.current_player != player or game.round != turn_round[0]:
             if out is not None:
-                print(f"round {round_}  player {player}: {'; '.join(turn)}", file=out)
-            turn = []
+                print(f"round {turn_round[0]}  player {player}: {'; '.join(turn)}", file=out)
+            turn.clear()
+        turn_round[0] = game.round
+
+    play(game, [agent_chooser(agent, rng) for agent in agents], print_turns)
     if out is not None:
         islands = [" ".join(ISLANDS[i] for i in game.controlled_islands(p)) or "-" for p in (0, 1)]
         print(f"\nislands: player 0 {islands[0]} | player 1 {islands[1]}", file=out)
@@ -39,16 +51,38 @@ def play(seed: int, names: tuple[str, str], config: KahunaConfig, out=sys.stdout
     return game
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``kahuna-demo``."""
-    parser = argparse.ArgumentParser(prog="kahuna-demo", description="Play one seeded game between baseline agents.")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the deal, the reshuffles and the agents")
-    parser.add_argument("--player0", default="random", choices=sorted(BASELINES), help="agent of player 0")
-    parser.add_argument("--player1", default="random", choices=sorted(BASELINES), help="agent of player 1")
+def baseline(text: str) -> str:
+    """argparse type: a baseline agent name (``random``, ``greedy``, ``mcts``, ``mcts:N``)."""
+    from arena.entrants import is_checkpoint_spec, resolve_entrant
+
+    if is_checkpoint_spec(text):
+        raise argparse.ArgumentTypeError(
+            f"kahuna-demo plays baselines only ({', '.join(BASELINE_NAMES)}), got {text!r}"
+        )
+    try:
+        resolve_entrant(text, seed=0)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``kahuna-demo`` argument parser."""
+    parser = OneLineParser(prog=PROGRAM, description="Play one seeded game between baseline agents.")
+    parser.add_argument(
+        "--seed", type=non_negative_int, default=0, help="seed of the deal, the reshuffles and the agents (default 0)"
+    )
+    parser.add_argument("--player0", default="random", type=baseline, help="agent of player 0 (default random)")
+    parser.add_argument("--player1", default="random", type=baseline, help="agent of player 1 (default random)")
     parser.add_argument("--variant", default="standard", choices=("standard", "planning"))
     parser.add_argument("--quiet", action="store_true", help="print only the final score")
-    args = parser.parse_args(argv)
-    game = play(
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``kahuna-demo``."""
+    args = build_parser().parse_args(argv)
+    game = play_demo(
         args.seed,
         (args.player0, args.player1),
         KahunaConfig(variant=args.variant),

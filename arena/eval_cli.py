@@ -10,8 +10,11 @@ Every pairing of the entrants plays ``--games`` games (even: each deal twice,
 seats swapped).  The table shows, per pairing, the first entrant's
 wins-draws-losses, score with its 95% Wilson interval and mean point margin;
 with three or more entrants, a Bradley–Terry ratings table on the Elo scale.
-Bad arguments, unknown entrants and unreadable checkpoints end the program
-with exit code 2 and a one-line message.
+Bad arguments, unknown entrants, unreadable checkpoints and unwritable
+output paths end the program before any game with exit code 2 and a
+one-line message; a failure while playing (a worker that cannot build the
+entrants, a game that fails, a worker process that dies) ends it with exit
+code 1 and a one-line message.
 """
 
 from __future__ import annotations
@@ -23,7 +26,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from arena.cli import OneLineParser, add_rule_arguments, even_games, exit_with_error, non_negative_int, positive_int
+from arena.cli import (
+    OneLineParser,
+    add_rule_arguments,
+    check_writable,
+    even_games,
+    exit_with_error,
+    first_line,
+    non_negative_int,
+    positive_int,
+)
 from kahuna_env.agents import BASELINE_NAMES
 from kahuna_env.engine import KahunaConfig
 
@@ -66,19 +78,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if len(args.entrants) < 2:
         fail(f"give at least two entrants, got {len(args.entrants)}")
-    from arena.evaluation import check_entrants, run_evaluation
+    from arena.entrants import is_checkpoint_spec
+    from arena.evaluation import EvaluationError, check_entrants, run_evaluation
 
     try:
         check_entrants(args.entrants, sampled=args.sampled)
+        if args.json is not None:
+            check_writable("--json", args.json)
+        if args.record is not None:
+            check_writable("--record", args.record, directory=True)
     except (FileNotFoundError, ValueError) as error:
         fail(str(error))
-    if args.json is not None and args.json.is_dir():
-        fail(f"--json {args.json} is a directory; give a file path")
-    if args.record is not None and args.record.exists() and not args.record.is_dir():
-        fail(f"--record {args.record} is a file; give a directory")
-    import torch
+    if any(is_checkpoint_spec(spec) for spec in args.entrants):
+        import torch
 
-    torch.set_num_threads(1)
+        torch.set_num_threads(1)
     config = KahunaConfig(variant=args.variant, discard_rule=args.discard_rule)
     try:
         report = run_evaluation(
@@ -93,15 +107,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except KeyboardInterrupt:
         fail("interrupted", code=130)
-    except (FileNotFoundError, ValueError, OSError) as error:
+    except (EvaluationError, FileNotFoundError, ValueError) as error:
         fail(str(error), code=1)
+    except OSError as error:
+        fail(f"{error.filename or 'output'}: {error.strerror or error}", code=1)
     print(report.table())
     if args.json is not None:
         try:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             args.json.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
         except OSError as error:
-            fail(f"cannot write --json {args.json}: {error}", code=1)
+            fail(f"cannot write --json {args.json}: {first_line(error)}", code=1)
         print(f"results written to {args.json}")
     if args.record is not None:
         print(f"{report.total_games} game records written to {args.record}/")

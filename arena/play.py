@@ -27,17 +27,28 @@ scripted: ``printf '147\\n...' | kahuna-play``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, NoReturn
 
 import numpy as np
 
-from arena.cli import OneLineParser, add_rule_arguments, exit_with_error, non_negative_int, write_gif
+from arena.cli import (
+    OneLineParser,
+    add_rule_arguments,
+    check_gif_path,
+    check_writable,
+    exit_with_error,
+    first_line,
+    non_negative_int,
+    write_gif,
+)
+from arena.entrants import resolve_entrant
+from arena.match import Chooser, agent_chooser, play
+from arena.records import game_record, game_result, write_record
 from kahuna_env.actions import describe_action, parse_action
-from kahuna_env.agents import BASELINE_NAMES, Agent, choose_action
+from kahuna_env.agents import BASELINE_NAMES, Agent
 from kahuna_env.board import ISLANDS
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
@@ -150,6 +161,31 @@ def _result_text(game: KahunaGame, seat: int, opponent_name: str) -> str:
     )
 
 
+def _human_chooser(seat: int, stdin: IO[str], out: IO[str], last: list[int | None]) -> Chooser:
+    """A chooser that shows ``seat``'s view and reads its action from ``stdin`` (``None`` when it quits)."""
+
+    def choose(game: KahunaGame) -> int | None:
+        out.write("\n" + player_view_text(game, seat, last[0]) + "\n")
+        action = read_human_action(game, seat, stdin, out)
+        if action is not None:
+            out.write(f"You play: {describe_action(action)}\n")
+        return action
+
+    return choose
+
+
+def _announcing_chooser(chooser: Chooser, name: str, out: IO[str]) -> Chooser:
+    """``chooser``, printing each action it picks as ``NAME plays: ACTION``."""
+
+    def choose(game: KahunaGame) -> int | None:
+        action = chooser(game)
+        if action is not None:
+            out.write(f"{name} plays: {describe_action(action)}\n")
+        return action
+
+    return choose
+
+
 def play_game(
     opponent: Agent,
     seat: int,
@@ -172,41 +208,42 @@ def play_game(
     opponent.reset(agent_seed)
     game = KahunaGame(config, seed=deal_seed)
     rng = np.random.default_rng(choice_seed)
-    actions: list[int] = []
+    last: list[int | None] = [None]
     render_rgb = None
     if frames is not None:
         from kahuna_env.render import render_rgb
 
         frames.append(render_rgb(game))
-    out.write(f"Kahuna: you are player_{seat}, {name} is player_{1 - seat}; seed {seed}\n")
-    last: int | None = None
-    while not game.is_over:
-        if game.current_player == seat:
-            out.write("\n" + player_view_text(game, seat, last) + "\n")
-            action = read_human_action(game, seat, stdin, out)
-            if action is None:
-                out.write("Game abandoned.\n")
-                return game, actions, False
-            out.write(f"You play: {describe_action(action)}\n")
-        else:
-            action = int(choose_action(opponent, game, rng))
-            out.write(f"{name} plays: {describe_action(action)}\n")
-        game.step(action)
-        actions.append(action)
-        last = action
+
+    def after(player: int, action: int, game: KahunaGame) -> None:
+        last[0] = action
         if render_rgb is not None and frames is not None:
             frames.append(render_rgb(game, last_action=action))
+
+    choosers: list[Chooser] = [_announcing_chooser(agent_chooser(opponent, rng), name, out)] * 2
+    choosers[seat] = _human_chooser(seat, stdin, out, last)
+    out.write(f"Kahuna: you are player_{seat}, {name} is player_{1 - seat}; seed {seed}\n")
+    actions = play(game, choosers, after)
+    if not game.is_over:
+        out.write("Game abandoned.\n")
+        return game, actions, False
     from kahuna_env.render import render_ansi
 
-    out.write("\n" + render_ansi(game, last_action=last) + "\n\n" + _result_text(game, seat, name) + "\n")
+    out.write("\n" + render_ansi(game, last_action=last[0]) + "\n\n" + _result_text(game, seat, name) + "\n")
     return game, actions, True
 
 
 def main(argv: Sequence[str] | None = None, stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
     """Run ``kahuna-play``; returns the exit code (0 when the game finished or was abandoned)."""
     args = build_parser().parse_args(argv)
-    from arena.evaluation import game_record, resolve_entrant
-
+    # Every output path is checked before the game, so that a finished game is never lost to a bad path.
+    try:
+        if args.record is not None:
+            check_writable("--record", args.record)
+        if args.gif is not None:
+            check_gif_path(args.gif)
+    except ValueError as error:
+        _fail(str(error))
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
     try:
         opponent = resolve_entrant(args.opponent, seed=seed)
@@ -231,24 +268,20 @@ def main(argv: Sequence[str] | None = None, stdin: IO[str] | None = None, stdout
         return 130
     players = ["human", args.opponent] if args.seat == 0 else [args.opponent, "human"]
     if args.record is not None:
-        record: dict[str, Any] = game_record(
+        record = game_record(
             players=players,
             seed=game_seeds(seed)[0],
             config=config,
             actions=actions,
-            scores=game.scores,
-            final_points=game.final_points,
-            winner=game.winner,
+            result=game_result(game),
             finished=finished,
             play_seed=seed,
         )
-        if not finished:
-            record["result"] = None
         try:
             args.record.parent.mkdir(parents=True, exist_ok=True)
-            args.record.write_text(json.dumps(record) + "\n", encoding="utf-8")
+            write_record(args.record, record)
         except OSError as error:
-            _fail(f"cannot write --record {args.record}: {error}", code=1)
+            _fail(f"cannot write --record {args.record}: {first_line(error)}", code=1)
         out.write(f"record written to {args.record}\n")
     if frames is not None and args.gif is not None:
         write_gif(PROGRAM, frames, args.gif, out)

@@ -8,15 +8,11 @@ from collections import Counter
 import pytest
 import torch
 
+from arena.entrants import resolve_entrant
 from arena.eval_cli import main as eval_main
-from arena.evaluation import (
-    GameResult,
-    GameTask,
-    resolve_entrant,
-    run_evaluation,
-    schedule,
-    summarize,
-)
+from arena.evaluation import run_evaluation
+from arena.match import GameResult, GameTask, schedule
+from arena.report import summarize
 from training.model import ActorCritic, ModelConfig, agent_payload
 
 

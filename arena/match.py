@@ -1,0 +1,199 @@
+"""Matches: the one play loop every arena tool uses, and the seeded games of an evaluation.
+
+:func:`play` is the loop: it asks the chooser of the player to move for an
+action, applies it with the rules engine and reports it to a callback, until
+the game is over or a chooser gives up (returns ``None``).  The tools differ
+only in their choosers and callbacks:
+
+* ``kahuna-eval`` — agents (:func:`agent_chooser`), timed; :func:`play_game`.
+* ``kahuna-play`` — a human reading stdin in one seat, an agent in the other.
+* ``kahuna-replay`` — the recorded actions (:func:`arena.replay.replay`).
+* ``kahuna-demo`` — two baselines, one printed line per turn.
+
+Seeds of an evaluation (:func:`schedule`): games ``2m`` and ``2m+1`` of a
+pairing share a deal (the same game seed) with the seats swapped, so every
+entrant plays each seat exactly ``games / 2`` times and luck of the deal
+cancels out between the two.  Every seed of game ``k`` of the pairing
+``(A, B)`` (the deal, the agents' own generators, the determinizations
+handed to search agents) is derived with :class:`numpy.random.SeedSequence`
+from ``(seed, A, B, k)``, so a game is a pure function of those and the
+rules: results are identical for any number of workers and whatever other
+entrants take part.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import zlib
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from kahuna_env.agents import Agent, choose_action
+from kahuna_env.engine import KahunaConfig, KahunaGame
+
+Chooser = Callable[[KahunaGame], "int | None"]
+"""Picks the action of the player to move in a game; ``None`` abandons the game."""
+OnAction = Callable[[int, int, KahunaGame], None]
+"""Called after every action with (player who acted, action, the game after the action)."""
+
+
+def agent_chooser(agent: Agent, rng: np.random.Generator) -> Chooser:
+    """A chooser asking ``agent`` through :func:`kahuna_env.agents.choose_action` (its seat's view only)."""
+
+    def choose(game: KahunaGame) -> int:
+        return int(choose_action(agent, game, rng))
+
+    return choose
+
+
+def play(game: KahunaGame, choosers: Sequence[Chooser], on_action: OnAction | None = None) -> list[int]:
+    """Play ``game`` from its current position with ``choosers[player]`` choosing for each seat.
+
+    Stops when the game is over or a chooser returns ``None`` (the game is
+    then left unfinished); returns the actions played.  An illegal action
+    raises the engine's ``IllegalActionError`` before anything changes.
+    """
+    actions: list[int] = []
+    while not game.is_over:
+        player = game.current_player
+        action = choosers[player](game)
+        if action is None:
+            break
+        game.step(action)
+        actions.append(action)
+        if on_action is not None:
+            on_action(player, action, game)
+    return actions
+
+
+# ---------------------------------------------------------------------------------------------- evaluation games
+@dataclasses.dataclass(frozen=True)
+class GameTask:
+    """One game of a pairing: who sits where and every seed it uses.
+
+    Attributes:
+        pairing: index of the pairing in the report.
+        index: game number within the pairing (0-based).
+        seats: entrant indices in seat 0 and seat 1.
+        game_seed: seeds the deal and the reshuffles (shared by games ``2m`` and ``2m+1``).
+        agent_seeds: seeds the agents in seat 0 and seat 1 are reset with.
+        choice_seed: seeds the determinizations handed to search agents.
+    """
+
+    pairing: int
+    index: int
+    seats: tuple[int, int]
+    game_seed: int
+    agent_seeds: tuple[int, int]
+    choice_seed: int
+
+
+@dataclasses.dataclass(frozen=True)
+class GameResult:
+    """Outcome of one game.
+
+    Attributes:
+        task: the game that was played.
+        scores: final points of seats 0 and 1.
+        final_points: points of the final scoring, seats 0 and 1.
+        winner: winning seat, or ``None`` for a draw.
+        actions: every action of the game (empty unless recorded).
+        moves: number of actions played.
+        decisions: actions chosen by the agents of seat 0 and seat 1.
+        seconds: wall time of the game in its worker (not part of the result's identity).
+        think_seconds: time the agents of seat 0 and seat 1 spent choosing (not part of the identity).
+    """
+
+    task: GameTask
+    scores: tuple[int, int]
+    final_points: tuple[int, int]
+    winner: int | None
+    actions: tuple[int, ...]
+    moves: int
+    decisions: tuple[int, int]
+    seconds: float = dataclasses.field(compare=False)
+    think_seconds: tuple[float, float] = dataclasses.field(compare=False, default=(0.0, 0.0))
+
+
+def _stable_id(spec: str) -> int:
+    return zlib.crc32(spec.encode("utf-8"))
+
+
+def check_games(games: int) -> None:
+    """Raise ``ValueError`` unless ``games`` is a positive even integer (seat balance needs pairs of games)."""
+    if isinstance(games, bool) or not isinstance(games, int) or games < 2 or games % 2:
+        raise ValueError(
+            "games per pairing must be a positive even number (each deal is played twice, seats swapped), "
+            f"got {games!r}"
+        )
+
+
+def schedule(entrants: Sequence[str], games: int, seed: int) -> list[GameTask]:
+    """Every game of a round robin over ``entrants`` with ``games`` (even) games per pairing."""
+    check_games(games)
+    tasks = []
+    pairing = 0
+    for a in range(len(entrants)):
+        for b in range(a + 1, len(entrants)):
+            ids = (_stable_id(entrants[a]), _stable_id(entrants[b]))
+            for k in range(games):
+                deal = np.random.SeedSequence([seed, *ids, k // 2]).generate_state(1, dtype=np.uint64)[0]
+                own = np.random.SeedSequence([seed, *ids, k, 1]).generate_state(3, dtype=np.uint64)
+                seats = (a, b) if k % 2 == 0 else (b, a)
+                tasks.append(
+                    GameTask(
+                        pairing=pairing,
+                        index=k,
+                        seats=seats,
+                        game_seed=int(deal),
+                        agent_seeds=(int(own[0]), int(own[1])),
+                        choice_seed=int(own[2]),
+                    )
+                )
+            pairing += 1
+    return tasks
+
+
+def play_game(
+    agents: Sequence[Agent],
+    task: GameTask,
+    config: KahunaConfig | None = None,
+    record: bool = False,
+) -> GameResult:
+    """Play the game ``task`` between ``agents`` (the agents of seat 0 and seat 1), resetting them with its seeds."""
+    started = time.perf_counter()
+    for agent, agent_seed in zip(agents, task.agent_seeds, strict=True):
+        agent.reset(agent_seed)
+    game = KahunaGame(config, seed=task.game_seed)
+    rng = np.random.default_rng(task.choice_seed)
+    decisions = [0, 0]
+    think = [0.0, 0.0]
+
+    def timed(seat: int) -> Chooser:
+        choose = agent_chooser(agents[seat], rng)
+
+        def chooser(game: KahunaGame) -> int:
+            before = time.perf_counter()
+            action = choose(game)
+            think[seat] += time.perf_counter() - before
+            decisions[seat] += 1
+            return action
+
+        return chooser
+
+    actions = play(game, (timed(0), timed(1)))
+    scores = game.scores
+    final = game.final_points
+    return GameResult(
+        task=task,
+        scores=(scores[0], scores[1]),
+        final_points=(final[0], final[1]),
+        winner=game.winner,
+        actions=tuple(actions) if record else (),
+        moves=len(actions),
+        decisions=(decisions[0], decisions[1]),
+        seconds=time.perf_counter() - started,
+        think_seconds=(think[0], think[1]),
+    )
