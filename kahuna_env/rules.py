@@ -15,7 +15,7 @@ module (captures, removals, the planning claim, premature end, winner) to
 the outcome of :meth:`KahunaGame.step`.
 
 Reading order: :func:`legal_actions` at the top combines one ``can_*``
-function per kind of action (SPEC §4 / :mod:`kahuna_env.actions`); each
+function per kind of action (the action ids of :mod:`kahuna_env.actions`); each
 ``can_*`` is a conjunction of the named conditions below it.
 """
 
@@ -102,7 +102,7 @@ def legal_actions(game: KahunaGame) -> list[int]:
 
 
 def is_legal(game: KahunaGame, action: int) -> bool:
-    """Whether ``action`` is legal: decode its id (SPEC §4, :mod:`kahuna_env.actions`) and ask the rule of its kind."""
+    """Whether ``action`` is legal: decode its id (:mod:`kahuna_env.actions`) and ask the rule of its kind."""
     line = ACTION_LINE[action]
     if action < REMOVE_AB:
         return can_place(game, line, pay_island=PAID_ISLANDS[action][0])
@@ -242,7 +242,9 @@ def in_card_phase(game: KahunaGame) -> bool:
 def in_final_turns(game: KahunaGame) -> bool:
     """The extra turn each after round 3 ran out of cards, without drawing.
 
-    docs/RULES.md "Rounds and scoring", Final round.
+    docs/RULES.md "Rounds and scoring", Final round.  The pile and the
+    face-up row are empty then, so "nothing to draw" already forbids drawing;
+    the rule is stated anyway because the rulebook states it.
     """
     return game.in_final_turns
 
