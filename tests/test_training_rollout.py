@@ -13,8 +13,8 @@ from kahuna_env.agents import GreedyAgent
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, encode_observation
 from training.config import PPOConfig
-from training.model import ActorCritic, ModelConfig
-from training.pool import GREEDY, LATEST, PAST, OpponentPool, sample_actions, split_counts
+from training.model import ActorCritic, ModelConfig, sample_actions
+from training.pool import KIND_GREEDY, KIND_LATEST, KIND_PAST, OpponentPool, split_counts
 from training.ppo import ppo_losses, ppo_update
 from training.rollout import (
     SelfPlayCollector,
@@ -161,7 +161,7 @@ def test_split_counts_follows_the_shares_and_sums_to_the_total():
 def test_learner_seat_alternates_in_games_against_an_opponent():
     pool = OpponentPool(ModelConfig(hidden_sizes=(8,)), max_snapshots=2)
     assignment = pool.assign(8, {"latest": 0.0, "past": 0.0, "greedy": 1.0, "random": 0.0}, np.random.default_rng(0))
-    assert (assignment.kinds == GREEDY).all()
+    assert (assignment.kinds == KIND_GREEDY).all()
     assert (assignment.learner_seats.sum(axis=1) == 1).all()
     assert assignment.learner_seats[:, 0].sum() == 4
 
@@ -169,11 +169,11 @@ def test_learner_seat_alternates_in_games_against_an_opponent():
 def test_past_games_are_self_play_until_the_pool_has_a_snapshot():
     pool = OpponentPool(ModelConfig(hidden_sizes=(8,)), max_snapshots=2)
     shares = {"latest": 0.5, "past": 0.5, "greedy": 0.0, "random": 0.0}
-    assert (pool.assign(6, shares, np.random.default_rng(0)).kinds == LATEST).all()
+    assert (pool.assign(6, shares, np.random.default_rng(0)).kinds == KIND_LATEST).all()
     pool.add(ActorCritic(ModelConfig(hidden_sizes=(8,))), update=1)
     assignment = pool.assign(6, shares, np.random.default_rng(0))
-    assert (assignment.kinds == PAST).sum() == 3
-    assert (assignment.snapshots[assignment.kinds == PAST] == 0).all()
+    assert (assignment.kinds == KIND_PAST).sum() == 3
+    assert (assignment.snapshots[assignment.kinds == KIND_PAST] == 0).all()
 
 
 def test_snapshots_per_update_limits_the_networks_of_an_update_but_not_the_odds():
@@ -243,7 +243,7 @@ def test_terminal_reward_lands_on_the_last_decision_of_each_seat(self_play_rollo
 
 def test_self_play_seats_get_opposite_rewards(self_play_rollout):
     assignment, rollout = self_play_rollout
-    for game in np.flatnonzero(assignment.kinds == LATEST):
+    for game in np.flatnonzero(assignment.kinds == KIND_LATEST):
         finals = [rollout.rewards[np.flatnonzero(rollout.trajectory == 2 * game + seat)[-1]] for seat in (0, 1)]
         assert finals[0] == -finals[1]
 

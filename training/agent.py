@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pickle
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,7 @@ import torch
 
 from kahuna_env.agents.base import SeededAgent
 from kahuna_env.engine import KahunaGame
-from training.model import ActorCritic, model_from_payload
+from training.model import ActorCritic, model_from_payload, sample_from_logits
 
 
 class PolicyAgent(SeededAgent):
@@ -38,15 +37,9 @@ class PolicyAgent(SeededAgent):
         logits, _ = self.model(torch.as_tensor(observations, dtype=torch.float32), torch.as_tensor(action_masks))
         if self.deterministic:
             return logits.argmax(dim=-1).numpy()
-        probabilities = torch.softmax(logits, dim=-1).double().numpy()
-        probabilities /= probabilities.sum(axis=1, keepdims=True)
-        uniform = self.rng.random((len(probabilities), 1))
-        choice = (probabilities.cumsum(axis=1) < uniform).sum(axis=1)
-        # Guard against float round-off landing past the last legal action.
-        legal = np.asarray(action_masks) != 0
-        for row in np.flatnonzero(~legal[np.arange(len(choice)), np.minimum(choice, legal.shape[1] - 1)]):
-            choice[row] = np.flatnonzero(legal[row])[-1]
-        return choice
+        # The training sampler, fed from this agent's own seeded generator (reseeded by reset()).
+        uniform = torch.from_numpy(self.rng.random(logits.shape, dtype=np.float32))
+        return sample_from_logits(logits, uniform).numpy()
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray, game: KahunaGame | None = None) -> int:
         return int(self.act_batch(observation[None, :], np.asarray(action_mask)[None, :])[0])
@@ -67,7 +60,9 @@ def read_policy_file(path: str | Path) -> dict[str, Any]:
             f"{file} is not a readable checkpoint: it is corrupt, or it holds Python objects other than "
             "tensors and plain values (refused: loading those could run code)"
         ) from None
-    except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as error:
+    except MemoryError:
+        raise ValueError(f"{file} is not a readable checkpoint: it declares more data than fits in memory") from None
+    except Exception as error:  # torch.load fails on foreign bytes in many ways (KeyError, IndexError, ...)
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ValueError(f"{file} is not a readable checkpoint (corrupt or not a torch file): {first_line}") from None
     if not isinstance(payload, dict):
@@ -78,8 +73,10 @@ def read_policy_file(path: str | Path) -> dict[str, Any]:
 def load_agent(path: str | Path, deterministic: bool = True, seed: int | None = None) -> PolicyAgent:
     """Load a training checkpoint or an exported policy file as a ready-to-play :class:`PolicyAgent`.
 
-    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for a
-    corrupt or foreign one.
+    Raises ``FileNotFoundError`` for a missing file and a one-line ``ValueError``
+    naming the file for a corrupt, foreign or crafted one (wrong types, weights
+    that do not fit the declared network, NaN or infinite weights); see
+    :func:`training.model.model_from_payload`.
     """
     payload = read_policy_file(path)
     model = model_from_payload(payload, source=str(path))

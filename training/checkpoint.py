@@ -20,7 +20,10 @@ Every random choice of update ``u`` (game deals, sampling, minibatches) is
 drawn from generators seeded by ``(seed, u)``, so the counters fix all
 future randomness; the global torch state is stored only for completeness.
 Files are written to a temporary name and renamed, so a crash never leaves a
-half-written ``latest.pt``.
+half-written ``latest.pt``; a write that fails (read-only directory, full
+disk) is an ``OSError`` naming the file, and the previous files stay intact.
+Resuming reads ``latest.pt``, or, when it is missing or unreadable, the newest
+readable numbered checkpoint (:func:`find_resume_checkpoint` says which).
 """
 
 from __future__ import annotations
@@ -36,7 +39,10 @@ from training.agent import read_policy_file
 from training.model import ActorCritic, agent_payload
 
 CHECKPOINT_FORMAT = "kahuna-checkpoint-v1"
-LATEST = "latest.pt"
+LATEST_CHECKPOINT = "latest.pt"
+"""File name of the newest checkpoint of a run (a copy of the last ``update_NNNNNN.pt``)."""
+COUNTER_KEYS = ("update", "global_step", "actions", "games")
+"""Integer counters of a checkpoint (plus ``train_seconds``, a float)."""
 
 
 def checkpoint_dir(run_dir: str | Path) -> Path:
@@ -50,10 +56,17 @@ def checkpoint_name(update: int) -> str:
 
 
 def _atomic_save(payload: Mapping[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``payload`` to ``path`` through a temporary file; an ``OSError`` naming ``path`` if that fails."""
     temporary = path.with_name(path.name + ".tmp")
-    torch.save(dict(payload), temporary)
-    os.replace(temporary, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(dict(payload), temporary)
+        os.replace(temporary, path)
+    except (OSError, RuntimeError) as error:
+        # torch reports a failed write as a RuntimeError with its own internals in the text.
+        temporary.unlink(missing_ok=True)
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error).splitlines()[0]
+        raise OSError(getattr(error, "errno", None), f"cannot write {path}: {reason}", str(path)) from None
 
 
 def build_checkpoint(
@@ -82,11 +95,14 @@ def save_checkpoint(run_dir: str | Path, payload: Mapping[str, Any], keep_last: 
     directory = checkpoint_dir(run_dir)
     path = directory / checkpoint_name(int(payload["counters"]["update"]))
     _atomic_save(payload, path)
-    _atomic_save(payload, directory / LATEST)
+    _atomic_save(payload, directory / LATEST_CHECKPOINT)
     if keep_last:
         numbered = sorted(directory.glob("update_*.pt"))
         for old in numbered[:-keep_last]:
-            old.unlink()
+            try:
+                old.unlink()
+            except OSError as error:
+                raise OSError(error.errno, f"cannot delete {old} (checkpoint.keep_last): {error.strerror}") from None
     return path
 
 
@@ -98,25 +114,79 @@ def export_agent(path: str | Path, model: ActorCritic, meta: Mapping[str, Any] |
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    """Read a training checkpoint safely: ``FileNotFoundError`` if missing, ``ValueError`` if anything is wrong."""
+    """Read a training checkpoint safely: ``FileNotFoundError`` if missing, a one-line ``ValueError`` if damaged.
+
+    Checks the keys, the counters and the shape of the pool and optimizer
+    state (the weights are checked against the config when they are loaded).
+    """
     payload = read_policy_file(path)
     if payload.get("checkpoint_format") != CHECKPOINT_FORMAT:
         raise ValueError(
-            f"{path} is not a training checkpoint (checkpoint_format {payload.get('checkpoint_format')!r}, "
+            f"{path} is not a training checkpoint (checkpoint_format {payload.get('checkpoint_format')!r:.40}, "
             f"expected {CHECKPOINT_FORMAT!r}); an exported agent cannot be resumed"
         )
     for key in ("config", "optimizer_state", "counters", "pool", "model_state"):
         if key not in payload:
             raise ValueError(f"{path} is a damaged training checkpoint: missing {key!r}")
+    problem = _counters_problem(payload["counters"]) or _state_problem(payload)
+    if problem:
+        raise ValueError(f"{path} is a damaged training checkpoint: {problem}")
     return payload
 
 
-def latest_checkpoint(run_dir: str | Path) -> Path:
-    """``<run_dir>/checkpoints/latest.pt``; ``FileNotFoundError`` with a clear message when there is none."""
+def _counters_problem(counters: Any) -> str | None:
+    if not isinstance(counters, Mapping):
+        return f"counters must be a mapping, got {type(counters).__name__}"
+    for key in COUNTER_KEYS:
+        value = counters.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return f"counters[{key!r}] must be an integer >= 0, got {value!r:.40}"
+    seconds = counters.get("train_seconds", 0.0)
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < float("inf"):
+        return f"counters['train_seconds'] must be a number >= 0, got {seconds!r:.40}"
+    return None
+
+
+def _state_problem(payload: Mapping[str, Any]) -> str | None:
+    optimizer = payload["optimizer_state"]
+    if not isinstance(optimizer, Mapping) or not {"state", "param_groups"} <= set(optimizer):
+        return "optimizer_state must be an optimizer state_dict (with 'state' and 'param_groups')"
+    if not isinstance(payload["config"], Mapping):
+        return f"config must be a mapping, got {type(payload['config']).__name__}"
+    pool = payload["pool"]
+    if not isinstance(pool, list) or not all(
+        isinstance(entry, Mapping) and isinstance(entry.get("update"), int) and "model_state" in entry for entry in pool
+    ):
+        return "pool must be a list of {'update': int, 'model_state': state_dict}"
+    return None
+
+
+def find_resume_checkpoint(run_dir: str | Path) -> tuple[Path, dict[str, Any], str | None]:
+    """The checkpoint a resume starts from: ``(path, payload, note)``.
+
+    ``latest.pt`` when it is readable; otherwise the newest readable
+    ``update_NNNNNN.pt``, with ``note`` saying why (None when ``latest.pt``
+    is used).  ``FileNotFoundError`` when the run or every checkpoint is
+    missing; the ``ValueError`` of ``latest.pt`` when nothing is readable.
+    """
     run = Path(run_dir)
     if not run.is_dir():
-        raise FileNotFoundError(f"run directory not found: {run}")
-    path = checkpoint_dir(run) / LATEST
-    if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint to resume from: {path} does not exist")
-    return path
+        raise FileNotFoundError(f"run directory not found: {run}" if not run.exists() else f"{run} is not a directory")
+    directory = checkpoint_dir(run)
+    latest = directory / LATEST_CHECKPOINT
+    latest_problem = f"{latest} does not exist"
+    if latest.is_file():
+        try:
+            return latest, load_checkpoint(latest), None
+        except ValueError as error:
+            latest_problem = str(error)
+    numbered = sorted(directory.glob("update_*.pt"), reverse=True) if directory.is_dir() else []
+    for candidate in numbered:
+        try:
+            payload = load_checkpoint(candidate)
+        except (ValueError, OSError):
+            continue
+        return candidate, payload, f"{latest_problem}; resuming from {candidate.name}, the newest complete checkpoint"
+    if latest.is_file():
+        raise ValueError(latest_problem)
+    raise FileNotFoundError(f"no checkpoint to resume from: {latest_problem} and no update_*.pt is readable")

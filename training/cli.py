@@ -5,9 +5,12 @@ Usage::
     kahuna-train --config configs/default.yaml [--set ppo.lr=1e-4 ...] [--run-dir runs/mine]
     kahuna-train --resume runs/mine [--set total_updates=400 ...]
 
-A new run goes to ``--run-dir`` (default ``runs/<name>-<timestamp>``); a
-resumed run continues in its own directory from ``checkpoints/latest.pt``
-with the config stored there.  Errors print one line and exit with status 2.
+A new run goes to ``--run-dir`` (default ``runs/<name>-<timestamp>``), which
+must not exist yet or be empty; a resumed run continues in its own directory
+from its newest checkpoint with the config stored there.  Errors follow the
+convention of :mod:`arena.cli`: one line ``kahuna-train: error: ...`` and
+status 2 for bad input (nothing written), 1 for a failure while running
+(a failed write, a diverged run; the last checkpoint is kept).
 """
 
 from __future__ import annotations
@@ -19,16 +22,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from arena.cli import OneLineParser, exit_with_error
+
 if TYPE_CHECKING:
     from training.config import TrainConfig
 
-PROG = "kahuna-train"
+PROGRAM = "kahuna-train"
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser."""
-    parser = argparse.ArgumentParser(
-        prog=PROG,
+    parser = OneLineParser(
+        prog=PROGRAM,
         description="Train a Kahuna agent with self-play PPO (see docs/TRAINING.md).",
     )
     parser.add_argument("--config", type=Path, help="YAML run configuration, e.g. configs/default.yaml")
@@ -40,73 +45,92 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="override a config key (repeatable), e.g. --set ppo.lr=1e-4 --set model.hidden_sizes=[128,128]",
     )
-    parser.add_argument("--run-dir", type=Path, help="directory of a new run (default: runs/<name>-<timestamp>)")
     parser.add_argument(
-        "--resume", type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR from its latest checkpoint"
+        "--run-dir", type=Path, help="directory of a new run, missing or empty (default: runs/<name>-<timestamp>)"
+    )
+    parser.add_argument(
+        "--resume", type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR from its newest checkpoint"
     )
     return parser
 
 
-class _Fail(Exception):
-    pass
-
-
 def _prepare(args: argparse.Namespace) -> tuple[TrainConfig, Path, bool]:
-    """Validate the arguments: (config, run directory, resume?)."""
-    from training.checkpoint import checkpoint_dir, latest_checkpoint
+    """Validate the arguments without writing anything: (config, run directory, resume?)."""
     from training.config import load_config
     from training.ppo import resume_config
+    from training.rundir import check_new_run_dir
 
     if args.resume is not None:
         if args.config is not None:
-            raise _Fail("--resume uses the config stored in the checkpoint; drop --config (use --set to change keys)")
+            exit_with_error(
+                PROGRAM, "--resume uses the config stored in the checkpoint; drop --config (use --set to change keys)"
+            )
         if args.run_dir is not None:
-            raise _Fail("--resume continues in RUN_DIR itself; drop --run-dir")
-        latest_checkpoint(args.resume)
-        config = resume_config(args.resume, args.overrides)
-        run_dir = args.resume
-        resume = True
-    else:
-        if args.config is None:
-            raise _Fail("give a config file with --config (e.g. configs/default.yaml) or a run to --resume")
-        config = load_config(args.config, args.overrides)
-        run_dir = args.run_dir or Path("runs") / f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}"
-        if (checkpoint_dir(run_dir) / "latest.pt").exists():
-            raise _Fail(f"{run_dir} already holds a run; continue it with --resume {run_dir} or pick another --run-dir")
-        resume = False
-    return config, run_dir, resume
+            exit_with_error(PROGRAM, "--resume continues in RUN_DIR itself; drop --run-dir")
+        return resume_config(args.resume, args.overrides), args.resume, True
+    if args.config is None:
+        exit_with_error(PROGRAM, "give a config file with --config (e.g. configs/default.yaml) or a run to --resume")
+    config = load_config(args.config, args.overrides)
+    run_dir = args.run_dir or Path("runs") / f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}"
+    check_new_run_dir(run_dir)
+    return config, run_dir, False
 
 
 def _run(config: TrainConfig, run_dir: Path, resume: bool) -> int:
     from training.ppo import FINAL_AGENT, train
 
-    print(f"{PROG}: run directory {run_dir}", flush=True)
-    summary = train(config, run_dir, resume=resume, log=lambda text: print(f"{PROG}: {text}", flush=True))
+    print(f"{PROGRAM}: run directory {run_dir}", flush=True)
+    summary = train(config, run_dir, resume=resume, log=lambda text: print(f"{PROGRAM}: {text}", flush=True))
     print(
-        f"{PROG}: {summary.updates} updates, {summary.global_step:,} learner decisions, {summary.actions:,} actions; "
-        f"{summary.wall_seconds / 60:.1f} min wall time here; {summary.decisions_per_second:,.0f} decisions/s "
-        "(collection + update)"
+        f"{PROGRAM}: {summary.updates} updates, {summary.global_step:,} learner decisions, {summary.actions:,} "
+        f"actions; {summary.wall_seconds / 60:.1f} min wall time here; {summary.decisions_per_second:,.0f} "
+        "decisions/s (collection + update)"
     )
     for result in summary.final_eval.values():
-        print(f"{PROG}: final evaluation {result.summary()}")
-    print(f"{PROG}: agent saved to {Path(run_dir) / FINAL_AGENT}")
+        print(f"{PROGRAM}: final evaluation {result.summary()}")
+    print(f"{PROGRAM}: agent saved to {Path(run_dir) / FINAL_AGENT}")
     return 0
 
 
+def describe_os_error(error: OSError) -> str:
+    """``PATH: problem`` for a failed read or write (the path once, no errno)."""
+    message = error.strerror or str(error) or type(error).__name__
+    for path in (error.filename, error.filename2):
+        if path is not None and str(path) not in message:
+            message = f"{path}: {message}"
+    return message
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``kahuna-train``; returns the exit status."""
+    """Entry point of ``kahuna-train``; returns the exit status (the one-line errors are already printed)."""
+    try:
+        return _main(argv)
+    except SystemExit as stop:  # from exit_with_error or argparse, after their one line
+        return stop.code if isinstance(stop.code, int) else 1
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    from training.ppo import TrainingDiverged
+
     args = build_parser().parse_args(argv)
     try:
         config, run_dir, resume = _prepare(args)
-    except (_Fail, FileNotFoundError, ValueError) as error:
-        # Configuration and checkpoint problems: one line, no traceback.
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 2
+    except (FileNotFoundError, ValueError) as error:
+        exit_with_error(PROGRAM, str(error))  # configuration and checkpoint problems
+    except OSError as error:
+        exit_with_error(PROGRAM, describe_os_error(error))
     try:
         return _run(config, run_dir, resume)
+    except (FileNotFoundError, ValueError) as error:
+        exit_with_error(PROGRAM, str(error))  # the run directory or checkpoint, found before any write
+    except OSError as error:
+        exit_with_error(PROGRAM, f"{describe_os_error(error)}; the last checkpoint is kept", code=1)
+    except TrainingDiverged as error:
+        exit_with_error(PROGRAM, str(error), code=1)
     except KeyboardInterrupt:
         print(
-            f"{PROG}: interrupted; continue later with --resume {run_dir} (from its last checkpoint)", file=sys.stderr
+            f"{PROGRAM}: interrupted; continue later with --resume {run_dir} (from its last checkpoint)",
+            file=sys.stderr,
         )
         return 130
 

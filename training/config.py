@@ -13,7 +13,9 @@ parsed as YAML.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import math
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -27,6 +29,10 @@ from training.model import ModelConfig
 
 class ConfigError(ValueError):
     """A configuration problem (unknown key, wrong type, bad value, bad override, missing file)."""
+
+
+MAX_SEED = 2**63 - 1
+"""Largest seed: torch's generators take 64-bit seeds (numpy would take any size, torch fails past 2**64)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -202,6 +208,7 @@ class EvalConfig:
     def __post_init__(self) -> None:
         check_value(self.every >= 0, "eval.every", "must be >= 0", self.every)
         check_value(self.games >= 2, "eval.games", "must be >= 2", self.games)
+        check_value(0 <= self.seed <= MAX_SEED, "eval.seed", f"must be in [0, {MAX_SEED}]", self.seed)
         check_value(self.final_games >= 0, "eval.final_games", "must be >= 0", self.final_games)
         for name in self.opponents:
             check_value(name in ("random", "greedy"), "eval.opponents", "entries must be 'random' or 'greedy'", name)
@@ -247,7 +254,8 @@ class TrainConfig:
         name: run name (the default run directory is ``runs/<name>-<timestamp>``).
         seed: seed of everything random in the run.
         total_updates: PPO updates (each plays ``rollout.num_games`` complete games).
-        threads: torch intra-op threads (fixed for determinism).
+        threads: torch intra-op threads of the update (fixed for determinism), or ``"auto"``: the cores
+            this process may actually use (CPU affinity and cgroup quota; see :mod:`training.cpus`).
         max_minutes: stop after the update during which this much wall time has passed (null: no limit).
         env: rule options of the games.
         model: network shape.
@@ -263,7 +271,7 @@ class TrainConfig:
     name: str = "kahuna-ppo"
     seed: int = 1
     total_updates: int = 100
-    threads: int = 2
+    threads: int | str = 2
     max_minutes: float | None = None
     env: EnvConfig = dataclasses.field(default_factory=EnvConfig)
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
@@ -276,10 +284,23 @@ class TrainConfig:
     logging: LoggingConfig = dataclasses.field(default_factory=LoggingConfig)
 
     def __post_init__(self) -> None:
-        check_value(bool(self.name) and "/" not in self.name, "name", "must be a non-empty name without '/'", self.name)
-        check_value(self.seed >= 0, "seed", "must be >= 0", self.seed)
+        check_value(
+            bool(self.name)
+            and self.name not in (".", "..")
+            and self.name.isprintable()
+            and not set(self.name) & {"/", "\\"},
+            "name",
+            "must be a non-empty printable name without '/', '\\' or NUL (it names the run directory)",
+            self.name,
+        )
+        check_value(0 <= self.seed <= MAX_SEED, "seed", f"must be in [0, {MAX_SEED}]", self.seed)
         check_value(self.total_updates >= 1, "total_updates", "must be >= 1", self.total_updates)
-        check_value(self.threads >= 1, "threads", "must be >= 1", self.threads)
+        check_value(
+            self.threads == "auto" or (isinstance(self.threads, int) and self.threads >= 1),
+            "threads",
+            "must be an integer >= 1 or 'auto'",
+            self.threads,
+        )
         check_value(
             self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be > 0 or null", self.max_minutes
         )
@@ -331,6 +352,15 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
         if value is None and type(None) in options:
             return None
         non_none = [option for option in options if option is not type(None)]
+        if type(None) not in options:
+            # e.g. ``int | str`` (threads: 2 or "auto"): the first option that accepts the value.
+            for option in non_none:
+                try:
+                    return _coerce(value, option, key)
+                except ConfigError:
+                    pass
+            names = " or ".join(_type_name(option) for option in non_none)
+            raise ConfigError(f"{key}: expected {names}, got {value!r}")
         if len(non_none) == 1:
             try:
                 return _coerce(value, non_none[0], key)
@@ -355,15 +385,21 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
             return value
         raise ConfigError(f"{key}: expected int, got {value!r}")
     if annotation is float:
+        number = None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
-            # YAML 1.1 reads "3e-4" (no dot) as a string; accept any spelling Python reads as a float.
             try:
-                return float(value)
-            except ValueError:
-                pass
-        raise ConfigError(f"{key}: expected float, got {value!r}")
+                number = float(value)
+            except OverflowError:
+                raise ConfigError(f"{key}: {value!r} is too large for a float") from None
+        elif isinstance(value, str):
+            # YAML 1.1 reads "3e-4" (no dot) as a string; accept any spelling Python reads as a float.
+            with contextlib.suppress(ValueError):
+                number = float(value)
+        if number is None:
+            raise ConfigError(f"{key}: expected float, got {value!r}")
+        if not math.isfinite(number):
+            raise ConfigError(f"{key}: must be a finite number, got {value!r}")
+        return number
     if annotation is str:
         if isinstance(value, str):
             return value
@@ -412,7 +448,8 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError as error:
-        raise ConfigError(f"bad override {text!r}: the value is not valid YAML ({error.problem})") from None
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ConfigError(f"bad override {text!r}: the value is not valid YAML ({problem})") from None
     return path, value
 
 
@@ -440,6 +477,10 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"config file not found: {file}")
     try:
         values = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{file}: not a UTF-8 text file (byte {error.start}: {error.reason})") from None
+    except OSError as error:
+        raise ConfigError(f"{file}: cannot read: {error.strerror or error}") from None
     except yaml.YAMLError as error:
         raise ConfigError(f"{file}: not valid YAML: {str(error).splitlines()[0]}") from None
     if values is None:

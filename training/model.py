@@ -23,6 +23,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -63,15 +64,16 @@ class ModelConfig:
     line_width: int = 64
 
     def __post_init__(self) -> None:
-        sizes = tuple(self.hidden_sizes)
+        # A mapping or a string would silently become its keys or characters: only lists and tuples.
+        sizes = tuple(self.hidden_sizes) if isinstance(self.hidden_sizes, (list, tuple)) else ()
         if not sizes or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
             raise ValueError(
                 f"model.hidden_sizes must be a non-empty list of positive integers, got {self.hidden_sizes!r}"
             )
         object.__setattr__(self, "hidden_sizes", sizes)
-        if self.activation not in _ACTIVATIONS:
+        if not isinstance(self.activation, str) or self.activation not in _ACTIVATIONS:
             raise ValueError(f"model.activation must be one of {sorted(_ACTIVATIONS)}, got {self.activation!r}")
-        if self.architecture not in ARCHITECTURES:
+        if not isinstance(self.architecture, str) or self.architecture not in ARCHITECTURES:
             raise ValueError(f"model.architecture must be one of {list(ARCHITECTURES)}, got {self.architecture!r}")
         if isinstance(self.line_width, bool) or not isinstance(self.line_width, int) or self.line_width < 2:
             raise ValueError(f"model.line_width must be an integer >= 2, got {self.line_width!r}")
@@ -92,6 +94,31 @@ def _head(width_in: int, width_out: int, gain: float) -> nn.Linear:
     nn.init.orthogonal_(linear.weight, gain=gain)
     nn.init.zeros_(linear.bias)
     return linear
+
+
+def sample_from_logits(logits: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
+    """One action per row of masked ``logits``, given ``uniform`` noise in [0, 1) of the same shape (Gumbel-max).
+
+    ``argmax(logits - log(-log U))`` is an exact sample of ``softmax(logits)``;
+    masked logits (:data:`MASKED_LOGIT`) can never win against a legal one.
+    """
+    return torch.argmax(logits - torch.log(-torch.log(uniform)), dim=1)
+
+
+@torch.inference_mode()
+def sample_actions(
+    model: ActorCritic, observations: np.ndarray, masks: np.ndarray, generator: torch.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sample from ``model``'s masked policy with ``generator``: actions, their log-probabilities, values.
+
+    The one sampler of the project: training collection, sampled evaluation
+    and :class:`~training.agent.PolicyAgent` all draw through
+    :func:`sample_from_logits`.
+    """
+    logits, values = model(torch.from_numpy(observations), torch.from_numpy(masks))
+    actions = sample_from_logits(logits, torch.rand(logits.shape, generator=generator))
+    log_probs = torch.log_softmax(logits, dim=1).gather(1, actions.unsqueeze(1)).squeeze(1)
+    return actions.numpy(), log_probs.numpy(), values.numpy()
 
 
 def masked_logits(logits: torch.Tensor, action_mask: torch.Tensor) -> torch.Tensor:
@@ -229,16 +256,15 @@ _LOGIT_ORDER = torch.tensor(
 )
 
 
-def model_config_from_dict(values: Mapping[str, Any]) -> ModelConfig:
-    """Build a :class:`ModelConfig` from a mapping; unknown keys are a ``ValueError``."""
+def model_config_from_dict(values: Any) -> ModelConfig:
+    """Build a :class:`ModelConfig` from a mapping; anything else, an unknown key or a bad value is a ``ValueError``."""
+    if not isinstance(values, Mapping):
+        raise ValueError(f"model_config must be a mapping of options, got {type(values).__name__} {values!r:.60}")
     known = {field.name for field in dataclasses.fields(ModelConfig)}
-    unknown = sorted(set(values) - known)
+    unknown = sorted(set(map(str, values)) - known)
     if unknown:
         raise ValueError(f"unknown model option(s) {unknown}; known: {sorted(known)}")
-    data = dict(values)
-    if "hidden_sizes" in data and isinstance(data["hidden_sizes"], list):
-        data["hidden_sizes"] = tuple(data["hidden_sizes"])
-    return ModelConfig(**data)
+    return ModelConfig(**values)
 
 
 def agent_payload(model: ActorCritic, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -255,20 +281,79 @@ def agent_payload(model: ActorCritic, meta: Mapping[str, Any] | None = None) -> 
     }
 
 
+def expected_state_shapes(config: ModelConfig) -> dict[str, tuple[int, ...]]:
+    """Parameter name -> shape of the network ``config`` describes, computed without allocating it.
+
+    The network is built on PyTorch's ``meta`` device, which records shapes
+    only: a file declaring ``hidden_sizes: [60000, 60000]`` costs nothing to check.
+    """
+    with torch.device("meta"):
+        shapes = {name: tuple(tensor.shape) for name, tensor in ActorCritic(config).state_dict().items()}
+    return shapes
+
+
+def check_state_dict(state: Any, config: ModelConfig) -> None:
+    """``ValueError`` unless ``state`` holds exactly the finite float tensors of the network ``config`` describes.
+
+    The message names the missing, unexpected and mis-shaped keys (the first
+    few of each), or the first tensor with a NaN or an infinity.
+    """
+    if not isinstance(state, Mapping) or not all(isinstance(key, str) for key in state):
+        raise ValueError(f"model_state must be a mapping of parameter names to tensors, got {type(state).__name__}")
+    expected = expected_state_shapes(config)
+    problems = []
+    missing = [key for key in expected if key not in state]
+    unexpected = [key for key in state if key not in expected]
+    not_tensors = [key for key in expected if key in state and not isinstance(state[key], torch.Tensor)]
+    mismatched = [
+        f"{key} {tuple(state[key].shape)} instead of {expected[key]}"
+        for key in expected
+        if key in state and key not in not_tensors and tuple(state[key].shape) != expected[key]
+    ]
+    for label, keys in (
+        ("missing", missing),
+        ("unexpected", unexpected),
+        ("not tensors", not_tensors),
+        ("wrong shape", mismatched),
+    ):
+        if keys:
+            more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
+            problems.append(f"{label}: {', '.join(keys[:3])}{more}")
+    if problems:
+        raise ValueError(f"model_state does not fit model_config {_describe(config)}: {'; '.join(problems)}")
+    for key in expected:
+        tensor = state[key]
+        if not tensor.is_floating_point():
+            raise ValueError(f"model_state[{key!r}] holds {tensor.dtype} values, expected floating point")
+        if not bool(torch.isfinite(tensor).all()):
+            raise ValueError(f"model_state[{key!r}] holds NaN or infinite weights (a diverged run?)")
+
+
+def _describe(config: ModelConfig) -> str:
+    return f"(architecture {config.architecture}, hidden_sizes {list(config.hidden_sizes)})"
+
+
 def model_from_payload(payload: Mapping[str, Any], source: str = "policy file") -> ActorCritic:
-    """Rebuild the network from an agent-format dict; a wrong format is a ``ValueError`` naming ``source``."""
+    """Rebuild the network from an agent-format dict; any problem is a one-line ``ValueError`` naming ``source``.
+
+    Types, shapes and values are checked against the state dict before the
+    network is built, so a crafted file cannot make it allocate more than the
+    file itself holds.
+    """
     if not isinstance(payload, Mapping) or payload.get("format") != AGENT_FORMAT:
         found = payload.get("format") if isinstance(payload, Mapping) else type(payload).__name__
-        raise ValueError(f"{source} is not a Kahuna agent file (format {found!r}, expected {AGENT_FORMAT!r})")
+        raise ValueError(f"{source} is not a Kahuna agent file (format {found!r:.60}, expected {AGENT_FORMAT!r})")
     if payload.get("observation_size") != OBSERVATION_SIZE or payload.get("num_actions") != NUM_ACTIONS:
         raise ValueError(
-            f"{source} was made for observations of size {payload.get('observation_size')} and "
-            f"{payload.get('num_actions')} actions; this version uses {OBSERVATION_SIZE} and {NUM_ACTIONS}"
+            f"{source} was made for observations of size {payload.get('observation_size')!r:.30} and "
+            f"{payload.get('num_actions')!r:.30} actions; this version uses {OBSERVATION_SIZE} and {NUM_ACTIONS}"
         )
-    model = ActorCritic(model_config_from_dict(payload["model_config"]))
     try:
-        model.load_state_dict(payload["model_state"])
-    except (RuntimeError, KeyError, TypeError) as error:
-        raise ValueError(f"{source} has weights that do not fit its model_config: {error}") from None
+        config = model_config_from_dict(payload.get("model_config"))
+        check_state_dict(payload.get("model_state"), config)
+    except ValueError as error:
+        raise ValueError(f"{source}: {error}") from None
+    model = ActorCritic(config)
+    model.load_state_dict(payload["model_state"])
     model.eval()
     return model

@@ -21,13 +21,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import torch
 
 from training.model import ActorCritic, ModelConfig
 
 KINDS = ("latest", "past", "greedy", "random")
 """Opponent kinds, in the order of their integer codes."""
-LATEST, PAST, GREEDY, RANDOM = range(4)
+KIND_LATEST, KIND_PAST, KIND_GREEDY, KIND_RANDOM = range(4)
+"""Integer codes of the opponent kinds (``KINDS[code]`` is the name)."""
 
 
 @dataclasses.dataclass
@@ -126,12 +126,12 @@ class OpponentPool:
         for code, kind in enumerate(KINDS):
             count = counts[kind]
             block = slice(start, start + count)
-            if code == LATEST:
+            if code == KIND_LATEST:
                 learner_seats[block] = True
             else:
                 seats = (first_seat + np.arange(count)) % 2
                 learner_seats[np.arange(start, start + count), seats] = True
-            if code == PAST and count:
+            if code == KIND_PAST and count:
                 if snapshots_per_update is None:
                     snapshots[block] = rng.integers(len(self.snapshots), size=count)
                 else:
@@ -140,16 +140,3 @@ class OpponentPool:
                     snapshots[block] = chosen[rng.integers(size, size=count)]
             start += count
         return GameAssignment(kinds=kinds, learner_seats=learner_seats, snapshots=snapshots)
-
-
-@torch.inference_mode()
-def sample_actions(
-    model: ActorCritic, observations: np.ndarray, masks: np.ndarray, generator: torch.Generator
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Sample from the masked policy (Gumbel-max with ``generator``): actions, their log-probabilities, values."""
-    logits, values = model(torch.from_numpy(observations), torch.from_numpy(masks))
-    noise = torch.rand(logits.shape, generator=generator)
-    # Gumbel-max: argmax(logits - log(-log U)) is an exact sample; masked logits (-1e9) can never win.
-    actions = torch.argmax(logits - torch.log(-torch.log(noise)), dim=1)
-    log_probs = torch.log_softmax(logits, dim=1).gather(1, actions.unsqueeze(1)).squeeze(1)
-    return actions.numpy(), log_probs.numpy(), values.numpy()

@@ -1,6 +1,9 @@
 """Self-play PPO for Kahuna, top to bottom: :func:`train` runs a whole training run, :func:`ppo_update` one update.
 
-One update:
+:func:`train` is one loop in named phases, called in order (CleanRL style):
+setup (run directory checks, lock, network, optimizer, pool), resume (the
+checkpoint's state), then per update collect, update, evaluate, log and
+checkpoint, and at the end export.  One update:
 
 1. split ``rollout.num_games`` games among the opponent kinds of the pool
    (self-play, past snapshots, baselines) and play them all to the end
@@ -16,6 +19,13 @@ Determinism: all randomness of update ``u`` comes from generators seeded by
 global torch generator; torch runs with a fixed number of threads.  So a
 run resumed from a checkpoint repeats exactly what the uninterrupted run
 does (on the same machine).
+
+Safety (docs/TRAINING.md, "Run directories and failures"): nothing is written
+before the config, the run directory and the checkpoint are validated; the run
+directory is locked for the whole run (:class:`~training.rundir.RunLock`); an
+update whose losses or weights are not finite stops the run with
+:class:`TrainingDiverged` before anything of it is saved, so the last
+checkpoint stays the last good one.
 """
 
 from __future__ import annotations
@@ -31,16 +41,29 @@ import torch
 from torch import nn
 
 from kahuna_env.engine import KahunaConfig
-from training.checkpoint import build_checkpoint, export_agent, load_checkpoint, save_checkpoint
-from training.config import ConfigError, PPOConfig, TrainConfig, config_from_dict, config_to_yaml
+from training.checkpoint import (
+    build_checkpoint,
+    checkpoint_dir,
+    export_agent,
+    find_resume_checkpoint,
+    save_checkpoint,
+)
+from training.config import ConfigError, PPOConfig, TrainConfig, apply_overrides, config_from_dict, config_to_yaml
+from training.cpus import available_cores, oversubscription_warning, update_threads
 from training.metrics import METRICS_FILE, PLOT_FILE, MetricsLogger, plot_learning_curves
-from training.model import ActorCritic
+from training.model import ActorCritic, check_state_dict
 from training.pool import KINDS, OpponentPool
 from training.quick_eval import QuickEvalResult, evaluate_policy
 from training.rollout import Rollout, SelfPlayCollector
+from training.rundir import RunLock, check_new_run_dir, check_writable
 
 FINAL_AGENT = "final_agent.pt"
 FINAL_EVAL = "final_eval.json"
+CONFIG_FILE = "config.yaml"
+
+
+class TrainingDiverged(RuntimeError):
+    """An update produced a NaN or infinite loss or weight; the run stopped without saving it."""
 
 
 @dataclasses.dataclass
@@ -227,186 +250,360 @@ def train(
     resume: bool = False,
     log: Any = print,
 ) -> TrainSummary:
-    """Run (or with ``resume``, continue from ``<run_dir>/checkpoints/latest.pt``) a training run in ``run_dir``.
+    """Run (or with ``resume``, continue from its newest checkpoint) a training run in ``run_dir``.
 
     When resuming, ``config`` must be the checkpoint's config (possibly with
     overrides such as a larger ``total_updates``); see :func:`resume_config`.
+    Bad input (a used or unwritable run directory, a run locked by another
+    process, a damaged checkpoint) is a ``ValueError`` raised before anything
+    is written; a failed write an ``OSError`` naming the file; a diverged
+    update :class:`TrainingDiverged`.
     """
-    torch.set_num_threads(config.threads)
     run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
-
-    model = build_model(config)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.ppo.lr, eps=config.ppo.adam_eps)
-    pool = OpponentPool(config.model, config.pool.max_snapshots)
-    counters: dict[str, Any] = {"update": 0, "global_step": 0, "actions": 0, "games": 0, "train_seconds": 0.0}
-    if resume:
-        checkpoint = load_checkpoint(run_dir / "checkpoints" / "latest.pt")
-        model.load_state_dict(checkpoint["model_state"])
-        optimizer.load_state_dict(checkpoint["optimizer_state"])
-        pool.load_state(checkpoint["pool"])
-        counters.update(checkpoint["counters"])
-        if "rng" in checkpoint:
-            torch.set_rng_state(checkpoint["rng"]["torch"])
-        log(f"resuming {run_dir} after update {counters['update']} ({counters['global_step']} decisions)")
-    start_update = int(counters["update"])
-    if start_update >= config.total_updates:
-        log(f"nothing to do: the run already has {start_update} of {config.total_updates} updates")
-    model.eval()
-
-    game_config = KahunaConfig(variant=config.env.variant, discard_rule=config.env.discard_rule)
-    collector = SelfPlayCollector(
-        config.rollout.num_games,
-        game_config,
-        gamma=config.ppo.gamma,
-        gae_lambda=config.ppo.gae_lambda,
-        win_reward=config.reward.win,
-        island_shaping=config.reward.island_shaping,
-        workers=config.rollout.workers,
-        model_config=config.model,
-    )
-    logger = MetricsLogger(
-        run_dir,
-        tensorboard=config.logging.tensorboard,
-        resume_update=start_update if resume else None,
-        resume_step=int(counters["global_step"]) if resume else None,
-    )
-    if not resume:
-        logger.add_text("config", "```\n" + config_to_yaml(config) + "```")
-
-    from tqdm import tqdm
-
-    progress = tqdm(
-        total=config.total_updates,
-        initial=start_update,
-        unit="update",
-        disable=not config.logging.progress,
-        dynamic_ncols=True,
-    )
-    process_start = time.perf_counter()
-    earlier_seconds = float(counters["train_seconds"])  # wall time of the run before this process
-    busy_seconds = 0.0  # collection + update time in this process
-    process_decisions = 0
-    final_eval: dict[str, QuickEvalResult] = {}
-    last_eval: dict[str, QuickEvalResult] = {}
-    update = start_update
+    # 1. Setup: threads, run directory, lock, network, optimizer, pool.
+    lock = _claim_run_dir(run_dir, resume)
     try:
-        for update in range(start_update + 1, config.total_updates + 1):
-            update_start = time.perf_counter()
-            lr = learning_rate(config, update)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            rng = np.random.default_rng([config.seed, update])
-            generator = torch.Generator().manual_seed(int(rng.integers(2**63)))
-
-            # 1. Collect: play the update's games to the end.
-            assignment = pool.assign(
-                config.rollout.num_games, config.pool.shares(), rng, config.pool.snapshots_per_update
-            )
-            rollout = collector.collect(model, pool, assignment, rng)
-            collect_seconds = time.perf_counter() - update_start
-
-            # 2. Learn.
-            losses = ppo_update(model, optimizer, rollout, config.ppo, generator)
-            train_seconds = time.perf_counter() - update_start
-            busy_seconds += train_seconds
-            process_decisions += len(rollout)
-            counters["update"] = update
-            counters["global_step"] += len(rollout)
-            counters["actions"] += rollout.stats["actions"]
-            counters["games"] += rollout.stats["games"]
-
-            # 3. Pool, evaluation, logging, checkpoint.
-            if update % config.pool.snapshot_every == 0:
-                pool.add(model, update)
-            elapsed_minutes = (earlier_seconds + time.perf_counter() - process_start) / 60
-            last = update == config.total_updates or (
-                config.max_minutes is not None and elapsed_minutes >= config.max_minutes
-            )
-            eval_start = time.perf_counter()
-            results: dict[str, QuickEvalResult] = {}
-            if last and config.eval.final_games:
-                results = final_eval = _evaluate(model, config, config.eval.final_games)
-            elif config.eval.every and update % config.eval.every == 0:
-                results = _evaluate(model, config, config.eval.games)
-            if results:
-                last_eval = results
-            scalars = {
-                "charts/learning_rate": lr,
-                "charts/SPS": process_decisions / busy_seconds,
-                "charts/actions_per_second": rollout.stats["actions"] / train_seconds,
-                **_rollout_scalars(rollout),
-                **{f"losses/{key}": value for key, value in losses.items() if key not in ("epochs",)},
-                "losses/epochs": losses["epochs"],
-                **_eval_scalars(results),
-                "time/collect_seconds": collect_seconds,
-                "time/update_seconds": train_seconds - collect_seconds,
-                "time/eval_seconds": time.perf_counter() - eval_start,
-            }
-            logger.log(update, counters["global_step"], scalars)
-
-            counters["train_seconds"] = earlier_seconds + (time.perf_counter() - process_start)
-            if update % config.checkpoint.every == 0 or last:
-                payload = build_checkpoint(
-                    model,
-                    optimizer,
-                    config.to_dict(),
-                    counters,
-                    pool.state(),
-                    meta={"run": config.name, "update": update, "global_step": counters["global_step"]},
-                )
-                save_checkpoint(run_dir, payload, keep_last=config.checkpoint.keep_last)
-
-            postfix = {"SPS": f"{process_decisions / busy_seconds:,.0f}"}
-            if "rollout/win_rate_vs_greedy" in scalars:
-                postfix["train_vs_greedy"] = f"{scalars['rollout/win_rate_vs_greedy']:.2f}"
-            for name, result in last_eval.items():
-                postfix[f"eval_{name}"] = f"{result.win_rate:.2f}"
-            progress.set_postfix(postfix, refresh=False)
-            progress.update(1)
-            if last:
-                break
+        run = _setup(config, log)
+        # 2. Resume: the checkpoint's network, optimizer, pool and counters (all checked before any write).
+        if resume:
+            _resume(run, config, run_dir, log)
+        (run_dir / CONFIG_FILE).write_text(config_to_yaml(config), encoding="utf-8")
+        session = _Session(config, run, run_dir, resume)
+        try:
+            for update in range(run.start_update + 1, config.total_updates + 1):
+                update_start = time.perf_counter()
+                # 3. Collect: play the update's games to the end.
+                rollout, minibatch_generator = _collect(config, run, session, update)
+                collect_seconds = time.perf_counter() - update_start
+                # 4. Update: PPO epochs on the learner's decisions; stop if anything became non-finite.
+                losses = ppo_update(run.model, run.optimizer, rollout, config.ppo, minibatch_generator)
+                _check_finite(run, losses, update, run_dir)
+                busy_seconds = time.perf_counter() - update_start
+                session.account(rollout, busy_seconds)
+                _advance_counters(run, rollout, update)
+                if update % config.pool.snapshot_every == 0:
+                    run.pool.add(run.model, update)
+                last = update == config.total_updates or session.out_of_time()
+                # 5. Evaluate: periodically against the baselines, and a final evaluation at the end.
+                eval_start = time.perf_counter()
+                results = _evaluate_phase(config, run, session, update, last)
+                # 6. Log: metrics.jsonl, TensorBoard, the progress bar.
+                timings = {
+                    "time/collect_seconds": collect_seconds,
+                    "time/update_seconds": busy_seconds - collect_seconds,
+                    "time/eval_seconds": time.perf_counter() - eval_start,
+                }
+                session.log(update, run, rollout, losses, results, timings, busy_seconds)
+                # 7. Checkpoint: numbered and latest.pt, every checkpoint.every updates and at the end.
+                run.counters["train_seconds"] = session.train_seconds()
+                if update % config.checkpoint.every == 0 or last:
+                    run.last_checkpoint = _save(config, run, run_dir, update)
+                if last:
+                    break
+        finally:
+            session.close()
+        # 8. Export: the agent file, the final evaluation and the learning curves.
+        _export(config, run, run_dir)
     finally:
-        progress.close()
-        logger.close()
-        collector.close()
+        lock.release()
+    return TrainSummary(
+        run_dir=run_dir,
+        updates=int(run.counters["update"]),
+        global_step=int(run.counters["global_step"]),
+        actions=int(run.counters["actions"]),
+        wall_seconds=time.perf_counter() - session.process_start,
+        decisions_per_second=session.decisions_per_second(),
+        final_eval=run.final_eval,
+    )
 
-    meta = {"run": config.name, "update": update, "global_step": int(counters["global_step"])}
-    export_agent(run_dir / FINAL_AGENT, model, meta)
-    if final_eval:
-        summary = {
-            name: {
-                **dataclasses.asdict(result),
-                "win_rate": result.win_rate,
-                "win_rate_ci95": list(result.win_rate_interval()),
-            }
-            for name, result in final_eval.items()
+
+@dataclasses.dataclass
+class _RunState:
+    """What the phases of :func:`train` share: the learner, its optimizer and pool, the counters."""
+
+    model: ActorCritic
+    optimizer: torch.optim.Optimizer
+    pool: OpponentPool
+    counters: dict[str, Any]
+    start_update: int = 0
+    last_checkpoint: Path | None = None
+    final_eval: dict[str, QuickEvalResult] = dataclasses.field(default_factory=dict)
+    last_eval: dict[str, QuickEvalResult] = dataclasses.field(default_factory=dict)
+
+
+def _claim_run_dir(run_dir: Path, resume: bool) -> RunLock:
+    """Check the run directory (new: missing or empty; both: writable) and lock it; returns the held lock."""
+    if not resume:
+        check_new_run_dir(run_dir)
+    elif not run_dir.is_dir():
+        raise FileNotFoundError(f"run directory not found: {run_dir}")
+    check_writable(run_dir)
+    lock = RunLock(run_dir)
+    lock.acquire()
+    try:
+        check_writable(checkpoint_dir(run_dir))
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+def _setup(config: TrainConfig, log: Any) -> _RunState:
+    """Torch threads, the initial network, the optimizer, an empty pool and zero counters."""
+    threads = update_threads(config.threads)
+    cores = available_cores()
+    if config.threads == "auto":
+        log(f"threads: auto -> {threads} (cores available to this process)")
+    warning = oversubscription_warning(threads, config.rollout.workers, cores)
+    if warning:
+        log(f"warning: {warning}")
+    torch.set_num_threads(threads)
+    model = build_model(config)
+    model.eval()
+    return _RunState(
+        model=model,
+        optimizer=torch.optim.Adam(model.parameters(), lr=config.ppo.lr, eps=config.ppo.adam_eps),
+        pool=OpponentPool(config.model, config.pool.max_snapshots),
+        counters={"update": 0, "global_step": 0, "actions": 0, "games": 0, "train_seconds": 0.0},
+    )
+
+
+def _resume(run: _RunState, config: TrainConfig, run_dir: Path, log: Any) -> None:
+    """Load the newest readable checkpoint into ``run``; a ``ValueError`` naming the file if any part is damaged."""
+    path, checkpoint, note = find_resume_checkpoint(run_dir)
+    if note:
+        log(note)
+    try:
+        check_state_dict(checkpoint["model_state"], run.model.config)
+        for entry in checkpoint["pool"]:
+            check_state_dict(entry["model_state"], run.model.config)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
+    run.model.load_state_dict(checkpoint["model_state"])
+    _load_optimizer_state(run, checkpoint["optimizer_state"], path)
+    run.pool.load_state(checkpoint["pool"])
+    run.counters.update(checkpoint["counters"])
+    if "rng" in checkpoint:
+        try:
+            torch.set_rng_state(checkpoint["rng"]["torch"])
+        except (TypeError, KeyError, RuntimeError) as error:
+            raise ValueError(f"{path} is a damaged training checkpoint: rng: {error}") from None
+    run.start_update = int(run.counters["update"])
+    run.last_checkpoint = path
+    if run.start_update >= config.total_updates:
+        log(f"nothing to do: the run already has {run.start_update} of {config.total_updates} updates")
+    log(
+        f"resuming {run_dir} after update {run.start_update} ({run.counters['global_step']} decisions) from {path.name}"
+    )
+
+
+def _load_optimizer_state(run: _RunState, state: Any, path: Path) -> None:
+    """Load Adam's state, checking that every moment has its parameter's shape (Adam itself checks only counts)."""
+    try:
+        run.optimizer.load_state_dict(state)
+        for parameter in run.model.parameters():
+            for name, value in run.optimizer.state.get(parameter, {}).items():
+                if name != "step" and (not torch.is_tensor(value) or value.shape != parameter.shape):
+                    raise ValueError(
+                        f"{name} has shape {tuple(getattr(value, 'shape', ()))}, not {tuple(parameter.shape)}"
+                    )
+                if not bool(torch.isfinite(value).all()):
+                    raise ValueError(f"{name} holds NaN or infinite values")
+    except (ValueError, KeyError, TypeError, RuntimeError, IndexError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"{path} is a damaged training checkpoint: optimizer_state: {first_line}") from None
+
+
+class _Session:
+    """The outputs and clocks of this process's part of the run: collector, metrics, progress bar."""
+
+    def __init__(self, config: TrainConfig, run: _RunState, run_dir: Path, resume: bool) -> None:
+        from tqdm import tqdm
+
+        self.config = config
+        game_config = KahunaConfig(variant=config.env.variant, discard_rule=config.env.discard_rule)
+        self.collector = SelfPlayCollector(
+            config.rollout.num_games,
+            game_config,
+            gamma=config.ppo.gamma,
+            gae_lambda=config.ppo.gae_lambda,
+            win_reward=config.reward.win,
+            island_shaping=config.reward.island_shaping,
+            workers=config.rollout.workers,
+            model_config=config.model,
+        )
+        self.logger = MetricsLogger(
+            run_dir,
+            tensorboard=config.logging.tensorboard,
+            resume_update=run.start_update if resume else None,
+            resume_step=int(run.counters["global_step"]) if resume else None,
+        )
+        if not resume:
+            self.logger.add_text("config", "```\n" + config_to_yaml(config) + "```")
+        self.progress = tqdm(
+            total=config.total_updates,
+            initial=run.start_update,
+            unit="update",
+            disable=not config.logging.progress,
+            dynamic_ncols=True,
+        )
+        self.process_start = time.perf_counter()
+        self.earlier_seconds = float(run.counters["train_seconds"])  # wall time of the run before this process
+        self.busy_seconds = 0.0  # collection + update time in this process
+        self.decisions = 0
+
+    def account(self, rollout: Rollout, busy_seconds: float) -> None:
+        """Add one update's collection + update time and decisions to this process's throughput."""
+        self.busy_seconds += busy_seconds
+        self.decisions += len(rollout)
+
+    def decisions_per_second(self) -> float:
+        """Learner decisions per second of collection + update in this process."""
+        return self.decisions / self.busy_seconds if self.busy_seconds else 0.0
+
+    def train_seconds(self) -> float:
+        """Wall time of the whole run so far (earlier processes included)."""
+        return self.earlier_seconds + time.perf_counter() - self.process_start
+
+    def out_of_time(self) -> bool:
+        """Whether ``max_minutes`` of wall time have passed."""
+        return self.config.max_minutes is not None and self.train_seconds() / 60 >= self.config.max_minutes
+
+    def log(
+        self,
+        update: int,
+        run: _RunState,
+        rollout: Rollout,
+        losses: dict[str, float],
+        results: dict[str, QuickEvalResult],
+        timings: dict[str, float],
+        busy_seconds: float,
+    ) -> None:
+        """One metrics record (CleanRL's names) and the progress bar's postfix."""
+        scalars = {
+            "charts/learning_rate": run.optimizer.param_groups[0]["lr"],
+            "charts/SPS": self.decisions_per_second(),
+            "charts/actions_per_second": rollout.stats["actions"] / busy_seconds,
+            **_rollout_scalars(rollout),
+            **{f"losses/{key}": value for key, value in losses.items() if key not in ("epochs",)},
+            "losses/epochs": losses["epochs"],
+            **_eval_scalars(results),
+            **timings,
         }
+        self.logger.log(update, run.counters["global_step"], scalars)
+        postfix = {"SPS": f"{self.decisions_per_second():,.0f}"}
+        if "rollout/win_rate_vs_greedy" in scalars:
+            postfix["train_vs_greedy"] = f"{scalars['rollout/win_rate_vs_greedy']:.2f}"
+        for name, result in run.last_eval.items():
+            postfix[f"eval_{name}"] = f"{result.win_rate:.2f}"
+        self.progress.set_postfix(postfix, refresh=False)
+        self.progress.update(1)
+
+    def close(self) -> None:
+        """Close the progress bar and the metrics, stop the collection workers."""
+        self.progress.close()
+        self.logger.close()
+        self.collector.close()
+
+
+def _collect(config: TrainConfig, run: _RunState, session: _Session, update: int) -> tuple[Rollout, torch.Generator]:
+    """Set the update's learning rate, split its games among the opponents and play them.
+
+    Returns the rollout and the torch generator of the update's minibatch
+    order; both come from the generator seeded by ``(seed, update)``.
+    """
+    for group in run.optimizer.param_groups:
+        group["lr"] = learning_rate(config, update)
+    rng = np.random.default_rng([config.seed, update])
+    minibatch_generator = torch.Generator().manual_seed(int(rng.integers(2**63)))
+    assignment = run.pool.assign(config.rollout.num_games, config.pool.shares(), rng, config.pool.snapshots_per_update)
+    return session.collector.collect(run.model, run.pool, assignment, rng), minibatch_generator
+
+
+def _check_finite(run: _RunState, losses: dict[str, float], update: int, run_dir: Path) -> None:
+    """Raise :class:`TrainingDiverged` if a loss or a weight of the network is NaN or infinite."""
+    bad_losses = [key for key in ("policy_loss", "value_loss", "entropy", "approx_kl") if not np.isfinite(losses[key])]
+    bad_weights = [name for name, value in run.model.named_parameters() if not bool(torch.isfinite(value).all())]
+    if not bad_losses and not bad_weights:
+        return
+    what = f"loss {', '.join(bad_losses)}" if bad_losses else f"weights {', '.join(bad_weights[:3])}"
+    kept = (
+        f"the last good checkpoint is {run.last_checkpoint}"
+        if run.last_checkpoint is not None
+        else "no checkpoint was written yet"
+    )
+    raise TrainingDiverged(
+        f"update {update}: {what} became NaN or infinite, so the run stopped without saving it; {kept} "
+        f"(continue with --resume {run_dir} --set ppo.lr=<smaller>, or check the reward and PPO settings)"
+    )
+
+
+def _advance_counters(run: _RunState, rollout: Rollout, update: int) -> None:
+    run.counters["update"] = update
+    run.counters["global_step"] += len(rollout)
+    run.counters["actions"] += rollout.stats["actions"]
+    run.counters["games"] += rollout.stats["games"]
+
+
+def _evaluate_phase(
+    config: TrainConfig, run: _RunState, session: _Session, update: int, last: bool
+) -> dict[str, QuickEvalResult]:
+    """The final evaluation after the last update, a periodic one every ``eval.every`` updates, else nothing."""
+    results: dict[str, QuickEvalResult] = {}
+    if last and config.eval.final_games:
+        results = run.final_eval = _evaluate(run.model, config, config.eval.final_games)
+    elif config.eval.every and update % config.eval.every == 0:
+        results = _evaluate(run.model, config, config.eval.games)
+    if results:
+        run.last_eval = results
+    return results
+
+
+def _save(config: TrainConfig, run: _RunState, run_dir: Path, update: int) -> Path:
+    """Write ``update_NNNNNN.pt`` and ``latest.pt``; returns the numbered file."""
+    payload = build_checkpoint(
+        run.model,
+        run.optimizer,
+        config.to_dict(),
+        run.counters,
+        run.pool.state(),
+        meta={"run": config.name, "update": update, "global_step": run.counters["global_step"]},
+    )
+    return save_checkpoint(run_dir, payload, keep_last=config.checkpoint.keep_last)
+
+
+def _export(config: TrainConfig, run: _RunState, run_dir: Path) -> None:
+    """``final_agent.pt``, ``final_eval.json`` (when there was a final evaluation) and the learning curves."""
+    meta = {"run": config.name, "update": int(run.counters["update"]), "global_step": int(run.counters["global_step"])}
+    export_agent(run_dir / FINAL_AGENT, run.model, meta)
+    if run.final_eval:
+        summary = {name: result.to_dict() for name, result in run.final_eval.items()}
         (run_dir / FINAL_EVAL).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     if config.logging.plot and (run_dir / METRICS_FILE).exists():
         plot_learning_curves(run_dir / METRICS_FILE, run_dir / PLOT_FILE)
-    wall = time.perf_counter() - process_start
-    return TrainSummary(
-        run_dir=run_dir,
-        updates=int(counters["update"]),
-        global_step=int(counters["global_step"]),
-        actions=int(counters["actions"]),
-        wall_seconds=wall,
-        decisions_per_second=process_decisions / busy_seconds if busy_seconds else 0.0,
-        final_eval=final_eval,
-    )
 
 
 def resume_config(run_dir: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> TrainConfig:
-    """The config stored in ``<run_dir>/checkpoints/latest.pt``, with ``key=value`` overrides applied."""
-    from training.checkpoint import latest_checkpoint
-    from training.config import apply_overrides
+    """The config stored in the run's newest checkpoint, with ``key=value`` overrides applied.
 
-    checkpoint = load_checkpoint(latest_checkpoint(run_dir))
+    Reads only: a ``ConfigError`` for a bad override, including any change of
+    ``model.*`` (the checkpoint's weights fit only its own network), and a
+    ``ValueError`` for a damaged checkpoint.
+    """
+    path, checkpoint, _ = find_resume_checkpoint(run_dir)
     try:
-        return config_from_dict(apply_overrides(checkpoint["config"], overrides))
-    except ConfigError:
-        raise
+        stored = config_from_dict(checkpoint["config"])
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{run_dir}: the checkpoint's config is unusable: {error}") from None
+        raise ValueError(f"{path}: the checkpoint's config is unusable: {error}") from None
+    config = config_from_dict(apply_overrides(checkpoint["config"], overrides))
+    if config.model != stored.model:
+        changed = [
+            f"model.{field.name}"
+            for field in dataclasses.fields(stored.model)
+            if getattr(config.model, field.name) != getattr(stored.model, field.name)
+        ]
+        raise ConfigError(
+            f"{', '.join(changed)} cannot change when resuming: the checkpoint holds a network of "
+            f"{dataclasses.asdict(stored.model)}; start a new run to train another architecture"
+        )
+    return config

@@ -15,56 +15,45 @@ import dataclasses
 import numpy as np
 import torch
 
-from arena.stats import wilson_interval
+from arena.stats import Tally
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import Agent, choose_action, make_agent
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
-from training.model import ActorCritic
-from training.pool import sample_actions
+from training.model import ActorCritic, sample_actions
 
 
 @dataclasses.dataclass(frozen=True)
-class QuickEvalResult:
-    """Outcome of a match, from the policy's side.
+class QuickEvalResult(Tally):
+    """Outcome of a match from the policy's side: an :class:`arena.stats.Tally` that knows its opponent.
+
+    The score ((wins + draws / 2) / games) and its 95% Wilson interval are
+    those every evaluation of the project reports (``kahuna-eval`` too).
 
     Attributes:
         opponent: the opponent's name.
-        games: games played.
-        wins: policy wins.
-        draws: draws.
-        losses: policy losses.
-        mean_margin: mean final score difference (policy - opponent).
     """
 
-    opponent: str
-    games: int
-    wins: int
-    draws: int
-    losses: int
-    mean_margin: float
-
-    @property
-    def win_rate(self) -> float:
-        """Wins / games."""
-        return self.wins / self.games if self.games else 0.0
-
-    @property
-    def score(self) -> float:
-        """(wins + draws / 2) / games."""
-        return (self.wins + 0.5 * self.draws) / self.games if self.games else 0.0
-
-    def win_rate_interval(self, z: float = 1.959964) -> tuple[float, float]:
-        """Wilson 95% confidence interval of the win rate ((0, 1) before any game)."""
-        return wilson_interval(self.wins, self.games, z) if self.games else (0.0, 1.0)
+    opponent: str = "opponent"
 
     def summary(self) -> str:
-        """One line: win rate with its 95% interval, draws, losses, margin."""
-        low, high = self.win_rate_interval()
-        return (
-            f"vs {self.opponent}: win rate {self.win_rate:.3f} (95% CI {low:.3f}-{high:.3f}) over {self.games} games; "
-            f"{self.wins} W / {self.draws} D / {self.losses} L; mean margin {self.mean_margin:+.2f}"
-        )
+        """``vs greedy: score 0.850 [0.827, 0.871] over 1000 games; 849 W / 2 D / 149 L; mean margin +4.37``."""
+        return f"vs {self.opponent}: {super().summary()}"
+
+    def to_dict(self) -> dict[str, object]:
+        """Plain values for ``final_eval.json``."""
+        low, high = self.interval
+        return {
+            "opponent": self.opponent,
+            "games": self.games,
+            "wins": self.wins,
+            "draws": self.draws,
+            "losses": self.losses,
+            "win_rate": self.win_rate,
+            "score": self.score,
+            "score_ci95": [low, high],
+            "mean_margin": self.mean_margin,
+        }
 
 
 @torch.inference_mode()
@@ -116,17 +105,10 @@ def evaluate_policy(
         for g in opponent_games:
             boards[g].step(choose_action(agent, boards[g], rng))
         active = [g for g in active if not boards[g].is_over]
-    wins = draws = losses = 0
-    margin = 0
+    tally = Tally()
     for g, game in enumerate(boards):
         seat = policy_seat[g]
-        scores = game.scores
-        margin += scores[seat] - scores[1 - seat]
-        if game.winner is None:
-            draws += 1
-        elif game.winner == seat:
-            wins += 1
-        else:
-            losses += 1
+        outcome = 0.5 if game.winner is None else float(game.winner == seat)
+        tally = tally.add(outcome, game.scores[seat] - game.scores[1 - seat])
     name = opponent if isinstance(opponent, str) else getattr(agent, "name", "opponent")
-    return QuickEvalResult(name, games, wins, draws, losses, margin / games if games else 0.0)
+    return QuickEvalResult(tally.wins, tally.draws, tally.losses, tally.margin_sum, opponent=name)

@@ -29,8 +29,8 @@ from kahuna_env.agents import Agent, GreedyAgent, choose_action, make_agent
 from kahuna_env.board import NUM_ISLANDS
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, encode_observation
-from training.model import ActorCritic, ModelConfig
-from training.pool import GREEDY, KINDS, LATEST, PAST, RANDOM, GameAssignment, OpponentPool, sample_actions
+from training.model import ActorCritic, ModelConfig, sample_actions
+from training.pool import KIND_GREEDY, KIND_LATEST, KIND_PAST, KIND_RANDOM, KINDS, GameAssignment, OpponentPool
 
 
 def trajectory_layout(trajectory: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -242,8 +242,8 @@ def play_games(
     generator = torch.Generator().manual_seed(batch.torch_seed)
     games = [KahunaGame(game_config, seed=int(seed)) for seed in batch.seeds]
     baselines = {
-        GREEDY: make_agent("greedy", seed=int(rng.integers(2**63))),
-        RANDOM: make_agent("random", seed=int(rng.integers(2**63))),
+        KIND_GREEDY: make_agent("greedy", seed=int(rng.integers(2**63))),
+        KIND_RANDOM: make_agent("random", seed=int(rng.integers(2**63))),
     }
     kinds = batch.kinds.tolist()
     snapshot_of = batch.snapshots.tolist()
@@ -265,7 +265,7 @@ def play_games(
             player = games[g].current_player
             if learner[g][player]:
                 learner_games.append(g)
-            elif kinds[g] == PAST:
+            elif kinds[g] == KIND_PAST:
                 by_snapshot.setdefault(snapshot_of[g], []).append(g)
             else:
                 baseline_games.append(g)
@@ -323,9 +323,9 @@ def play_games(
                 outcome = 0 if winner is None else (1 if winner == seat else -1)
                 storage.rewards[row] += win_reward * outcome
                 storage.dones[row] = True
-                if kinds[g] != LATEST:
+                if kinds[g] != KIND_LATEST:
                     results[KINDS[kinds[g]]][1 - outcome] += 1
-            if kinds[g] == LATEST:
+            if kinds[g] == KIND_LATEST:
                 first_seat_results[0 if winner == 0 else 1 if winner is None else 2] += 1
         active = still_running
 
