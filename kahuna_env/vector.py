@@ -1,0 +1,839 @@
+"""A batched rules engine: ``N`` games of Kahuna held as numpy arrays and stepped together.
+
+:class:`KahunaBatch` implements every rule of the scalar reference
+:class:`kahuna_env.engine.KahunaGame` (SPEC §3) for a whole batch at once:
+legal-action masks, one action per game per :meth:`KahunaBatch.step`, and
+observations bit-identical to :func:`kahuna_env.observation.encode_observation`.
+The hot path (masks, ordinary steps, observations) is array operations over
+the batch, with no Python loop over games; only the rare chance events (the
+deal of a new game, the reshuffle after an interim scoring) loop, over the
+affected games only, and all chance goes through :meth:`KahunaBatch._permutation`.
+
+State layout (``N`` games, ``P = 2`` players; ``int8`` unless noted):
+
+=================  ============  ===================================================
+array              shape         meaning
+=================  ============  ===================================================
+``owner``          (N, 27)       owner of each line, -1 when free
+``count``          (N, 2, 12)    each player's bridges on each island's lines
+``bridges``        (N, 2)        each player's bridges on the board
+``hand``           (N, 2, 12)    cards in hand per island
+``known``          (N, 2, 12)    public knowledge about each hand (cards taken face up)
+``face_down``      (N, 2, 12)    each player's face-down discards per island
+``open_discard``   (N, 12)       openly played cards in the discard pile per island
+``pile``           (N, 24)       the face-down pile, bottom first: ``pile[:, :pile_len]``
+``pile_len``       (N,)          cards in the pile (the top is ``pile[pile_len - 1]``)
+``face_up``        (N, 3)        island of each face-up slot, -1 when empty
+``current``        (N,)          player to act (after the end: the last who acted)
+``round``          (N,)          1, 2 or 3
+``scores``         (N, 2)        points so far
+``final_points``   (N, 2)        points from the final scoring
+``played``         (N,)          cards played this turn
+``discarded``      (N,)          cards discarded face down this turn
+``must_draw``      (N,) bool     the opponent's previous turn ended with a pass
+``claim_line``     (N,)          free claim offered now (planning variant), -1 if none
+``setup_left``     (N,)          handicap bridges still to place
+``final_turns``    (N,)          round-3 extra turns left
+``over``           (N,) bool     the game has ended
+``winner``         (N,)          0, 1, or -1 (draw or not over)
+=================  ============  ===================================================
+
+Control is not stored: a player controls an island exactly when ``count``
+reaches its majority (the engine keeps that invariant).  Per-game options
+(variant, discard rule, first player, handicap) are arrays too, so one batch
+may mix configurations.
+
+Chance: every game slot owns a ``numpy.random.Generator`` created as
+``numpy.random.default_rng(seed)``, exactly as :class:`KahunaGame` creates its
+own, and called exactly as the scalar engine calls it (``permutation(24)`` at
+the deal, ``permutation(k)`` at each reshuffle).  So game ``i`` of a batch built
+with ``seeds`` plays exactly like ``KahunaGame(config, seed=seeds[i])`` under the
+same actions, reshuffles included.  A slot that is reset (``auto_reset`` or
+:meth:`KahunaBatch.reset`) keeps drawing from its generator, so its next game
+equals ``KahunaGame(config, seed=generator)`` given that generator where the
+previous game left it (numpy's ``default_rng`` returns a ``Generator`` unaltered).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from kahuna_env import actions as A
+from kahuna_env.board import (
+    BRIDGES_PER_PLAYER,
+    CARDS_PER_ISLAND,
+    DEGREE,
+    FACE_UP_SLOTS,
+    HAND_LIMIT,
+    ISLAND_ID,
+    ISLANDS,
+    LINES,
+    MAJORITY,
+    NUM_CARDS,
+    NUM_ISLANDS,
+    NUM_LINES,
+    STARTING_HAND,
+)
+from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
+from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE
+
+__all__ = ["KahunaBatch", "StepResult"]
+
+# --- static tables ---------------------------------------------------------------------------
+_LA = np.array([a for a, _ in LINES], dtype=np.intp)
+_LB = np.array([b for _, b in LINES], dtype=np.intp)
+_MAJ = np.array(MAJORITY, dtype=np.int8)
+_INC = np.zeros((NUM_LINES, NUM_ISLANDS), dtype=np.int8)
+"""Line-island incidence: ``_INC[l, i] == 1`` when line ``l`` touches island ``i``."""
+_INC[np.arange(NUM_LINES), _LA] = 1
+_INC[np.arange(NUM_LINES), _LB] = 1
+_TOUCH = _INC.T.astype(bool)
+"""``_TOUCH[i]``: the lines touching island ``i`` (bool, 12 x 27)."""
+_DECK = np.repeat(np.arange(NUM_ISLANDS, dtype=np.int8), CARDS_PER_ISLAND)
+_ISLAND_RANGE = np.arange(NUM_ISLANDS, dtype=np.int8)
+
+# Action kinds.
+_NOOP, _PLACE, _REMOVE, _DISCARD, _DRAW, _TAKE, _PASS, _FREE = range(8)
+_KIND = np.empty(A.NUM_ACTIONS + 1, dtype=np.int8)  # the extra last entry: no action (a finished game)
+_KIND[A.PLACE_A : A.REMOVE_AB] = _PLACE
+_KIND[A.REMOVE_AB : A.DISCARD] = _REMOVE
+_KIND[A.DISCARD : A.DRAW] = _DISCARD
+_KIND[A.DRAW] = _DRAW
+_KIND[A.TAKE : A.PASS] = _TAKE
+_KIND[A.PASS] = _PASS
+_KIND[A.FREE_BRIDGE : A.NUM_ACTIONS] = _FREE
+_KIND[A.NUM_ACTIONS] = _NOOP
+_NO_ACTION = A.NUM_ACTIONS
+_LINE = np.array(list(A.ACTION_LINE) + [-1], dtype=np.intp)
+_PAY1 = np.array([p[0] if len(p) > 0 else -1 for p in A.PAID_ISLANDS] + [-1], dtype=np.intp)
+_PAY2 = np.array([p[1] if len(p) > 1 else -1 for p in A.PAID_ISLANDS] + [-1], dtype=np.intp)
+
+
+def _observation_scale() -> np.ndarray:
+    """The per-entry scale of the observation (raw counts -> [0, 1]), float32 as the scalar encoder's."""
+    scale = np.ones(OBSERVATION_SIZE, dtype=np.float32)
+    factors: dict[str, float | tuple[float, ...]] = {
+        "bridges_mine": tuple(1.0 / d for d in DEGREE),
+        "bridges_opponent": tuple(1.0 / d for d in DEGREE),
+        "hand": 1.0 / CARDS_PER_ISLAND,
+        "pile_size": 1.0 / NUM_CARDS,
+        "discard_open": 1.0 / CARDS_PER_ISLAND,
+        "my_face_down": 1.0 / CARDS_PER_ISLAND,
+        "opponent_face_down_count": 1.0 / NUM_CARDS,
+        "opponent_hand_size": 1.0 / HAND_LIMIT,
+        "opponent_known": 1.0 / CARDS_PER_ISLAND,
+        "unseen": 1.0 / CARDS_PER_ISLAND,
+        "scores": 1.0 / 15.0,
+        "supply": 1.0 / BRIDGES_PER_PLAYER,
+        "cards_played": 1.0 / HAND_LIMIT,
+    }
+    for name, factor in factors.items():
+        scale[OBSERVATION_LAYOUT[name]] = factor
+    scale[OBSERVATION_LAYOUT["final_turns"].start + 1] = 0.5
+    scale[OBSERVATION_LAYOUT["setup"].start + 1] = 1.0 / 3.0
+    return scale
+
+
+_SCALE = _observation_scale()
+_O = {name: (s.start, s.stop) for name, s in OBSERVATION_LAYOUT.items()}
+
+
+class StepResult(NamedTuple):
+    """What :meth:`KahunaBatch.step` returns, one entry per game.
+
+    ``terminated``: the game ended with this step.  ``winner`` (0, 1, -1 for a
+    draw or a running game), ``scores`` and ``final_points`` (``(N, 2)``) are
+    those of the game as it stood at the end of the step, before any automatic
+    reset, so a finished game's outcome is readable here.  ``reset``: the game
+    was replaced by a new deal at the end of this step (``auto_reset``).
+    """
+
+    terminated: np.ndarray
+    winner: np.ndarray
+    scores: np.ndarray
+    final_points: np.ndarray
+    reset: np.ndarray
+
+
+def _as_config(config: KahunaConfig | Mapping[str, Any] | None) -> KahunaConfig:
+    if config is None:
+        return KahunaConfig()
+    if isinstance(config, KahunaConfig):
+        return config
+    if isinstance(config, Mapping):
+        return KahunaConfig.from_dict(config)
+    raise ValueError(f"config must be a KahunaConfig, a mapping or None, got {type(config).__name__}")
+
+
+def _names(counts: Sequence[int]) -> list[str]:
+    return [ISLANDS[i] for i in range(NUM_ISLANDS) for _ in range(counts[i])]
+
+
+def _counts(names: Sequence[str]) -> list[int]:
+    out = [0] * NUM_ISLANDS
+    for name in names:
+        out[ISLAND_ID[name]] += 1
+    return out
+
+
+class KahunaBatch:
+    """``n`` games of Kahuna stepped together (see the module docstring for the layout).
+
+    Args:
+        n: number of games.
+        config: one :class:`KahunaConfig` (or mapping, or None for the defaults)
+            for every game, or a sequence of ``n`` of them.
+        seed: None (fresh entropy), an int (per-game seeds are drawn from
+            ``numpy.random.SeedSequence(seed)``), or a sequence of ``n`` ints:
+            game ``i`` then deals exactly as ``KahunaGame(config, seed=seeds[i])``.
+            The per-game seeds are in :attr:`seeds`.
+        auto_reset: deal a new game into a slot at the end of the step in which
+            its game ended (the step's :class:`StepResult` still reports the
+            finished game), so no slot ever shows an all-False mask.
+    """
+
+    def __init__(
+        self,
+        n: int,
+        config: KahunaConfig | Mapping[str, Any] | Sequence[Any] | None = None,
+        seed: int | Sequence[int] | None = None,
+        auto_reset: bool = False,
+    ) -> None:
+        self._allocate(n, config, seed, auto_reset)
+        self._deal(np.arange(n))
+
+    # ------------------------------------------------------------------ construction
+    def _allocate(self, n: int, config: Any, seed: Any, auto_reset: bool) -> None:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"n must be a positive integer, got {n!r}")
+        n = int(n)
+        self.n = n
+        if config is None or isinstance(config, (KahunaConfig, Mapping)):
+            configs = [_as_config(config)] * n
+        else:
+            configs = [_as_config(c) for c in config]
+            if len(configs) != n:
+                raise ValueError(f"config must be one config or a sequence of {n}, got {len(configs)}")
+        self.configs: list[KahunaConfig] = configs
+        self._config_dicts = [c.to_dict() for c in configs]
+        if seed is None or isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            seeds = [int(s) for s in np.random.SeedSequence(seed).generate_state(n, dtype=np.uint64)]
+        else:
+            seeds = [int(s) for s in seed]
+            if len(seeds) != n:
+                raise ValueError(f"seed must be None, an int or a sequence of {n} ints, got {len(seeds)}")
+        self.seeds: list[int] = seeds
+        """The seed of each slot's generator (the first game of slot ``i`` is ``KahunaGame(config, seed=seeds[i])``)."""
+        self._rngs: list[np.random.Generator] = [np.random.default_rng(s) for s in seeds]
+        self.auto_reset = bool(auto_reset)
+
+        self.planning = np.array([c.variant == "planning" for c in configs], dtype=bool)
+        self.hand_limit = np.array([c.discard_rule == "hand_limit" for c in configs], dtype=bool)
+        self.first_player = np.array([c.first_player for c in configs], dtype=np.int8)
+        self.handicap_player = np.array([-1 if c.handicap is None else c.handicap[0] for c in configs], dtype=np.int8)
+        self.handicap_bridges = np.array([0 if c.handicap is None else c.handicap[1] for c in configs], dtype=np.int8)
+        self._any_planning = bool(self.planning.any())
+        self._any_hand_limit = bool(self.hand_limit.any())
+
+        i8 = np.int8
+        self.owner = np.full((n, NUM_LINES), -1, dtype=i8)
+        self.count = np.zeros((n, 2, NUM_ISLANDS), dtype=i8)
+        self.bridges = np.zeros((n, 2), dtype=i8)
+        self.hand = np.zeros((n, 2, NUM_ISLANDS), dtype=i8)
+        self.known = np.zeros((n, 2, NUM_ISLANDS), dtype=i8)
+        self.face_down = np.zeros((n, 2, NUM_ISLANDS), dtype=i8)
+        self.open_discard = np.zeros((n, NUM_ISLANDS), dtype=i8)
+        self.pile = np.zeros((n, NUM_CARDS), dtype=i8)
+        self.pile_len = np.zeros(n, dtype=i8)
+        self.face_up = np.full((n, FACE_UP_SLOTS), -1, dtype=i8)
+        self.current = np.zeros(n, dtype=i8)
+        self.round = np.ones(n, dtype=i8)
+        self.scores = np.zeros((n, 2), dtype=i8)
+        self.final_points = np.zeros((n, 2), dtype=i8)
+        self.played = np.zeros(n, dtype=i8)
+        self.discarded = np.zeros(n, dtype=i8)
+        self.must_draw = np.zeros(n, dtype=bool)
+        self.claim_line = np.full(n, -1, dtype=i8)
+        self.setup_left = np.zeros(n, dtype=i8)
+        self.final_turns = np.zeros(n, dtype=i8)
+        self.over = np.zeros(n, dtype=bool)
+        self.winner = np.full(n, -1, dtype=i8)
+        self._rows = np.arange(n)
+        self._mask = np.zeros((n, A.NUM_ACTIONS), dtype=bool)
+        self._mask_valid = False
+        self._raw = np.zeros((n, OBSERVATION_SIZE), dtype=np.uint8)
+
+    @classmethod
+    def from_dicts(
+        cls,
+        positions: Sequence[Mapping[str, Any]],
+        seeds: Sequence[int] | int | None = None,
+        auto_reset: bool = False,
+    ) -> KahunaBatch:
+        """A batch holding the given positions (SPEC §5 format), validated by ``KahunaGame.from_dict``.
+
+        ``seeds`` seed the generators of later reshuffles (and deals after a
+        reset) as in ``KahunaGame.from_dict(position, seed)``.
+        """
+        games = [KahunaGame.from_dict(position) for position in positions]
+        if not games:
+            raise ValueError("from_dicts needs at least one position")
+        dicts = [game.to_dict() for game in games]  # the canonical, complete form
+        batch = cls.__new__(cls)
+        batch._allocate(len(dicts), [game.config for game in games], seeds, auto_reset)
+        batch._load(np.arange(len(dicts)), dicts)
+        return batch
+
+    def set_positions(self, indices: Sequence[int], positions: Sequence[Mapping[str, Any]]) -> None:
+        """Replace the games at ``indices`` by positions (validated); their generators are kept."""
+        indices = np.asarray(indices, dtype=np.intp).reshape(-1)
+        if len(indices) != len(positions):
+            raise ValueError(f"{len(indices)} indices but {len(positions)} positions")
+        games = [KahunaGame.from_dict(position) for position in positions]
+        for i, game in zip(indices.tolist(), games):
+            self._set_config(i, game.config)
+        self._load(indices, [game.to_dict() for game in games])
+
+    def _set_config(self, i: int, config: KahunaConfig) -> None:
+        self.configs[i] = config
+        self._config_dicts[i] = config.to_dict()
+        self.planning[i] = config.variant == "planning"
+        self.hand_limit[i] = config.discard_rule == "hand_limit"
+        self.first_player[i] = config.first_player
+        self.handicap_player[i] = -1 if config.handicap is None else config.handicap[0]
+        self.handicap_bridges[i] = 0 if config.handicap is None else config.handicap[1]
+        self._any_planning = bool(self.planning.any())
+        self._any_hand_limit = bool(self.hand_limit.any())
+
+    def _load(self, indices: np.ndarray, dicts: list[dict[str, Any]]) -> None:
+        """Write complete position dicts (as ``KahunaGame.to_dict`` gives them) into the given slots."""
+        self._mask_valid = False
+        for i, d in zip(indices.tolist(), dicts):
+            owners = [-1 if o is None else o for o in d["bridges"]]
+            self.owner[i] = owners
+            for p in (0, 1):
+                self.hand[i, p] = _counts(d["hands"][p])
+                self.known[i, p] = _counts(d["known"][p])
+                self.face_down[i, p] = _counts(d["face_down"][p])
+            self.open_discard[i] = np.array(_counts(d["discard"])) - self.face_down[i].sum(0)
+            pile = [ISLAND_ID[name] for name in reversed(d["pile"])]
+            self.pile[i] = 0
+            self.pile[i, : len(pile)] = pile
+            self.pile_len[i] = len(pile)
+            self.face_up[i] = [-1 if c is None else ISLAND_ID[c] for c in d["face_up"]]
+            self.current[i] = d["current_player"]
+            self.round[i] = d["round"]
+            self.scores[i] = d["scores"]
+            self.final_points[i] = d["final_points"]
+            self.played[i] = d["played_this_turn"]
+            self.discarded[i] = d["discarded_this_turn"]
+            self.must_draw[i] = d["must_draw"]
+            self.claim_line[i] = -1 if d["claim_line"] is None else d["claim_line"]
+            self.setup_left[i] = d["setup_left"]
+            self.final_turns[i] = d["final_turns_left"]
+            self.over[i] = d["over"]
+            self.winner[i] = -1 if d["winner"] is None else d["winner"]
+        mine = self.owner[indices][:, None, :] == np.array([0, 1], dtype=np.int8)[None, :, None]
+        self.count[indices] = mine.astype(np.int8) @ _INC
+        self.bridges[indices] = mine.sum(2)
+
+    # ------------------------------------------------------------------ chance
+    def _permutation(self, game: int, size: int) -> np.ndarray:
+        """The one place chance enters: a permutation of ``range(size)`` from game ``game``'s generator."""
+        return self._rngs[game].permutation(size)
+
+    def generator(self, i: int) -> np.random.Generator:
+        """A copy of game ``i``'s generator as it stands (it drives that slot's reshuffles and deals)."""
+        return copy.deepcopy(self._rngs[int(i)])
+
+    def _deal(self, indices: np.ndarray) -> None:
+        """Shuffle and deal new games into the slots ``indices`` (as ``KahunaGame.__init__``)."""
+        self._mask_valid = False
+        k = len(indices)
+        if k == 0:
+            return
+        orders = np.stack([self._permutation(i, NUM_CARDS) for i in indices.tolist()])
+        cards = _DECK[orders]  # (k, 24)
+        onehot = cards[:, :, None] == _ISLAND_RANGE  # (k, 24, 12)
+        dealt = 2 * STARTING_HAND
+        self.hand[indices, 0] = onehot[:, :STARTING_HAND].sum(1)
+        self.hand[indices, 1] = onehot[:, STARTING_HAND:dealt].sum(1)
+        self.face_up[indices] = cards[:, dealt : dealt + FACE_UP_SLOTS]
+        rest = cards[:, dealt + FACE_UP_SLOTS :][:, ::-1]
+        self.pile[indices] = 0
+        self.pile[indices, : rest.shape[1]] = rest
+        self.pile_len[indices] = rest.shape[1]
+        for array in (self.count, self.bridges, self.known, self.face_down, self.open_discard):
+            array[indices] = 0
+        for array in (self.scores, self.final_points, self.played, self.discarded, self.final_turns):
+            array[indices] = 0
+        self.owner[indices] = -1
+        self.round[indices] = 1
+        self.must_draw[indices] = False
+        self.claim_line[indices] = -1
+        self.over[indices] = False
+        self.winner[indices] = -1
+        handicap = self.handicap_player[indices]
+        self.current[indices] = np.where(handicap >= 0, handicap, self.first_player[indices])
+        self.setup_left[indices] = self.handicap_bridges[indices]
+
+    def reset(self, indices: Sequence[int] | np.ndarray | None = None) -> None:
+        """Deal new games into the given slots (all when None), drawing from each slot's generator."""
+        indices = self._rows if indices is None else np.asarray(indices, dtype=np.intp).reshape(-1)
+        self._deal(indices)
+
+    # ------------------------------------------------------------------ queries
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def terminated(self) -> np.ndarray:
+        """Whether each game is over (a copy)."""
+        return self.over.copy()
+
+    def controllers(self) -> np.ndarray:
+        """``(N, 12)`` int8: the player controlling each island, -1 for none."""
+        ctrl = self.count >= _MAJ
+        return np.where(ctrl[:, 0], 0, np.where(ctrl[:, 1], 1, -1)).astype(np.int8)
+
+    def legal_masks(self) -> np.ndarray:
+        """``(N, 179)`` bool, True where the action is legal (all False for a finished game).
+
+        The array is the batch's cache, valid until the next :meth:`step`; copy it to keep it.
+        """
+        if not self._mask_valid:
+            self._compute_masks()
+            self._mask_valid = True
+        return self._mask
+
+    def _compute_masks(self) -> None:
+        m = self._mask
+        rows = self._rows
+        p = self.current.astype(np.intp)
+        o = 1 - p
+        hand = self.hand[rows, p]
+        has1 = hand > 0
+        has2 = hand > 1
+        owner = self.owner
+        free = owner < 0
+        theirs = owner == o[:, None].astype(np.int8)
+        plays = self.discarded == 0
+        placeable = free & (plays & (self.bridges[rows, p] < BRIDGES_PER_PLAYER))[:, None]
+        if self._any_planning:
+            ctrl_o = self.count[rows, o] >= _MAJ
+            blocked = (ctrl_o[:, _LA] | ctrl_o[:, _LB]) & self.planning[:, None]
+            placeable &= ~blocked
+        has1a = has1[:, _LA]
+        has1b = has1[:, _LB]
+        np.logical_and(placeable, has1a, out=m[:, A.PLACE_A : A.PLACE_B])
+        np.logical_and(placeable, has1b, out=m[:, A.PLACE_B : A.REMOVE_AB])
+        theirs &= plays[:, None]
+        np.logical_and(theirs, has1a & has1b, out=m[:, A.REMOVE_AB : A.REMOVE_AA])
+        np.logical_and(theirs, has2[:, _LA], out=m[:, A.REMOVE_AA : A.REMOVE_BB])
+        np.logical_and(theirs, has2[:, _LB], out=m[:, A.REMOVE_BB : A.DISCARD])
+        face_up = self.face_up >= 0
+        pile = self.pile_len > 0
+        drawable = pile | face_up.any(1)
+        size = hand.sum(1)
+        discard_ok = self.played == 0
+        if self._any_hand_limit:
+            discard_ok &= ~self.hand_limit | ~plays | ((size == HAND_LIMIT) & drawable)
+        np.logical_and(has1, discard_ok[:, None], out=m[:, A.DISCARD : A.DRAW])
+        can_draw = drawable & (size < HAND_LIMIT)
+        m[:, A.DRAW] = can_draw & pile
+        np.logical_and(face_up, can_draw[:, None], out=m[:, A.TAKE : A.PASS])
+        passing = ~(drawable & self.must_draw)
+        if self._any_hand_limit:
+            passing &= ~(self.hand_limit & ~plays)
+        m[:, A.PASS] = passing
+        m[:, A.FREE_BRIDGE :] = False
+        claim = self.claim_line >= 0
+        if claim.any():
+            games = np.flatnonzero(claim)
+            m[games, A.FREE_BRIDGE + self.claim_line[games].astype(np.intp)] = True
+        setup = self.setup_left > 0
+        if setup.any():
+            games = np.flatnonzero(setup)
+            m[games] = False
+            m[games, A.FREE_BRIDGE :] = free[games]
+        if self.over.any():
+            m[self.over] = False
+
+    # ------------------------------------------------------------------ transitions
+    def step(self, actions: Sequence[int] | np.ndarray) -> StepResult:
+        """Apply one action in every game (``actions``: ``N`` integers in 0..178).
+
+        The action of a finished game is ignored (any value).  If any running
+        game's action is illegal, :class:`IllegalActionError` names the first
+        such game, the action and why, and no game is changed.
+        """
+        actions = self._check(actions)
+        n = self.n
+        rows = self._rows
+        self._mask_valid = False
+        kind = _KIND[actions]
+        p = self.current.astype(np.intp)
+        was_over = self.over.copy()
+
+        # Every action except a removal withdraws a pending claim (a removal may offer a new one).
+        self.claim_line[kind != _NOOP] = -1
+
+        # --- card payments (placements and removals pay openly; discards go face down)
+        opened = np.flatnonzero((kind == _PLACE) | (kind == _REMOVE))
+        if len(opened):
+            self._pay(opened, p[opened], _PAY1[actions[opened]])
+            self.played[opened] += 1
+            removing = opened[kind[opened] == _REMOVE]
+            if len(removing):
+                self._pay(removing, p[removing], _PAY2[actions[removing]])
+                self.played[removing] += 1
+                self._remove(removing, p[removing], _LINE[actions[removing]])
+        discarding = np.flatnonzero(kind == _DISCARD)
+        if len(discarding):
+            pd = p[discarding]
+            island = actions[discarding] - A.DISCARD
+            self.hand[discarding, pd, island] -= 1
+            self.face_down[discarding, pd, island] += 1
+            self.discarded[discarding] += 1
+            known = self.known[discarding, pd]
+            self.known[discarding, pd] = known - (known > 0)
+
+        # --- bridges placed (paid placements, handicap setup, planning claims)
+        building = np.flatnonzero((kind == _PLACE) | (kind == _FREE))
+        if len(building):
+            setup = building[self.setup_left[building] > 0]
+            if len(setup):
+                self.setup_left[setup] -= 1
+            self._build(building, p[building], _LINE[actions[building]])
+            if len(setup):
+                done = setup[self.setup_left[setup] == 0]
+                self.current[done] = self.first_player[done]
+
+        # --- end of turn: draw, take or pass
+        ending = np.flatnonzero((kind >= _DRAW) & (kind <= _PASS))
+        if len(ending):
+            self._end_turn(ending, p[ending], kind[ending], actions[ending])
+
+        terminated = self.over & ~was_over
+        result = StepResult(
+            terminated=terminated,
+            winner=self.winner.copy(),
+            scores=self.scores.copy(),
+            final_points=self.final_points.copy(),
+            reset=np.zeros(n, dtype=bool),
+        )
+        if self.auto_reset and terminated.any():
+            finished = np.flatnonzero(self.over)
+            self._deal(finished)
+            result.reset[finished] = True
+        return result
+
+    def _check(self, actions: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Validate a batch of actions; return them as intp with finished games mapped to no action."""
+        array = np.asarray(actions)
+        if array.shape != (self.n,):
+            raise IllegalActionError(f"actions must have shape ({self.n},), got {array.shape}")
+        if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
+            raise IllegalActionError(f"actions must be integers in 0..{A.NUM_ACTIONS - 1}, got dtype {array.dtype}")
+        running = ~self.over
+        out_of_range = running & ((array < 0) | (array >= A.NUM_ACTIONS))
+        if out_of_range.any():
+            i = int(np.flatnonzero(out_of_range)[0])
+            raise IllegalActionError(
+                f"game {i}: action must be an integer in 0..{A.NUM_ACTIONS - 1}, got {int(array[i])}"
+            )
+        safe = np.where(running, array, _NO_ACTION).astype(np.intp)
+        mask = self.legal_masks()
+        legal = mask[self._rows, np.minimum(safe, A.NUM_ACTIONS - 1)] | ~running
+        if not legal.all():
+            i = int(np.flatnonzero(~legal)[0])
+            raise IllegalActionError(f"game {i}: {self._explain(i, int(safe[i]))}")
+        return safe
+
+    def _explain(self, i: int, action: int) -> str:
+        try:
+            self.game(i).step(action)
+        except IllegalActionError as error:
+            return str(error)
+        return f"action {action} ({A.describe_action(action)}) is illegal"  # pragma: no cover (engines disagree)
+
+    def _pay(self, games: np.ndarray, players: np.ndarray, islands: np.ndarray) -> None:
+        """Play one card per game openly onto the discard pile."""
+        self.hand[games, players, islands] -= 1
+        self.open_discard[games, islands] += 1
+        known = self.known[games, players, islands]
+        self.known[games, players, islands] = known - (known > 0)
+
+    def _remove(self, games: np.ndarray, players: np.ndarray, lines: np.ndarray) -> None:
+        """A paid removal of the opponent bridge on ``lines``; the planning claim; premature end."""
+        opponents = 1 - players
+        self._lift(games, opponents, lines)
+        planning = self.planning[games]
+        if planning.any():
+            ctrl = self.count[games, opponents] >= _MAJ
+            a, b = _LA[lines], _LB[lines]
+            free_claim = (
+                planning
+                & (self.bridges[games, players] < BRIDGES_PER_PLAYER)
+                & ~ctrl[np.arange(len(games)), a]
+                & ~ctrl[np.arange(len(games)), b]
+            )
+            self.claim_line[games[free_claim]] = lines[free_claim]
+        self._premature(games[(self.round[games] >= 2) & (self.bridges[games, opponents] == 0)])
+
+    def _lift(self, games: np.ndarray, owners: np.ndarray, lines: np.ndarray) -> None:
+        self.owner[games, lines] = -1
+        self.bridges[games, owners] -= 1
+        self.count[games, owners, _LA[lines]] -= 1
+        self.count[games, owners, _LB[lines]] -= 1
+
+    def _build(self, games: np.ndarray, players: np.ndarray, lines: np.ndarray) -> None:
+        """Put a bridge on a free line and apply the control rule (capture, one-level cascade)."""
+        self.owner[games, lines] = players
+        self.bridges[games, players] += 1
+        a, b = _LA[lines], _LB[lines]
+        count_a = self.count[games, players, a] + 1
+        count_b = self.count[games, players, b] + 1
+        self.count[games, players, a] = count_a
+        self.count[games, players, b] = count_b
+        gained_a = count_a == _MAJ[a]
+        gained_b = count_b == _MAJ[b]
+        capture = gained_a | gained_b
+        if not capture.any():
+            return
+        sel = np.flatnonzero(capture)
+        g = games[sel]
+        opponents = (1 - players[sel]).astype(np.int8)
+        zone = (_TOUCH[a[sel]] & gained_a[sel, None]) | (_TOUCH[b[sel]] & gained_b[sel, None])
+        victims = zone & (self.owner[g] == opponents[:, None])
+        hit = victims.any(1)
+        if not hit.any():
+            return
+        g, opponents, victims = g[hit], opponents[hit], victims[hit]
+        self.owner[g] = np.where(victims, np.int8(-1), self.owner[g])
+        self.count[g, opponents] -= victims.astype(np.int8) @ _INC
+        self.bridges[g, opponents] -= victims.sum(1).astype(np.int8)
+        self._premature(g[(self.round[g] >= 2) & (self.bridges[g, opponents] == 0)])
+
+    def _premature(self, games: np.ndarray) -> None:
+        """End the given games at once: the player with bridges wins; neither with bridges: a draw."""
+        if len(games) == 0:
+            return
+        has0 = self.bridges[games, 0] > 0
+        has1 = self.bridges[games, 1] > 0
+        self.over[games] = True
+        self.winner[games] = np.where(has0 == has1, -1, np.where(has0, 0, 1))
+
+    def _end_turn(self, games: np.ndarray, players: np.ndarray, kinds: np.ndarray, actions: np.ndarray) -> None:
+        drawing = kinds == _DRAW
+        if drawing.any():
+            g = games[drawing]
+            top = self.pile_len[g] - 1
+            card = self.pile[g, top]
+            self.pile_len[g] = top
+            self.hand[g, players[drawing], card] += 1
+        taking = kinds == _TAKE
+        if taking.any():
+            g = games[taking]
+            pt = players[taking]
+            slot = actions[taking] - A.TAKE
+            card = self.face_up[g, slot].astype(np.intp)
+            length = self.pile_len[g]
+            refill = length > 0
+            top = self.pile[g, np.maximum(length - 1, 0)]
+            self.face_up[g, slot] = np.where(refill, top, np.int8(-1))
+            self.pile_len[g] = length - refill
+            self.hand[g, pt, card] += 1
+            self.known[g, pt, card] += 1
+        self.played[games] = 0
+        self.discarded[games] = 0
+        self.must_draw[games] = kinds == _PASS
+        left = self.final_turns[games]
+        in_final = left > 0
+        left = left - in_final
+        self.final_turns[games] = left
+        finishing = in_final & (left == 0)
+        if finishing.any():
+            self._final_scoring(games[finishing])
+        switch = ~finishing
+        g = games[switch]
+        self.current[g] = 1 - players[switch]
+        check = g[~in_final[switch]]
+        empty = (self.pile_len[check] == 0) & (self.face_up[check] < 0).all(1)
+        round_end = check[empty]
+        if len(round_end):
+            last = self.round[round_end] >= 3
+            self.final_turns[round_end[last]] = 2
+            if not last.all():
+                self._interim_scoring(round_end[~last])
+
+    def _interim_scoring(self, games: np.ndarray) -> None:
+        ctrl = (self.count[games] >= _MAJ).sum(2)
+        points = self.round[games]  # 1 after round 1, 2 after round 2
+        more0 = ctrl[:, 0] > ctrl[:, 1]
+        more1 = ctrl[:, 1] > ctrl[:, 0]
+        self.scores[games, 0] += np.where(more0, points, 0).astype(np.int8)
+        self.scores[games, 1] += np.where(more1, points, 0).astype(np.int8)
+        self.round[games] += 1
+        # The discard pile in the scalar engine's order: open cards by island, then player 0's
+        # face-down cards, then player 1's; then one permutation from the game's generator.
+        counts = np.concatenate([self.open_discard[games], self.face_down[games, 0], self.face_down[games, 1]], 1)
+        islands = np.tile(_ISLAND_RANGE, 3)
+        for row, i in enumerate(games.tolist()):
+            cards = np.repeat(islands, counts[row])
+            shuffled = cards[self._permutation(i, len(cards))]
+            up = shuffled[:FACE_UP_SLOTS]
+            self.face_up[i] = -1
+            self.face_up[i, : len(up)] = up
+            rest = shuffled[FACE_UP_SLOTS:][::-1]
+            self.pile[i] = 0
+            self.pile[i, : len(rest)] = rest
+            self.pile_len[i] = len(rest)
+        self.open_discard[games] = 0
+        self.face_down[games] = 0
+        self._premature(games[(self.bridges[games] == 0).any(1)])
+
+    def _final_scoring(self, games: np.ndarray) -> None:
+        ctrl = (self.count[games] >= _MAJ).sum(2)
+        diff = (ctrl[:, 0] - ctrl[:, 1]).astype(np.int8)
+        self.final_points[games, 0] = np.maximum(diff, 0)
+        self.final_points[games, 1] = np.maximum(-diff, 0)
+        self.scores[games] += self.final_points[games]
+        self.over[games] = True
+        winner = np.full(len(games), -1, dtype=np.int8)
+        undecided = np.ones(len(games), dtype=bool)
+        for pair in (self.scores[games], self.final_points[games], self.bridges[games]):
+            differ = undecided & (pair[:, 0] != pair[:, 1])
+            winner[differ] = np.where(pair[differ, 0] > pair[differ, 1], 0, 1)
+            undecided &= ~differ
+        self.winner[games] = winner
+
+    # ------------------------------------------------------------------ observations
+    def observations(self, player: int | Sequence[int] | np.ndarray | None = None) -> np.ndarray:
+        """``(N, 246)`` float32 observations, bit-identical to ``encode_observation(game, player)``.
+
+        ``player``: None (each game's player to act), 0 or 1 (that seat in every
+        game), or an ``(N,)`` array of seats.
+        """
+        return self._raw_observations(player) * _SCALE
+
+    def _raw_observations(self, player: int | Sequence[int] | np.ndarray | None) -> np.ndarray:
+        rows = self._rows
+        if player is None:
+            v = self.current.astype(np.intp)
+        else:
+            v = np.broadcast_to(np.asarray(player, dtype=np.intp), (self.n,))
+            if ((v < 0) | (v > 1)).any():
+                raise ValueError("player must be 0 or 1")
+        o = 1 - v
+        r = self._raw
+        v8 = v.astype(np.int8)[:, None]
+        o8 = o.astype(np.int8)[:, None]
+
+        def put(name: str, values: np.ndarray) -> None:
+            start, stop = _O[name]
+            if stop - start == 1 and values.ndim == 1:
+                r[:, start] = values
+            else:
+                r[:, start:stop] = values
+
+        put("lines_mine", self.owner == v8)
+        put("lines_opponent", self.owner == o8)
+        count_v = self.count[rows, v]
+        count_o = self.count[rows, o]
+        put("control_mine", count_v >= _MAJ)
+        put("control_opponent", count_o >= _MAJ)
+        put("bridges_mine", count_v)
+        put("bridges_opponent", count_o)
+        hand = self.hand[rows, v]
+        put("hand", hand)
+        slots = self.face_up[:, :, None] == _ISLAND_RANGE  # (N, 3, 12)
+        put("face_up", slots.reshape(self.n, -1))
+        put("pile_size", self.pile_len)
+        put("discard_open", self.open_discard)
+        mine_down = self.face_down[rows, v]
+        put("my_face_down", mine_down)
+        put("opponent_face_down_count", self.face_down[rows, o].sum(1))
+        put("opponent_hand_size", self.hand[rows, o].sum(1))
+        known = self.known[rows, o]
+        put("opponent_known", known)
+        put("unseen", CARDS_PER_ISLAND - hand - self.open_discard - mine_down - known - slots.sum(1))
+        put("scores", np.stack([self.scores[rows, v], self.scores[rows, o]], 1))
+        put("round", self.round[:, None] == np.array([1, 2, 3], dtype=np.int8))
+        final_left = np.where(self.over, 0, self.final_turns)
+        put("final_turns", np.stack([final_left > 0, final_left], 1))
+        put("supply", BRIDGES_PER_PLAYER - np.stack([self.bridges[rows, v], self.bridges[rows, o]], 1))
+        to_act = (self.current == v) & ~self.over
+        put("cards_played", self.played * to_act)
+        put("discarding", (self.discarded > 0) & to_act)
+        put("must_draw", self.must_draw & to_act)
+        claim = (self.claim_line[:, None] == np.arange(NUM_LINES, dtype=np.int8)) & to_act[:, None]
+        put("claim", claim)
+        put("setup", np.stack([self.setup_left > 0, self.setup_left], 1))
+        put("my_turn", to_act)
+        put("first_player", self.first_player == v)
+        put("rules", np.stack([self.planning, self.hand_limit], 1))
+        return r
+
+    # ------------------------------------------------------------------ positions and single games
+    def to_dicts(self, indices: Sequence[int] | np.ndarray | None = None) -> list[dict[str, Any]]:
+        """The positions of the given games (all when None), each as ``KahunaGame.to_dict`` writes it."""
+        indices = self._rows if indices is None else np.asarray(indices, dtype=np.intp).reshape(-1)
+        owner = self.owner[indices].tolist()
+        hand = self.hand[indices].tolist()
+        known = self.known[indices].tolist()
+        face_down = self.face_down[indices].tolist()
+        discard = (self.open_discard[indices] + self.face_down[indices].sum(1)).tolist()
+        pile = self.pile[indices].tolist()
+        pile_len = self.pile_len[indices].tolist()
+        face_up = self.face_up[indices].tolist()
+        current = self.current[indices].tolist()
+        round_ = self.round[indices].tolist()
+        scores = self.scores[indices].tolist()
+        final_points = self.final_points[indices].tolist()
+        played = self.played[indices].tolist()
+        discarded = self.discarded[indices].tolist()
+        must_draw = self.must_draw[indices].tolist()
+        claim = self.claim_line[indices].tolist()
+        setup = self.setup_left[indices].tolist()
+        final_turns = self.final_turns[indices].tolist()
+        over = self.over[indices].tolist()
+        winner = self.winner[indices].tolist()
+        out = []
+        for k, i in enumerate(indices.tolist()):
+            out.append(
+                {
+                    "bridges": [None if x < 0 else x for x in owner[k]],
+                    "hands": [_names(hand[k][0]), _names(hand[k][1])],
+                    "face_up": [None if c < 0 else ISLANDS[c] for c in face_up[k]],
+                    "pile": [ISLANDS[c] for c in reversed(pile[k][: pile_len[k]])],
+                    "discard": _names(discard[k]),
+                    "current_player": current[k],
+                    "round": round_[k],
+                    "scores": scores[k],
+                    "config": dict(self._config_dicts[i]),
+                    "played_this_turn": played[k],
+                    "discarded_this_turn": discarded[k],
+                    "must_draw": must_draw[k],
+                    "claim_line": None if claim[k] < 0 else claim[k],
+                    "setup_left": setup[k],
+                    "final_turns_left": final_turns[k],
+                    "face_down": [_names(face_down[k][0]), _names(face_down[k][1])],
+                    "known": [_names(known[k][0]), _names(known[k][1])],
+                    "final_points": final_points[k],
+                    "over": over[k],
+                    "winner": None if winner[k] < 0 else winner[k],
+                }
+            )
+        return out
+
+    def game(self, i: int) -> KahunaGame:
+        """Game ``i`` as an independent :class:`KahunaGame`, with a copy of its generator (same future chance)."""
+        i = int(i)
+        if not 0 <= i < self.n:
+            raise IndexError(f"game index {i} out of range 0..{self.n - 1}")
+        return KahunaGame.from_dict(self.to_dicts([i])[0], seed=self.generator(i))  # type: ignore[arg-type]
