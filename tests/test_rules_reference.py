@@ -372,6 +372,26 @@ def test_a_placement_on_an_island_already_controlled_captures_nothing():
     assert rules.captures(game, LINE["ELAI-JOJO"], 0) == rules.Capture(frozenset(), frozenset())
 
 
+@pytest.mark.parametrize(
+    ("name", "wrong", "test"),
+    [
+        ("supply_left", lambda game: 1, test_an_empty_supply_forbids_placing_and_claiming_but_not_removing),
+        ("in_setup", lambda game: False, test_setup_offers_free_bridges_on_free_lines_only),
+        (
+            "something_to_draw",
+            lambda game: True,
+            test_final_turns_allow_plays_and_discards_but_no_drawing_and_passing_is_legal_even_after_a_pass,
+        ),
+    ],
+    ids=["supply ignored", "no setup phase", "always something to draw"],
+)
+def test_a_wrong_rule_is_caught_by_a_hand_built_position(monkeypatch, name, wrong, test):
+    """Random play never empties a supply; the hand-built positions must catch what it cannot."""
+    monkeypatch.setattr(rules, name, wrong)
+    with pytest.raises(AssertionError):
+        test()
+
+
 # --- a disagreement on a position play cannot reach (reported, not fixed here) ------------------
 
 
