@@ -1,0 +1,430 @@
+"""Hostile and careless input to the arena tools (issue 10): every failure one line, nothing lost, no hangs.
+
+Each test reproduces a failure the audit found: a worker that cannot load an
+agent file made ``kahuna-eval --workers 2`` restart workers forever; bad
+records, a 100k-deep JSON file and ``kahuna-demo --seed -1`` gave
+tracebacks; a finished game recorded without a result replayed as
+"unfinished"; ``kahuna-play`` checked its output paths only after the game.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import arena.match
+from arena import evaluation
+from arena.demo import main as demo_main
+from arena.eval_cli import main as eval_main
+from arena.evaluation import EvaluationError, WorkerError, run_evaluation
+from arena.match import GameTask, agent_chooser, play, play_game
+from arena.play import main as play_main
+from arena.records import RECORD_FORMAT, check_record, game_record, game_result, read_record, write_record
+from arena.replay import main as replay_main
+from kahuna_env.agents import make_agent
+from kahuna_env.engine import KahunaConfig, KahunaGame
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _one_line_error(capsys, program: str) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"{program}: error: ") and "Traceback" not in err, err
+    return err
+
+
+def _exit_code(main, argv, **kwargs) -> int:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv, **kwargs)
+    return exit_info.value.code
+
+
+def _finished_record(seed: int = 5) -> dict:
+    """The record of a finished game between two baselines."""
+    game = KahunaGame(seed=seed)
+    rng = np.random.default_rng(seed)
+    agents = [make_agent("greedy", seed=1), make_agent("random", seed=2)]
+    actions = play(game, [agent_chooser(agent, rng) for agent in agents])
+    return game_record(["greedy", "random"], seed, KahunaConfig(), actions, game_result(game))
+
+
+def _write(tmp_path: Path, record: dict, name: str = "record.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(record))
+    return path
+
+
+# ---------------------------------------------------------------------------------------------- kahuna-eval workers
+def _policy_file(path: Path) -> Path:
+    import torch
+
+    from training.model import ActorCritic, ModelConfig, agent_payload
+
+    torch.manual_seed(0)
+    torch.save(agent_payload(ActorCritic(ModelConfig(hidden_sizes=(16,))), {"run": "test"}), path)
+    return path
+
+
+VANISHING_FILE_SCRIPT = textwrap.dedent(
+    """
+    import os, sys
+    import arena.evaluation as evaluation
+    from arena.eval_cli import main
+
+    path = sys.argv[1]
+    start_workers = evaluation._play_in_workers
+
+    def delete_then_start(*args, **kwargs):
+        os.remove(path)  # after the parent's checks, before the workers load it (as keep_last pruning does)
+        return start_workers(*args, **kwargs)
+
+    evaluation._play_in_workers = delete_then_start
+    if __name__ == "__main__":
+        sys.exit(main(sys.argv[2:]))
+    """
+)
+
+
+def test_eval_with_two_workers_ends_with_one_line_when_an_agent_file_vanishes(tmp_path):
+    policy = _policy_file(tmp_path / "vanishing.pt")
+    script = tmp_path / "vanish.py"
+    script.write_text(VANISHING_FILE_SCRIPT)
+    argv = [sys.executable, str(script), str(policy), str(policy), "greedy", "--games", "4", "--workers", "2"]
+    done = subprocess.run(
+        [*argv, "--no-progress"], cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )  # before the fix the pool restarted workers forever: the timeout guards against that hang
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith("kahuna-eval: error: a worker could not build the entrants: checkpoint not found")
+
+
+def test_a_worker_that_cannot_build_the_entrants_fails_its_first_game(tmp_path, monkeypatch):
+    monkeypatch.setattr(evaluation, "_WORKER", {})
+    evaluation._init_worker((str(tmp_path / "gone.pt"), "greedy"), False, KahunaConfig().to_dict(), False)
+    with pytest.raises(WorkerError, match="could not build the entrants: checkpoint not found"):
+        evaluation._run_in_worker(GameTask(0, 0, (0, 1), 1, (2, 3), 4))
+
+
+def _broken_choose_action(agent, game, rng):
+    raise RuntimeError("the agent crashed")
+
+
+def test_a_game_that_fails_in_a_worker_is_reported_in_one_line(monkeypatch):
+    monkeypatch.setattr(evaluation, "_WORKER", {})
+    evaluation._init_worker(("greedy", "random"), False, KahunaConfig().to_dict(), False)
+    monkeypatch.setattr(arena.match, "choose_action", _broken_choose_action)
+    with pytest.raises(WorkerError, match=r"game 0 of pairing 0 failed: RuntimeError: the agent crashed"):
+        evaluation._run_in_worker(GameTask(0, 0, (0, 1), 1, (2, 3), 4))
+
+
+def test_a_game_that_fails_in_process_ends_the_cli_with_one_line(monkeypatch, capsys):
+    monkeypatch.setattr(arena.match, "choose_action", _broken_choose_action)
+    with pytest.raises(EvaluationError):
+        run_evaluation(["greedy", "random"], games=2)
+    assert _exit_code(eval_main, ["greedy", "random", "--games", "2", "--no-progress"]) == 1
+    assert "the agent crashed" in _one_line_error(capsys, "kahuna-eval")
+
+
+@pytest.mark.parametrize(
+    ("option", "make_path", "message"),
+    [
+        ("--json", lambda tmp: tmp, "is a directory"),
+        ("--json", lambda tmp: _file(tmp / "file") / "eval.json", "is not a directory"),
+        ("--record", lambda tmp: _file(tmp / "file"), "is a file"),
+    ],
+)
+def test_eval_checks_its_output_paths_before_any_game(tmp_path, option, make_path, message, capsys):
+    path = make_path(tmp_path)
+    assert _exit_code(eval_main, ["greedy", "random", "--games", "2", option, str(path), "--no-progress"]) == 2
+    assert message in _one_line_error(capsys, "kahuna-eval")
+
+
+@pytest.mark.parametrize("entrant", ["mcts:²", "mcts:-1", "mcts:1.5"])
+def test_eval_a_bad_simulation_budget_is_one_clear_line(entrant, capsys):
+    assert _exit_code(eval_main, ["greedy", entrant]) == 2
+    assert "bad simulation budget" in _one_line_error(capsys, "kahuna-eval")
+
+
+# ---------------------------------------------------------------------------------------------- kahuna-demo
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--seed", "-1"], "non-negative integer, got -1"),
+        (["--seed", "x"], "--seed"),
+        (["--player0", "mcts:²"], "bad simulation budget"),
+        (["--player1", "alphazero"], "unknown entrant 'alphazero'"),
+        (["--player0", "runs/agent.pt"], "baselines only"),
+    ],
+)
+def test_demo_bad_arguments_are_one_line(argv, message, capsys):
+    assert _exit_code(demo_main, argv) == 2
+    assert message in _one_line_error(capsys, "kahuna-demo")
+
+
+def test_demo_plays_a_budgeted_search_baseline(capsys):
+    assert demo_main(["--seed", "2", "--player0", "mcts:2", "--quiet"]) == 0
+    assert "final score" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------- kahuna-replay
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("result.scores", 5, "'result.scores' must be a list of two non-negative integers, got 5"),
+        ("result.final_points", 5, "'result.final_points' must be a list of two non-negative integers, got 5"),
+        ("result.scores", [1, -2], "'result.scores'"),
+        ("result.winner", 2, "'result.winner' must be 0, 1 or null"),
+        ("result.winner", True, "'result.winner'"),
+        ("result.extra", 1, "unknown field(s) 'result.extra'"),
+        ("result", [], "'result' must be null or an object"),
+        ("players", "greedy", "'players' must be a list of two non-empty strings"),
+        ("seed", -1, "'seed' must be an integer in 0..2**64-1"),
+        ("seed", 2**64, "'seed'"),
+        ("seed", 1.5, "'seed'"),
+        ("config", 7, "'config' must be an object"),
+        ("config", {"variant": "chaos"}, "'config':"),
+        ("config", {"colour": 1}, "'config': unknown config option"),
+        ("actions", {"0": 1}, "'actions' must be a list"),
+        ("actions", [147, 179], "'actions[1]' must be an action id in 0..178, got 179"),
+        ("actions", [147, "draw"], "'actions[1]'"),
+        ("actions", [147, False], "'actions[1]'"),
+        ("pairing", -3, "'pairing' must be a non-negative integer"),
+        ("finished", "yes", "'finished' must be true or false"),
+        ("finished", False, "'finished' is false but 'result' is given"),
+        ("comment", "hi", "unknown field(s) 'comment'"),
+    ],
+)
+def test_replay_names_the_bad_field_of_a_record_in_one_line(tmp_path, field, value, message, capsys):
+    record = _finished_record()
+    target = record
+    *parents, key = field.split(".")
+    for parent in parents:
+        target = target[parent]
+    target[key] = value
+    assert _exit_code(replay_main, [str(_write(tmp_path, record)), "--quiet"]) == 2
+    err = _one_line_error(capsys, "kahuna-replay")
+    assert message in err
+
+
+@pytest.mark.parametrize("field", ["players", "seed", "config", "actions", "result"])
+def test_a_record_missing_a_field_is_rejected_naming_it(field):
+    record = _finished_record()
+    del record[field]
+    with pytest.raises(ValueError, match=f"missing field.*'{field}'"):
+        check_record(record)
+
+
+def test_replay_of_a_100k_deep_json_file_is_one_line(tmp_path, capsys):
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    assert _exit_code(replay_main, [str(deep)]) == 2
+    assert "nested too deeply" in _one_line_error(capsys, "kahuna-replay")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"\xff\xfe not text", "not UTF-8"), (b"{", "not a JSON game record"), (b"9" * 5000, "not a JSON game record")],
+)
+def test_replay_of_an_unreadable_file_is_one_line(tmp_path, content, message, capsys):
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    assert _exit_code(replay_main, [str(path)]) == 2
+    assert message in _one_line_error(capsys, "kahuna-replay")
+
+
+def test_replay_of_a_finished_game_recorded_without_a_result_is_a_mismatch(tmp_path, capsys):
+    record = _finished_record()
+    record["result"] = None
+    assert _exit_code(replay_main, [str(_write(tmp_path, record)), "--quiet"]) == 1
+    assert "the replayed game ends" in _one_line_error(capsys, "kahuna-replay")
+
+
+def test_replay_of_an_unfinished_game_without_a_result_succeeds(tmp_path, capsys):
+    record = _finished_record()
+    record["actions"] = record["actions"][:10]
+    record["result"] = None
+    assert replay_main([str(_write(tmp_path, record)), "--quiet"]) == 0
+    assert "unfinished game" in capsys.readouterr().out
+
+
+def test_replay_detects_actions_after_the_end_of_the_game(tmp_path, capsys):
+    record = _finished_record()
+    record["actions"].append(147)
+    assert _exit_code(replay_main, [str(_write(tmp_path, record)), "--quiet"]) == 1
+    assert "1 action(s) after the end of the game" in _one_line_error(capsys, "kahuna-replay")
+
+
+def test_replay_detects_a_result_recorded_for_an_unfinished_game(tmp_path, capsys):
+    record = _finished_record()
+    record["actions"] = record["actions"][:10]
+    assert _exit_code(replay_main, [str(_write(tmp_path, record)), "--quiet"]) == 1
+    assert "the game is not over" in _one_line_error(capsys, "kahuna-replay")
+
+
+def test_replay_checks_the_gif_path_before_replaying(tmp_path, capsys):
+    path = _write(tmp_path, _finished_record())
+    assert _exit_code(replay_main, [str(path), "--gif", str(tmp_path / "game.png")]) == 2
+    assert "must end in .gif" in _one_line_error(capsys, "kahuna-replay")
+
+
+# ---------------------------------------------------------------------------------------------- records
+def test_a_record_round_trips_through_write_and_read(tmp_path):
+    record = _finished_record()
+    assert read_record(write_record(tmp_path / "game.json", record)) == record
+    assert [p.name for p in tmp_path.iterdir()] == ["game.json"]  # no temporary file left behind
+
+
+def test_game_record_refuses_to_build_an_invalid_record():
+    with pytest.raises(ValueError, match="'players'"):
+        game_record(["greedy"], 1, KahunaConfig(), [], None)
+
+
+def test_every_evaluation_record_passes_the_schema(tmp_path):
+    run_evaluation(["greedy", "random"], games=2, seed=1, record_dir=tmp_path)
+    for path in tmp_path.glob("*.json"):
+        assert read_record(path)["format"] == RECORD_FORMAT
+
+
+# ---------------------------------------------------------------------------------------------- kahuna-play
+def _file(path: Path) -> Path:
+    path.write_text("a file\n")
+    return path
+
+
+def _folder(path: Path) -> Path:
+    path.mkdir()
+    return path
+
+
+def _play_exit_code(argv) -> tuple[int, str]:
+    out = io.StringIO()
+    with pytest.raises(SystemExit) as exit_info:
+        play_main(["--opponent", "random", "--seed", "1", *argv], stdin=io.StringIO("147\n"), stdout=out)
+    return exit_info.value.code, out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("option", "make_path", "message"),
+    [
+        ("--record", lambda tmp: tmp, "is a directory; give a file path"),
+        ("--record", lambda tmp: _file(tmp / "file") / "game.json", "is not a directory"),
+        ("--gif", lambda tmp: _folder(tmp / "game.gif"), "is a directory"),
+        ("--gif", lambda tmp: _file(tmp / "file") / "game.gif", "is not a directory"),
+        ("--gif", lambda tmp: tmp / "game.txt", "must end in .gif"),
+    ],
+)
+def test_play_checks_output_paths_before_the_game(tmp_path, option, make_path, message, capsys):
+    code, output = _play_exit_code([option, str(make_path(tmp_path))])
+    assert code == 2 and output == ""  # no game was started, so none was lost
+    assert message in _one_line_error(capsys, "kahuna-play")
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root may write anywhere")
+def test_play_refuses_an_unwritable_record_directory_before_the_game(tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        code, output = _play_exit_code(["--record", str(locked / "game.json")])
+    finally:
+        locked.chmod(0o700)
+    assert code == 2 and output == ""
+    assert "is not writable" in _one_line_error(capsys, "kahuna-play")
+
+
+def test_play_records_an_abandoned_game_that_replays_as_unfinished(tmp_path, capsys):
+    path = tmp_path / "new" / "game.json"
+    assert (
+        play_main(
+            ["--opponent", "random", "--seed", "1", "--record", str(path)], io.StringIO("147\nquit\n"), io.StringIO()
+        )
+        == 0
+    )
+    record = read_record(path)
+    assert record["result"] is None and record["finished"] is False and record["actions"][0] == 147
+    assert replay_main([str(path), "--quiet"]) == 0
+
+
+def test_play_a_bad_simulation_budget_is_one_clear_line(capsys):
+    code, _ = _play_exit_code(["--opponent", "mcts:²"])
+    assert code == 2
+    assert "bad simulation budget in 'mcts:²'" in _one_line_error(capsys, "kahuna-play")
+
+
+# ---------------------------------------------------------------------------------------------- one play loop
+def test_the_play_loop_stops_when_a_chooser_gives_up():
+    game = KahunaGame(seed=3)
+    answers = iter([147, None])
+    actions = play(game, [lambda g: next(answers)] * 2)
+    assert actions == [147] and not game.is_over
+
+
+def test_the_play_loop_reports_every_action_to_its_callback():
+    seen = []
+    game = KahunaGame(seed=4)
+    rng = np.random.default_rng(0)
+    agents = [make_agent("random", seed=0), make_agent("random", seed=1)]
+    actions = play(game, [agent_chooser(a, rng) for a in agents], lambda p, a, g: seen.append(a))
+    assert game.is_over and seen == actions
+
+
+def test_evaluation_games_go_through_the_play_loop(monkeypatch):
+    calls = []
+    original = arena.match.play
+
+    def spy(game, choosers, on_action=None):
+        calls.append(game)
+        return original(game, choosers, on_action)
+
+    monkeypatch.setattr(arena.match, "play", spy)
+    agents = (make_agent("random", seed=0), make_agent("greedy", seed=0))
+    result = play_game(agents, GameTask(0, 0, (0, 1), 7, (1, 2), 3))
+    assert len(calls) == 1 and result.moves > 0
+
+
+# ---------------------------------------------------------------------------------------------- layering
+@pytest.mark.parametrize(
+    "module",
+    [
+        "arena",
+        "arena.cli",
+        "arena.demo",
+        "arena.entrants",
+        "arena.eval_cli",
+        "arena.evaluation",
+        "arena.match",
+        "arena.play",
+        "arena.records",
+        "arena.replay",
+        "arena.report",
+        "arena.stats",
+    ],
+)
+def test_importing_an_arena_module_loads_neither_torch_nor_training(module):
+    code = (
+        f"import sys, {module}\n"
+        "loaded = [name for name in ('torch', 'training') if name in sys.modules]\n"
+        "sys.exit(f'{loaded} imported' if loaded else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_replaying_a_record_loads_neither_torch_nor_training(tmp_path):
+    path = _write(tmp_path, _finished_record())
+    code = (
+        "import sys\nfrom arena.replay import main\n"
+        f"assert main([{str(path)!r}, '--quiet']) == 0\n"
+        "loaded = [name for name in ('torch', 'training') if name in sys.modules]\n"
+        "sys.exit(f'{loaded} imported' if loaded else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
