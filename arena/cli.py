@@ -82,26 +82,24 @@ def check_gif_path(path: Path) -> None:
     check_writable("--gif", path)
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
+def _integer_at_least(text: str, low: int, kind: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+        raise argparse.ArgumentTypeError(f"expected a {kind} integer, got {text!r}") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"expected a {kind} integer, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    return _integer_at_least(text, 1, "positive")
 
 
 def non_negative_int(text: str) -> int:
     """argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {value}")
-    return value
+    return _integer_at_least(text, 0, "non-negative")
 
 
 def even_games(text: str) -> int:

@@ -130,24 +130,6 @@ def _play_in_workers(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _play_here(
-    tasks: Sequence[GameTask],
-    entrants: Sequence[str],
-    sampled: bool,
-    config: KahunaConfig,
-    record: bool,
-    on_result: Callable[[GameResult], None],
-) -> None:
-    """Play ``tasks`` in this process; a failed game raises :class:`EvaluationError`."""
-    agents = _build_agents(entrants, sampled)
-    for task in tasks:
-        try:
-            result = play_game((agents[task.seats[0]], agents[task.seats[1]]), task, config, record)
-        except Exception as error:  # one line for the user
-            raise EvaluationError(f"game {task.index} of pairing {task.pairing} failed: {_describe(error)}") from None
-        on_result(result)
-
-
 # ---------------------------------------------------------------------------------------------- driver
 def check_entrants(entrants: Sequence[str], sampled: bool = False) -> None:
     """Resolve every entrant once (loading checkpoints) so that bad names or files fail before any game.
@@ -214,7 +196,15 @@ def run_evaluation(
             bar.update(1)
 
         if workers == 1:
-            _play_here(tasks, entrants, sampled, config, record, collect)
+            agents = _build_agents(entrants, sampled)
+            for task in tasks:
+                try:
+                    result = play_game((agents[task.seats[0]], agents[task.seats[1]]), task, config, record)
+                except Exception as error:  # one line for the user, as from a worker
+                    raise EvaluationError(
+                        f"game {task.index} of pairing {task.pairing} failed: {_describe(error)}"
+                    ) from None
+                collect(result)
         else:
             _play_in_workers(tasks, workers, entrants, sampled, config, record, collect)
     elapsed = time.perf_counter() - started

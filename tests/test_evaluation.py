@@ -104,6 +104,13 @@ def test_three_entrants_get_a_ratings_table_best_first(three_way_report):
     assert all(r.elo_se > 0 for r in ratings)
 
 
+def test_pairing_results_are_one_tally_with_its_interval(three_way_report):
+    for p in three_way_report.pairings:
+        assert (p.wins, p.draws, p.losses, p.games) == (p.tally.wins, p.tally.draws, p.tally.losses, p.tally.games)
+        assert p.interval == p.tally.interval and p.score == p.tally.score
+        assert sum(t.games for t in p.seat_tallies) == p.games
+
+
 def test_pairing_interval_contains_its_score(three_way_report):
     for p in three_way_report.pairings:
         low, high = p.interval

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from arena.stats import ELO_MEAN, elo_difference, expected_score, fit_bradley_terry, wilson_interval
+from arena.stats import ELO_MEAN, Tally, elo_difference, expected_score, fit_bradley_terry, wilson_interval
 
 
 def test_wilson_interval_of_8_out_of_10():
@@ -90,3 +90,25 @@ def test_bradley_terry_rejects_entrants_that_never_met():
 def test_bradley_terry_rejects_scores_that_do_not_add_up_to_the_games():
     with pytest.raises(ValueError, match="must equal"):
         fit_bradley_terry(np.array([[0, 3.0], [3.0, 0]]), np.array([[0, 4], [4, 0]]))
+
+
+def test_tally_counts_a_draw_as_half_a_point_in_its_score_and_interval():
+    tally = Tally().add(1, 3).add(0.5).add(0, -1).add(1, 2)
+    assert (tally.wins, tally.draws, tally.losses, tally.games) == (2, 1, 1, 4)
+    assert tally.score == pytest.approx(2.5 / 4)
+    assert tally.win_rate == pytest.approx(0.5)
+    assert tally.mean_margin == pytest.approx(1.0)
+    assert tally.interval == wilson_interval(2.5, 4)
+
+
+def test_an_empty_tally_has_the_whole_unit_interval():
+    assert Tally().interval == (0.0, 1.0) and Tally().score == 0.0
+
+
+def test_tally_rejects_an_outcome_that_is_not_win_draw_or_loss():
+    with pytest.raises(ValueError, match="outcome"):
+        Tally().add(0.7)
+
+
+def test_tally_summary_names_score_interval_and_counts():
+    assert Tally(wins=3, draws=1, losses=0, margin_sum=6).summary().startswith("score 0.875 [")
