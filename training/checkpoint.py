@@ -28,6 +28,7 @@ readable numbered checkpoint (:func:`find_resume_checkpoint` says which).
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -57,16 +58,19 @@ def checkpoint_name(update: int) -> str:
 
 def _atomic_save(payload: Mapping[str, Any], path: Path) -> None:
     """Write ``payload`` to ``path`` through a temporary file; an ``OSError`` naming ``path`` if that fails."""
+    # Serialised in memory first: torch reports a failed file write as a RuntimeError about its zip
+    # internals, while a plain write says what happened (no space left, file too large, read-only).
+    buffer = io.BytesIO()
+    torch.save(dict(payload), buffer)
     temporary = path.with_name(path.name + ".tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(dict(payload), temporary)
+        with open(temporary, "wb") as file:
+            file.write(buffer.getbuffer())
         os.replace(temporary, path)
-    except (OSError, RuntimeError) as error:
-        # torch reports a failed write as a RuntimeError with its own internals in the text.
+    except OSError as error:
         temporary.unlink(missing_ok=True)
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error).splitlines()[0]
-        raise OSError(getattr(error, "errno", None), f"cannot write {path}: {reason}", str(path)) from None
+        raise OSError(error.errno, f"cannot write {path}: {error.strerror or error}", str(path)) from None
 
 
 def build_checkpoint(

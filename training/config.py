@@ -364,7 +364,9 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
         if len(non_none) == 1:
             try:
                 return _coerce(value, non_none[0], key)
-            except ConfigError:
+            except ConfigError as error:
+                if not str(error).startswith(f"{key}: expected "):
+                    raise  # the right type with a bad value, e.g. a non-finite float
                 raise ConfigError(f"{key}: expected {_type_name(non_none[0])} or null, got {value!r}") from None
         raise ConfigError(f"{key}: unsupported annotation {annotation}")
     if dataclasses.is_dataclass(annotation):

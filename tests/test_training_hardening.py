@@ -1,0 +1,395 @@
+"""kahuna-train under hostile or careless input (issue 10): every problem one line, nothing overwritten or lost.
+
+Each test reproduces one failure of the audit: a resume that changes the
+architecture, non-finite values, a run directory that is used, read-only, a
+file or full, a second process on the same run, damaged checkpoints, and the
+core count under CPU limits.  Crafted agent files are in tests/test_agent_files.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import typing
+from pathlib import Path
+
+import pytest
+import torch
+
+from training.checkpoint import load_checkpoint
+from training.cli import main
+from training.config import ConfigError, TrainConfig, load_config
+from training.cpus import available_cores, cgroup_cpu_limit, oversubscription_warning, update_threads
+from training.rundir import RunLock
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+SMOKE = REPOSITORY / "configs" / "smoke.yaml"
+# The smoke recipe, two updates, a checkpoint after each, nothing slow.
+QUICK = [
+    "total_updates=2",
+    "checkpoint.every=1",
+    "eval.every=0",
+    "eval.final_games=0",
+    "logging.tensorboard=false",
+    "logging.plot=false",
+]
+
+
+def quick_args(run_dir: Path, *extra: str) -> list[str]:
+    overrides = [item for key in [*QUICK, *extra] for item in ("--set", key)]
+    return ["--config", str(SMOKE), *overrides, "--run-dir", str(run_dir)]
+
+
+def one_error_line(capsys) -> str:
+    """The single stderr line of a failed command (asserts there is exactly one)."""
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("kahuna-train: error: "), lines
+    return lines[0]
+
+
+def snapshot(directory: Path) -> dict[str, bytes]:
+    """Every file under ``directory`` but the lock file, with its bytes (to prove nothing changed)."""
+    files = sorted(path for path in directory.rglob("*") if path.is_file() and path.name != ".lock")
+    return {str(path.relative_to(directory)): path.read_bytes() for path in files}
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """A two-update run with checkpoints update_000001.pt, update_000002.pt and latest.pt."""
+    run_dir = tmp_path_factory.mktemp("hardening") / "run"
+    assert main(quick_args(run_dir)) == 0
+    return run_dir
+
+
+@pytest.fixture
+def run_copy(finished_run, tmp_path):
+    copy = tmp_path / "run"
+    shutil.copytree(finished_run, copy)
+    (copy / ".lock").unlink(missing_ok=True)
+    return copy
+
+
+# ----------------------------------------------------------------------------- item 4: resume changing the network
+@pytest.mark.parametrize(
+    "override", ["model.hidden_sizes=[64]", "model.architecture=mlp", "model.activation=tanh", "model.line_width=16"]
+)
+def test_resume_that_changes_the_architecture_is_one_line_and_changes_nothing(run_copy, capsys, override):
+    before = snapshot(run_copy)
+    assert main(["--resume", str(run_copy), "--set", override, "--set", "total_updates=3"]) == 2
+    line = one_error_line(capsys)
+    assert f"{override.split('=')[0]} cannot change when resuming" in line
+    assert snapshot(run_copy) == before
+
+
+# ----------------------------------------------------------------------------- item 5: NaN and inf
+def float_keys(cls: type = TrainConfig, prefix: str = "") -> list[str]:
+    """Every float-valued key of the config (``ppo.lr``, ``reward.win``, ``max_minutes``, ...)."""
+    keys = []
+    hints = typing.get_type_hints(cls)
+    for field in dataclasses.fields(cls):
+        annotation = hints[field.name]
+        key = f"{prefix}{field.name}"
+        if dataclasses.is_dataclass(annotation):
+            keys += float_keys(annotation, f"{key}.")
+        elif annotation is float or float in typing.get_args(annotation):
+            keys.append(key)
+    return keys
+
+
+def test_every_float_key_is_found():
+    keys = float_keys()
+    assert {"ppo.lr", "reward.win", "reward.island_shaping", "pool.latest", "max_minutes"} <= set(keys)
+
+
+@pytest.mark.parametrize("key", float_keys())
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.inf", "1e400"])
+def test_non_finite_floats_are_rejected_for_every_key(key, value):
+    with pytest.raises(ConfigError, match=rf"^{key}: must be a finite number"):
+        load_config(None, [f"{key}={value}"])
+
+
+def test_cli_rejects_a_nan_reward_before_training(tmp_path, capsys):
+    assert main(quick_args(tmp_path / "run", "reward.island_shaping=.nan")) == 2
+    assert one_error_line(capsys).endswith("reward.island_shaping: must be a finite number, got nan")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_run_whose_weights_become_nan_stops_and_keeps_the_last_good_checkpoint(tmp_path, capsys, monkeypatch):
+    import training.ppo
+
+    real_update = training.ppo.ppo_update
+
+    def diverging_update(model, optimizer, rollout, ppo, generator):
+        stats = real_update(model, optimizer, rollout, ppo, generator)
+        if optimizer.param_groups[0]["lr"] < ppo.lr:  # update 2 (the learning rate anneals)
+            with torch.no_grad():
+                next(model.parameters()).fill_(float("nan"))
+        return stats
+
+    monkeypatch.setattr(training.ppo, "ppo_update", diverging_update)
+    run_dir = tmp_path / "run"
+    assert main(quick_args(run_dir)) == 1
+    line = one_error_line(capsys)
+    assert "update 2: weights trunk.0.weight became NaN or infinite" in line
+    assert f"the last good checkpoint is {run_dir / 'checkpoints' / 'update_000001.pt'}" in line
+    latest = load_checkpoint(run_dir / "checkpoints" / "latest.pt")
+    assert latest["counters"]["update"] == 1
+    assert all(torch.isfinite(value).all() for value in latest["model_state"].values())
+    assert not (run_dir / "checkpoints" / "update_000002.pt").exists()
+    assert not (run_dir / "final_agent.pt").exists()
+
+
+# ----------------------------------------------------------------------------- item 6: new run into a used directory
+def test_new_run_into_its_own_config_directory_is_refused_and_the_config_kept(tmp_path, capsys):
+    experiment = tmp_path / "exp"
+    experiment.mkdir()
+    config = experiment / "config.yaml"
+    config.write_text(SMOKE.read_text(encoding="utf-8"), encoding="utf-8")
+    before = snapshot(experiment)
+    assert main(["--config", str(config), "--run-dir", str(experiment)]) == 2
+    line = one_error_line(capsys)
+    assert f"{experiment} already holds a run or other files (config.yaml)" in line
+    assert snapshot(experiment) == before
+
+
+def test_new_run_into_a_finished_run_points_to_resume(run_copy, capsys):
+    before = snapshot(run_copy)
+    assert main(quick_args(run_copy)) == 2
+    assert f"continue it with --resume {run_copy}" in one_error_line(capsys)
+    assert snapshot(run_copy) == before
+
+
+# ----------------------------------------------------------------------------- item 8: environment faults
+def test_run_dir_naming_a_file_is_one_line(tmp_path, capsys):
+    target = tmp_path / "notes.txt"
+    target.write_text("keep me\n")
+    assert main(quick_args(target)) == 2
+    assert one_error_line(capsys).endswith(f"--run-dir {target} is a file, not a directory")
+    assert target.read_text() == "keep me\n"
+
+
+def refuse_writes_in(monkeypatch, directory: Path) -> None:
+    """Make ``directory`` read-only for the write probe (chmod does not stop root, who runs the CI)."""
+    real = tempfile.mkstemp
+
+    def mkstemp(*args, **kwargs):
+        if Path(kwargs.get("dir", "")) == directory:
+            raise PermissionError(13, "Permission denied", str(directory))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+
+
+def test_read_only_run_directory_is_one_line_before_training(tmp_path, capsys, monkeypatch):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    if os.geteuid() != 0:
+        run_dir.chmod(0o500)
+    else:
+        refuse_writes_in(monkeypatch, run_dir)
+    try:
+        assert main(quick_args(run_dir)) == 2
+    finally:
+        run_dir.chmod(0o700)
+    assert one_error_line(capsys).endswith(f"cannot write in {run_dir}: Permission denied")
+    assert list(run_dir.iterdir()) == []
+
+
+def test_read_only_checkpoints_directory_is_one_line_and_nothing_changes(run_copy, capsys, monkeypatch):
+    checkpoints = run_copy / "checkpoints"
+    refuse_writes_in(monkeypatch, checkpoints)
+    before = snapshot(run_copy)
+    assert main(["--resume", str(run_copy), "--set", "total_updates=3"]) == 2
+    assert one_error_line(capsys).endswith(f"cannot write in {checkpoints}: Permission denied")
+    assert snapshot(run_copy) == before
+
+
+def test_full_disk_stops_with_one_line_naming_the_file(tmp_path):
+    # RLIMIT_FSIZE makes every write past 8 KB fail with EFBIG, as a full disk fails with ENOSPC.
+    run_dir = tmp_path / "run"
+    script = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (8192, 8192))\n"
+        "from training.cli import main\n"
+        f"sys.exit(main({quick_args(run_dir)!r}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPOSITORY, capture_output=True, text=True, timeout=300, check=False
+    )
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 1, done.stderr
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"kahuna-train: error: cannot write {run_dir / 'checkpoints'}/update_000001.pt: ")
+    assert lines[0].endswith("File too large; the last checkpoint is kept")
+    assert not list((run_dir / "checkpoints").glob("*.tmp"))
+
+
+# ----------------------------------------------------------------------------- item 9: the run directory lock
+def test_second_process_on_a_locked_run_says_who_holds_it(run_copy, capsys):
+    before = snapshot(run_copy)
+    with RunLock(run_copy):
+        holder = (run_copy / ".lock").read_text()
+        assert holder.startswith(f"pid {os.getpid()} on ")
+        assert main(["--resume", str(run_copy), "--set", "total_updates=3"]) == 2
+        line = one_error_line(capsys)
+    assert f"{run_copy} is in use by another training process ({holder.strip()})" in line
+    assert snapshot(run_copy) == before
+
+
+def test_lock_held_by_another_process_is_released_when_it_ends(tmp_path):
+    script = (
+        "import sys, time\nfrom training.rundir import RunLock\n"
+        f"lock = RunLock({str(tmp_path)!r}); lock.acquire(); print('held', flush=True); sys.stdin.readline()\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=REPOSITORY, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ValueError, match=rf"in use by another training process \(pid {holder.pid} on "):
+            RunLock(tmp_path).acquire()
+    finally:
+        holder.communicate("\n", timeout=30)
+    with RunLock(tmp_path):  # free again once the holder is gone
+        pass
+
+
+# ----------------------------------------------------------------------------- item 10: smaller tracebacks
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("seed=99999999999999999999999", r"seed: must be in \[0, 9223372036854775807\]"),
+        ("eval.seed=-1", r"eval\.seed: must be in \[0, 9223372036854775807\]"),
+        ("pool.latest=.inf", r"pool\.latest: must be a finite number, got inf"),
+        ("name=a/b", r"name: must be a non-empty printable name"),
+        ("name=..", r"name: must be a non-empty printable name"),
+        ("threads=0", r"threads: must be an integer >= 1 or 'auto'"),
+        ("model.hidden_sizes={0: x, 2: y}", r"model\.hidden_sizes: expected a list of int"),
+        ("eval.opponents={0: x, 2: y}", r"eval\.opponents: expected a list of str"),
+    ],
+)
+def test_bad_values_are_rejected_with_bounds(override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, [override])
+
+
+def test_nul_in_the_run_name_is_rejected(tmp_path):
+    config = tmp_path / "nul.yaml"
+    config.write_text('name: "run\\0x"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="name: must be a non-empty printable name"):
+        load_config(config)
+
+
+def test_non_utf8_config_error_names_the_file(tmp_path, capsys):
+    config = tmp_path / "latin1.yaml"
+    config.write_bytes("name: caf\xe9\n".encode("latin-1"))
+    assert main(["--config", str(config), "--run-dir", str(tmp_path / "run")]) == 2
+    assert one_error_line(capsys).endswith(f"{config}: not a UTF-8 text file (byte 9: invalid continuation byte)")
+
+
+def damage(run_dir: Path, key: str, value) -> None:
+    """Replace ``key`` of the run's latest.pt with ``value``."""
+    path = run_dir / "checkpoints" / "latest.pt"
+    payload = torch.load(path, weights_only=True)
+    payload[key] = value
+    torch.save(payload, path)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("counters", {"update": "two"}, "counters['update'] must be an integer >= 0, got 'two'"),
+        ("counters", [1, 2], "counters must be a mapping, got list"),
+        ("optimizer_state", {"lr": 1}, "optimizer_state must be an optimizer state_dict"),
+        ("optimizer_state", "damaged", "optimizer_state must be an optimizer state_dict"),
+    ],
+)
+def test_resume_with_damaged_counters_or_optimizer_state_is_one_line(run_copy, capsys, key, value, message):
+    # update_000002.pt is damaged too, update_000001.pt removed: nothing readable to fall back on.
+    damage(run_copy, key, value)
+    shutil.copy(run_copy / "checkpoints" / "latest.pt", run_copy / "checkpoints" / "update_000002.pt")
+    (run_copy / "checkpoints" / "update_000001.pt").unlink()
+    before = snapshot(run_copy)
+    assert main(["--resume", str(run_copy), "--set", "total_updates=3"]) == 2
+    assert message in one_error_line(capsys)
+    assert snapshot(run_copy) == before
+
+
+def test_resume_with_optimizer_moments_of_the_wrong_shape_is_one_line(run_copy, capsys):
+    state = load_checkpoint(run_copy / "checkpoints" / "latest.pt")["optimizer_state"]
+    state["state"][0]["exp_avg"] = torch.zeros(3)
+    damage(run_copy, "optimizer_state", state)
+    before = snapshot(run_copy)
+    assert main(["--resume", str(run_copy), "--set", "total_updates=3"]) == 2
+    assert "optimizer_state: exp_avg has shape (3,), not (32, 246)" in one_error_line(capsys)
+    assert snapshot(run_copy) == before
+
+
+def test_resume_without_latest_uses_the_newest_complete_checkpoint(run_copy, capsys):
+    checkpoints = run_copy / "checkpoints"
+    (checkpoints / "latest.pt").unlink()
+    assert main(["--resume", str(run_copy), "--set", "total_updates=3"]) == 0
+    out = capsys.readouterr().out
+    assert "latest.pt does not exist; resuming from update_000002.pt, the newest complete checkpoint" in out
+    assert load_checkpoint(checkpoints / "latest.pt")["counters"]["update"] == 3
+
+
+def test_resume_past_a_truncated_latest_uses_the_newest_complete_checkpoint(run_copy, capsys):
+    latest = run_copy / "checkpoints" / "latest.pt"
+    latest.write_bytes(latest.read_bytes()[:1000])
+    (run_copy / "checkpoints" / "update_000002.pt").unlink()
+    assert main(["--resume", str(run_copy)]) == 0
+    assert "resuming from update_000001.pt, the newest complete checkpoint" in capsys.readouterr().out
+    assert load_checkpoint(latest)["counters"]["update"] == 2
+
+
+# ----------------------------------------------------------------------------- item 11: cores actually available
+def fake_cgroup(tmp_path: Path, v2: str | None = None, v1: tuple[int, int] | None = None) -> Path:
+    if v2 is not None:
+        (tmp_path / "cpu.max").write_text(v2 + "\n")
+    if v1 is not None:
+        (tmp_path / "cpu").mkdir()
+        (tmp_path / "cpu" / "cpu.cfs_quota_us").write_text(f"{v1[0]}\n")
+        (tmp_path / "cpu" / "cpu.cfs_period_us").write_text(f"{v1[1]}\n")
+    return tmp_path
+
+
+def test_cgroup_v2_quota_caps_the_available_cores(tmp_path):
+    root = fake_cgroup(tmp_path, v2="50000 100000")
+    assert cgroup_cpu_limit(root) == 0.5
+    assert available_cores(root) == 1
+    assert update_threads("auto", root) == 1
+
+
+def test_cgroup_v1_quota_is_read_when_there_is_no_v2(tmp_path):
+    root = fake_cgroup(tmp_path, v1=(100000, 100000))
+    assert cgroup_cpu_limit(root) == 1.0 and available_cores(root) == 1
+
+
+def test_without_a_quota_auto_uses_the_affinity_mask(tmp_path):
+    root = fake_cgroup(tmp_path, v2="max 100000", v1=(-1, 100000))
+    assert cgroup_cpu_limit(root) is None
+    assert available_cores(root) == len(os.sched_getaffinity(0))
+    assert update_threads(3, root) == 3
+
+
+def test_auto_threads_follow_the_affinity_mask_of_the_process():
+    script = (
+        "import os; os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})\n"
+        "from training.cpus import update_threads; print(update_threads('auto'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPOSITORY, capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "1"
+
+
+def test_oversubscription_is_reported():
+    assert oversubscription_warning(threads=2, workers=0, cores=2) is None
+    warning = oversubscription_warning(threads=2, workers=1, cores=1)
+    assert "only 1 core(s)" in warning and "threads=2" in warning and "rollout.workers=1" in warning
