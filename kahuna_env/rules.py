@@ -68,9 +68,9 @@ __all__ = [
     "holds_card",
     "holds_cards",
     "holds_opponent_bridge",
-    "in_card_phase",
     "in_final_turns",
     "in_setup",
+    "in_turn",
     "is_free",
     "is_legal",
     "legal_actions",
@@ -129,6 +129,7 @@ def can_place(game: KahunaGame, line: int, pay_island: int) -> bool:
     needs a bridge in supply; in the planning variant, not next to an island
     the opponent controls.
     """
+    # The conditions are in the order cheapest-to-refute first; the meaning is their conjunction.
     return (
         pay_island in LINES[line]
         and holds_card(game, pay_island)
@@ -145,6 +146,7 @@ def can_remove(game: KahunaGame, line: int, payment: tuple[int, int]) -> bool:
     Pay two cards, each naming an island of a line that holds an *opponent*
     bridge (``a+b``, ``a+a`` or ``b+b``).
     """
+    # The conditions are in the order cheapest-to-refute first; the meaning is their conjunction.
     return (
         holds_opponent_bridge(game, line)
         and tuple(sorted(payment)) in removal_payments(line)
@@ -179,22 +181,18 @@ def can_pass(game: KahunaGame) -> bool:
     turn ended with a pass and something is drawable (must draw), or a
     ``hand_limit`` discard was made this turn.
     """
-    return (
-        in_card_phase(game)
-        and not (must_draw(game) and something_to_draw(game))
-        and not discard_rule_forbids_pass(game)
-    )
+    return in_turn(game) and not (must_draw(game) and something_to_draw(game)) and not discard_rule_forbids_pass(game)
 
 
 def can_claim_free_bridge(game: KahunaGame, line: int) -> bool:
     """A ``FREE_BRIDGE`` (docs/RULES.md "Setup", Handicap; "Planning variant").
 
     In handicap setup the handicap player puts a bridge from their supply on
-    any free line, paying nothing (the planning restriction does not apply:
-    nobody has taken an island yet).  In a turn of the planning variant, right after a removal
-    the remover may claim the freed line (``claim_line``) if it needs a
-    bridge they still have and neither of its islands is controlled by the
-    opponent; any other action forgoes the claim.
+    any free line, paying nothing; the planning restriction does not apply
+    (nobody controls an island yet).  In a turn of the planning variant, the
+    remover may claim the line their removal just freed (``claim_line``),
+    with a bridge from their supply, if neither of its islands is controlled
+    by the opponent; any other action forgoes the claim.
     """
     if game_over(game):
         return False
@@ -234,8 +232,11 @@ def in_setup(game: KahunaGame) -> bool:
     return game.in_setup
 
 
-def in_card_phase(game: KahunaGame) -> bool:
-    """A turn is running: the game is not over and the handicap setup is done (docs/RULES.md "A turn")."""
+def in_turn(game: KahunaGame) -> bool:
+    """A turn is running (card phase or end action): the game is not over and the handicap setup is done.
+
+    docs/RULES.md "A turn"; "Setup" (the handicap bridges come before anyone's first turn).
+    """
     return not game_over(game) and not in_setup(game)
 
 
@@ -264,7 +265,7 @@ def may_play(game: KahunaGame) -> bool:
 
     docs/RULES.md "A turn", Card phase: "one who has discarded may not play".
     """
-    return in_card_phase(game) and not has_discarded(game)
+    return in_turn(game) and not has_discarded(game)
 
 
 def may_discard(game: KahunaGame) -> bool:
@@ -273,7 +274,7 @@ def may_discard(game: KahunaGame) -> bool:
     docs/RULES.md "A turn", Card phase: "a player who has played a card this
     turn may not discard"; "Discard rule option".
     """
-    return in_card_phase(game) and not has_played(game) and discard_rule_allows_discard(game)
+    return in_turn(game) and not has_played(game) and discard_rule_allows_discard(game)
 
 
 def discard_rule_allows_discard(game: KahunaGame) -> bool:
@@ -302,7 +303,7 @@ def may_draw_a_card(game: KahunaGame) -> bool:
     docs/RULES.md "A turn", End action ("a player holding 5 cards cannot draw
     or take"); "Rounds and scoring", Final round ("without drawing").
     """
-    return in_card_phase(game) and not in_final_turns(game) and not hand_is_full(game)
+    return in_turn(game) and not in_final_turns(game) and not hand_is_full(game)
 
 
 def must_draw(game: KahunaGame) -> bool:
