@@ -108,9 +108,9 @@ _KIND[A.PASS] = _PASS
 _KIND[A.FREE_BRIDGE : A.NUM_ACTIONS] = _FREE
 _KIND[A.NUM_ACTIONS] = _NOOP
 _NO_ACTION = A.NUM_ACTIONS
-_LINE = np.array(list(A.ACTION_LINE) + [-1], dtype=np.intp)
-_PAY1 = np.array([p[0] if len(p) > 0 else -1 for p in A.PAID_ISLANDS] + [-1], dtype=np.intp)
-_PAY2 = np.array([p[1] if len(p) > 1 else -1 for p in A.PAID_ISLANDS] + [-1], dtype=np.intp)
+_LINE = np.array([*A.ACTION_LINE, -1], dtype=np.intp)
+_PAY1 = np.array([*(p[0] if len(p) > 0 else -1 for p in A.PAID_ISLANDS), -1], dtype=np.intp)
+_PAY2 = np.array([*(p[1] if len(p) > 1 else -1 for p in A.PAID_ISLANDS), -1], dtype=np.intp)
 
 
 def _observation_scale() -> np.ndarray:
@@ -220,7 +220,7 @@ class KahunaBatch:
                 raise ValueError(f"config must be one config or a sequence of {n}, got {len(configs)}")
         self.configs: list[KahunaConfig] = configs
         self._config_dicts = [c.to_dict() for c in configs]
-        if seed is None or isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        if seed is None or (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)):
             seeds = [int(s) for s in np.random.SeedSequence(seed).generate_state(n, dtype=np.uint64)]
         else:
             seeds = [int(s) for s in seed]
@@ -294,7 +294,7 @@ class KahunaBatch:
         if len(indices) != len(positions):
             raise ValueError(f"{len(indices)} indices but {len(positions)} positions")
         games = [KahunaGame.from_dict(position) for position in positions]
-        for i, game in zip(indices.tolist(), games):
+        for i, game in zip(indices.tolist(), games, strict=True):
             self._set_config(i, game.config)
         self._load(indices, [game.to_dict() for game in games])
 
@@ -312,7 +312,7 @@ class KahunaBatch:
     def _load(self, indices: np.ndarray, dicts: list[dict[str, Any]]) -> None:
         """Write complete position dicts (as ``KahunaGame.to_dict`` gives them) into the given slots."""
         self._mask_valid = False
-        for i, d in zip(indices.tolist(), dicts):
+        for i, d in zip(indices.tolist(), dicts, strict=True):
             owners = [-1 if o is None else o for o in d["bridges"]]
             self.owner[i] = owners
             for p in (0, 1):
@@ -473,7 +473,6 @@ class KahunaBatch:
         """
         actions = self._check(actions)
         n = self.n
-        rows = self._rows
         self._mask_valid = False
         kind = _KIND[actions]
         p = self.current.astype(np.intp)

@@ -1,0 +1,403 @@
+"""The batched engine (kahuna_env.vector) against the scalar reference, kahuna_env.engine.KahunaGame.
+
+Differential: random batched play in which, after every step, every game's
+``to_dicts`` entry equals the scalar engine's ``to_dict`` after the same
+actions, and the legal masks and observations (both seats) agree bit for bit.
+Chance is compared exactly, pile order included: each batched game draws from
+the same generator stream as its scalar twin.  ``benchmarks/vector.py
+--differential N`` runs the same check over more actions.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from helpers import LINE, final_turns_position, position
+
+from kahuna_env import actions as A
+from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
+from kahuna_env.observation import encode_observation
+from kahuna_env.vector import KahunaBatch
+
+ALL_CONFIGS = [
+    KahunaConfig(variant=variant, discard_rule=rule, handicap=handicap, first_player=first)
+    for variant, rule, handicap, first in itertools.product(
+        ("standard", "planning"), ("instead_of_play", "hand_limit"), (None, (0, 1), (1, 3)), (0, 1)
+    )
+]
+"""Every variant and option: 2 variants x 2 discard rules x 3 handicaps x 2 first players."""
+
+
+def uniform_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One uniformly random legal action per row (rows without a legal action get 0)."""
+    counts = mask.sum(1)
+    pick = (rng.random(len(mask)) * counts).astype(np.int64)
+    cumulative = mask.cumsum(1)
+    return np.argmax(cumulative > pick[:, None], axis=1)
+
+
+def assert_same(batch: KahunaBatch, games: list[KahunaGame], context: str = "") -> None:
+    """Positions, legal masks and observations (player to act, seat 0, seat 1) of every game agree."""
+    dicts = batch.to_dicts()
+    masks = batch.legal_masks()
+    observations = {seat: batch.observations(seat) for seat in (None, 0, 1)}
+    for i, game in enumerate(games):
+        expected = game.to_dict()
+        if dicts[i] != expected:
+            diff = {key: (dicts[i][key], expected[key]) for key in expected if dicts[i].get(key) != expected[key]}
+            pytest.fail(f"{context} game {i}: positions differ (batch, scalar): {diff}")
+        if not np.array_equal(masks[i], game.action_mask()):
+            pytest.fail(f"{context} game {i}: masks differ: {np.flatnonzero(masks[i])} vs {game.legal_actions()}")
+        for seat, obs in observations.items():
+            reference = encode_observation(game, game.current_player if seat is None else seat)
+            if obs[i].tobytes() != reference.tobytes():
+                pytest.fail(
+                    f"{context} game {i}: observation (seat {seat}) differs at {np.flatnonzero(obs[i] != reference)}"
+                )
+
+
+def play_differential(configs: list[KahunaConfig], seeds: list[int], steps: int, rng_seed: int) -> int:
+    """Random batched play with auto-reset, checked against scalar twins after every step; returns actions."""
+    n = len(configs)
+    batch = KahunaBatch(n, configs, seeds, auto_reset=True)
+    # A scalar twin draws from a generator object it shares with its successors, as the batch slot does.
+    generators = [np.random.default_rng(seed) for seed in seeds]
+    games = [KahunaGame(configs[i], seed=generators[i]) for i in range(n)]
+    rng = np.random.default_rng(rng_seed)
+    assert_same(batch, games, "start")
+    finished = 0
+    for step in range(steps):
+        actions = uniform_actions(batch.legal_masks(), rng)
+        result = batch.step(actions)
+        for i, game in enumerate(games):
+            game.step(int(actions[i]))
+            assert bool(result.terminated[i]) == game.is_over, f"step {step} game {i}"
+            if game.is_over:
+                finished += 1
+                assert (None if result.winner[i] < 0 else int(result.winner[i])) == game.winner
+                assert result.scores[i].tolist() == game.scores
+                assert result.final_points[i].tolist() == game.final_points
+                assert result.reset[i]
+                games[i] = KahunaGame(configs[i], seed=generators[i])
+        assert_same(batch, games, f"step {step}")
+    assert finished > n, "the run must cover many complete games"
+    return n * steps
+
+
+def test_differential_random_play_over_every_variant_and_option():
+    configs = [ALL_CONFIGS[i % len(ALL_CONFIGS)] for i in range(72)]
+    actions = play_differential(configs, list(range(1000, 1072)), steps=1400, rng_seed=1)
+    assert actions >= 100_000
+
+
+def test_a_batch_game_is_the_scalar_game_of_the_same_seed():
+    seeds = [5, 17, 2**40 + 3]
+    batch = KahunaBatch(3, KahunaConfig(variant="planning"), seeds)
+    for i, seed in enumerate(seeds):
+        assert batch.to_dicts([i])[0] == KahunaGame(KahunaConfig(variant="planning"), seed=seed).to_dict()
+
+
+def test_finished_games_ignore_their_actions_without_auto_reset():
+    n = 16
+    configs = [ALL_CONFIGS[i] for i in range(n)]
+    batch = KahunaBatch(n, configs, list(range(n)))
+    games = [KahunaGame(configs[i], seed=i) for i in range(n)]
+    rng = np.random.default_rng(3)
+    terminated_once = np.zeros(n, dtype=bool)
+    while not batch.over.all():
+        actions = uniform_actions(batch.legal_masks(), rng)
+        actions[batch.over] = -5  # anything: ignored
+        result = batch.step(actions)
+        assert not (result.terminated & terminated_once).any(), "a game terminates once"
+        terminated_once |= result.terminated
+        for i, game in enumerate(games):
+            if not game.is_over:
+                game.step(int(actions[i]))
+        assert_same(batch, games)
+    assert terminated_once.all()
+    assert not batch.legal_masks().any()
+
+
+# --- hand-built edge positions --------------------------------------------------------------------
+
+
+def _round_end(round_number: int, **extra):
+    return position(
+        bridges={"ALOA-BARI": 0, "ALOA-DUDA": 0, "BARI-COCO": 0, "BARI-FAAA": 0, "HUNA-LALE": 1, "IFFI-LALE": 1},
+        hands=(["ALOA", "HUNA"], ["KAHU"]),
+        face_up=[None, "GOLA", None],
+        pile=[],
+        round=round_number,
+        **extra,
+    )
+
+
+EDGE_POSITIONS = {
+    "cascade": position(
+        bridges={"ALOA-BARI": 0, "ALOA-HUNA": 1, "HUNA-IFFI": 1, "HUNA-LALE": 1, "IFFI-LALE": 1},
+        hands=(["ALOA", "HUNA", "IFFI"], ["LALE"]),
+    ),
+    "double capture": position(
+        bridges={"ALOA-BARI": 0, "BARI-DUDA": 0, "DUDA-ELAI": 0, "ALOA-HUNA": 1, "DUDA-HUNA": 1, "HUNA-IFFI": 1},
+        hands=(["ALOA", "DUDA", "DUDA"], []),
+    ),
+    "capture ends round 2": position(
+        bridges={"ALOA-BARI": 0, "ALOA-HUNA": 1},
+        hands=(["ALOA", "DUDA"], ["LALE"]),
+        round=2,
+    ),
+    "removal ends round 3": position(
+        bridges={"ALOA-BARI": 0, "ELAI-JOJO": 1},
+        hands=(["ELAI", "JOJO", "ELAI"], ["LALE"]),
+        round=3,
+        scores=[2, 1],
+    ),
+    "round 1 end, reshuffle": _round_end(1),
+    "round 2 end, reshuffle": _round_end(2, scores=[1, 0]),
+    "round 3 end, final turns": _round_end(3, scores=[1, 2]),
+    "round 1 end, premature": position(
+        bridges={"ALOA-BARI": 0, "ALOA-DUDA": 0}, hands=(["ALOA"], ["KAHU"]), face_up=[None, "GOLA", None], pile=[]
+    ),
+    "round 1 end, nobody has bridges": position(hands=(["ALOA"], ["KAHU"]), face_up=[None, "GOLA", None], pile=[]),
+    "last slot with a pile card": position(hands=(["ALOA"], ["KAHU"]), face_up=[None, "GOLA", None], pile=["BARI"]),
+    "final turns, 2 left": final_turns_position(2),
+    "final turns, 1 left": final_turns_position(1),
+    "final turns, tie on bridges": position(
+        bridges={"ALOA-BARI": 0, "ALOA-DUDA": 0, "HUNA-LALE": 1, "IFFI-LALE": 1, "GOLA-KAHU": 1},
+        hands=(["ALOA"], ["KAHU"]),
+        face_up=[None, None, None],
+        pile=[],
+        round=3,
+        scores=[2, 2],
+        final_turns_left=1,
+        current_player=1,
+    ),
+    "must draw with five cards": position(
+        bridges={"ALOA-BARI": 1},
+        hands=(["ALOA", "BARI", "COCO", "DUDA", "ELAI"], []),
+        must_draw=True,
+    ),
+    "hand limit discard": position(
+        hands=(["ALOA", "BARI", "COCO", "DUDA", "ELAI"], []),
+        config={"discard_rule": "hand_limit"},
+    ),
+    "hand limit after a discard": position(
+        hands=(["ALOA", "BARI", "COCO", "DUDA"], []),
+        discard=["ELAI"],
+        face_down=[["ELAI"], []],
+        discarded_this_turn=1,
+        known=[["ALOA"], []],
+        config={"discard_rule": "hand_limit"},
+    ),
+    "planning removal": position(
+        bridges={"ELAI-HUNA": 1, "ELAI-IFFI": 1, "ALOA-HUNA": 1},
+        hands=(["ELAI", "HUNA", "HUNA", "ALOA"], []),
+        config={"variant": "planning"},
+    ),
+    "planning claim pending": position(
+        bridges={"ALOA-HUNA": 1},
+        hands=(["ELAI", "HUNA"], []),
+        played_this_turn=2,
+        claim_line=LINE["ELAI-HUNA"],
+        config={"variant": "planning"},
+    ),
+    "planning claim that captures": position(
+        bridges={"ALOA-DUDA": 0, "ALOA-HUNA": 1},
+        hands=(["BARI"], []),
+        played_this_turn=2,
+        claim_line=LINE["ALOA-BARI"],
+        config={"variant": "planning"},
+    ),
+    "handicap setup": position(
+        bridges={"ALOA-BARI": 1},
+        hands=(["ALOA"], ["KAHU"]),
+        current_player=1,
+        setup_left=2,
+        config={"handicap": [1, 3], "first_player": 0},
+    ),
+    "handicap last setup bridge": position(
+        bridges={"ALOA-BARI": 0, "ALOA-DUDA": 0},
+        hands=(["ALOA"], ["KAHU"]),
+        setup_left=1,
+        config={"handicap": [0, 3], "first_player": 1},
+    ),
+    "no supply": position(
+        bridges={name: 0 if line < 25 else 1 for name, line in LINE.items()},
+        hands=(["ALOA", "KAHU", "LALE"], ["JOJO"]),
+        round=2,
+        config={"variant": "planning"},
+    ),
+}
+
+
+def _legal(pos) -> list[int]:
+    return KahunaGame.from_dict(pos).legal_actions()
+
+
+@pytest.mark.parametrize("name", list(EDGE_POSITIONS))
+def test_every_legal_action_from_an_edge_position_matches_the_scalar_engine(name):
+    pos = EDGE_POSITIONS[name]
+    legal = _legal(pos)
+    assert legal, name
+    seeds = [7 + k for k in range(len(legal))]
+    batch = KahunaBatch.from_dicts([pos] * len(legal), seeds=seeds)
+    games = [KahunaGame.from_dict(pos, seed=seed) for seed in seeds]
+    assert_same(batch, games, name)
+    batch.step(np.array(legal))
+    for game, action in zip(games, legal, strict=True):
+        game.step(action)
+    assert_same(batch, games, name)
+    # Then play every copy to its end at random (reshuffles and final scorings on the way).
+    rng = np.random.default_rng(11)
+    while not batch.over.all():
+        actions = uniform_actions(batch.legal_masks(), rng)
+        batch.step(actions)
+        for game, action in zip(games, actions.tolist(), strict=True):
+            if not game.is_over:
+                game.step(action)
+        assert_same(batch, games, name)
+
+
+def test_edge_positions_reach_the_events_they_are_built_for():
+    def after(name, action):
+        batch = KahunaBatch.from_dicts([EDGE_POSITIONS[name]], seeds=[3])
+        batch.step([action])
+        return batch
+
+    cascade = after("cascade", A.place_action(LINE["ALOA-DUDA"], "ALOA"))
+    assert cascade.owner[0, LINE["ALOA-HUNA"]] == -1 and cascade.owner[0, LINE["HUNA-IFFI"]] == 1
+    assert cascade.controllers()[0].tolist()[7] == -1  # HUNA lost, LALE kept
+    assert cascade.controllers()[0].tolist()[11] == 1
+    ended = after("capture ends round 2", A.place_action(LINE["ALOA-DUDA"], "ALOA"))
+    assert ended.over[0] and ended.winner[0] == 0
+    reshuffled = after("round 1 end, reshuffle", A.TAKE + 1)
+    assert reshuffled.round[0] == 2 and reshuffled.pile_len[0] > 0 and reshuffled.scores[0].tolist() == [1, 0]
+    final = after("round 3 end, final turns", A.TAKE + 1)
+    assert final.final_turns[0] == 2 and not final.over[0]
+    premature = after("round 1 end, premature", A.TAKE + 1)
+    assert premature.over[0] and premature.winner[0] == 0
+    draw = after("round 1 end, nobody has bridges", A.TAKE + 1)
+    assert draw.over[0] and draw.winner[0] == -1
+    tie = after("final turns, tie on bridges", A.PASS)
+    assert tie.over[0] and tie.winner[0] == 1 and tie.final_points[0].tolist() == [0, 0]
+    claim = after("planning removal", A.remove_action(LINE["ELAI-HUNA"], "ELAI", "HUNA"))
+    assert claim.claim_line[0] == LINE["ELAI-HUNA"]
+    assert claim.legal_masks()[0, A.FREE_BRIDGE + LINE["ELAI-HUNA"]]
+    setup = after("handicap last setup bridge", A.FREE_BRIDGE + LINE["ALOA-HUNA"])
+    assert setup.current[0] == 1 and setup.setup_left[0] == 0
+
+
+def test_reshuffles_draw_the_scalar_engines_permutation():
+    pos = EDGE_POSITIONS["round 1 end, reshuffle"]
+    for seed in range(5):
+        batch = KahunaBatch.from_dicts([pos], seeds=[seed])
+        batch.step([A.TAKE + 1])
+        game = KahunaGame.from_dict(pos, seed=seed)
+        game.step(A.TAKE + 1)
+        assert batch.to_dicts()[0]["pile"] == game.to_dict()["pile"]
+        assert batch.to_dicts()[0]["face_up"] == game.to_dict()["face_up"]
+
+
+# --- seeding, errors, positions -----------------------------------------------------------------
+
+
+def _random_play(batch: KahunaBatch, steps: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        batch.step(uniform_actions(batch.legal_masks(), rng))
+
+
+def test_same_seed_same_batch_and_different_seeds_differ():
+    first = KahunaBatch(32, ALL_CONFIGS[:8] * 4, seed=123, auto_reset=True)
+    second = KahunaBatch(32, ALL_CONFIGS[:8] * 4, seed=123, auto_reset=True)
+    other = KahunaBatch(32, ALL_CONFIGS[:8] * 4, seed=124, auto_reset=True)
+    assert first.seeds == second.seeds and first.seeds != other.seeds
+    assert first.to_dicts() == second.to_dicts()
+    assert first.to_dicts() != other.to_dicts()
+    assert len(set(first.seeds)) == 32
+    _random_play(first, 400, 9)
+    _random_play(second, 400, 9)
+    assert first.to_dicts() == second.to_dicts()
+    assert np.array_equal(first.observations(), second.observations())
+    with pytest.raises(ValueError, match="sequence of 3"):
+        KahunaBatch(3, seed=[1, 2])
+
+
+def test_an_illegal_action_in_one_game_raises_and_changes_nothing():
+    batch = KahunaBatch(8, ALL_CONFIGS[:8], seed=5)
+    _random_play(batch, 30, 2)
+    before = batch.to_dicts()
+    masks = batch.legal_masks().copy()
+    actions = uniform_actions(masks, np.random.default_rng(0))
+    bad = int(np.flatnonzero(~masks[5])[0])
+    actions[5] = bad
+    with pytest.raises(IllegalActionError, match=rf"game 5: action {bad} \(") as error:
+        batch.step(actions)
+    assert "illegal for player" in str(error.value)
+    assert batch.to_dicts() == before
+    assert np.array_equal(batch.legal_masks(), masks)
+    actions[5] = 179
+    with pytest.raises(IllegalActionError, match=r"game 5: action must be an integer in 0\.\.178, got 179"):
+        batch.step(actions)
+    with pytest.raises(IllegalActionError, match="shape"):
+        batch.step(actions[:3])
+    with pytest.raises(IllegalActionError, match="integers"):
+        batch.step(actions.astype(float))
+    assert batch.to_dicts() == before
+    actions[5] = uniform_actions(masks, np.random.default_rng(1))[5]
+    batch.step(actions)  # and the batch still works
+
+
+def test_from_dicts_round_trips_a_mid_game_batch():
+    batch = KahunaBatch(48, ALL_CONFIGS * 2, seed=77)
+    _random_play(batch, 100, 4)
+    assert batch.over.any() and (~batch.over).any() and (batch.round > 1).any()
+    positions = batch.to_dicts()
+    copy = KahunaBatch.from_dicts(positions, seeds=batch.seeds)
+    assert copy.to_dicts() == positions
+    assert np.array_equal(copy.legal_masks(), batch.legal_masks())
+    for seat in (None, 0, 1):
+        assert np.array_equal(copy.observations(seat), batch.observations(seat))
+    for name in ("owner", "count", "bridges", "hand", "known", "face_down", "open_discard", "pile_len", "face_up"):
+        assert np.array_equal(getattr(copy, name), getattr(batch, name)), name
+
+
+def test_game_returns_the_scalar_game_with_the_same_future_chance():
+    batch = KahunaBatch(24, ALL_CONFIGS, seed=8)
+    _random_play(batch, 60, 6)
+    games = [batch.game(i) for i in range(24)]
+    assert [g.to_dict() for g in games] == batch.to_dicts()
+    rng = np.random.default_rng(12)
+    for _ in range(400):  # far enough for reshuffles: the copies' generators must match the batch's
+        actions = uniform_actions(batch.legal_masks(), rng)
+        batch.step(actions)
+        for game, action in zip(games, actions.tolist(), strict=True):
+            if not game.is_over:
+                game.step(action)
+    assert [g.to_dict() for g in games] == batch.to_dicts()
+
+
+def test_set_positions_and_reset_replace_single_slots():
+    batch = KahunaBatch(4, seed=1)
+    pos = EDGE_POSITIONS["planning removal"]
+    batch.set_positions([2], [pos])
+    assert batch.to_dicts([2])[0] == KahunaGame.from_dict(pos).to_dict()
+    assert batch.planning.tolist() == [False, False, True, False]
+    before = batch.to_dicts([0, 1, 3])
+    batch.reset([2])
+    assert batch.to_dicts([0, 1, 3]) == before
+    assert batch.to_dicts([2])[0]["round"] == 1 and len(batch.to_dicts([2])[0]["pile"]) == 15
+    with pytest.raises(ValueError, match="hands"):
+        KahunaBatch.from_dicts([{**pos, "hands": [["ALOA"] * 6, []]}])
+
+
+def test_observations_for_an_array_of_seats():
+    batch = KahunaBatch(10, seed=3)
+    _random_play(batch, 25, 1)
+    seats = np.array([0, 1] * 5)
+    obs = batch.observations(seats)
+    for i in range(10):
+        assert np.array_equal(obs[i], batch.observations(int(seats[i]))[i])
+    assert obs.dtype == np.float32 and obs.shape == (10, 246)
