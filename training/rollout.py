@@ -237,116 +237,150 @@ def play_games(
     record_potentials: bool = False,
 ) -> PlayedGames:
     """Play the games of ``batch`` to the end, one action per running game per tick; see the module docstring."""
-    count = len(batch.games)
-    rng = np.random.default_rng(batch.rng_seed)
+    # Setup: the deals, the baselines, storage for the learner's decisions.
+    table = _GameTable(batch, game_config, record_potentials)
     generator = torch.Generator().manual_seed(batch.torch_seed)
-    games = [KahunaGame(game_config, seed=int(seed)) for seed in batch.seeds]
-    baselines = {
-        KIND_GREEDY: make_agent("greedy", seed=int(rng.integers(2**63))),
-        KIND_RANDOM: make_agent("random", seed=int(rng.integers(2**63))),
-    }
-    kinds = batch.kinds.tolist()
-    snapshot_of = batch.snapshots.tolist()
-    learner = batch.learner_seats.tolist()
-    game_number = batch.games.tolist()
-    storage = _Storage(capacity=max(count, 1) * 150)
-    last_row = [[-1, -1] for _ in range(count)]
-    actions_played = 0
-    scratch = np.zeros((count, OBSERVATION_SIZE), dtype=np.float32)
-    scratch_masks = np.zeros((count, NUM_ACTIONS), dtype=bool)
-    results = {kind: [0, 0, 0] for kind in KINDS}  # learner-seat wins, draws, losses
-    first_seat_results = [0, 0, 0]  # self-play games, from seat 0's side
-    active = list(range(count))
+    active = list(range(len(batch.games)))
     while active:
+        # Seat: who answers each running game's next action.
+        learner_games, by_snapshot, baseline_games = table.seat(active)
+        table.actions_played += len(active)
+        # Learner: one batched forward pass for all its games; every decision is stored.
+        if learner_games:
+            table.learner_moves(learner_games, model, generator)
+        # Snapshots: one batched forward pass per snapshot in use (nothing stored).
+        for snapshot, group in by_snapshot.items():
+            table.snapshot_moves(group, snapshots[snapshot], generator)
+        # Baselines: greedy and random, one game at a time.
+        for g in baseline_games:
+            table.baseline_move(g)
+        # Finish: terminal rewards on each learner seat's last decision of the games that ended.
+        active = table.finish_ended(active, win_reward)
+    return table.played()
+
+
+class _GameTable:
+    """The running games of one :class:`GameBatch` and the learner's decisions so far (see :func:`play_games`)."""
+
+    def __init__(self, batch: GameBatch, game_config: KahunaConfig, record_potentials: bool) -> None:
+        count = len(batch.games)
+        self.rng = np.random.default_rng(batch.rng_seed)
+        self.games = [KahunaGame(game_config, seed=int(seed)) for seed in batch.seeds]
+        self.baselines = {
+            KIND_GREEDY: make_agent("greedy", seed=int(self.rng.integers(2**63))),
+            KIND_RANDOM: make_agent("random", seed=int(self.rng.integers(2**63))),
+        }
+        self.record_potentials = record_potentials
+        self.kinds = batch.kinds.tolist()
+        self.snapshot_of = batch.snapshots.tolist()
+        self.learner = batch.learner_seats.tolist()
+        self.game_number = batch.games.tolist()
+        self.storage = _Storage(capacity=max(count, 1) * 150)
+        self.last_row = [[-1, -1] for _ in range(count)]  # each seat's latest stored decision
+        self.actions_played = 0
+        self.scratch = np.zeros((count, OBSERVATION_SIZE), dtype=np.float32)
+        self.scratch_masks = np.zeros((count, NUM_ACTIONS), dtype=bool)
+        self.results = {kind: [0, 0, 0] for kind in KINDS}  # learner-seat wins, draws, losses
+        self.first_seat_results = [0, 0, 0]  # self-play games, from seat 0's side
+
+    def seat(self, active: list[int]) -> tuple[list[int], dict[int, list[int]], list[int]]:
+        """Split the running games by who moves next: the learner, a snapshot (by pool index), a baseline."""
         learner_games: list[int] = []
         by_snapshot: dict[int, list[int]] = {}
         baseline_games: list[int] = []
         for g in active:
-            player = games[g].current_player
-            if learner[g][player]:
+            if self.learner[g][self.games[g].current_player]:
                 learner_games.append(g)
-            elif kinds[g] == KIND_PAST:
-                by_snapshot.setdefault(snapshot_of[g], []).append(g)
+            elif self.kinds[g] == KIND_PAST:
+                by_snapshot.setdefault(self.snapshot_of[g], []).append(g)
             else:
                 baseline_games.append(g)
-        actions_played += len(active)
+        return learner_games, by_snapshot, baseline_games
 
-        if learner_games:
-            n = len(learner_games)
-            start = storage.reserve(n)
-            observations = storage.observations[start : start + n]
-            masks = storage.masks[start : start + n]
-            trajectory = storage.trajectory
-            for j, g in enumerate(learner_games):
-                game = games[g]
-                player = game.current_player
-                encode_observation(game, player, out=observations[j])
-                masks[j, game.legal_actions()] = True
-                trajectory[start + j] = 2 * game_number[g] + player
-                last_row[g][player] = start + j
-            if record_potentials:
-                storage.potentials[start : start + n] = island_potentials(observations)
-            actions, log_probs, values = sample_actions(model, observations, masks, generator)
-            storage.actions[start : start + n] = actions
-            storage.log_probs[start : start + n] = log_probs
-            storage.values[start : start + n] = values
-            for g, action in zip(learner_games, actions.tolist(), strict=True):
-                games[g].step(action)
+    def learner_moves(self, group: list[int], model: ActorCritic, generator: torch.Generator) -> None:
+        """Encode the group's positions into storage, sample the learner's actions, store and play them."""
+        storage = self.storage
+        n = len(group)
+        start = storage.reserve(n)
+        observations = storage.observations[start : start + n]
+        masks = storage.masks[start : start + n]
+        for j, g in enumerate(group):
+            game = self.games[g]
+            player = game.current_player
+            encode_observation(game, player, out=observations[j])
+            masks[j, game.legal_actions()] = True
+            storage.trajectory[start + j] = 2 * self.game_number[g] + player
+            self.last_row[g][player] = start + j
+        if self.record_potentials:
+            storage.potentials[start : start + n] = island_potentials(observations)
+        actions, log_probs, values = sample_actions(model, observations, masks, generator)
+        storage.actions[start : start + n] = actions
+        storage.log_probs[start : start + n] = log_probs
+        storage.values[start : start + n] = values
+        for g, action in zip(group, actions.tolist(), strict=True):
+            self.games[g].step(action)
 
-        for snapshot, group in by_snapshot.items():
-            n = len(group)
-            observations = scratch[:n]
-            masks = scratch_masks[:n]
-            masks[:] = False
-            for j, g in enumerate(group):
-                game = games[g]
-                encode_observation(game, game.current_player, out=observations[j])
-                masks[j, game.legal_actions()] = True
-            actions, _, _ = sample_actions(snapshots[snapshot], observations, masks, generator)
-            for g, action in zip(group, actions.tolist(), strict=True):
-                games[g].step(action)
+    def snapshot_moves(self, group: list[int], snapshot: ActorCritic, generator: torch.Generator) -> None:
+        """Sample and play a snapshot's actions in its games (scratch buffers, nothing stored)."""
+        n = len(group)
+        observations = self.scratch[:n]
+        masks = self.scratch_masks[:n]
+        masks[:] = False
+        for j, g in enumerate(group):
+            game = self.games[g]
+            encode_observation(game, game.current_player, out=observations[j])
+            masks[j, game.legal_actions()] = True
+        actions, _, _ = sample_actions(snapshot, observations, masks, generator)
+        for g, action in zip(group, actions.tolist(), strict=True):
+            self.games[g].step(action)
 
-        for g in baseline_games:
-            games[g].step(baseline_action(baselines[kinds[g]], games[g], rng))
+    def baseline_move(self, g: int) -> None:
+        """Play the baseline's action in game ``g``."""
+        self.games[g].step(baseline_action(self.baselines[self.kinds[g]], self.games[g], self.rng))
 
+    def finish_ended(self, active: list[int], win_reward: float) -> list[int]:
+        """Reward the learner seats of the games that just ended, count the results; returns the games still running."""
         still_running = []
         for g in active:
-            game = games[g]
+            game = self.games[g]
             if not game.is_over:
                 still_running.append(g)
                 continue
             winner = game.winner
             for seat in (0, 1):
-                row = last_row[g][seat]
-                if not learner[g][seat] or row < 0:
+                row = self.last_row[g][seat]
+                if not self.learner[g][seat] or row < 0:
                     continue
                 outcome = 0 if winner is None else (1 if winner == seat else -1)
-                storage.rewards[row] += win_reward * outcome
-                storage.dones[row] = True
-                if kinds[g] != KIND_LATEST:
-                    results[KINDS[kinds[g]]][1 - outcome] += 1
-            if kinds[g] == KIND_LATEST:
-                first_seat_results[0 if winner == 0 else 1 if winner is None else 2] += 1
-        active = still_running
+                self.storage.rewards[row] += win_reward * outcome
+                self.storage.dones[row] = True
+                if self.kinds[g] != KIND_LATEST:
+                    self.results[KINDS[self.kinds[g]]][1 - outcome] += 1
+            if self.kinds[g] == KIND_LATEST:
+                self.first_seat_results[0 if winner == 0 else 1 if winner is None else 2] += 1
+        return still_running
 
-    n = storage.size
-    return PlayedGames(
-        observations=storage.observations[:n],
-        masks=storage.masks[:n],
-        actions=storage.actions[:n],
-        log_probs=storage.log_probs[:n],
-        values=storage.values[:n],
-        rewards=storage.rewards[:n],
-        dones=storage.dones[:n],
-        trajectory=storage.trajectory[:n],
-        potentials=storage.potentials[:n],
-        stats={
-            "games": count,
-            "actions": actions_played,
-            "results": results,
-            "first_seat_results": first_seat_results,
-        },
-    )
+    def played(self) -> PlayedGames:
+        """The stored decisions and the statistics, trimmed to what was played."""
+        storage = self.storage
+        n = storage.size
+        return PlayedGames(
+            observations=storage.observations[:n],
+            masks=storage.masks[:n],
+            actions=storage.actions[:n],
+            log_probs=storage.log_probs[:n],
+            values=storage.values[:n],
+            rewards=storage.rewards[:n],
+            dones=storage.dones[:n],
+            trajectory=storage.trajectory[:n],
+            potentials=storage.potentials[:n],
+            stats={
+                "games": len(self.games),
+                "actions": self.actions_played,
+                "results": self.results,
+                "first_seat_results": self.first_seat_results,
+            },
+        )
 
 
 def finish_rollout(parts: list[PlayedGames], gamma: float, gae_lambda: float, island_shaping: float = 0.0) -> Rollout:

@@ -1,8 +1,10 @@
 """The errors of the RLlib integration and the check that the ``rllib`` extra is installed.
 
-Every error here is a ``ValueError`` or ``RuntimeError`` subclass with a one-line
-message that says what went wrong and what to do; ``kahuna-rllib`` prints it
-without a traceback.
+Each error carries a one-line message that says what went wrong and what to
+do, and ``kahuna-rllib`` prints it without a traceback.  They subclass the
+built-in error a caller would expect: :class:`RLlibNotInstalledError` an
+``ImportError``, :class:`IncompatibleCheckpointError` a ``ValueError``,
+:class:`RayConnectionError` and :class:`TrainingError` a ``RuntimeError``.
 """
 
 from __future__ import annotations

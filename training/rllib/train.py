@@ -450,85 +450,52 @@ def train(
     configured cluster; an already running Ray is reused and left running.
     """
     require_ray()
-    from training.rllib.export import export_weights
-
     if log is None:
         log = (lambda line: print(line, flush=True)) if config.verbose else (lambda line: None)
-    started_ray = connect_ray(config)  # first, so that an unreachable cluster leaves no empty run directory
+    # 1. Connect: first, so that an unreachable cluster leaves no empty run directory.
+    started_ray = connect_ray(config)
     algorithm = None
     failure: BaseException | None = None
     try:
-        import ray
-
-        run_path = Path(run_dir).resolve() if run_dir is not None else make_run_dir(config)
-        run_path.mkdir(parents=True, exist_ok=True)
-        (run_path / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
-
-        where = config.ray.address or os.environ.get("RAY_ADDRESS") or "local"
-        runners = config.env_runners
-        log(
-            f"kahuna-rllib: run {run_path} on Ray {ray.__version__} ({where}), "
-            f"{runners.num_env_runners} env runners x {runners.num_envs_per_env_runner} envs"
-        )
+        # 2. Setup: the run directory with its config, and the algorithm.
+        run_path = _prepare_run_dir(config, run_dir)
+        _log_start(config, run_path, log)
         algorithm = build_ppo_config(config).build_algo()
-        history: list[dict[str, Any]] = []
-        checkpoints = run_path / "checkpoints"
-        start = time.perf_counter()
-        env_steps = illegal = checked = empty = 0
+        # 3. Train: one iteration per loop, each logged, checked and checkpointed.
+        progress = _Progress()
         with (run_path / "metrics.jsonl").open("a", encoding="utf-8") as metrics_file:
             for _ in range(config.iterations):
-                tick = time.perf_counter()
-                result = algorithm.train()
-                row = summarize(result, time.perf_counter() - tick, env_steps)
-                empty = empty + 1 if row["env_steps"] == env_steps else 0
-                env_steps = row["env_steps"]
-                illegal += row["illegal_actions"]
-                checked += row["actions_checked"]
-                row["elapsed_s"] = time.perf_counter() - start
-                history.append(row)
+                row = progress.iterate(algorithm)
                 metrics_file.write(json.dumps(row) + "\n")
                 metrics_file.flush()
                 log(_format_line(row))
-                if row["illegal_actions"]:
-                    raise TrainingError(
-                        f"iteration {row['iteration']} sampled {row['illegal_actions']} illegal actions: "
-                        "the action masking of the RLModule is broken"
-                    )
-                if empty >= MAX_EMPTY_ITERATIONS:
-                    raise TrainingError(
-                        f"no env step was sampled in {empty} consecutive iterations: the env runners keep "
-                        "failing (run with verbose: true to see their errors, or read the Ray logs in "
-                        "/tmp/ray/session_latest/logs)"
-                    )
-                iteration = row["iteration"]
-                if config.checkpoint.every and iteration % config.checkpoint.every == 0:
-                    algorithm.save_to_path(str(checkpoints / f"iter_{iteration:06d}"))
+                progress.check(row)
+                if config.checkpoint.every and row["iteration"] % config.checkpoint.every == 0:
+                    algorithm.save_to_path(str(run_path / "checkpoints" / f"iter_{row['iteration']:06d}"))
                 if config.max_minutes is not None and row["elapsed_s"] >= 60 * config.max_minutes:
-                    log(f"kahuna-rllib: max_minutes={config.max_minutes:g} reached after {iteration} iterations")
+                    log(f"kahuna-rllib: max_minutes={config.max_minutes:g} reached after {row['iteration']} iterations")
                     break
-        seconds = time.perf_counter() - start
-        final = run_path / "checkpoint"
-        algorithm.save_to_path(str(final))
-        agent_path = None
-        if config.checkpoint.export:
-            weights = algorithm.learner_group.get_weights(module_ids=[LEARNER])[LEARNER]
-            meta = {
-                "source": "rllib",
-                "run": run_path.name,
-                "iterations": len(history),
-                "env_steps": env_steps,
-                "rllib_checkpoint": str(final),
-                "module_id": LEARNER,
-            }
-            agent_path = export_weights(weights, config.model, run_path / "agent.pt", meta)
+        seconds = time.perf_counter() - progress.start
+        # 4. Export: the final RLlib checkpoint and the learner in the project's agent format.
+        final, agent_path = _export(config, algorithm, run_path, progress)
         log(
-            f"kahuna-rllib: {len(history)} iterations, {env_steps} env steps in {seconds:.0f}s; checkpoint {final}"
-            + (f"; agent {agent_path}" if agent_path else "")
+            f"kahuna-rllib: {len(progress.history)} iterations, {progress.env_steps} env steps in {seconds:.0f}s; "
+            f"checkpoint {final}" + (f"; agent {agent_path}" if agent_path else "")
         )
-        result = RunResult(run_path, final, agent_path, len(history), env_steps, seconds, illegal, checked, history)
+        result = RunResult(
+            run_path,
+            final,
+            agent_path,
+            len(progress.history),
+            progress.env_steps,
+            seconds,
+            progress.illegal,
+            progress.checked,
+            progress.history,
+        )
     except BaseException as error:
         failure = error
-    # Clean up outside the handler: Ray logs while stopping actors, and inside the handler those
+    # 5. Clean up outside the handler: Ray logs while stopping actors, and inside the handler those
     # log calls would print this error's traceback again.
     if algorithm is not None:
         algorithm.stop()
@@ -539,6 +506,81 @@ def train(
     if failure is not None:
         raise failure
     return result
+
+
+def _prepare_run_dir(config: RLlibConfig, run_dir: str | Path | None) -> Path:
+    """The run directory (given, or a new timestamped one), created, with ``config.yaml`` written."""
+    run_path = Path(run_dir).resolve() if run_dir is not None else make_run_dir(config)
+    run_path.mkdir(parents=True, exist_ok=True)
+    (run_path / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
+    return run_path
+
+
+def _log_start(config: RLlibConfig, run_path: Path, log: Callable[[str], None]) -> None:
+    import ray
+
+    where = config.ray.address or os.environ.get("RAY_ADDRESS") or "local"
+    runners = config.env_runners
+    log(
+        f"kahuna-rllib: run {run_path} on Ray {ray.__version__} ({where}), "
+        f"{runners.num_env_runners} env runners x {runners.num_envs_per_env_runner} envs"
+    )
+
+
+class _Progress:
+    """The running totals of a run: env steps, checked and illegal actions, iterations without a step."""
+
+    def __init__(self) -> None:
+        self.history: list[dict[str, Any]] = []
+        self.start = time.perf_counter()
+        self.env_steps = self.illegal = self.checked = self.empty = 0
+
+    def iterate(self, algorithm: Any) -> dict[str, Any]:
+        """One ``algorithm.train()`` call; returns its metrics row (with ``elapsed_s``)."""
+        tick = time.perf_counter()
+        result = algorithm.train()
+        row = summarize(result, time.perf_counter() - tick, self.env_steps)
+        self.empty = self.empty + 1 if row["env_steps"] == self.env_steps else 0
+        self.env_steps = row["env_steps"]
+        self.illegal += row["illegal_actions"]
+        self.checked += row["actions_checked"]
+        row["elapsed_s"] = time.perf_counter() - self.start
+        self.history.append(row)
+        return row
+
+    def check(self, row: dict[str, Any]) -> None:
+        """:class:`TrainingError` if the iteration sampled an illegal action or the env runners keep failing."""
+        if row["illegal_actions"]:
+            raise TrainingError(
+                f"iteration {row['iteration']} sampled {row['illegal_actions']} illegal actions: "
+                "the action masking of the RLModule is broken"
+            )
+        if self.empty >= MAX_EMPTY_ITERATIONS:
+            raise TrainingError(
+                f"no env step was sampled in {self.empty} consecutive iterations: the env runners keep "
+                "failing (run with verbose: true to see their errors, or read the Ray logs in "
+                "/tmp/ray/session_latest/logs)"
+            )
+
+
+def _export(config: RLlibConfig, algorithm: Any, run_path: Path, progress: _Progress) -> tuple[Path, Path | None]:
+    """Save the final RLlib checkpoint and (with ``checkpoint.export``) the learner's agent file."""
+    from training.rllib.export import export_weights
+
+    final = run_path / "checkpoint"
+    algorithm.save_to_path(str(final))
+    if not config.checkpoint.export:
+        return final, None
+    weights = algorithm.learner_group.get_weights(module_ids=[LEARNER])[LEARNER]
+    meta = {
+        "source": "rllib",
+        "run": run_path.name,
+        "iterations": len(progress.history),
+        "env_steps": progress.env_steps,
+        "rllib_checkpoint": str(final),
+        "module_id": LEARNER,
+    }
+    return final, export_weights(weights, config.model, run_path / "agent.pt", meta)
 
 
 if __name__ == "__main__":  # pragma: no cover
