@@ -61,6 +61,8 @@ __all__ = [
     "controller_by_majority",
     "discard_rule_allows_discard",
     "discard_rule_forbids_pass",
+    "ends_turn",
+    "final_scoring_points",
     "game_over",
     "hand_is_full",
     "has_discarded",
@@ -71,13 +73,16 @@ __all__ = [
     "in_final_turns",
     "in_setup",
     "in_turn",
+    "interim_points",
     "is_free",
     "is_legal",
+    "island_difference",
     "legal_actions",
     "may_discard",
     "may_draw_a_card",
     "may_play",
     "must_draw",
+    "next_player",
     "opponent",
     "owners_after_placement",
     "owners_after_removal",
@@ -87,6 +92,7 @@ __all__ = [
     "premature_end",
     "premature_winner",
     "removal_payments",
+    "round_ends",
     "something_to_draw",
     "supply_left",
     "winner_after_final_scoring",
@@ -455,6 +461,72 @@ def claim_offered(game: KahunaGame, line: int) -> bool:
         return False
     owners = owners_after_removal(game, line)
     return all(controller_by_majority(owners, island) != opponent(game) for island in LINES[line])
+
+
+def ends_turn(action: int) -> bool:
+    """DRAW, TAKE and PASS end the turn; every other action leaves the same player to act.
+
+    docs/RULES.md "A turn" (a card phase followed by an end action).
+    """
+    return DRAW <= action <= PASS
+
+
+def next_player(game: KahunaGame, action: int) -> int:
+    """Who acts after ``action`` in a game that goes on (docs/RULES.md "A turn"; "Setup", Handicap).
+
+    The last handicap bridge hands the first turn to ``first_player``; an end
+    action hands the turn to the opponent; anything else keeps the player.
+    """
+    if in_setup(game) and game.setup_bridges_left == 1:
+        return game.config.first_player
+    return opponent(game) if ends_turn(action) else player(game)
+
+
+def round_ends(game: KahunaGame, action: int) -> bool:
+    """Whether ``action`` ends the round: an end action that leaves the pile and the face-up row empty.
+
+    docs/RULES.md "Rounds and scoring".  Taking the last face-up card or
+    drawing the last pile card does it; the final turns of round 3 are not a
+    round.  (``action`` must be legal.)
+    """
+    if not ends_turn(action) or in_final_turns(game):
+        return False
+    pile = game.pile_size
+    face_up = sum(card is not None for card in game.face_up)
+    if action == DRAW:
+        pile -= 1
+    elif action != PASS:  # a take: the slot refills from the pile top if there is one
+        if pile:
+            pile -= 1
+        else:
+            face_up -= 1
+    return pile == 0 and face_up == 0
+
+
+def island_difference(game: KahunaGame) -> int:
+    """Islands player 0 controls minus islands player 1 controls (docs/RULES.md "Rounds and scoring")."""
+    return len(game.controlled_islands(0)) - len(game.controlled_islands(1))
+
+
+def interim_points(game: KahunaGame) -> list[int]:
+    """Points each player scores at the end of round 1 (1 point) or 2 (2 points): the player with more islands.
+
+    docs/RULES.md "Rounds and scoring", Interim scoring; equal counts score nothing.
+    """
+    points = [0, 0]
+    difference = island_difference(game)
+    if difference:
+        points[0 if difference > 0 else 1] = game.round  # 1 point after round 1, 2 after round 2
+    return points
+
+
+def final_scoring_points(game: KahunaGame) -> list[int]:
+    """Points of the final scoring: the player with more islands scores the difference.
+
+    docs/RULES.md "Rounds and scoring", Final round.
+    """
+    difference = island_difference(game)
+    return [max(difference, 0), max(-difference, 0)]
 
 
 def premature_end(game: KahunaGame) -> bool:

@@ -84,14 +84,29 @@ def effect_disagreement(game: KahunaGame, action: int) -> str | None:
         by_majority = [rules.controller_by_majority(owners, island) for island in range(NUM_ISLANDS)]
         if controllers(after) != by_majority:
             return f"control after {A.describe_action(action)}: engine {controllers(after)}, rules {by_majority}"
+    text = A.describe_action(action)
+    round_ended = after.round > game.round or (after.in_final_turns and not game.in_final_turns)
+    if round_ended != rules.round_ends(game, action):
+        return f"round end after {text}: engine {round_ended}, rules {not round_ended}"
+    if after.round > game.round:
+        expected_scores = [s + p for s, p in zip(game.scores, rules.interim_points(game), strict=True)]
+        if after.scores != expected_scores:
+            return f"interim scoring after {text}: engine {after.scores}, rules {expected_scores}"
     if after.is_over:
         premature = rules.premature_end(after)
-        if not premature and after.final_turns_left:
-            return f"the game ended after {A.describe_action(action)} with final turns left and bridges on both sides"
+        if not premature:
+            if after.final_turns_left:
+                return f"the game ended after {text} with final turns left and bridges on both sides"
+            if after.final_points != rules.final_scoring_points(game):
+                return (
+                    f"final scoring after {text}: engine {after.final_points}, rules {rules.final_scoring_points(game)}"
+                )
         expected = rules.premature_winner(after) if premature else rules.winner_after_final_scoring(after)
         if after.winner != expected:
-            return f"winner after {A.describe_action(action)}: engine {after.winner}, rules {expected}"
+            return f"winner after {text}: engine {after.winner}, rules {expected}"
         return None
+    if after.current_player != rules.next_player(game, action):
+        return f"player after {text}: engine {after.current_player}, rules {rules.next_player(game, action)}"
     if rules.premature_end(after):
         return f"after {A.describe_action(action)} a player has no bridge in round {after.round} but the game runs"
     if A.REMOVE_AB <= action < A.DISCARD and (after.claim_line is not None) != claim:
@@ -107,7 +122,7 @@ def disagreement(game: KahunaGame, action: int | None, all_effects: bool) -> str
         extra = [A.describe_action(a) for a in reference if a not in engine]
         missing = [A.describe_action(a) for a in engine if a not in reference]
         return f"legal actions differ: reference adds {extra}, lacks {missing}; position {game.to_dict()}"
-    moves = [a for a in engine if a < A.DISCARD or a >= A.FREE_BRIDGE] if all_effects else []
+    moves = [a for a in engine if not A.DISCARD <= a < A.DRAW] if all_effects else []
     if action is not None and action not in moves:
         moves.append(action)
     for move in moves:
@@ -139,8 +154,8 @@ def corner_cases(game: KahunaGame) -> set[str]:
     return seen
 
 
-# Every eighth position also checks the effects of *all* its legal placements and removals, not only
-# the one random play takes.
+# Every eighth position also checks the effects of *all* its legal actions but discards, not only the
+# one random play takes.
 ALL_EFFECTS_EVERY = 8
 
 
@@ -199,6 +214,12 @@ MUTANTS = {
     "plays after a discard": ("has_discarded", lambda game: False),
     "captures remove nothing": ("captures", _no_removal_on_capture),
     "claim always offered in planning": ("claim_offered", lambda game, line: game.config.variant == "planning"),
+    "no interim scoring": ("interim_points", lambda game: [0, 0]),
+    "the turn never passes": ("next_player", lambda game, action: game.current_player),
+    "taking the last card never ends the round": (
+        "round_ends",
+        lambda game, action: action == A.DRAW and game.pile_size == 1,
+    ),
     "premature end already in round 1": (
         "premature_end",
         lambda game: not (game.bridges_on_board(0) and game.bridges_on_board(1)),
