@@ -183,7 +183,7 @@ from gymnasium.utils import EzPickle, seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from kahuna_env.actions import NUM_ACTIONS
+from kahuna_env.actions import NUM_ACTIONS, PASS
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, STATE_SIZE, encode_observation, encode_state
 from kahuna_env.render import EnvRenderer
@@ -196,6 +196,13 @@ REWARD_MODES: tuple[str, ...] = ("win_loss", "score")
 """Values of the ``reward`` keyword."""
 RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array", "human")
 """Values of the ``render_mode`` keyword (besides ``None``)."""
+OBSERVATION_MODES: tuple[str, ...] = ("dict", "flat")
+"""Values of the ``observation`` keyword: a ``Dict`` with the mask, or the ``Box`` alone (mask in the infos)."""
+CLOSING_ACTION = PASS
+"""The one action the mask allows on a closing step (``closing_step=True``) and on a parallel env's waiting turn.
+
+Whatever action is given there is ignored: the game is over (closing step) or it is not the agent's turn.
+"""
 
 
 def env(**kwargs: Any) -> AECEnv:
@@ -255,7 +262,20 @@ class DirectAttributes:
 
 
 class TerminateIllegalWrapper(DirectAttributes, wrappers.TerminateIllegalWrapper):
-    """PettingZoo's ``TerminateIllegalWrapper`` with :class:`DirectAttributes`."""
+    """PettingZoo's ``TerminateIllegalWrapper`` with :class:`DirectAttributes`.
+
+    On a closing step (``closing_step=True``) the game is already over and the action is
+    ignored, so it is passed through unchecked: no action can turn the result into a forfeit.
+    """
+
+    def step(self, action: Any) -> None:
+        """PettingZoo's checked step, or the raw step unchecked on a closing step."""
+        if self._raw.closing_agent is not None and self._raw.agent_selection == self._raw.closing_agent:
+            self._prev_obs = None
+            self._prev_info = None
+            self.env.step(action)
+            return
+        super().step(action)
 
 
 class AssertOutOfBoundsWrapper(DirectAttributes, wrappers.AssertOutOfBoundsWrapper):
@@ -288,6 +308,16 @@ class OrderEnforcingWrapper(DirectAttributes, wrappers.OrderEnforcingWrapper):
 
     def __str__(self) -> str:
         return str(self.env)
+
+
+def observation_space(mode: str) -> spaces.Space:
+    """An agent's observation space: the ``Dict`` of observation and int8 mask, or the ``Box`` alone for ``"flat"``."""
+    vector = spaces.Box(low=0.0, high=1.0, shape=(OBSERVATION_SIZE,), dtype=np.float32)
+    if mode == "flat":
+        return vector
+    return spaces.Dict(
+        {"observation": vector, "action_mask": spaces.Box(low=0, high=1, shape=(NUM_ACTIONS,), dtype=np.int8)}
+    )
 
 
 def check_reward_mode(reward: object, where: str) -> str:
@@ -339,7 +369,9 @@ def load_position(position: object, config: KahunaConfig, seed: int, where: str)
     A malformed position or a finished game is a ``ValueError`` that starts with ``where``.
     """
     if not isinstance(position, Mapping):
-        raise ValueError(f"{where}: the position must be a dict (see docs/RULES.md, Positions), got {type(position).__name__}")
+        raise ValueError(
+            f"{where}: the position must be a dict (see docs/RULES.md, Positions), got {type(position).__name__}"
+        )
     if position.get("config") is None:
         position = {**position, "config": config.to_dict()}
     try:
@@ -389,6 +421,10 @@ class raw_env(AECEnv, EzPickle):
         first_player: 0 or 1.
         reward: ``"win_loss"`` (+1/-1/0) or ``"score"`` (final point difference).
         render_mode: ``None``, ``"ansi"``, ``"rgb_array"`` or ``"human"``.
+        observation: ``"dict"`` (observation and action mask) or ``"flat"`` (the vector alone,
+            the mask in ``infos[agent]["action_mask"]``).
+        closing_step: ``False``, or ``True`` for one extra step of the player who did not end
+            the game, so that each seat gets its final reward on a step of its own.
 
     An illegal action raises :class:`kahuna_env.engine.IllegalActionError`;
     the game is left unchanged.  The engine is :attr:`game`.
@@ -410,6 +446,8 @@ class raw_env(AECEnv, EzPickle):
         first_player: int = 0,
         reward: str = "win_loss",
         render_mode: str | None = None,
+        observation: str = "dict",
+        closing_step: bool = False,
     ) -> None:
         EzPickle.__init__(
             self,
@@ -419,6 +457,8 @@ class raw_env(AECEnv, EzPickle):
             first_player=first_player,
             reward=reward,
             render_mode=render_mode,
+            observation=observation,
+            closing_step=closing_step,
         )
         super().__init__()
         where = "kahuna_env.env()"
@@ -426,19 +466,21 @@ class raw_env(AECEnv, EzPickle):
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"{where}: render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
         self.render_mode = render_mode
+        if not isinstance(observation, str) or observation not in OBSERVATION_MODES:
+            raise ValueError(f"{where}: observation must be one of {list(OBSERVATION_MODES)}, got {observation!r}")
+        if not isinstance(closing_step, bool):
+            raise ValueError(f"{where}: closing_step must be True or False, got {closing_step!r}")
+        self.observation_mode = observation
+        """``"dict"`` or ``"flat"`` (the ``observation`` keyword)."""
+        self.closing_step = closing_step
+        """Whether the player who did not end the game gets a closing step (the ``closing_step`` keyword)."""
+        self.closing_agent: str | None = None
+        """The agent whose closing step is pending (``closing_step=True``, game over), else ``None``."""
         self.config = make_config(variant, handicap, discard_rule, first_player, where)
         self.possible_agents = list(AGENTS)
         self.agents = list(AGENTS)
         self.action_spaces = {agent: ActionSpace(NUM_ACTIONS) for agent in AGENTS}
-        self.observation_spaces = {
-            agent: spaces.Dict(
-                {
-                    "observation": spaces.Box(low=0.0, high=1.0, shape=(OBSERVATION_SIZE,), dtype=np.float32),
-                    "action_mask": spaces.Box(low=0, high=1, shape=(NUM_ACTIONS,), dtype=np.int8),
-                }
-            )
-            for agent in AGENTS
-        }
+        self.observation_spaces = {agent: observation_space(observation) for agent in AGENTS}
         self.state_space = spaces.Box(low=0.0, high=1.0, shape=(STATE_SIZE,), dtype=np.float32)
         """Space of :meth:`state`: the full state for centralized critics (``STATE_LAYOUT``)."""
         self.game: KahunaGame | None = None
@@ -478,23 +520,44 @@ class raw_env(AECEnv, EzPickle):
         self.infos = {agent: {} for agent in AGENTS}
         self.agent_selection = AGENTS[self.game.current_player]
         self.last_action = None
+        self.closing_agent = None
+        if self.observation_mode == "flat":
+            self._set_info_masks()
         if self.render_mode == "human":
             self.render()
 
-    def observe(self, agent: str) -> dict[str, np.ndarray]:
-        """``agent``'s observation and action mask (all zeros when ``agent`` is not to act)."""
+    def observe(self, agent: str) -> dict[str, np.ndarray] | np.ndarray:
+        """``agent``'s observation and mask (all zeros when ``agent`` is not to act); the vector alone if flat."""
         game = self.game
         if game is None:
             raise RuntimeError("observe(): call reset() first")
         player = AGENT_INDEX[agent]
+        if self.observation_mode == "flat":
+            return encode_observation(game, player)
+        return {"observation": encode_observation(game, player), "action_mask": self.action_mask(agent)}
+
+    def action_mask(self, agent: str) -> np.ndarray:
+        """``agent``'s action mask (int8, 179): its legal actions when it is to act, else all zeros.
+
+        On a closing step (``closing_step=True``) the closing agent's mask allows
+        :data:`CLOSING_ACTION` alone.
+        """
+        game = self.game
+        if game is None:
+            raise RuntimeError("action_mask(): call reset() first")
         mask = bytearray(NUM_ACTIONS)
-        if player == game.current_player and not game.is_over:
+        if game.is_over:
+            if agent == self.closing_agent:
+                mask[CLOSING_ACTION] = 1
+        elif AGENT_INDEX[agent] == game.current_player:
             for action in game.legal_actions():
                 mask[action] = 1
-        return {
-            "observation": encode_observation(game, player),
-            "action_mask": np.frombuffer(mask, dtype=np.int8),
-        }
+        return np.frombuffer(mask, dtype=np.int8)
+
+    def _set_info_masks(self) -> None:
+        """Flat observations: put each agent's action mask in ``infos[agent]["action_mask"]``."""
+        for agent in self.agents:
+            self.infos[agent]["action_mask"] = self.action_mask(agent)
 
     def step(self, action: int | None) -> None:
         """Apply the selected agent's action (``None`` for an agent that is done).
@@ -510,13 +573,21 @@ class raw_env(AECEnv, EzPickle):
             self._was_dead_step(action)
             return
         game = self.game
+        if agent == self.closing_agent:
+            self._close(game)
+            return
         # Rewards stay zero until the end, so nothing else needs updating on an ordinary step.
         game.step(action)
         self.last_action = action
         if game.is_over:
-            self._finish(game)
+            if self.closing_step:
+                self._finish_mover(game)
+            else:
+                self._finish(game)
         else:
             self.agent_selection = AGENTS[game.current_player]
+        if self.observation_mode == "flat":
+            self._set_info_masks()
         if self.render_mode == "human":
             self.render()
 
@@ -528,6 +599,31 @@ class raw_env(AECEnv, EzPickle):
         self.terminations = {agent: True for agent in self.agents}
         self.infos = {agent: final_info(game) for agent in self.agents}
         self.agent_selection = AGENTS[game.current_player]
+
+    def _finish_mover(self, game: KahunaGame) -> None:
+        """``closing_step=True``: the game-ending step rewards and terminates its mover; the other player closes."""
+        mover = self.agent_selection
+        other = AGENTS[1 - AGENT_INDEX[mover]]
+        self.rewards = {mover: final_rewards(game, self.reward_mode)[AGENT_INDEX[mover]], other: 0.0}
+        self._cumulative_rewards[mover] = 0.0
+        self._accumulate_rewards()
+        self.terminations = {mover: True, other: False}
+        self.infos = {agent: final_info(game) for agent in self.agents}
+        self.closing_agent = other
+        self.agent_selection = other
+
+    def _close(self, game: KahunaGame) -> None:
+        """The closing step (its action is ignored): the closing agent's final reward, then both agents are done."""
+        closing = self.agent_selection
+        other = AGENTS[1 - AGENT_INDEX[closing]]
+        self.rewards = {closing: final_rewards(game, self.reward_mode)[AGENT_INDEX[closing]], other: 0.0}
+        self._cumulative_rewards[closing] = 0.0
+        self._accumulate_rewards()
+        self.terminations = {agent: True for agent in self.agents}
+        self.closing_agent = None
+        self.agent_selection = other
+        if self.observation_mode == "flat":
+            self._set_info_masks()
 
     def state(self) -> np.ndarray:
         """The full state (both hands, pile composition) for centralized critics; see :attr:`state_space`."""

@@ -5,7 +5,8 @@ Creation       ``gymnasium.make("Kahuna-v0", opponent="random")`` or ``KahunaSin
 Actions        ``Discrete(179)`` (see :mod:`kahuna_env.actions`)
 Observation    ``Dict(observation=Box(0, 1, (246,), float32), action_mask=Box(0, 1, (179,), int8))``;
                with ``observation="flat"`` the ``Box(0, 1, (246,), float32)`` alone
-Action mask    ``env.action_masks()`` (bool, 179), as sb3-contrib's ``MaskablePPO`` expects
+Action mask    ``env.action_masks()`` (bool, 179), as sb3-contrib's ``MaskablePPO`` expects; also
+               ``info["action_mask"]`` (int8) after every reset and step, and ``obs["action_mask"]``
 Reward         at the end only, from the learning seat's side: +1/-1/0 (``reward="win_loss"``)
                or the final point difference (``reward="score"``)
 Episode end    ``terminated=True`` when the game ends; never truncated
@@ -22,14 +23,28 @@ actions).  The opponent is a baseline name (``"random"``, ``"greedy"``), a
 asked through :func:`kahuna_env.agents.choose_action`, so an agent that uses
 the game only ever sees a determinization, never the real hidden cards.
 
-Illegal actions.  By default (``illegal_action="raise"``) an illegal action by
-the learner raises :class:`kahuna_env.engine.IllegalActionError` (a
-``ValueError``) naming the action and why, and the game is unchanged: mask
-your policy with :meth:`~KahunaSingleAgentEnv.action_masks`.  With
-``illegal_action="lose"`` the episode ends instead (``terminated=True``,
-reward -1, ``info["illegal_action"] = True``), like PettingZoo's
-``TerminateIllegalWrapper``; Gymnasium's ``check_env``, which steps with
-unmasked random actions, needs this setting.
+Illegal actions.  By default (``illegal_action="lose"``) an illegal action by
+the learner ends the episode (``terminated=True``, reward -1,
+``info["illegal_action"] = True``), like PettingZoo's
+``TerminateIllegalWrapper``, and the first one of each env instance issues an
+:class:`IllegalActionWarning` naming the action and why (turn it into an error
+with ``warnings.simplefilter("error", IllegalActionWarning)``).  So the
+checkers (Gymnasium's and SB3's ``check_env``, which step with unmasked random
+actions) pass with the default arguments.  With ``illegal_action="raise"`` an
+illegal action raises :class:`kahuna_env.engine.IllegalActionError` (a
+``ValueError``) naming the action and why, and the game is unchanged: the
+setting for a masked policy that must never err.
+
+The mask at the end of an episode.  With ``terminal_mask="next_episode"`` (the
+default) the episode-ending step already deals the next episode (from the
+env's own generator, exactly as the next ``reset()`` would) and the terminal
+observation's mask, ``info["action_mask"]`` and ``action_masks()`` are that
+episode's first mask; the next ``reset()`` without a seed plays exactly that
+deal (a ``reset(seed=...)`` deals anew, a position option is honoured with the
+same seeds).  So a vectorized env in Gymnasium's next-step auto-reset mode,
+which hands the policy the terminal observation and then ignores the action,
+never hands out an empty mask.  ``terminal_mask="zeros"`` gives the all-zero
+mask of a finished game instead.
 
 Seeding.  ``reset(seed=s)`` seeds the env's generator, from which every
 episode draws the deal, the seat (when random), the opponent's seed and the
@@ -37,15 +52,16 @@ generator of its determinizations: the same seed gives the same episodes for
 the same learner actions.  ``reset(options={"position": d})`` starts from a
 position (docs/RULES.md, "Positions"), as in the AEC environment.
 
-``info`` holds ``{"seat": s}`` on every step, plus ``scores``,
-``final_points`` and ``winner`` (player indices) at the end.  ``render()``
+``info`` holds ``{"seat": s, "action_mask": mask}`` on every reset and step,
+plus ``scores``, ``final_points`` and ``winner`` (player indices) at the end.  ``render()``
 draws the spectator's view of :mod:`kahuna_env.render` (both hands).
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import gymnasium
 import numpy as np
@@ -60,10 +76,35 @@ from kahuna_env.render import EnvRenderer
 
 OBSERVATION_MODES: tuple[str, ...] = ("dict", "flat")
 """Values of the ``observation`` keyword."""
-ILLEGAL_ACTION_MODES: tuple[str, ...] = ("raise", "lose")
-"""Values of the ``illegal_action`` keyword."""
+ILLEGAL_ACTION_MODES: tuple[str, ...] = ("lose", "raise")
+"""Values of the ``illegal_action`` keyword (the default first)."""
+TERMINAL_MASK_MODES: tuple[str, ...] = ("next_episode", "zeros")
+"""Values of the ``terminal_mask`` keyword (the default first)."""
 ILLEGAL_ACTION_REWARD = -1.0
 """Reward of an illegal learner action with ``illegal_action="lose"``."""
+
+
+class IllegalActionWarning(UserWarning):
+    """The first illegal learner action of a :class:`KahunaSingleAgentEnv` with ``illegal_action="lose"``."""
+
+
+class EpisodeSeeds(NamedTuple):
+    """What an episode draws from the env's generator, in this order: deal, seat, opponent, opponent's generator."""
+
+    game: int
+    seat: int
+    opponent: int
+    opponent_rng: int
+
+
+class Episode(NamedTuple):
+    """A dealt episode, the opponent played until the learner is to act."""
+
+    seeds: EpisodeSeeds
+    game: KahunaGame
+    opponent_rng: np.random.Generator
+    last_action: int | None
+
 
 OpponentSpec = str | Agent | Callable[[np.ndarray, np.ndarray], int]
 """An opponent: a baseline name, an :class:`~kahuna_env.agents.Agent`, or ``(observation, mask) -> action``."""
@@ -94,7 +135,10 @@ class KahunaSingleAgentEnv(gymnasium.Env):
             ``(observation, action_mask) -> action``.
         seat: the learner's player, 0 or 1, or ``"random"`` for a new draw every episode.
         observation: ``"dict"`` (observation and action mask) or ``"flat"`` (the vector alone).
-        illegal_action: ``"raise"`` (an ``IllegalActionError``) or ``"lose"`` (the episode ends with -1).
+        illegal_action: ``"lose"`` (the episode ends with -1; a warning the first time) or
+            ``"raise"`` (an ``IllegalActionError``).
+        terminal_mask: ``"next_episode"`` (the mask at the end is the next episode's first mask)
+            or ``"zeros"``.
         variant, handicap, discard_rule, first_player: the rule options (as :func:`kahuna_env.env`).
         reward: ``"win_loss"`` or ``"score"``.
         render_mode: ``None``, ``"ansi"``, ``"rgb_array"`` or ``"human"``.
@@ -108,7 +152,8 @@ class KahunaSingleAgentEnv(gymnasium.Env):
         *,
         seat: int | str = 0,
         observation: str = "dict",
-        illegal_action: str = "raise",
+        illegal_action: str = "lose",
+        terminal_mask: str = "next_episode",
         variant: str = "standard",
         handicap: tuple[int, int] | None = None,
         discard_rule: str = "instead_of_play",
@@ -129,9 +174,14 @@ class KahunaSingleAgentEnv(gymnasium.Env):
             raise ValueError(
                 f"{where}: illegal_action must be one of {list(ILLEGAL_ACTION_MODES)}, got {illegal_action!r}"
             )
+        if terminal_mask not in TERMINAL_MASK_MODES:
+            raise ValueError(
+                f"{where}: terminal_mask must be one of {list(TERMINAL_MASK_MODES)}, got {terminal_mask!r}"
+            )
         if render_mode is not None and render_mode not in RENDER_MODES:
             raise ValueError(f"{where}: render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
         self.seat_option = seat
+        self.terminal_mask = terminal_mask
         self.observation_mode = observation
         self.illegal_action = illegal_action
         self.reward_mode = check_reward_mode(reward, where)
@@ -152,6 +202,8 @@ class KahunaSingleAgentEnv(gymnasium.Env):
         self.last_action: int | None = None
         self._opponent_rng = np.random.default_rng(0)
         self._ended = False  # the game is over, or the learner forfeited it with an illegal action
+        self._next: Episode | None = None  # the next episode, dealt when this one ended (terminal_mask)
+        self._warned_illegal = False
         self._renderer = EnvRenderer(render_mode, self.metadata["render_fps"])
 
     # ------------------------------------------------------------------ Gymnasium API
@@ -160,15 +212,17 @@ class KahunaSingleAgentEnv(gymnasium.Env):
     ) -> tuple[np.ndarray | dict[str, np.ndarray], dict[str, Any]]:
         """Start an episode and play the opponent until the learner is to act; returns ``(observation, info)``."""
         super().reset(seed=seed)
-        rng = self.np_random
-        game_seed = int(rng.integers(2**63))
-        self.seat = int(rng.integers(2)) if self.seat_option == "random" else int(self.seat_option)
-        self.opponent.reset(seed=int(rng.integers(2**63)))
-        self._opponent_rng = np.random.default_rng(int(rng.integers(2**63)))
-        self.game = start_game(self.config, game_seed, options)
-        self.last_action = None
+        pending, self._next = self._next, None
+        if pending is not None and seed is None and options is None:
+            episode = pending  # dealt when the last episode ended: the deal this reset would make
+        else:
+            seeds = pending.seeds if pending is not None and seed is None else self._draw_seeds()
+            episode = self._deal(seeds, options, current=True)
+        self.seat = episode.seeds.seat
+        self.game = episode.game
+        self._opponent_rng = episode.opponent_rng
+        self.last_action = episode.last_action
         self._ended = False
-        self._play_opponent()
         if self.game.is_over:
             raise ValueError(
                 "reset(): the game ended before the learning seat could act (the opponent finished it from the "
@@ -176,7 +230,8 @@ class KahunaSingleAgentEnv(gymnasium.Env):
             )
         if self.render_mode == "human":
             self.render()
-        return self._observation(), {"seat": self.seat}
+        mask = self._mask()
+        return self._observation(mask), self._info(mask)
 
     def step(self, action: int) -> tuple[np.ndarray | dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         """Apply the learner's action, then the opponent's until the learner is to act again or the game ends.
@@ -190,33 +245,58 @@ class KahunaSingleAgentEnv(gymnasium.Env):
         if self._ended:
             raise RuntimeError("step(): the episode has ended; call reset()")
         if not game.is_legal(action):
-            if self.illegal_action == "raise":
-                try:
-                    game.step(action)  # raises with the engine's explanation
-                except IllegalActionError as error:
+            try:
+                game.step(action)  # raises with the engine's explanation
+            except IllegalActionError as error:
+                if self.illegal_action == "raise":
                     raise IllegalActionError(f"KahunaSingleAgentEnv.step(): {error}") from None
-                raise AssertionError("unreachable: an action that is not legal was accepted")  # pragma: no cover
-            self._ended = True
-            return self._observation(), ILLEGAL_ACTION_REWARD, True, False, {"seat": self.seat, "illegal_action": True}
+                explanation = str(error)
+            else:  # pragma: no cover
+                raise AssertionError("unreachable: an action that is not legal was accepted")
+            if not self._warned_illegal:
+                self._warned_illegal = True
+                warnings.warn(
+                    f"KahunaSingleAgentEnv.step(): {explanation}; the episode ends with reward "
+                    f"{ILLEGAL_ACTION_REWARD} (illegal_action='lose'; mask your policy with action_masks(), "
+                    "or pass illegal_action='raise' to make this an error). Warned once per env.",
+                    IllegalActionWarning,
+                    stacklevel=2,
+                )
+            self._end()
+            mask = self._mask()
+            info = self._info(mask)
+            info["illegal_action"] = True
+            return self._observation(mask), ILLEGAL_ACTION_REWARD, True, False, info
         game.step(action)
-        self.last_action = int(action)
-        self._play_opponent()
+        opponent_action = self._play_opponent(game, self.seat, self._opponent_rng)
+        self.last_action = int(action) if opponent_action is None else opponent_action
         reward = 0.0
-        info: dict[str, Any] = {"seat": self.seat}
         if game.is_over:
-            self._ended = True
+            self._end()
             reward = final_rewards(game, self.reward_mode)[self.seat]
+        mask = self._mask()
+        info = self._info(mask)
+        if game.is_over:
             info.update(final_info(game))
         if self.render_mode == "human":
             self.render()
-        return self._observation(), reward, game.is_over, False, info
+        return self._observation(mask), reward, game.is_over, False, info
 
     def action_masks(self) -> np.ndarray:
-        """Boolean mask of the learner's legal actions (all ``False`` once the episode has ended)."""
+        """Boolean mask of the learner's legal actions.
+
+        Once the episode has ended it is the next episode's first mask (``terminal_mask="next_episode"``,
+        the default) or all ``False`` (``terminal_mask="zeros"``).
+        """
         game = self.game
         if game is None:
             raise RuntimeError("action_masks(): call reset() first")
-        if self._ended or game.current_player != self.seat:
+        if self._ended:
+            pending = self._next
+            if pending is None or pending.game.is_over:
+                return np.zeros(NUM_ACTIONS, dtype=bool)
+            return pending.game.action_mask()
+        if game.current_player != self.seat:
             return np.zeros(NUM_ACTIONS, dtype=bool)
         return game.action_mask()
 
@@ -229,26 +309,55 @@ class KahunaSingleAgentEnv(gymnasium.Env):
         self._renderer.close()
 
     # ------------------------------------------------------------------ internals
-    def _play_opponent(self) -> None:
-        game = self.game
-        assert game is not None
-        opponent_seat = 1 - self.seat
+    def _draw_seeds(self) -> EpisodeSeeds:
+        rng = self.np_random
+        game_seed = int(rng.integers(2**63))
+        seat = int(rng.integers(2)) if self.seat_option == "random" else int(self.seat_option)
+        return EpisodeSeeds(game_seed, seat, int(rng.integers(2**63)), int(rng.integers(2**63)))
+
+    def _deal(self, seeds: EpisodeSeeds, options: dict[str, Any] | None, *, current: bool) -> Episode:
+        """The episode of ``seeds`` (and ``options``), the opponent played until the learner is to act.
+
+        ``current``: the episode starts now (:attr:`game` and :attr:`seat` are set before the opponent plays).
+        """
+        self.opponent.reset(seed=seeds.opponent)
+        opponent_rng = np.random.default_rng(seeds.opponent_rng)
+        game = start_game(self.config, seeds.game, options)
+        if current:
+            self.game, self.seat = game, seeds.seat
+        last_action = self._play_opponent(game, seeds.seat, opponent_rng)
+        return Episode(seeds, game, opponent_rng, last_action)
+
+    def _end(self) -> None:
+        """The episode has ended: deal the next one now if the terminal mask is to show its first mask."""
+        self._ended = True
+        if self.terminal_mask == "next_episode":
+            self._next = self._deal(self._draw_seeds(), None, current=False)
+
+    def _play_opponent(self, game: KahunaGame, seat: int, rng: np.random.Generator) -> int | None:
+        """Play the opponent of ``seat`` until ``seat`` is to act or the game ends; returns its last action."""
+        last_action = None
+        opponent_seat = 1 - seat
         while not game.is_over and game.current_player == opponent_seat:
-            action = choose_action(self.opponent, game, self._opponent_rng)
+            action = choose_action(self.opponent, game, rng)
             try:
                 game.step(action)
             except IllegalActionError as error:
                 raise IllegalActionError(f"the opponent {self.opponent!r} chose an illegal action: {error}") from None
-            self.last_action = action
+            last_action = action
+        return last_action
 
-    def _observation(self) -> np.ndarray | dict[str, np.ndarray]:
+    def _mask(self) -> np.ndarray:
+        """The learner's mask as int8 (see :meth:`action_masks`)."""
+        return self.action_masks().view(np.int8)
+
+    def _info(self, mask: np.ndarray) -> dict[str, Any]:
+        return {"seat": self.seat, "action_mask": mask.copy()}
+
+    def _observation(self, mask: np.ndarray) -> np.ndarray | dict[str, np.ndarray]:
         game = self.game
         assert game is not None
         vector = encode_observation(game, self.seat)
         if self.observation_mode == "flat":
             return vector
-        mask = bytearray(NUM_ACTIONS)
-        if not self._ended and game.current_player == self.seat:
-            for legal in game.legal_actions():
-                mask[legal] = 1
-        return {"observation": vector, "action_mask": np.frombuffer(mask, dtype=np.int8)}
+        return {"observation": vector, "action_mask": mask}

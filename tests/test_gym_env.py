@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import warnings
+
 import gymnasium
 import numpy as np
 import pytest
@@ -14,7 +16,7 @@ import kahuna_env
 from kahuna_env import actions as A
 from kahuna_env.agents import Agent
 from kahuna_env.engine import IllegalActionError, KahunaGame
-from kahuna_env.gym_env import KahunaSingleAgentEnv
+from kahuna_env.gym_env import IllegalActionWarning, KahunaSingleAgentEnv
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE
 
 MY_TURN = OBSERVATION_LAYOUT["my_turn"].start
@@ -44,17 +46,25 @@ def play_episode(environment: KahunaSingleAgentEnv, seed: int) -> tuple[list[flo
         legal = np.flatnonzero(environment.action_masks())
         _, reward, terminated, truncated, info = environment.step(int(legal[rng.integers(legal.size)]))
         rewards.append(reward)
-        infos.append(info)
+        infos.append({key: value.tolist() if isinstance(value, np.ndarray) else value for key, value in info.items()})
     return rewards, infos, terminated
 
 
 # ---------------------------------------------------------------------------------------------- API checks
 @pytest.mark.filterwarnings("ignore::UserWarning")
 @pytest.mark.parametrize("observation", ["dict", "flat"])
-def test_gymnasium_check_env_passes(observation: str) -> None:
-    # check_env steps with unmasked random actions, which are almost always illegal: it needs "lose".
-    environment = gymnasium.make("Kahuna-v0", opponent="random", observation=observation, illegal_action="lose")
+def test_gymnasium_check_env_passes_with_default_arguments(observation: str) -> None:
+    # check_env steps with unmasked random actions, almost always illegal: the default "lose" ends the episode.
+    environment = gymnasium.make("Kahuna-v0", observation=observation)
     check_env(environment.unwrapped)
+    check_env(gymnasium.make("Kahuna-v0").unwrapped)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_sb3_check_env_passes_with_default_arguments() -> None:
+    env_checker = pytest.importorskip("stable_baselines3.common.env_checker")
+    for observation in ("dict", "flat"):
+        env_checker.check_env(KahunaSingleAgentEnv(observation=observation))
 
 
 def test_gymnasium_make_builds_the_wrapper() -> None:
@@ -99,7 +109,11 @@ def test_the_learner_is_to_act_after_every_step_until_the_end() -> None:
         observation, _, terminated, truncated, _ = environment.step(int(legal[rng.integers(legal.size)]))
         assert not truncated
     assert environment.game.is_over
-    assert not observation["action_mask"].any()
+    # The terminal mask is the next episode's first mask (terminal_mask="next_episode"), never empty.
+    assert observation["action_mask"].any()
+    assert np.array_equal(observation["action_mask"].astype(bool), environment.action_masks())
+    next_observation, _ = environment.reset()
+    assert np.array_equal(next_observation["action_mask"], observation["action_mask"])
 
 
 def test_episode_reward_is_the_win_loss_result_of_the_learning_seat() -> None:
@@ -126,7 +140,9 @@ def test_final_info_carries_scores_winner_and_seat() -> None:
     environment.reset(seed=0, options={"position": FINAL_TURNS})
     _, reward, terminated, _, info = environment.step(A.PASS)  # then the opponent passes: the game ends
     assert terminated and reward == 1.0
+    mask = info.pop("action_mask")
     assert info == {"seat": 0, "scores": [4, 2], "final_points": [3, 0], "winner": 0}
+    assert mask.dtype == np.int8 and np.array_equal(mask, environment.action_masks())
 
 
 def test_random_seats_vary_per_episode_and_are_reproducible() -> None:
@@ -191,7 +207,7 @@ def test_a_baseline_opponent_is_built_by_name() -> None:
 
 # ---------------------------------------------------------------------------------------------- illegal actions
 def test_an_illegal_learner_action_raises_and_keeps_the_game() -> None:
-    environment = KahunaSingleAgentEnv()
+    environment = KahunaSingleAgentEnv(illegal_action="raise")
     environment.reset(seed=9)
     before = environment.game.to_dict()
     illegal = int(np.flatnonzero(~environment.action_masks())[0])
@@ -201,12 +217,37 @@ def test_an_illegal_learner_action_raises_and_keeps_the_game() -> None:
 
 
 def test_lose_mode_ends_the_episode_with_minus_one() -> None:
-    environment = KahunaSingleAgentEnv(illegal_action="lose")
+    environment = KahunaSingleAgentEnv(illegal_action="lose", terminal_mask="zeros")
     environment.reset(seed=9)
     illegal = int(np.flatnonzero(~environment.action_masks())[0])
-    observation, reward, terminated, truncated, info = environment.step(illegal)
+    with pytest.warns(IllegalActionWarning):
+        observation, reward, terminated, truncated, info = environment.step(illegal)
     assert (reward, terminated, truncated, info["illegal_action"]) == (-1.0, True, False, True)
     assert not observation["action_mask"].any() and not environment.action_masks().any()
+
+
+def test_lose_is_the_default_and_warns_once_per_env_naming_the_action() -> None:
+    environment = KahunaSingleAgentEnv()
+    assert environment.illegal_action == "lose"
+    environment.reset(seed=9)
+    illegal = int(np.flatnonzero(~environment.action_masks())[0])
+    with pytest.warns(IllegalActionWarning, match=rf"{A.describe_action(illegal)}.*illegal_action='raise'"):
+        _, reward, terminated, _, _ = environment.step(illegal)
+    assert (reward, terminated) == (-1.0, True)
+    environment.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no second warning from the same env
+        _, reward, terminated, _, _ = environment.step(int(np.flatnonzero(~environment.action_masks())[0]))
+    assert (reward, terminated) == (-1.0, True)
+
+
+def test_the_warning_can_be_made_an_error() -> None:
+    environment = KahunaSingleAgentEnv()
+    environment.reset(seed=9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IllegalActionWarning)
+        with pytest.raises(IllegalActionWarning):
+            environment.step(int(np.flatnonzero(~environment.action_masks())[0]))
 
 
 def test_stepping_after_the_end_is_an_error() -> None:
@@ -228,6 +269,7 @@ def test_stepping_after_the_end_is_an_error() -> None:
         ({"seat": "1"}, "seat"),
         ({"observation": "pixels"}, "observation"),
         ({"illegal_action": "ignore"}, "illegal_action"),
+        ({"terminal_mask": "ones"}, "terminal_mask"),
         ({"reward": "x"}, "reward"),
         ({"variant": "y"}, "variant"),
     ],
@@ -240,6 +282,7 @@ def test_stepping_after_the_end_is_an_error() -> None:
         "text_seat",
         "observation",
         "illegal_action",
+        "terminal_mask",
         "reward",
         "variant",
     ],
@@ -262,8 +305,10 @@ def test_maskable_ppo_trains_without_an_illegal_action() -> None:
     from stable_baselines3.common.monitor import Monitor
 
     torch.set_num_threads(1)
-    # illegal_action="raise" (the default): a single unmasked action would fail the test.
-    environment = Monitor(kahuna_env.KahunaSingleAgentEnv(opponent="random", observation="flat", seat="random"))
+    # illegal_action="raise": a single unmasked action would fail the test.
+    environment = Monitor(
+        kahuna_env.KahunaSingleAgentEnv(opponent="random", observation="flat", seat="random", illegal_action="raise")
+    )
     model = sb3_contrib.MaskablePPO(
         "MlpPolicy",
         environment,

@@ -1,0 +1,165 @@
+"""PettingZoo parallel API for Kahuna: ``kahuna_env.parallel_env(**options)``.
+
+Kahuna is turn based (a turn is several actions by the same player), so the
+parallel env is a view of the AEC env :func:`kahuna_env.env` for tools that
+only speak the parallel API (PettingZoo's ``parallel_api_test``, SuperSuit's
+parallel vectorization, AgileRL's vector env, ...):
+
+* every ``step(actions)`` applies exactly one action: ``actions[agent]`` of the
+  agent that is to act (``infos[agent]["acting"]`` is ``True`` for it);
+  the other agent's action is ignored and may be anything, or missing;
+* the agent that is not to act gets a well-defined mask that allows
+  :data:`~kahuna_env.env.CLOSING_ACTION` (PASS, 151) alone, so a masked
+  sampler always has something to sample and its "choice" carries no policy
+  gradient (its probability is 1); the acting agent's mask is its legal actions;
+* both agents get an observation, a reward, ``terminations``/``truncations``
+  and an info on every step; rewards are 0 until the game ends, then both
+  agents' final rewards come on the same (last) step and both agents are done;
+  ``env.agents`` is then empty;
+* an illegal action by the acting agent ends the game with -1 for it and 0
+  for the other (``kahuna_env.env()``'s ``TerminateIllegalWrapper``).
+
+Options are those of :func:`kahuna_env.env` (``observation="flat"`` puts the
+mask in ``infos[agent]["action_mask"]``; ``closing_step`` is not needed here
+and is refused).  ``metadata["is_parallelizable"]`` of the AEC env stays
+``False``: PettingZoo's generic ``aec_to_parallel`` would be wrong for a game
+whose turns are several actions; this module is the parallel version.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+from kahuna_env.actions import NUM_ACTIONS
+from kahuna_env.env import AGENT_INDEX, AGENTS, CLOSING_ACTION, env
+from kahuna_env.observation import encode_observation
+
+
+def _waiting_mask() -> np.ndarray:
+    mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+    mask[CLOSING_ACTION] = 1
+    return mask
+
+
+WAITING_MASK = _waiting_mask()
+"""The action mask of the agent that is not to act (read-only): :data:`~kahuna_env.env.CLOSING_ACTION` alone."""
+WAITING_MASK.flags.writeable = False
+
+
+class KahunaParallelEnv(ParallelEnv):
+    """Kahuna through PettingZoo's parallel API (see the module docstring); keywords as :func:`kahuna_env.env`."""
+
+    def __init__(self, **options: Any) -> None:
+        if options.get("closing_step"):
+            raise ValueError("kahuna_env.parallel_env(): closing_step is an AEC option; here both rewards come at once")
+        self.aec_env = env(**options)
+        raw = self.aec_env.unwrapped
+        self._raw = raw
+        self.metadata = dict(raw.metadata)
+        self.possible_agents = list(AGENTS)
+        self.agents: list[str] = []
+        self.render_mode = raw.render_mode
+        self.state_space = raw.state_space
+        self._flat = raw.observation_mode == "flat"
+
+    # ------------------------------------------------------------------ spaces
+    def observation_space(self, agent: str) -> spaces.Space:
+        """The AEC env's observation space of ``agent``."""
+        return self._raw.observation_space(agent)
+
+    def action_space(self, agent: str) -> spaces.Space:
+        """``Discrete(179)``."""
+        return self._raw.action_space(agent)
+
+    @property
+    def unwrapped(self) -> Any:
+        """The raw AEC env (``raw_env``); its ``game`` is the rules engine."""
+        return self._raw
+
+    # ------------------------------------------------------------------ parallel API
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """Start a game (``seed`` and ``options`` as the AEC env's ``reset``); returns observations and infos."""
+        self.aec_env.reset(seed=seed, options=options)
+        self.agents = list(AGENTS)
+        return self._observations(), self._infos()
+
+    def step(
+        self, actions: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict[str, Any]]]:
+        """Apply the acting agent's action (the other agent's is ignored); both agents get every result."""
+        if not self.agents:
+            raise RuntimeError("step(): the game is over; call reset() to start a new game")
+        acting = self.aec_env.agent_selection
+        if acting not in actions:
+            raise KeyError(f"step(): no action for {acting!r}, the agent to act (actions given for {sorted(actions)})")
+        self.aec_env.step(actions[acting])
+        raw = self._raw
+        rewards = {agent: float(raw.rewards[agent]) for agent in AGENTS}
+        terminations = {agent: bool(raw.terminations[agent]) for agent in AGENTS}
+        truncations = {agent: bool(raw.truncations[agent]) for agent in AGENTS}
+        observations = self._observations()
+        infos = self._infos()
+        if any(terminations.values()) or any(truncations.values()):
+            # The game is over: finish the AEC env's dead steps so that it is clean, and retire both agents.
+            while self.aec_env.agents:
+                self.aec_env.step(None)
+            self.agents = []
+        return observations, rewards, terminations, truncations, infos
+
+    def state(self) -> np.ndarray:
+        """The full state for centralized critics (``state_space``)."""
+        return self._raw.state()
+
+    def render(self) -> str | np.ndarray | None:
+        """Render as ``render_mode`` says."""
+        return self._raw.render()
+
+    def close(self) -> None:
+        """Close the renderer's window if one is open."""
+        self.aec_env.close()
+
+    # ------------------------------------------------------------------ internals
+    def _acting(self, agent: str) -> bool:
+        game = self._raw.game
+        return not game.is_over and self._raw.agent_selection == agent
+
+    def _mask(self, agent: str) -> np.ndarray:
+        if self._acting(agent):
+            return self._raw.action_mask(agent)
+        if self._raw.game.is_over:
+            return np.zeros(NUM_ACTIONS, dtype=np.int8)
+        return WAITING_MASK.copy()
+
+    def _observations(self) -> dict[str, Any]:
+        raw = self._raw
+        if self._flat:
+            return {agent: raw.observe(agent) for agent in AGENTS}
+        return {
+            agent: {"observation": encode_observation(raw.game, AGENT_INDEX[agent]), "action_mask": self._mask(agent)}
+            for agent in AGENTS
+        }
+
+    def _infos(self) -> dict[str, dict[str, Any]]:
+        raw = self._raw
+        infos: dict[str, dict[str, Any]] = {}
+        for agent in AGENTS:
+            info = {key: value for key, value in raw.infos.get(agent, {}).items() if key != "action_mask"}
+            info["acting"] = self._acting(agent)
+            if self._flat:
+                info["action_mask"] = self._mask(agent)
+            infos[agent] = info
+        return infos
+
+    def __str__(self) -> str:
+        return str(self._raw)
+
+
+def parallel_env(**options: Any) -> KahunaParallelEnv:
+    """The Kahuna parallel env (PettingZoo parallel API for a turn-based game; see :mod:`kahuna_env.parallel`)."""
+    return KahunaParallelEnv(**options)
