@@ -367,7 +367,7 @@ def holds_opponent_bridge(game: KahunaGame, line: int) -> bool:
 
 def supply_left(game: KahunaGame) -> int:
     """Bridges the current player can still place: 25 minus theirs on the board (docs/RULES.md "Material", Place)."""
-    return game.supply(player(game)) > 0
+    return game.supply(player(game))
 
 
 def planning_blocked(game: KahunaGame, line: int) -> bool:
@@ -381,7 +381,7 @@ def planning_blocked(game: KahunaGame, line: int) -> bool:
     return any(game.controller(island) == opponent(game) for island in LINES[line])
 
 
-# ==================================================================== effects
+# ==================================================================== effects on the board
 
 
 def controller_by_majority(owners: Sequence[int | None], island: int) -> int | None:
@@ -463,6 +463,9 @@ def claim_offered(game: KahunaGame, line: int) -> bool:
     return all(controller_by_majority(owners, island) != opponent(game) for island in LINES[line])
 
 
+# ==================================================================== turn order, rounds and scoring
+
+
 def ends_turn(action: int) -> bool:
     """DRAW, TAKE and PASS end the turn; every other action leaves the same player to act.
 
@@ -485,9 +488,9 @@ def next_player(game: KahunaGame, action: int) -> int:
 def round_ends(game: KahunaGame, action: int) -> bool:
     """Whether ``action`` ends the round: an end action that leaves the pile and the face-up row empty.
 
-    docs/RULES.md "Rounds and scoring".  Taking the last face-up card or
-    drawing the last pile card does it; the final turns of round 3 are not a
-    round.  (``action`` must be legal.)
+    docs/RULES.md "Rounds and scoring".  Drawing the last pile card or taking
+    the last face-up card does it; in the final turns (nothing left to draw)
+    no action ends a round.  ``action`` must be legal.
     """
     if not ends_turn(action) or in_final_turns(game):
         return False
