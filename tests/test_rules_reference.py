@@ -74,17 +74,17 @@ def expected_owners(game: KahunaGame, action: int) -> list[int | None] | None:
 
 def effect_disagreement(game: KahunaGame, action: int) -> str | None:
     """Step a clone with ``action`` and compare with the effect rules; a description of the first difference."""
+    text = A.describe_action(action)
     owners = expected_owners(game, action)
     claim = rules.claim_offered(game, A.ACTION_LINE[action]) if A.REMOVE_AB <= action < A.DISCARD else False
     after = game.clone()
     after.step(action)
     if owners is not None:
         if line_owners(after) != owners:
-            return f"owners after {A.describe_action(action)}: engine {line_owners(after)}, rules {owners}"
+            return f"owners after {text}: engine {line_owners(after)}, rules {owners}"
         by_majority = [rules.controller_by_majority(owners, island) for island in range(NUM_ISLANDS)]
         if controllers(after) != by_majority:
-            return f"control after {A.describe_action(action)}: engine {controllers(after)}, rules {by_majority}"
-    text = A.describe_action(action)
+            return f"control after {text}: engine {controllers(after)}, rules {by_majority}"
     round_ended = after.round > game.round or (after.in_final_turns and not game.in_final_turns)
     if round_ended != rules.round_ends(game, action):
         return f"round end after {text}: engine {round_ended}, rules {not round_ended}"
@@ -108,9 +108,9 @@ def effect_disagreement(game: KahunaGame, action: int) -> str | None:
     if after.current_player != rules.next_player(game, action):
         return f"player after {text}: engine {after.current_player}, rules {rules.next_player(game, action)}"
     if rules.premature_end(after):
-        return f"after {A.describe_action(action)} a player has no bridge in round {after.round} but the game runs"
+        return f"after {text} a player has no bridge in round {after.round} but the game runs"
     if A.REMOVE_AB <= action < A.DISCARD and (after.claim_line is not None) != claim:
-        return f"claim after {A.describe_action(action)}: engine {after.claim_line}, rules {claim}"
+        return f"claim after {text}: engine {after.claim_line}, rules {claim}"
     return None
 
 
