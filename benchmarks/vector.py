@@ -6,7 +6,7 @@
 Speed mode (single process, one core): the scalar engine's random playouts
 (legal list + validated step, as benchmarks/engine.py), then for every batch
 size N seeded random batched play with automatic reset: ``legal_masks()``, a
-random legal action per game, ``step()``.  It prints actions/s of the whole
+uniformly random legal action per game (``random_actions``), ``step()``.  It prints actions/s of the whole
 loop and of masks + step alone (the random pick is the player's, not the
 engine's), observations/s (``observations()``, the player to act), each as a
 ratio to the scalar engine, and the memory of a batch of the largest N
@@ -33,16 +33,6 @@ from kahuna_env.observation import encode_observation
 from kahuna_env.vector import KahunaBatch
 
 
-def random_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """A random legal action per row: the legal action with the largest random 16-bit key.
-
-    Ties (about k^2 / 2^17 for k legal actions) go to the lower action id; good
-    enough for a benchmark's random player and much cheaper than float keys.
-    """
-    keys = np.frombuffer(rng.bytes(mask.size * 2), dtype=np.uint16).reshape(mask.shape)
-    return np.argmax(keys * mask, axis=1)
-
-
 def scalar_rate(seconds: float, seed: int) -> tuple[float, int]:
     """Random playouts of the scalar engine for about ``seconds``; (actions/s, actions)."""
     chooser = random.Random(seed)
@@ -64,15 +54,15 @@ def batch_rates(n: int, seconds: float, seed: int) -> dict[str, float]:
     batch = KahunaBatch(n, seed=seed, auto_reset=True)
     rng = np.random.default_rng(seed)
     for _ in range(10):  # warm-up, and past the all-fresh start
-        batch.step(random_actions(batch.legal_masks(), rng))
+        batch.step(batch.random_actions(rng))
     steps = 0
     engine_time = 0.0
     start = time.perf_counter()
     while True:
         t0 = time.perf_counter()
-        mask = batch.legal_masks()
+        batch.legal_masks()
         t1 = time.perf_counter()
-        actions = random_actions(mask, rng)
+        actions = batch.random_actions(rng)
         t2 = time.perf_counter()
         batch.step(actions)
         t3 = time.perf_counter()
@@ -102,7 +92,8 @@ def batch_memory(n: int, seed: int) -> int:
     batch = KahunaBatch(n, seed=seed, auto_reset=True)
     rng = np.random.default_rng(seed)
     for _ in range(5):
-        batch.step(random_actions(batch.legal_masks(), rng))
+        batch.legal_masks()
+        batch.step(batch.random_actions(rng))
     batch.observations()
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
@@ -155,7 +146,7 @@ def differential(total: int, games: int, seed: int) -> None:
             for seat in (0, 1):
                 if observations[seat][i].tobytes() != encode_observation(twin, seat).tobytes():
                     raise AssertionError(f"after {actions_done} actions, game {i}: observations (seat {seat}) differ")
-        actions = random_actions(masks, rng)
+        actions = batch.random_actions(rng)
         rounds = batch.round.copy()
         result = batch.step(actions)
         reshuffles += int(((batch.round > rounds) & ~result.reset).sum())

@@ -93,6 +93,25 @@ _INC[np.arange(NUM_LINES), _LA] = 1
 _INC[np.arange(NUM_LINES), _LB] = 1
 _TOUCH = _INC.T.astype(bool)
 """``_TOUCH[i]``: the lines touching island ``i`` (bool, 12 x 27)."""
+_LINE_BIT = np.uint64(1) << np.arange(NUM_LINES, dtype=np.uint64)
+_ALL_LINES = np.uint64((1 << NUM_LINES) - 1)
+
+
+def _union_table(per_island: np.ndarray) -> np.ndarray:
+    """For every island set (a 12-bit mask), the union (bitwise or) of ``per_island`` over its members."""
+    table = np.zeros(1 << NUM_ISLANDS, dtype=np.uint64)
+    for island_set in range(1, 1 << NUM_ISLANDS):
+        low = island_set & -island_set
+        table[island_set] = table[island_set ^ low] | per_island[low.bit_length() - 1]
+    return table
+
+
+_LINES_A_IN = _union_table(np.array([_LINE_BIT[_LA == i].sum() for i in range(NUM_ISLANDS)], dtype=np.uint64))
+"""Island set -> lines whose ``a`` island is in the set."""
+_LINES_B_IN = _union_table(np.array([_LINE_BIT[_LB == i].sum() for i in range(NUM_ISLANDS)], dtype=np.uint64))
+"""Island set -> lines whose ``b`` island is in the set."""
+_LINES_TOUCHING = _LINES_A_IN | _LINES_B_IN
+"""Island set -> lines touching an island of the set."""
 _DECK = np.repeat(np.arange(NUM_ISLANDS, dtype=np.int8), CARDS_PER_ISLAND)
 _ISLAND_RANGE = np.arange(NUM_ISLANDS, dtype=np.int8)
 
@@ -140,6 +159,11 @@ def _observation_scale() -> np.ndarray:
 
 _SCALE = _observation_scale()
 _O = {name: (s.start, s.stop) for name, s in OBSERVATION_LAYOUT.items()}
+
+
+def _island_set(flags: np.ndarray) -> np.ndarray:
+    """``(N, 12)`` bool -> ``(N,)`` uint64 island bitmask."""
+    return np.packbits(flags, axis=1, bitorder="little").view("<u2")[:, 0].astype(np.uint64)
 
 
 class StepResult(NamedTuple):
@@ -241,6 +265,8 @@ class KahunaBatch:
 
         i8 = np.int8
         self.owner = np.full((n, NUM_LINES), -1, dtype=i8)
+        self.lines = np.zeros((n, 2), dtype=np.uint64)
+        """Each player's bridges as a line bitmask (bit ``l`` for line ``l``), kept with ``owner``."""
         self.count = np.zeros((n, 2, NUM_ISLANDS), dtype=i8)
         self.bridges = np.zeros((n, 2), dtype=i8)
         self.hand = np.zeros((n, 2, NUM_ISLANDS), dtype=i8)
@@ -264,7 +290,8 @@ class KahunaBatch:
         self.winner = np.full(n, -1, dtype=i8)
         self._rows = np.arange(n)
         self._mask = np.zeros((n, A.NUM_ACTIONS), dtype=bool)
-        self._mask_valid = False
+        self._words = np.zeros((n, 3), dtype=np.uint64)
+        self._mask_valid = self._words_valid = False
         self._raw = np.zeros((n, OBSERVATION_SIZE), dtype=np.uint8)
 
     @classmethod
@@ -311,7 +338,7 @@ class KahunaBatch:
 
     def _load(self, indices: np.ndarray, dicts: list[dict[str, Any]]) -> None:
         """Write complete position dicts (as ``KahunaGame.to_dict`` gives them) into the given slots."""
-        self._mask_valid = False
+        self._mask_valid = self._words_valid = False
         for i, d in zip(indices.tolist(), dicts, strict=True):
             owners = [-1 if o is None else o for o in d["bridges"]]
             self.owner[i] = owners
@@ -339,6 +366,7 @@ class KahunaBatch:
             self.winner[i] = -1 if d["winner"] is None else d["winner"]
         mine = self.owner[indices][:, None, :] == np.array([0, 1], dtype=np.int8)[None, :, None]
         self.count[indices] = mine.astype(np.int8) @ _INC
+        self.lines[indices] = mine.astype(np.uint64) @ _LINE_BIT
         self.bridges[indices] = mine.sum(2)
 
     # ------------------------------------------------------------------ chance
@@ -352,7 +380,7 @@ class KahunaBatch:
 
     def _deal(self, indices: np.ndarray) -> None:
         """Shuffle and deal new games into the slots ``indices`` (as ``KahunaGame.__init__``)."""
-        self._mask_valid = False
+        self._mask_valid = self._words_valid = False
         k = len(indices)
         if k == 0:
             return
@@ -372,6 +400,7 @@ class KahunaBatch:
         for array in (self.scores, self.final_points, self.played, self.discarded, self.final_turns):
             array[indices] = 0
         self.owner[indices] = -1
+        self.lines[indices] = 0
         self.round[indices] = 1
         self.must_draw[indices] = False
         self.claim_line[indices] = -1
@@ -406,62 +435,108 @@ class KahunaBatch:
         The array is the batch's cache, valid until the next :meth:`step`; copy it to keep it.
         """
         if not self._mask_valid:
-            self._compute_masks()
+            words = self._legal_words()
+            bits = np.unpackbits(words.view(np.uint8), axis=1, count=A.NUM_ACTIONS, bitorder="little")
+            self._mask = bits.view(bool)
             self._mask_valid = True
         return self._mask
 
-    def _compute_masks(self) -> None:
-        m = self._mask
+    def _legal_words(self) -> np.ndarray:
+        """The legal actions as ``(N, 3)`` uint64 bit words (bit ``a % 64`` of word ``a // 64``), cached."""
+        if not self._words_valid:
+            self._compute_words()
+            self._words_valid = True
+        return self._words
+
+    def random_actions(self, rng: np.random.Generator) -> np.ndarray:
+        """A uniformly random legal action for every game (``(N,)`` intp; 0 for a finished game).
+
+        Works on the packed legal words: a random rank among the legal actions,
+        then a binary search for that set bit; exactly uniform, no ``(N, 179)`` array.
+        """
+        words = self._legal_words()
+        counts = np.bitwise_count(words).astype(np.int64)  # (N, 3)
+        total = counts.sum(1)
+        rank = (rng.random(self.n) * total).astype(np.int64)
+        in_second = rank >= counts[:, 0]
+        in_third = rank >= counts[:, 0] + counts[:, 1]
+        word = in_second.astype(np.intp) + in_third
+        rank -= np.where(in_second, counts[:, 0], 0) + np.where(in_third, counts[:, 1], 0)
+        w = words[self._rows, word]
+        r = rank.astype(np.uint64)
+        position = word * 64
+        for width in (32, 16, 8, 4, 2, 1):
+            low = w & np.uint64((1 << width) - 1)
+            c = np.bitwise_count(low).astype(np.uint64)
+            high = r >= c
+            r = np.where(high, r - c, r)
+            w = np.where(high, w >> np.uint64(width), low)
+            position += high * width
+        return np.where(total > 0, position, 0)
+
+    def _compute_words(self) -> None:
+        """Legal actions as bit sets per game (27-bit line sets, 12-bit island sets), unpacked once.
+
+        Every rule is a handful of operations on ``(N,)`` integer arrays; the
+        179 action bits are laid into three 64-bit words per game and unpacked
+        into the bool mask in one call.
+        """
         rows = self._rows
         p = self.current.astype(np.intp)
-        o = 1 - p
         hand = self.hand[rows, p]
-        has1 = hand > 0
-        has2 = hand > 1
-        owner = self.owner
-        free = owner < 0
-        theirs = owner == o[:, None].astype(np.int8)
+        has1 = _island_set(hand > 0)
+        has2 = _island_set(hand > 1)
+        lines = self.lines
+        mine = lines[rows, p]
+        theirs = lines[rows, 1 - p]
+        free = ~(mine | theirs) & _ALL_LINES
         plays = self.discarded == 0
-        placeable = free & (plays & (self.bridges[rows, p] < BRIDGES_PER_PLAYER))[:, None]
+        can_place = plays & (self.bridges[rows, p] < BRIDGES_PER_PLAYER)
+        placeable = np.where(can_place, free, np.uint64(0))
         if self._any_planning:
-            ctrl_o = self.count[rows, o] >= _MAJ
-            blocked = (ctrl_o[:, _LA] | ctrl_o[:, _LB]) & self.planning[:, None]
-            placeable &= ~blocked
-        has1a = has1[:, _LA]
-        has1b = has1[:, _LB]
-        np.logical_and(placeable, has1a, out=m[:, A.PLACE_A : A.PLACE_B])
-        np.logical_and(placeable, has1b, out=m[:, A.PLACE_B : A.REMOVE_AB])
-        theirs &= plays[:, None]
-        np.logical_and(theirs, has1a & has1b, out=m[:, A.REMOVE_AB : A.REMOVE_AA])
-        np.logical_and(theirs, has2[:, _LA], out=m[:, A.REMOVE_AA : A.REMOVE_BB])
-        np.logical_and(theirs, has2[:, _LB], out=m[:, A.REMOVE_BB : A.DISCARD])
+            ctrl_o = _island_set(self.count[rows, 1 - p] >= _MAJ)
+            placeable &= ~np.where(self.planning, _LINES_TOUCHING[ctrl_o], np.uint64(0))
+        a1 = _LINES_A_IN[has1]
+        b1 = _LINES_B_IN[has1]
+        place_a = placeable & a1
+        place_b = placeable & b1
+        theirs = np.where(plays, theirs, np.uint64(0))
+        remove_ab = theirs & a1 & b1
+        remove_aa = theirs & _LINES_A_IN[has2]
+        remove_bb = theirs & _LINES_B_IN[has2]
         face_up = self.face_up >= 0
         pile = self.pile_len > 0
-        drawable = pile | face_up.any(1)
+        drawable = pile | face_up[:, 0] | face_up[:, 1] | face_up[:, 2]
         size = hand.sum(1)
         discard_ok = self.played == 0
         if self._any_hand_limit:
             discard_ok &= ~self.hand_limit | ~plays | ((size == HAND_LIMIT) & drawable)
-        np.logical_and(has1, discard_ok[:, None], out=m[:, A.DISCARD : A.DRAW])
+        discard = np.where(discard_ok, has1, np.uint64(0))
         can_draw = drawable & (size < HAND_LIMIT)
-        m[:, A.DRAW] = can_draw & pile
-        np.logical_and(face_up, can_draw[:, None], out=m[:, A.TAKE : A.PASS])
         passing = ~(drawable & self.must_draw)
         if self._any_hand_limit:
             passing &= ~(self.hand_limit & ~plays)
-        m[:, A.PASS] = passing
-        m[:, A.FREE_BRIDGE :] = False
-        claim = self.claim_line >= 0
-        if claim.any():
-            games = np.flatnonzero(claim)
-            m[games, A.FREE_BRIDGE + self.claim_line[games].astype(np.intp)] = True
+        u64 = np.uint64
+        end = (
+            (can_draw & pile).astype(u64)
+            | (can_draw & face_up[:, 0]).astype(u64) << u64(1)
+            | (can_draw & face_up[:, 1]).astype(u64) << u64(2)
+            | (can_draw & face_up[:, 2]).astype(u64) << u64(3)
+            | passing.astype(u64) << u64(4)
+        )
+        claim = self.claim_line
+        free_bridge = np.where(claim >= 0, u64(1) << np.maximum(claim, 0).astype(u64), u64(0))
         setup = self.setup_left > 0
         if setup.any():
-            games = np.flatnonzero(setup)
-            m[games] = False
-            m[games, A.FREE_BRIDGE :] = free[games]
+            place_a[setup] = place_b[setup] = remove_ab[setup] = remove_aa[setup] = remove_bb[setup] = 0
+            discard[setup] = end[setup] = 0
+            free_bridge[setup] = free[setup]
+        words = self._words
+        words[:, 0] = place_a | place_b << u64(27) | remove_ab << u64(54)
+        words[:, 1] = remove_ab >> u64(10) | remove_aa << u64(17) | remove_bb << u64(44)
+        words[:, 2] = remove_bb >> u64(20) | discard << u64(7) | end << u64(19) | free_bridge << u64(24)
         if self.over.any():
-            m[self.over] = False
+            words[self.over] = 0
 
     # ------------------------------------------------------------------ transitions
     def step(self, actions: Sequence[int] | np.ndarray) -> StepResult:
@@ -473,7 +548,7 @@ class KahunaBatch:
         """
         actions = self._check(actions)
         n = self.n
-        self._mask_valid = False
+        self._mask_valid = self._words_valid = False
         kind = _KIND[actions]
         p = self.current.astype(np.intp)
         was_over = self.over.copy()
@@ -546,8 +621,9 @@ class KahunaBatch:
                 f"game {i}: action must be an integer in 0..{A.NUM_ACTIONS - 1}, got {int(array[i])}"
             )
         safe = np.where(running, array, _NO_ACTION).astype(np.intp)
-        mask = self.legal_masks()
-        legal = mask[self._rows, np.minimum(safe, A.NUM_ACTIONS - 1)] | ~running
+        clipped = np.minimum(safe, A.NUM_ACTIONS - 1)
+        words = self._legal_words()[self._rows, clipped >> 6]
+        legal = ((words >> (clipped & 63).astype(np.uint64)) & np.uint64(1)).astype(bool) | ~running
         if not legal.all():
             i = int(np.flatnonzero(~legal)[0])
             raise IllegalActionError(f"game {i}: {self._explain(i, int(safe[i]))}")
@@ -586,6 +662,7 @@ class KahunaBatch:
 
     def _lift(self, games: np.ndarray, owners: np.ndarray, lines: np.ndarray) -> None:
         self.owner[games, lines] = -1
+        self.lines[games, owners] &= ~_LINE_BIT[lines]
         self.bridges[games, owners] -= 1
         self.count[games, owners, _LA[lines]] -= 1
         self.count[games, owners, _LB[lines]] -= 1
@@ -593,6 +670,7 @@ class KahunaBatch:
     def _build(self, games: np.ndarray, players: np.ndarray, lines: np.ndarray) -> None:
         """Put a bridge on a free line and apply the control rule (capture, one-level cascade)."""
         self.owner[games, lines] = players
+        self.lines[games, players] |= _LINE_BIT[lines]
         self.bridges[games, players] += 1
         a, b = _LA[lines], _LB[lines]
         count_a = self.count[games, players, a] + 1
@@ -614,6 +692,7 @@ class KahunaBatch:
             return
         g, opponents, victims = g[hit], opponents[hit], victims[hit]
         self.owner[g] = np.where(victims, np.int8(-1), self.owner[g])
+        self.lines[g, opponents] &= ~(victims.astype(np.uint64) @ _LINE_BIT)
         self.count[g, opponents] -= victims.astype(np.int8) @ _INC
         self.bridges[g, opponents] -= victims.sum(1).astype(np.int8)
         self._premature(g[(self.round[g] >= 2) & (self.bridges[g, opponents] == 0)])

@@ -393,6 +393,22 @@ def test_set_positions_and_reset_replace_single_slots():
         KahunaBatch.from_dicts([{**pos, "hands": [["ALOA"] * 6, []]}])
 
 
+def test_random_actions_are_legal_and_uniform():
+    batch = KahunaBatch(64, (ALL_CONFIGS * 3)[:64], seed=3)
+    rng = np.random.default_rng(0)
+    _random_play(batch, 40, 5)
+    mask = batch.legal_masks().copy()
+    counts = np.zeros(mask.shape)
+    draws = 2000
+    for _ in range(draws):
+        counts[np.arange(64), batch.random_actions(rng)] += 1
+    assert not counts[~mask].any(), "only legal actions"
+    expected = draws / mask.sum(1, keepdims=True)
+    z = (counts - expected) / np.sqrt(expected)
+    assert np.abs(z[mask]).max() < 5.5, "every legal action about equally often"
+    assert (counts[mask] > 0).all()
+
+
 def test_observations_for_an_array_of_seats():
     batch = KahunaBatch(10, seed=3)
     _random_play(batch, 25, 1)
