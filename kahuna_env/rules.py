@@ -103,7 +103,11 @@ __all__ = [
 
 
 def legal_actions(game: KahunaGame) -> list[int]:
-    """Every legal action, ascending; must equal :meth:`KahunaGame.legal_actions`."""
+    """Every legal action, ascending; must equal :meth:`KahunaGame.legal_actions`.
+
+    docs/RULES.md "Setup" (handicap), "A turn", "Discard rule option",
+    "Planning variant"; none once the game is over ("Rounds and scoring").
+    """
     return [action for action in range(NUM_ACTIONS) if is_legal(game, action)]
 
 
@@ -331,7 +335,10 @@ def holds_card(game: KahunaGame, island: int) -> bool:
 
 
 def holds_cards(game: KahunaGame, islands: Sequence[int]) -> bool:
-    """The current player's hand holds all these cards, one per entry (``a+a`` needs two ``a``)."""
+    """The current player's hand holds all these cards, one per entry: ``a+a`` needs two ``a``.
+
+    docs/RULES.md "A turn", Remove.
+    """
     hand = game.hand_counts(player(game))
     return all(hand[island] >= islands.count(island) for island in islands)
 
@@ -403,7 +410,10 @@ def owners_now(game: KahunaGame) -> list[int | None]:
 
 @dataclass(frozen=True)
 class Capture:
-    """What a placement takes: islands whose control it gains, and the opponent bridges it removes."""
+    """What a placement takes: islands whose control it gains, and the opponent bridges it removes.
+
+    docs/RULES.md "Control".
+    """
 
     taken: frozenset[int]
     removed: frozenset[int]
