@@ -561,7 +561,9 @@ def test_unknown_reset_options_are_ignored_with_a_warning() -> None:
 
 
 def test_a_finished_position_is_refused() -> None:
+    # As the final scoring leaves it: player 0's three islands scored (1:2 -> 4:2).
     finished = {**FINAL_TURN, "over": True, "winner": 0, "final_turns_left": 0}
+    finished.update(scores=[4, 2], final_points=[3, 0])
     with pytest.raises(ValueError, match="finished game"):
         raw_env().reset(options={"position": finished})
 
