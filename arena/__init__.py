@@ -1,8 +1,14 @@
-"""The arena: tools that measure and play Kahuna agents.
+"""The arena: tools that measure and play Kahuna agents (docs/EVALUATION.md).
 
-Entrants (baselines and agent files), seat-balanced matches with their
-statistics (:mod:`arena.stats`), game records, and the command-line tools
-``kahuna-eval``, ``kahuna-play``, ``kahuna-replay`` and ``kahuna-demo``.
+* :mod:`arena.entrants` — the entrant strings (baselines, agent files) and the agents they name.
+* :mod:`arena.match` — the one play loop every tool uses, and an evaluation's seeded games.
+* :mod:`arena.records` — the one game-record format (write, read, validate).
+* :mod:`arena.evaluation` — seat-balanced round robins, in worker processes.
+* :mod:`arena.report` — per-pairing tallies, ratings, the table and the JSON.
+* :mod:`arena.stats` — ``Tally``, Wilson intervals, Bradley–Terry ratings.
+* :mod:`arena.cli` — one-line errors and argument types shared by the command-line tools.
+* :mod:`arena.eval_cli`, :mod:`arena.play`, :mod:`arena.replay`, :mod:`arena.demo` —
+  ``kahuna-eval``, ``kahuna-play``, ``kahuna-replay``, ``kahuna-demo``.
 
 Importing the arena does not import torch: only an entrant that is an agent
 file loads :mod:`training` (and torch), when it is built.

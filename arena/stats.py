@@ -1,5 +1,8 @@
-"""Statistics for evaluation: Wilson score intervals, Bradley–Terry ratings on the Elo scale.
+"""Statistics for evaluation: one win/draw/loss tally, Wilson score intervals, Bradley–Terry ratings.
 
+* :class:`Tally` — wins, draws, losses and point margins of one side, with
+  the one interval the project reports (Wilson on the score); every
+  ``kahuna-eval`` pairing and every evaluation during training is a Tally.
 * :func:`wilson_interval` — the 95% (by default) Wilson score interval of a
   proportion.  Evaluation applies it to an entrant's *score* (wins plus half
   the draws, over the games), which is the win rate when there are no draws.
