@@ -1,9 +1,11 @@
-"""The pure rules engine of Kahuna (SPEC §3, §5): no PettingZoo, no observations.
+"""The pure rules engine of Kahuna (docs/RULES.md): no PettingZoo, no observations.
 
 :class:`KahunaGame` holds one game as plain mutable state tuned for speed:
 bridge ownership as per-player line bitmasks, incremental per-island bridge
 counts, per-player control bitmasks, hands as per-island card counts with
-"at least one" / "at least two" island bitmasks.  The legal actions of a
+"at least one" / "at least two" island bitmasks.  Every field is listed once,
+with its meaning, in :data:`STATE_FIELDS`; ``__slots__``, the empty game and
+:meth:`KahunaGame.clone` are built from that list.  The legal actions of a
 state are computed once (from those bitmasks and precomputed tables) and
 reused both for :meth:`KahunaGame.legal_actions` and for validating
 :meth:`KahunaGame.step`.
@@ -13,21 +15,33 @@ Rules as implemented (details and the reasons in ``docs/RULES.md``):
 * control = holding a strict majority of an island's lines; a placement that
   gives its player a majority they did not have removes every opponent bridge
   on that island's lines, which may cost the opponent control elsewhere (one
-  level, nothing more moves); a removal never gives anyone control;
+  level, nothing more moves); a removal never gives anyone control
+  (:func:`control_taken`, :func:`swept_lines`, :func:`control_kept`);
 * a turn is a card phase (plays, or face-down discards, one per action) that
   ends with DRAW, TAKE or PASS; the round ends when the pile and the face-up
   row are empty at the end of a turn; round 3 is followed by one more turn
   each without drawing, then the final scoring;
 * premature end: from the first interim scoring on, a player without a bridge
   on the board loses at once (both: draw).
+
+Reading the state.  Other modules read a game only through its public,
+read-only queries (the properties and methods without a leading underscore:
+``current_player``, ``hand_counts``, ``bridge_lines``, ``control_mask``, …)
+and change it only through :meth:`KahunaGame.step`.  One module is a
+declared *friend* that may read (never write) the fields of
+:data:`STATE_FIELDS` directly, because it is a hot path where copies would
+cost: :mod:`kahuna_env.observation` (one observation per decision in
+training).  Positions come in through :mod:`kahuna_env.positions`, which
+validates a dict into a :class:`~kahuna_env.positions.Position` value that
+the engine builds a game from.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -47,11 +61,13 @@ from kahuna_env.actions import (  # re-exported: the action encoding is part of 
     describe_action,
 )
 from kahuna_env.board import (
+    ALL_LINES_MASK,
     BRIDGES_PER_PLAYER,
     CARDS_PER_ISLAND,
     FACE_UP_SLOTS,
     HAND_LIMIT,
     ISLAND_ID,
+    ISLAND_LINE_MASK,
     ISLANDS,
     LINE_NAMES,
     LINES,
@@ -64,6 +80,7 @@ from kahuna_env.board import (
     NUM_LINES,
     STARTING_HAND,
 )
+from kahuna_env.positions import INTERIM_POINTS, Position, parse_position
 
 __all__ = [
     "DISCARD",
@@ -87,8 +104,6 @@ __all__ = [
 
 VARIANTS = ("standard", "planning")
 DISCARD_RULES = ("instead_of_play", "hand_limit")
-INTERIM_POINTS = {1: 1, 2: 2}
-"""Points for the player with more controlled islands at the end of rounds 1 and 2."""
 
 
 class IllegalActionError(ValueError):
@@ -97,7 +112,7 @@ class IllegalActionError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class KahunaConfig:
-    """Every rule option of a game (SPEC §3); bad values raise ``ValueError`` at construction.
+    """Every rule option of a game (docs/RULES.md); bad values raise ``ValueError`` at construction.
 
     Attributes:
         variant: ``"standard"`` or ``"planning"`` (placement restricted next to
@@ -186,9 +201,12 @@ _DRAW_BIT, _PASS_BIT = 1, 1 << 4  # end-of-turn actions as a 5-bit set: DRAW, TA
 _END_T: tuple[tuple[int, ...], ...] = tuple(
     tuple(A.DRAW + k for k in range(5) if value >> k & 1) for value in range(32)
 )
-_SLOT_BIT = (2, 4, 8)
-_PLACE_ACTIONS = A.REMOVE_AB
+_PLACE_END = A.REMOVE_AB
+"""First action id after the PLACE actions (placements are ``action < _PLACE_END``)."""
 _REMOVE_END = A.DISCARD
+"""First action id after the REMOVE actions."""
+_HIGH_CHUNK = 2 * _CHUNK
+"""Shift of the third 9-bit chunk of a 27-bit line set (lines 18..26): ``mask >> _HIGH_CHUNK``."""
 _ISLAND_BIT = tuple(1 << i for i in range(NUM_ISLANDS))
 _LINE_BIT = tuple(1 << line for line in range(NUM_LINES))
 _LINE_A = tuple(a for a, _ in LINES)
@@ -197,31 +215,112 @@ _PAID = A.PAID_ISLANDS
 _ACTION_LINE = A.ACTION_LINE
 
 
-def _lines_of(mask: int) -> list[int]:
-    """Line ids in a line bitmask, ascending."""
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
+# --- the control rule, as pure functions (the engine and agents/greedy.py share them) ----------------
+def control_taken(count: Sequence[int], line: int) -> int:
+    """Islands (bitmask) whose majority a new bridge on ``line`` completes.
+
+    ``count`` is the placer's bridges per island *before* the placement; an
+    island is taken when the new bridge brings its count to exactly the
+    majority (a player already holding it takes nothing new).
+    """
+    a = _LINE_A[line]
+    b = _LINE_B[line]
+    taken = _ISLAND_BIT[a] if count[a] + 1 == MAJORITY[a] else 0
+    if count[b] + 1 == MAJORITY[b]:
+        taken |= _ISLAND_BIT[b]
+    return taken
 
 
-_POSITION_REQUIRED = ("bridges", "hands", "face_up", "pile", "discard", "current_player", "round", "scores")
-_POSITION_OPTIONAL = (
-    "config",
-    "played_this_turn",
-    "discarded_this_turn",
-    "must_draw",
-    "claim_line",
-    "setup_left",
-    "final_turns_left",
-    "face_down",
-    "known",
-    "final_points",
-    "over",
-    "winner",
+def swept_lines(taken: int, opponent_lines: int) -> int:
+    """The opponent's lines (bitmask) the capture rule clears when the ``taken`` islands change hands."""
+    return opponent_lines & LINES_TOUCHING[taken] if taken else 0
+
+
+def control_kept(control: int, count: Sequence[int], removed: int) -> int:
+    """A player's control (bitmask) after their bridges on the ``removed`` lines leave the board.
+
+    ``count`` is their bridges per island before the removal; an island stays
+    controlled only while its strict majority holds.  Losing bridges never
+    moves anything else (one level of the capture rule).
+    """
+    kept = control
+    while control:
+        low = control & -control
+        island = low.bit_length() - 1
+        if count[island] - (removed & ISLAND_LINE_MASK[island]).bit_count() < MAJORITY[island]:
+            kept ^= low
+        control ^= low
+    return kept
+
+
+def _islands_per_player() -> list[list[int]]:
+    return [[0] * NUM_ISLANDS, [0] * NUM_ISLANDS]
+
+
+# --- the state fields, listed once ------------------------------------------------------------------
+class StateField(NamedTuple):
+    """One field of a :class:`KahunaGame`: its slot, how :meth:`KahunaGame.clone` copies it, its meaning."""
+
+    name: str
+    copy: str
+    """``"value"`` (immutable, shared), ``"list"`` (one list) or ``"pair"`` (one list per player)."""
+    empty: Callable[[], Any] | None
+    """The value in a game with nothing dealt (``None``: set from the config or the seed)."""
+    meaning: str
+
+
+STATE_FIELDS: tuple[StateField, ...] = (
+    StateField("config", "value", None, "the rule options (a frozen KahunaConfig)"),
+    StateField("_planning", "value", None, "config.variant == 'planning', cached for the legality hot path"),
+    StateField("_hand_limit_rule", "value", None, "config.discard_rule == 'hand_limit', cached likewise"),
+    StateField("_owner", "list", lambda: [-1] * NUM_LINES, "per line: its bridge's owner, -1 when free"),
+    StateField("_line_mask", "list", lambda: [0, 0], "per player: the lines holding their bridges (bitmask)"),
+    StateField("_count", "pair", _islands_per_player, "per player, per island: bridges on its lines"),
+    StateField("_control", "list", lambda: [0, 0], "per player: the islands they control (bitmask)"),
+    StateField("_hand", "pair", _islands_per_player, "per player, per island: cards in hand"),
+    StateField("_hand_size", "list", lambda: [0, 0], "per player: cards in hand"),
+    StateField("_has1", "list", lambda: [0, 0], "per player: islands with at least one card in hand (bitmask)"),
+    StateField("_has2", "list", lambda: [0, 0], "per player: islands with at least two cards in hand (bitmask)"),
+    StateField("_pile", "list", list, "the face-down pile, island ids, top LAST (drawing is pop())"),
+    StateField("_face_up", "list", lambda: [-1] * FACE_UP_SLOTS, "per face-up slot: an island id, -1 when empty"),
+    StateField("_open_discard", "list", lambda: [0] * NUM_ISLANDS, "per island: openly played cards this round"),
+    StateField("_face_down", "pair", _islands_per_player, "per player, per island: face-down discards"),
+    StateField("_known", "pair", _islands_per_player, "per player, per island: cards known in hand"),
+    StateField("_current", "value", lambda: 0, "the player to act (see KahunaGame.current_player once over)"),
+    StateField("_round", "value", lambda: 1, "the round, 1..3"),
+    StateField("_scores", "list", lambda: [0, 0], "per player: points so far"),
+    StateField("_final_points", "list", lambda: [0, 0], "per player: points of the final scoring"),
+    StateField("_played", "value", lambda: 0, "cards the player to act played this turn"),
+    StateField("_discarded", "value", lambda: 0, "cards the player to act discarded face down this turn"),
+    StateField("_must_draw", "value", lambda: False, "the opponent's previous turn ended with a pass"),
+    StateField("_claim_line", "value", lambda: -1, "the line the player to act may claim for free, -1 if none"),
+    StateField("_setup_left", "value", lambda: 0, "free handicap bridges still to place"),
+    StateField("_final_turns_left", "value", lambda: 0, "extra turns left after round 3 ran out of cards"),
+    StateField("_over", "value", lambda: False, "the game has ended"),
+    StateField("_winner", "value", lambda: None, "0, 1, or None (a draw, or not over)"),
+    StateField("_legal", "value", lambda: None, "the legal actions (a tuple), computed on first use; None"),
+    StateField("_rng", "value", lambda: None, "the game's numpy Generator, built on first use (see _generator)"),
+    StateField("_rng_source", "value", None, "what builds _rng: a seed, a copied generator state, or None"),
 )
+"""Every field of a game, once: ``__slots__``, the empty game, :meth:`KahunaGame.clone` and the
+rollback of a failed :meth:`KahunaGame.step` are built from this list."""
+
+_FIELD_NAMES = tuple(field.name for field in STATE_FIELDS)
+_VALUE_FIELDS = tuple(field.name for field in STATE_FIELDS if field.copy == "value")
+_LIST_FIELDS = tuple(field.name for field in STATE_FIELDS if field.copy == "list")
+_PAIR_FIELDS = tuple(field.name for field in STATE_FIELDS if field.copy == "pair")
+_EMPTY = tuple((field.name, field.empty) for field in STATE_FIELDS if field.empty is not None)
+_get_values = operator.attrgetter(*_VALUE_FIELDS)
+_get_lists = operator.attrgetter(*_LIST_FIELDS)
+_get_pairs = operator.attrgetter(*_PAIR_FIELDS)
+
+
+def _check_seed(seed: object) -> None:
+    """A seed is ``None`` or a non-negative integer (numpy integers too), as ``numpy.random.default_rng`` takes."""
+    if seed is None:
+        return
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be None or a non-negative integer, got {seed!r}")
 
 
 class KahunaGame:
@@ -233,41 +332,10 @@ class KahunaGame:
     :mod:`kahuna_env.board`; actions are the ids of :mod:`kahuna_env.actions`.
     """
 
-    __slots__ = (
-        "_claim_line",
-        "_control",
-        "_count",
-        "_current",
-        "_discarded",
-        "_face_down",
-        "_face_up",
-        "_final_points",
-        "_final_turns_left",
-        "_hand",
-        "_hand_limit_rule",
-        "_hand_size",
-        "_has1",
-        "_has2",
-        "_known",
-        "_legal",
-        "_line_mask",
-        "_must_draw",
-        "_open_discard",
-        "_over",
-        "_owner",
-        "_pile",
-        "_planning",
-        "_played",
-        "_rng",
-        "_rng_source",
-        "_round",
-        "_scores",
-        "_setup_left",
-        "_winner",
-        "config",
-    )
+    __slots__ = _FIELD_NAMES
 
     def __init__(self, config: KahunaConfig | Mapping[str, Any] | None = None, seed: int | None = None) -> None:
+        _check_seed(seed)
         self._init_empty(_as_config(config), seed)
         deck = [island for island in range(NUM_ISLANDS) for _ in range(CARDS_PER_ISLAND)]
         order = self._generator().permutation(NUM_CARDS)
@@ -286,44 +354,25 @@ class KahunaGame:
             self._current = self.config.first_player
 
     def _init_empty(self, config: KahunaConfig, seed: int | None) -> None:
+        """Every field of :data:`STATE_FIELDS` at its empty value: nothing dealt, no bridges."""
+        for name, empty in _EMPTY:
+            setattr(self, name, empty())
         self.config = config
-        # The generator is built lazily (see _generator): most copies of a game never reshuffle,
-        # and building a Generator costs more than copying the whole game.
-        self._rng: np.random.Generator | None = None
-        self._rng_source: int | dict | None = seed
         self._planning = config.variant == "planning"
         self._hand_limit_rule = config.discard_rule == "hand_limit"
-        self._owner = [-1] * NUM_LINES
-        self._line_mask = [0, 0]
-        self._count = [[0] * NUM_ISLANDS, [0] * NUM_ISLANDS]
-        self._control = [0, 0]
-        self._hand = [[0] * NUM_ISLANDS, [0] * NUM_ISLANDS]
-        self._hand_size = [0, 0]
-        self._has1 = [0, 0]
-        self._has2 = [0, 0]
-        self._pile: list[int] = []
-        self._face_up = [-1] * FACE_UP_SLOTS
-        self._open_discard = [0] * NUM_ISLANDS
-        self._face_down = [[0] * NUM_ISLANDS, [0] * NUM_ISLANDS]
-        self._known = [[0] * NUM_ISLANDS, [0] * NUM_ISLANDS]
-        self._current = 0
-        self._round = 1
-        self._scores = [0, 0]
-        self._final_points = [0, 0]
-        self._played = 0
-        self._discarded = 0
-        self._must_draw = False
-        self._claim_line = -1
-        self._setup_left = 0
-        self._final_turns_left = 0
-        self._over = False
-        self._winner: int | None = None
-        self._legal: tuple[int, ...] | None = None
+        # The generator is built lazily (see _generator): most copies of a game never reshuffle,
+        # and building a Generator costs more than copying the whole game.
+        self._rng_source: int | dict | None = seed
 
     # ------------------------------------------------------------------ public queries
     @property
     def current_player(self) -> int:
-        """The player (0 or 1) to act; after the game ends, the last player who acted."""
+        """The player (0 or 1) to act.
+
+        Once the game is over it is the last player who acted, except after a
+        premature end right after an interim scoring: the turn had already
+        passed, so it is the player who would have moved next.
+        """
         return self._current
 
     @property
@@ -420,6 +469,18 @@ class KahunaGame:
         owner = self._owner[line]
         return None if owner < 0 else owner
 
+    def bridge_lines(self, player: int) -> int:
+        """The lines holding ``player``'s bridges, as a bitmask (bit ``l`` for line ``l``)."""
+        return self._line_mask[player]
+
+    def control_mask(self, player: int) -> int:
+        """The islands ``player`` controls, as a bitmask (bit ``i`` for island ``i``)."""
+        return self._control[player]
+
+    def bridge_counts(self, player: int) -> list[int]:
+        """``player``'s bridges on the lines of each island (a new list, one count per island)."""
+        return list(self._count[player])
+
     def bridges_on_board(self, player: int) -> int:
         """Number of ``player``'s bridges on the board."""
         return self._line_mask[player].bit_count()
@@ -509,8 +570,12 @@ class KahunaGame:
             return ()
         player = self._current
         if self._setup_left:
-            free = ~(self._line_mask[0] | self._line_mask[1]) & ((1 << NUM_LINES) - 1)
-            return _FREE_T[0][free & _CHUNK_MASK] + _FREE_T[1][(free >> _CHUNK) & _CHUNK_MASK] + _FREE_T[2][free >> 18]
+            free = ~(self._line_mask[0] | self._line_mask[1]) & ALL_LINES_MASK
+            return (
+                _FREE_T[0][free & _CHUNK_MASK]
+                + _FREE_T[1][(free >> _CHUNK) & _CHUNK_MASK]
+                + _FREE_T[2][free >> _HIGH_CHUNK]
+            )
         out: list[int] = []
         has1 = self._has1[player]
         if not self._discarded:
@@ -519,37 +584,37 @@ class KahunaGame:
             lines_a = LINES_WITH_A_IN[has1]
             lines_b = LINES_WITH_B_IN[has1]
             if mine.bit_count() < BRIDGES_PER_PLAYER:
-                free = ~(mine | theirs) & ((1 << NUM_LINES) - 1)
+                free = ~(mine | theirs) & ALL_LINES_MASK
                 if self._planning:
                     free &= ~LINES_TOUCHING[self._control[1 - player]]
                 pay_a = free & lines_a
                 if pay_a:
                     out += _PLACE_A_T[0][pay_a & _CHUNK_MASK]
                     out += _PLACE_A_T[1][(pay_a >> _CHUNK) & _CHUNK_MASK]
-                    out += _PLACE_A_T[2][pay_a >> 18]
+                    out += _PLACE_A_T[2][pay_a >> _HIGH_CHUNK]
                 pay_b = free & lines_b
                 if pay_b:
                     out += _PLACE_B_T[0][pay_b & _CHUNK_MASK]
                     out += _PLACE_B_T[1][(pay_b >> _CHUNK) & _CHUNK_MASK]
-                    out += _PLACE_B_T[2][pay_b >> 18]
+                    out += _PLACE_B_T[2][pay_b >> _HIGH_CHUNK]
             if theirs:
                 pairs = theirs & lines_a & lines_b
                 if pairs:
                     out += _REMOVE_AB_T[0][pairs & _CHUNK_MASK]
                     out += _REMOVE_AB_T[1][(pairs >> _CHUNK) & _CHUNK_MASK]
-                    out += _REMOVE_AB_T[2][pairs >> 18]
+                    out += _REMOVE_AB_T[2][pairs >> _HIGH_CHUNK]
                 has2 = self._has2[player]
                 if has2:
                     doubles = theirs & LINES_WITH_A_IN[has2]
                     if doubles:
                         out += _REMOVE_AA_T[0][doubles & _CHUNK_MASK]
                         out += _REMOVE_AA_T[1][(doubles >> _CHUNK) & _CHUNK_MASK]
-                        out += _REMOVE_AA_T[2][doubles >> 18]
+                        out += _REMOVE_AA_T[2][doubles >> _HIGH_CHUNK]
                     doubles = theirs & LINES_WITH_B_IN[has2]
                     if doubles:
                         out += _REMOVE_BB_T[0][doubles & _CHUNK_MASK]
                         out += _REMOVE_BB_T[1][(doubles >> _CHUNK) & _CHUNK_MASK]
-                        out += _REMOVE_BB_T[2][doubles >> 18]
+                        out += _REMOVE_BB_T[2][doubles >> _HIGH_CHUNK]
         face_up = self._face_up
         drawable = bool(self._pile) or face_up[0] >= 0 or face_up[1] >= 0 or face_up[2] >= 0
         if (
@@ -562,6 +627,7 @@ class KahunaGame:
         if drawable and self._hand_size[player] < HAND_LIMIT:
             if self._pile:
                 end = _DRAW_BIT
+            # TAKE of slot k is bit k + 1 of the end-of-turn set (see _END_T).
             if face_up[0] >= 0:
                 end |= 2
             if face_up[1] >= 0:
@@ -579,22 +645,24 @@ class KahunaGame:
     def step(self, action: int) -> None:
         """Apply one action of the current player.
 
-        Raises :class:`IllegalActionError` (a ``ValueError``) naming the action
-        and the reason when it is not legal; the state is then unchanged.
+        ``action`` is an ``int`` or a numpy integer.  Raises
+        :class:`IllegalActionError` (a ``ValueError``) naming the action and the
+        reason when it is not legal (or not an action id); the state is then
+        unchanged.  Everything is validated before the state changes, and the
+        one step that calls outside code (the generator of a round-end
+        reshuffle) is rolled back if it fails, so no exception leaves a
+        half-updated game.
         """
+        if action.__class__ is not int:
+            action = self._action_id(action)
         legal = self._legal
         if legal is None:
             legal = self._legal = self._compute_legal()
         if action not in legal:
             raise IllegalActionError(self._explain_illegal(action))
-        if action.__class__ is not int:
-            # numpy integers are fine; bools and floats that compare equal to an id are not.
-            if isinstance(action, (bool, float, np.bool_, np.floating)):
-                raise IllegalActionError(self._explain_illegal(action))
-            action = operator.index(action)
         self._legal = None
         player = self._current
-        if action < _PLACE_ACTIONS:
+        if action < _PLACE_END:
             self._claim_line = -1
             self._pay(player, _PAID[action][0])
             self._played += 1
@@ -606,7 +674,7 @@ class KahunaGame:
             self._played += 2
             line = _ACTION_LINE[action]
             opponent = 1 - player
-            self._lift(opponent, line)
+            self._lift(opponent, _LINE_BIT[line])
             self._claim_line = -1
             if (
                 self._planning
@@ -614,23 +682,16 @@ class KahunaGame:
                 and not self._control[opponent] & (_ISLAND_BIT[_LINE_A[line]] | _ISLAND_BIT[_LINE_B[line]])
             ):
                 self._claim_line = line
-            if self._round >= 2 and not self._line_mask[opponent]:
-                self._end_prematurely()
+            self._check_premature_end()
         elif action < A.DRAW:
             self._claim_line = -1
             self._discard_face_down(player, action - A.DISCARD)
-        elif action == A.DRAW:
-            self._gain(player, self._pile.pop())
-            self._end_turn(player, passed=False)
-        elif action < A.PASS:
-            slot = action - A.TAKE
-            card = self._face_up[slot]
-            self._face_up[slot] = self._pile.pop() if self._pile else -1
-            self._gain(player, card)
-            self._known[player][card] += 1
-            self._end_turn(player, passed=False)
-        elif action == A.PASS:
-            self._end_turn(player, passed=True)
+        elif action < A.FREE_BRIDGE:
+            if len(self._pile) > 1:
+                self._end_turn_with(player, action)
+            else:
+                # This turn may end the round, whose reshuffle calls the generator.
+                self._end_turn_atomically(player, action)
         else:
             line = action - A.FREE_BRIDGE
             self._claim_line = -1
@@ -641,6 +702,40 @@ class KahunaGame:
                     self._current = self.config.first_player
             else:
                 self._put_bridge(player, line)
+
+    def _action_id(self, action: object) -> int:
+        """``action`` as an ``int`` when it is an integer (numpy integers too, bools not); else IllegalActionError."""
+        if isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_)):
+            return int(action)
+        raise IllegalActionError(
+            f"action must be an integer in 0..{A.NUM_ACTIONS - 1} (an int or a numpy integer), "
+            f"got {action!r} ({type(action).__name__}); illegal for player {self._current}"
+        )
+
+    def _end_turn_with(self, player: int, action: int) -> None:
+        """Apply an end-of-turn action (DRAW, TAKE or PASS) and end the turn."""
+        if action == A.DRAW:
+            self._gain(player, self._pile.pop())
+            self._end_turn(player, passed=False)
+        elif action < A.PASS:
+            slot = action - A.TAKE
+            card = self._face_up[slot]
+            self._face_up[slot] = self._pile.pop() if self._pile else -1
+            self._gain(player, card)
+            self._known[player][card] += 1
+            self._end_turn(player, passed=False)
+        else:
+            self._end_turn(player, passed=True)
+
+    def _end_turn_atomically(self, player: int, action: int) -> None:
+        """:meth:`_end_turn_with`, restoring the state as it was if anything in it raises."""
+        backup = self.clone()
+        try:
+            self._end_turn_with(player, action)
+        except BaseException:
+            for name in _FIELD_NAMES:
+                setattr(self, name, getattr(backup, name))
+            raise
 
     def _gain(self, player: int, island: int) -> None:
         hand = self._hand[player]
@@ -679,42 +774,33 @@ class KahunaGame:
 
     def _put_bridge(self, player: int, line: int) -> None:
         """Place ``player``'s bridge on a free line and apply the control rule."""
+        count = self._count[player]
+        taken = control_taken(count, line)
         self._owner[line] = player
         self._line_mask[player] |= _LINE_BIT[line]
-        count = self._count[player]
-        a = _LINE_A[line]
-        b = _LINE_B[line]
-        count[a] += 1
-        count[b] += 1
-        gained = 0
-        if count[a] == MAJORITY[a]:
-            gained = _ISLAND_BIT[a]
-        if count[b] == MAJORITY[b]:
-            gained |= _ISLAND_BIT[b]
-        if gained:
-            self._control[player] |= gained
+        count[_LINE_A[line]] += 1
+        count[_LINE_B[line]] += 1
+        if taken:
+            self._control[player] |= taken
             opponent = 1 - player
-            victims = self._line_mask[opponent] & LINES_TOUCHING[gained]
-            while victims:
-                low = victims & -victims
-                self._lift(opponent, low.bit_length() - 1)
-                victims ^= low
-            if self._round >= 2 and not self._line_mask[opponent]:
-                self._end_prematurely()
+            swept = swept_lines(taken, self._line_mask[opponent])
+            if swept:
+                self._lift(opponent, swept)
+                self._check_premature_end()
 
-    def _lift(self, player: int, line: int) -> None:
-        """Return ``player``'s bridge on ``line`` to their supply; they lose control where they drop below majority."""
-        self._owner[line] = -1
-        self._line_mask[player] ^= _LINE_BIT[line]
+    def _lift(self, player: int, lines: int) -> None:
+        """Return ``player``'s bridges on ``lines`` (a bitmask) to their supply, keeping control only at majorities."""
         count = self._count[player]
-        a = _LINE_A[line]
-        b = _LINE_B[line]
-        count[a] -= 1
-        count[b] -= 1
-        if count[a] == MAJORITY[a] - 1:
-            self._control[player] &= ~_ISLAND_BIT[a]
-        if count[b] == MAJORITY[b] - 1:
-            self._control[player] &= ~_ISLAND_BIT[b]
+        if self._control[player]:
+            self._control[player] = control_kept(self._control[player], count, lines)
+        self._line_mask[player] &= ~lines
+        while lines:
+            low = lines & -lines
+            line = low.bit_length() - 1
+            self._owner[line] = -1
+            count[_LINE_A[line]] -= 1
+            count[_LINE_B[line]] -= 1
+            lines ^= low
 
     def _end_turn(self, player: int, passed: bool) -> None:
         self._played = 0
@@ -747,25 +833,24 @@ class KahunaGame:
             face_down = self._face_down[player]
             cards += [island for island in range(NUM_ISLANDS) for _ in range(face_down[island])]
         self._open_discard = [0] * NUM_ISLANDS
-        self._face_down = [[0] * NUM_ISLANDS, [0] * NUM_ISLANDS]
+        self._face_down = _islands_per_player()
         order = self._generator().permutation(len(cards))
         shuffled = [cards[k] for k in order]
         self._face_up = shuffled[:FACE_UP_SLOTS] + [-1] * max(0, FACE_UP_SLOTS - len(shuffled))
         self._pile = shuffled[FACE_UP_SLOTS:][::-1]
-        if not self._line_mask[0] or not self._line_mask[1]:
-            self._end_prematurely()
+        self._check_premature_end()
 
     def _final_scoring(self) -> None:
-        islands = (self._control[0].bit_count(), self._control[1].bit_count())
-        difference = islands[0] - islands[1]
-        if difference > 0:
-            self._final_points[0] = difference
-        elif difference < 0:
-            self._final_points[1] = -difference
+        self._final_points = self._final_difference()
         self._scores[0] += self._final_points[0]
         self._scores[1] += self._final_points[1]
         self._over = True
         self._winner = self._decide_winner()
+
+    def _final_difference(self) -> list[int]:
+        """Final-scoring points now: the difference of controlled islands, to the player with more."""
+        difference = self._control[0].bit_count() - self._control[1].bit_count()
+        return [max(difference, 0), max(-difference, 0)]
 
     def _decide_winner(self) -> int | None:
         """Higher total; then more final-scoring points; then more bridges on the board; else a draw."""
@@ -778,11 +863,18 @@ class KahunaGame:
                 return 0 if first > second else 1
         return None
 
-    def _end_prematurely(self) -> None:
-        has_bridges = (bool(self._line_mask[0]), bool(self._line_mask[1]))
-        self._over = True
-        self._legal = None
-        self._winner = None if has_bridges == (False, False) else (0 if has_bridges[0] else 1)
+    def _check_premature_end(self) -> None:
+        """From the first interim scoring on, a player without a bridge ends the game (checked only here)."""
+        if self._round >= 2 and not (self._line_mask[0] and self._line_mask[1]):
+            self._over = True
+            self._legal = None
+            self._winner = self._premature_winner()
+
+    def _premature_winner(self) -> int | None:
+        """The player who still has bridges wins a premature end; neither has: a draw."""
+        if self._line_mask[0]:
+            return 0
+        return 1 if self._line_mask[1] else None
 
     # ------------------------------------------------------------------ error messages
     def _explain_illegal(self, action: object) -> str:
@@ -801,7 +893,7 @@ class KahunaGame:
             return f"player {player} must first place {self._setup_left} free handicap bridge(s) (FREE_BRIDGE actions)"
         missing = _missing_cards(self._hand[player], _PAID[action])
         line = _ACTION_LINE[action]
-        if action < _PLACE_ACTIONS:
+        if action < _PLACE_END:
             if self._discarded:
                 return "a player who discarded this turn may not play cards"
             if missing:
@@ -845,37 +937,14 @@ class KahunaGame:
     def clone(self) -> KahunaGame:
         """An independent copy (the random generator is copied too, so both replay the same chance)."""
         other = object.__new__(KahunaGame)
-        other.config = self.config
+        for name, value in zip(_VALUE_FIELDS, _get_values(self), strict=True):
+            setattr(other, name, value)
+        for name, value in zip(_LIST_FIELDS, _get_lists(self), strict=True):
+            setattr(other, name, value[:])
+        for name, (first, second) in zip(_PAIR_FIELDS, _get_pairs(self), strict=True):
+            setattr(other, name, [first[:], second[:]])
         other._rng = None
         other._rng_source = self._rng_source if self._rng is None else self._rng.bit_generator.state
-        other._planning = self._planning
-        other._hand_limit_rule = self._hand_limit_rule
-        other._owner = self._owner[:]
-        other._line_mask = self._line_mask[:]
-        other._count = [self._count[0][:], self._count[1][:]]
-        other._control = self._control[:]
-        other._hand = [self._hand[0][:], self._hand[1][:]]
-        other._hand_size = self._hand_size[:]
-        other._has1 = self._has1[:]
-        other._has2 = self._has2[:]
-        other._pile = self._pile[:]
-        other._face_up = self._face_up[:]
-        other._open_discard = self._open_discard[:]
-        other._face_down = [self._face_down[0][:], self._face_down[1][:]]
-        other._known = [self._known[0][:], self._known[1][:]]
-        other._current = self._current
-        other._round = self._round
-        other._scores = self._scores[:]
-        other._final_points = self._final_points[:]
-        other._played = self._played
-        other._discarded = self._discarded
-        other._must_draw = self._must_draw
-        other._claim_line = self._claim_line
-        other._setup_left = self._setup_left
-        other._final_turns_left = self._final_turns_left
-        other._over = self._over
-        other._winner = self._winner
-        other._legal = self._legal
         return other
 
     def determinize(self, player: int, rng: np.random.Generator) -> KahunaGame:
@@ -924,7 +993,7 @@ class KahunaGame:
         return view
 
     def to_dict(self) -> dict[str, Any]:
-        """The position as a JSON-serialisable dict (SPEC §5); :meth:`from_dict` restores it exactly.
+        """The position as a JSON-serialisable dict (docs/RULES.md, "Positions"); :meth:`from_dict` restores it exactly.
 
         Beyond the fixed keys it records the config, the turn state
         (``played_this_turn``, ``discarded_this_turn``, ``must_draw``,
@@ -933,48 +1002,121 @@ class KahunaGame:
         knowledge about each hand (``known``), ``final_points``, ``over`` and
         ``winner``.
         """
+        return self._position().to_dict()
 
-        def names(counts: list[int]) -> list[str]:
-            return [ISLANDS[i] for i in range(NUM_ISLANDS) for _ in range(counts[i])]
-
-        discard = [self._open_discard[i] + self._face_down[0][i] + self._face_down[1][i] for i in range(NUM_ISLANDS)]
-        return {
-            "bridges": [None if owner < 0 else owner for owner in self._owner],
-            "hands": [names(self._hand[0]), names(self._hand[1])],
-            "face_up": [None if card < 0 else ISLANDS[card] for card in self._face_up],
-            "pile": [ISLANDS[card] for card in reversed(self._pile)],
-            "discard": names(discard),
-            "current_player": self._current,
-            "round": self._round,
-            "scores": list(self._scores),
-            "config": self.config.to_dict(),
-            "played_this_turn": self._played,
-            "discarded_this_turn": self._discarded,
-            "must_draw": self._must_draw,
-            "claim_line": None if self._claim_line < 0 else self._claim_line,
-            "setup_left": self._setup_left,
-            "final_turns_left": self._final_turns_left,
-            "face_down": [names(self._face_down[0]), names(self._face_down[1])],
-            "known": [names(self._known[0]), names(self._known[1])],
-            "final_points": list(self._final_points),
-            "over": self._over,
-            "winner": self._winner,
-        }
+    def _position(self) -> Position:
+        return Position(
+            config=self.config,
+            owners=tuple(self._owner),
+            hands=(tuple(self._hand[0]), tuple(self._hand[1])),
+            face_up=tuple(self._face_up),
+            pile=tuple(reversed(self._pile)),
+            open_discard=tuple(self._open_discard),
+            face_down=(tuple(self._face_down[0]), tuple(self._face_down[1])),
+            known=(tuple(self._known[0]), tuple(self._known[1])),
+            current_player=self._current,
+            round=self._round,
+            scores=(self._scores[0], self._scores[1]),
+            final_points=(self._final_points[0], self._final_points[1]),
+            played=self._played,
+            discarded=self._discarded,
+            must_draw=self._must_draw,
+            claim_line=self._claim_line,
+            setup_left=self._setup_left,
+            final_turns_left=self._final_turns_left,
+            over=self._over,
+            winner=self._winner,
+        )
 
     @classmethod
     def from_dict(cls, position: Mapping[str, Any], seed: int | None = None) -> KahunaGame:
         """Restore a position written by :meth:`to_dict` (or built by hand), validating everything.
 
-        Only the keys of SPEC §5 are required; an omitted optional key means
-        "start of a turn, nothing played yet, previous turn not a pass, no
-        variant, no handicap".  ``seed`` seeds the generator used for later
-        reshuffles.  A malformed position raises ``ValueError`` saying what is
-        wrong.  A position of round 2 or 3 in which a player has no bridge on
-        the board is a finished game (premature end) and loads as such.
+        Only the fixed keys of docs/RULES.md ("Positions") are required; an
+        omitted optional key means "start of a turn, nothing played yet,
+        previous turn not a pass, no variant, no handicap".  ``seed`` (None or
+        a non-negative integer) seeds the generator used for later reshuffles.
+        A position that is malformed or cannot arise in play raises a one-line
+        ``ValueError`` saying what is wrong (the checks are listed in
+        docs/RULES.md, "Position validation").  A position of round 2 or 3 in
+        which a player has no bridge on the board is a finished game
+        (premature end) and loads as such.
         """
-        from kahuna_env.positions import load_position
+        _check_seed(seed)
+        return cls._from_position(parse_position(position, _position_config), seed)
 
-        return load_position(cls, position, seed)
+    @classmethod
+    def _from_position(cls, position: Position, seed: int | None) -> KahunaGame:
+        """Build a game from a validated position, then apply the checks that need the rules."""
+        game = cls.__new__(cls)
+        game._init_empty(position.config, seed)
+        for line, owner in enumerate(position.owners):
+            if owner >= 0:
+                game._owner[line] = owner
+                game._line_mask[owner] |= _LINE_BIT[line]
+                game._count[owner][_LINE_A[line]] += 1
+                game._count[owner][_LINE_B[line]] += 1
+        for player in (0, 1):
+            count = game._count[player]
+            game._control[player] = sum(_ISLAND_BIT[i] for i in range(NUM_ISLANDS) if count[i] >= MAJORITY[i])
+            for island, cards in enumerate(position.hands[player]):
+                for _ in range(cards):
+                    game._gain(player, island)
+            game._face_down[player] = list(position.face_down[player])
+            game._known[player] = list(position.known[player])
+        game._open_discard = list(position.open_discard)
+        game._face_up = list(position.face_up)
+        game._pile = list(reversed(position.pile))
+        game._current = position.current_player
+        game._round = position.round
+        game._scores = list(position.scores)
+        game._final_points = list(position.final_points)
+        game._played = position.played
+        game._discarded = position.discarded
+        game._must_draw = position.must_draw
+        game._claim_line = position.claim_line
+        game._setup_left = position.setup_left
+        game._final_turns_left = position.final_turns_left
+        game._check_premature_end()
+        if position.over:
+            game._check_outcome(position)
+        if not game._over and not game._compute_legal():
+            raise ValueError(f"position: player {game._current} to move has no legal action in a game that is not over")
+        return game
+
+    def _check_outcome(self, position: Position) -> None:
+        """A position marked over must be a premature end or the final scoring, with their result."""
+        if self._over:  # a premature end: the winner is the player with bridges, no final scoring
+            if any(position.final_points):
+                raise ValueError(
+                    f"position 'final_points' {list(position.final_points)}: a game that ended prematurely "
+                    "(a player without bridges) had no final scoring"
+                )
+        else:
+            if position.round != 3 or position.final_turns_left or self._pile or any(c >= 0 for c in self._face_up):
+                raise ValueError(
+                    "position 'over' is true but both players have bridges and the final turns of round 3 "
+                    "are not done: a game ends by the final scoring or a premature end"
+                )
+            expected = self._final_difference()
+            if list(position.final_points) != expected:
+                raise ValueError(
+                    f"position 'final_points' {list(position.final_points)} must be the final difference of "
+                    f"controlled islands, {expected}"
+                )
+            self._over = True
+            self._winner = self._decide_winner()
+        if position.winner != self._winner:
+            expected_text = "a draw" if self._winner is None else f"player {self._winner}"
+            raise ValueError(
+                f"position 'winner' {position.winner} contradicts the outcome: {expected_text} "
+                f"(scores {self._scores}, final points {self._final_points})"
+            )
+
+
+def _position_config(config: KahunaConfig | Mapping[str, Any] | None) -> KahunaConfig:
+    """The config of a position: its ``config`` value, ``None`` for the defaults."""
+    return KahunaConfig() if config is None else _as_config(config)
 
 
 def _as_config(config: KahunaConfig | Mapping[str, Any] | None) -> KahunaConfig:

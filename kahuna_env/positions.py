@@ -1,13 +1,24 @@
-"""Validation and loading of JSON positions (SPEC §5) for :meth:`KahunaGame.from_dict`.
+"""Validation of JSON positions (docs/RULES.md, "Positions") into a :class:`Position` value.
 
-Every check raises ``ValueError`` with a message naming the key and what was
-wrong; nothing is silently repaired.
+:func:`parse_position` checks a position dict against the format and against
+every invariant of play listed in docs/RULES.md ("Position validation") that
+can be read off the position itself: bounds, card counts, scores against the
+round, turn state against hand sizes, bridges against control and the
+handicap setup.  It returns a frozen :class:`Position` of plain numbers, from
+which :meth:`kahuna_env.engine.KahunaGame.from_dict` builds the game; the
+engine then adds the checks that need its rules (the outcome of a finished
+game, a legal action for the player to move).  Every rejection is a one-line
+``ValueError`` naming the key and what is wrong; nothing is silently
+repaired.  This module imports only the board: the config is parsed by a
+function the engine passes in.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kahuna_env.board import (
@@ -16,6 +27,7 @@ from kahuna_env.board import (
     FACE_UP_SLOTS,
     HAND_LIMIT,
     ISLAND_ID,
+    ISLAND_LINE_MASK,
     ISLANDS,
     LINE_NAMES,
     LINES,
@@ -25,30 +37,154 @@ from kahuna_env.board import (
 )
 
 if TYPE_CHECKING:
-    from kahuna_env.engine import KahunaGame
+    from kahuna_env.engine import KahunaConfig
+
+REQUIRED_KEYS = ("bridges", "hands", "face_up", "pile", "discard", "current_player", "round", "scores")
+"""Keys every position has (docs/RULES.md, "Positions")."""
+OPTIONAL_KEYS = (
+    "config",
+    "played_this_turn",
+    "discarded_this_turn",
+    "must_draw",
+    "claim_line",
+    "setup_left",
+    "final_turns_left",
+    "face_down",
+    "known",
+    "final_points",
+    "over",
+    "winner",
+)
+"""Keys :meth:`KahunaGame.to_dict` adds; omitted, they mean "start of a turn, nothing played yet"."""
+
+INTERIM_POINTS = {1: 1, 2: 2}
+"""Points for the player with more controlled islands at the end of rounds 1 and 2."""
 
 
-def load_position(cls: type[KahunaGame], position: Mapping[str, Any], seed: int | None) -> KahunaGame:
-    """Build a game of class ``cls`` from a position dict; see :meth:`KahunaGame.from_dict`."""
-    from kahuna_env.engine import _POSITION_OPTIONAL, _POSITION_REQUIRED, KahunaConfig, _as_config
+def _interim_results(round_: int) -> frozenset[tuple[int, int]]:
+    """Every score pair the interim scorings before ``round_`` can give (each goes to player 0, 1 or nobody)."""
+    results = set()
+    for winners in itertools.product((None, 0, 1), repeat=round_ - 1):
+        scores = [0, 0]
+        for scored_round, winner in enumerate(winners, start=1):
+            if winner is not None:
+                scores[winner] += INTERIM_POINTS[scored_round]
+        results.add((scores[0], scores[1]))
+    return frozenset(results)
 
+
+INTERIM_RESULTS: dict[int, frozenset[tuple[int, int]]] = {round_: _interim_results(round_) for round_ in (1, 2, 3)}
+"""Round -> the scores possible before the final scoring: round 1 (0, 0); round 2 one point to
+at most one player; round 3 adds two points to at most one player."""
+MAX_POINTS = sum(INTERIM_POINTS.values()) + NUM_ISLANDS
+"""The most a player can score: both interim scorings and a 12-island final difference."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Position:
+    """A validated position: plain numbers only (islands, lines and players as ids).
+
+    Card collections are counts per island; ``face_up`` holds an island id or
+    -1 per slot; ``pile`` lists island ids top first; ``owners`` holds 0, 1 or
+    -1 (free) per line; ``claim_line`` is -1 when no claim is pending.
+    """
+
+    config: KahunaConfig
+    owners: tuple[int, ...]
+    hands: tuple[tuple[int, ...], tuple[int, ...]]
+    face_up: tuple[int, ...]
+    pile: tuple[int, ...]
+    open_discard: tuple[int, ...]
+    face_down: tuple[tuple[int, ...], tuple[int, ...]]
+    known: tuple[tuple[int, ...], tuple[int, ...]]
+    current_player: int
+    round: int
+    scores: tuple[int, int]
+    final_points: tuple[int, int]
+    played: int
+    discarded: int
+    must_draw: bool
+    claim_line: int
+    setup_left: int
+    final_turns_left: int
+    over: bool
+    winner: int | None
+
+    @property
+    def drawable(self) -> bool:
+        """Whether a card can be drawn or taken."""
+        return bool(self.pile) or any(card >= 0 for card in self.face_up)
+
+    def bridges(self, player: int) -> int:
+        """Number of ``player``'s bridges on the board."""
+        return sum(1 for owner in self.owners if owner == player)
+
+    def control(self, player: int) -> int:
+        """Islands (bitmask) where ``player`` holds a strict majority of the lines."""
+        lines = sum(1 << line for line, owner in enumerate(self.owners) if owner == player)
+        return sum(1 << i for i in range(NUM_ISLANDS) if (lines & ISLAND_LINE_MASK[i]).bit_count() >= MAJORITY[i])
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form, every key of :data:`REQUIRED_KEYS` and :data:`OPTIONAL_KEYS`."""
+        discard = [sum(counts) for counts in zip(self.open_discard, *self.face_down, strict=True)]
+        return {
+            "bridges": [None if owner < 0 else owner for owner in self.owners],
+            "hands": [_names(self.hands[0]), _names(self.hands[1])],
+            "face_up": [None if card < 0 else ISLANDS[card] for card in self.face_up],
+            "pile": [ISLANDS[card] for card in self.pile],
+            "discard": _names(discard),
+            "current_player": self.current_player,
+            "round": self.round,
+            "scores": list(self.scores),
+            "config": self.config.to_dict(),
+            "played_this_turn": self.played,
+            "discarded_this_turn": self.discarded,
+            "must_draw": self.must_draw,
+            "claim_line": None if self.claim_line < 0 else self.claim_line,
+            "setup_left": self.setup_left,
+            "final_turns_left": self.final_turns_left,
+            "face_down": [_names(self.face_down[0]), _names(self.face_down[1])],
+            "known": [_names(self.known[0]), _names(self.known[1])],
+            "final_points": list(self.final_points),
+            "over": self.over,
+            "winner": self.winner,
+        }
+
+    @property
+    def ended_prematurely(self) -> bool:
+        """From round 2 on, a player without a bridge on the board has ended the game."""
+        return self.round >= 2 and not (self.bridges(0) and self.bridges(1))
+
+
+def parse_position(position: object, parse_config: Callable[[Any], KahunaConfig]) -> Position:
+    """Validate a position dict (see :meth:`KahunaGame.from_dict`) into a :class:`Position`.
+
+    ``parse_config`` turns the ``config`` value (``None`` for the defaults)
+    into a config or raises ``ValueError``/``TypeError``.
+    """
     if not isinstance(position, Mapping):
         raise ValueError(f"position must be a dict, got {type(position).__name__}")
-    missing = [key for key in _POSITION_REQUIRED if key not in position]
+    missing = [key for key in REQUIRED_KEYS if key not in position]
     if missing:
         raise ValueError(f"position is missing required key(s) {missing}")
-    unknown = sorted(set(position) - set(_POSITION_REQUIRED) - set(_POSITION_OPTIONAL))
+    unknown = sorted(set(position) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS), key=str)
     if unknown:
-        raise ValueError(
-            f"position has unknown key(s) {unknown}; allowed keys: {list(_POSITION_REQUIRED + _POSITION_OPTIONAL)}"
-        )
-
-    config_value = position.get("config")
+        raise ValueError(f"position has unknown key(s) {unknown}; allowed keys: {list(REQUIRED_KEYS + OPTIONAL_KEYS)}")
     try:
-        config = KahunaConfig() if config_value is None else _as_config(config_value)
+        config = parse_config(position.get("config"))
     except (TypeError, ValueError) as error:
         raise ValueError(f"position key 'config': {error}") from None
+    value = _read_fields(position, config)
+    _check_scores(value)
+    _check_turn_state(value)
+    _check_setup(value)
+    _check_bridges(value)
+    return value
 
+
+# ---------------------------------------------------------------------------------------------- format
+def _read_fields(position: Mapping[str, Any], config: KahunaConfig) -> Position:
+    """Types, ranges and card counts of every key; the cross-field rules come after."""
     owners = _list(position, "bridges", NUM_LINES)
     for line, owner in enumerate(owners):
         if owner is not None and not _is_player(owner):
@@ -67,7 +203,6 @@ def load_position(cls: type[KahunaGame], position: Mapping[str, Any], seed: int 
     face_up = [-1 if name is None else _card(name, f"face_up[{slot}]") for slot, name in enumerate(face_up_names)]
     pile = _cards(_list(position, "pile"), "pile")
     discard = _cards(_list(position, "discard"), "discard")
-
     all_cards = Counter(hand_cards[0] + hand_cards[1] + [c for c in face_up if c >= 0] + pile + discard)
     wrong = [f"{ISLANDS[i]} x{all_cards[i]}" for i in range(NUM_ISLANDS) if all_cards[i] != CARDS_PER_ISLAND]
     if wrong:
@@ -82,115 +217,155 @@ def load_position(cls: type[KahunaGame], position: Mapping[str, Any], seed: int 
     round_ = position["round"]
     if not _is_int(round_) or not 1 <= round_ <= 3:
         raise ValueError(f"position 'round' must be 1, 2 or 3, got {round_!r}")
-    scores = _int_pair(position, "scores")
-    final_points = _int_pair(position, "final_points") if position.get("final_points") is not None else [0, 0]
+    scores = _int_pair(position, "scores", MAX_POINTS)
+    final_points = (
+        _int_pair(position, "final_points", NUM_ISLANDS) if position.get("final_points") is not None else [0, 0]
+    )
 
-    face_down_names = position.get("face_down")
-    face_down = [[], []] if face_down_names is None else _list(position, "face_down", 2)
+    face_down = [[], []] if position.get("face_down") is None else _list(position, "face_down", 2)
     face_down_cards = [_cards(face_down[player], f"face_down[{player}]") for player in (0, 1)]
     if not Counter(face_down_cards[0] + face_down_cards[1]) <= Counter(discard):
         raise ValueError("position 'face_down' cards must all be among the 'discard' cards")
-    known_names = position.get("known")
-    known = [[], []] if known_names is None else _list(position, "known", 2)
+    known = [[], []] if position.get("known") is None else _list(position, "known", 2)
     known_cards = [_cards(known[player], f"known[{player}]") for player in (0, 1)]
     for player in (0, 1):
         if not Counter(known_cards[player]) <= Counter(hand_cards[player]):
             raise ValueError(f"position 'known'[{player}] cards must all be in 'hands'[{player}]")
 
-    played = _count(position, "played_this_turn")
-    discarded = _count(position, "discarded_this_turn")
-    if played and discarded:
-        raise ValueError("position cannot have both 'played_this_turn' and 'discarded_this_turn' above 0")
-    if discarded and discarded > sum(Counter(face_down_cards[current]).values()):
-        raise ValueError("position 'discarded_this_turn' exceeds the current player's face-down discards")
-    must_draw = position.get("must_draw", False)
-    if not isinstance(must_draw, bool):
-        raise ValueError(f"position 'must_draw' must be true or false, got {must_draw!r}")
-    setup_left = _count(position, "setup_left")
-    final_turns_left = _count(position, "final_turns_left")
-    claim_line = position.get("claim_line")
-    over = position.get("over", False)
-    if not isinstance(over, bool):
-        raise ValueError(f"position 'over' must be true or false, got {over!r}")
+    must_draw = _flag(position, "must_draw")
+    over = _flag(position, "over")
     winner = position.get("winner")
     if winner is not None and not _is_player(winner):
         raise ValueError(f"position 'winner' must be null, 0 or 1, got {winner!r}")
     if winner is not None and not over:
         raise ValueError("position 'winner' is set but 'over' is not true")
+    claim_line = position.get("claim_line")
+    if claim_line is not None and (not _is_int(claim_line) or not 0 <= claim_line < NUM_LINES):
+        raise ValueError(f"position 'claim_line' must be null or a line id 0..{NUM_LINES - 1}, got {claim_line!r}")
+    open_discard = _counts(discard)
+    for player in (0, 1):
+        open_discard = [total - own for total, own in zip(open_discard, _counts(face_down_cards[player]), strict=True)]
+    return Position(
+        config=config,
+        owners=tuple(-1 if owner is None else owner for owner in owners),
+        hands=(_counts(hand_cards[0]), _counts(hand_cards[1])),
+        face_up=tuple(face_up),
+        pile=tuple(pile),
+        open_discard=tuple(open_discard),
+        face_down=(_counts(face_down_cards[0]), _counts(face_down_cards[1])),
+        known=(_counts(known_cards[0]), _counts(known_cards[1])),
+        current_player=current,
+        round=round_,
+        scores=(scores[0], scores[1]),
+        final_points=(final_points[0], final_points[1]),
+        played=_count(position, "played_this_turn", HAND_LIMIT),
+        discarded=_count(position, "discarded_this_turn", HAND_LIMIT),
+        must_draw=must_draw,
+        claim_line=-1 if claim_line is None else claim_line,
+        setup_left=_count(position, "setup_left", 3),
+        final_turns_left=_count(position, "final_turns_left", 2),
+        over=over,
+        winner=winner,
+    )
 
-    if setup_left:
-        if config.handicap is None:
-            raise ValueError("position 'setup_left' is above 0 but the config has no handicap")
-        if setup_left > config.handicap[1]:
-            raise ValueError(f"position 'setup_left' ({setup_left}) exceeds the handicap ({config.handicap[1]})")
-        if current != config.handicap[0]:
-            raise ValueError("position in handicap setup: 'current_player' must be the handicap player")
-        if round_ != 1 or played or discarded or must_draw:
-            raise ValueError("position in handicap setup must be in round 1 with no cards played or discarded")
-    if final_turns_left:
-        if final_turns_left > 2:
-            raise ValueError(f"position 'final_turns_left' must be 0, 1 or 2, got {final_turns_left}")
-        if round_ != 3 or pile or any(card >= 0 for card in face_up):
-            raise ValueError("position 'final_turns_left' needs round 3 with an empty pile and face-up row")
-    if claim_line is not None:
-        if not _is_int(claim_line) or not 0 <= claim_line < NUM_LINES:
-            raise ValueError(f"position 'claim_line' must be null or a line id 0..{NUM_LINES - 1}, got {claim_line!r}")
-        if config.variant != "planning":
+
+# ---------------------------------------------------------------------------------------------- rules
+def _check_scores(p: Position) -> None:
+    """Scores come from the interim scorings of the rounds already played, plus the final scoring."""
+    if p.final_points[0] and p.final_points[1]:
+        raise ValueError(f"position 'final_points' {list(p.final_points)}: only one player can score at the end")
+    if any(p.final_points) and not p.over:
+        raise ValueError(f"position 'final_points' {list(p.final_points)} must be [0, 0] while the game is not over")
+    interim = (p.scores[0] - p.final_points[0], p.scores[1] - p.final_points[1])
+    if interim not in INTERIM_RESULTS[p.round]:
+        possible = ", ".join(str(list(pair)) for pair in sorted(INTERIM_RESULTS[p.round]))
+        raise ValueError(
+            f"position 'scores' {list(p.scores)} (less 'final_points' {list(p.final_points)}) cannot arise in "
+            f"round {p.round}: the interim scorings before it give one of {possible}"
+        )
+    if p.over and p.round == 1:
+        raise ValueError("position 'over' is true in round 1: a game ends at the earliest right after round 1")
+
+
+def _check_turn_state(p: Position) -> None:
+    """The card phase only spends cards: hand + cards played or discarded this turn <= 5."""
+    hand = sum(p.hands[p.current_player])
+    if p.played and p.discarded:
+        raise ValueError("position cannot have both 'played_this_turn' and 'discarded_this_turn' above 0")
+    spent = p.played + p.discarded
+    if hand + spent > HAND_LIMIT:
+        key = "played_this_turn" if p.played else "discarded_this_turn"
+        raise ValueError(
+            f"position '{key}' ({spent}) plus the current player's {hand} cards exceed the {HAND_LIMIT} cards "
+            "a turn can start with"
+        )
+    if p.discarded > sum(p.face_down[p.current_player]):
+        raise ValueError("position 'discarded_this_turn' exceeds the current player's face-down discards")
+    if p.discarded and p.config.discard_rule == "hand_limit":
+        if hand + p.discarded != HAND_LIMIT:
+            raise ValueError(
+                f"position under discard rule 'hand_limit': {p.discarded} discard(s) this turn need a hand of "
+                f"{HAND_LIMIT - p.discarded} (the first discard is made with {HAND_LIMIT} cards), got {hand}"
+            )
+        if not p.drawable:
+            raise ValueError("position under discard rule 'hand_limit': a discard this turn needs a card to draw")
+    if p.final_turns_left and (p.round != 3 or p.drawable):
+        raise ValueError("position 'final_turns_left' needs round 3 with an empty pile and face-up row")
+    if p.claim_line >= 0:
+        line = p.claim_line
+        if p.config.variant != "planning":
             raise ValueError("position 'claim_line' is only possible in the planning variant")
-        if owners[claim_line] is not None:
-            raise ValueError(f"position 'claim_line' {LINE_NAMES[claim_line]} is not a free line")
-        if played < 2:
+        if p.owners[line] >= 0:
+            raise ValueError(f"position 'claim_line' {LINE_NAMES[line]} is not a free line")
+        if p.played < 2:
             raise ValueError("position 'claim_line' needs a removal this turn ('played_this_turn' >= 2)")
-
-    game = cls.__new__(cls)
-    game._init_empty(config, seed)
-    for line, owner in enumerate(owners):
-        if owner is not None:
-            game._owner[line] = owner
-            game._line_mask[owner] |= 1 << line
-            a, b = LINES[line]
-            game._count[owner][a] += 1
-            game._count[owner][b] += 1
-    for player in (0, 1):
-        game._control[player] = sum(1 << i for i in range(NUM_ISLANDS) if game._count[player][i] >= MAJORITY[i])
-        for card in hand_cards[player]:
-            game._gain(player, card)
-        for card in face_down_cards[player]:
-            game._face_down[player][card] += 1
-        for card in known_cards[player]:
-            game._known[player][card] += 1
-    for card in discard:
-        game._open_discard[card] += 1
-    for player in (0, 1):
-        for card in face_down_cards[player]:
-            game._open_discard[card] -= 1
-    game._face_up = face_up
-    game._pile = pile[::-1]
-    game._current = current
-    game._round = round_
-    game._scores = scores
-    game._final_points = final_points
-    game._played = played
-    game._discarded = discarded
-    game._must_draw = must_draw
-    game._claim_line = -1 if claim_line is None else claim_line
-    game._setup_left = setup_left
-    game._final_turns_left = final_turns_left
-    if claim_line is not None:
-        a, b = LINES[claim_line]
-        if game._control[1 - current] & ((1 << a) | (1 << b)):
+        a, b = LINES[line]
+        if p.control(1 - p.current_player) & ((1 << a) | (1 << b)):
             raise ValueError("position 'claim_line': an island of that line is controlled by the opponent")
-        if game.supply(current) == 0:
+        if p.bridges(p.current_player) == BRIDGES_PER_PLAYER:
             raise ValueError("position 'claim_line': the current player has no bridge left in supply")
-    if over:
-        game._over = True
-        game._winner = winner
-    elif round_ >= 2 and not (game._line_mask[0] and game._line_mask[1]):
-        # From the first interim scoring on, a player without bridges has lost: a finished game.
-        game._end_prematurely()
-    return game
 
 
+def _check_setup(p: Position) -> None:
+    """Handicap setup comes right after the deal: nothing but the handicap player's free bridges has happened."""
+    if not p.setup_left:
+        return
+    handicap = p.config.handicap
+    if handicap is None:
+        raise ValueError("position 'setup_left' is above 0 but the config has no handicap")
+    player, count = handicap
+    if p.setup_left > count:
+        raise ValueError(f"position 'setup_left' ({p.setup_left}) exceeds the handicap ({count})")
+    if p.current_player != player:
+        raise ValueError("position in handicap setup: 'current_player' must be the handicap player")
+    if p.round != 1 or p.played or p.discarded or p.must_draw or p.over:
+        raise ValueError("position in handicap setup must be in round 1 with no cards played or discarded")
+    if p.bridges(1 - player):
+        raise ValueError(f"position in handicap setup: player {1 - player} cannot have bridges before the first turn")
+    if p.bridges(player) > count - p.setup_left:
+        raise ValueError(
+            f"position in handicap setup: player {player} has {p.bridges(player)} bridges, more than the "
+            f"{count - p.setup_left} free bridge(s) placed so far ({count} minus 'setup_left')"
+        )
+
+
+def _check_bridges(p: Position) -> None:
+    """In the planning variant, no bridge touches an island the other player controls."""
+    if p.config.variant == "planning":
+        # Taking control sweeps the opponent's bridges off the island, and the variant forbids
+        # building next to it afterwards, so none can be there.
+        for player in (0, 1):
+            opponent_control = p.control(1 - player)
+            for line, owner in enumerate(p.owners):
+                a, b = LINES[line]
+                if owner == player and opponent_control & ((1 << a) | (1 << b)):
+                    raise ValueError(
+                        f"position 'bridges': player {player}'s bridge on {LINE_NAMES[line]} touches an island "
+                        f"controlled by player {1 - player}, impossible in the planning variant"
+                    )
+
+
+# ---------------------------------------------------------------------------------------------- helpers
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -220,22 +395,36 @@ def _cards(names: object, where: str) -> list[int]:
     return [_card(name, f"{where}[{k}]") for k, name in enumerate(names)]
 
 
-MAX_POINTS = 1 + 2 + 12
-"""The most a player can score: both interim scorings and a 12-island final difference."""
+def _names(counts: Sequence[int]) -> list[str]:
+    return [ISLANDS[i] for i in range(NUM_ISLANDS) for _ in range(counts[i])]
 
 
-def _int_pair(position: Mapping[str, Any], key: str) -> list[int]:
+def _counts(cards: list[int]) -> tuple[int, ...]:
+    counts = [0] * NUM_ISLANDS
+    for card in cards:
+        counts[card] += 1
+    return tuple(counts)
+
+
+def _int_pair(position: Mapping[str, Any], key: str, top: int) -> list[int]:
     pair = _list(position, key, 2)
     for value in pair:
-        if not _is_int(value) or not 0 <= value <= MAX_POINTS:
-            raise ValueError(f"position '{key}' must be two integers in 0..{MAX_POINTS}, got {pair!r}")
+        if not _is_int(value) or not 0 <= value <= top:
+            raise ValueError(f"position '{key}' must be two integers in 0..{top}, got {pair!r}")
     return [int(pair[0]), int(pair[1])]
 
 
-def _count(position: Mapping[str, Any], key: str) -> int:
+def _count(position: Mapping[str, Any], key: str, top: int) -> int:
     value = position.get(key)
     if value is None:
         return 0
-    if not _is_int(value) or value < 0:
-        raise ValueError(f"position '{key}' must be a non-negative integer, got {value!r}")
+    if not _is_int(value) or not 0 <= value <= top:
+        raise ValueError(f"position '{key}' must be an integer in 0..{top}, got {value!r}")
     return int(value)
+
+
+def _flag(position: Mapping[str, Any], key: str) -> bool:
+    value = position.get(key, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"position '{key}' must be true or false, got {value!r}")
+    return value
