@@ -127,8 +127,7 @@ def differential(total: int, games: int, seed: int) -> None:
     configs = [ALL_CONFIGS[i % len(ALL_CONFIGS)] for i in range(games)]
     seeds = [seed + i for i in range(games)]
     batch = KahunaBatch(games, configs, seeds, auto_reset=True)
-    generators = [np.random.default_rng(s) for s in seeds]
-    twins = [KahunaGame(configs[i], seed=generators[i]) for i in range(games)]
+    twins = [KahunaGame(configs[i], seed=batch.game_seeds[i]) for i in range(games)]
     rng = np.random.default_rng(seed)
     actions_done = 0
     finished = 0
@@ -156,7 +155,7 @@ def differential(total: int, games: int, seed: int) -> None:
                 raise AssertionError(f"after {actions_done} actions, game {i}: end of game differs")
             if twin.is_over:
                 finished += 1
-                twins[i] = KahunaGame(configs[i], seed=generators[i])
+                twins[i] = KahunaGame(configs[i], seed=batch.game_seeds[i])
         actions_done += games
     seconds = time.perf_counter() - start
     print(

@@ -43,20 +43,19 @@ reaches its majority (the engine keeps that invariant).  Per-game options
 (variant, discard rule, first player, handicap) are arrays too, so one batch
 may mix configurations.
 
-Chance: every game slot owns a ``numpy.random.Generator`` created as
-``numpy.random.default_rng(seed)``, exactly as :class:`KahunaGame` creates its
-own, and called exactly as the scalar engine calls it (``permutation(24)`` at
-the deal, ``permutation(k)`` at each reshuffle).  So game ``i`` of a batch built
-with ``seeds`` plays exactly like ``KahunaGame(config, seed=seeds[i])`` under the
-same actions, reshuffles included.  A slot that is reset (``auto_reset`` or
-:meth:`KahunaBatch.reset`) keeps drawing from its generator, so its next game
-equals ``KahunaGame(config, seed=generator)`` given that generator where the
-previous game left it (numpy's ``default_rng`` returns a ``Generator`` unaltered).
+Chance, the scheme of the PettingZoo env (``kahuna_env.env``): every slot has
+a *seeder*, ``numpy.random.default_rng(slot_seed)``; each game dealt into the
+slot gets ``game_seed = seeder.integers(2**63)`` and its own generator
+``numpy.random.default_rng(game_seed)``, created and called exactly as
+:class:`KahunaGame` does (``permutation(24)`` at the deal, ``permutation(k)`` at
+each reshuffle).  So every game of a batch *is* ``KahunaGame(config,
+seed=game_seeds[i])`` under the same actions, reshuffles included, and a slot
+seeded ``s`` deals the games an env reset with ``seed=s`` deals.  All chance
+goes through :meth:`KahunaBatch._permutation` and :meth:`KahunaBatch._new_game_seeds`.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -211,10 +210,11 @@ class KahunaBatch:
         n: number of games.
         config: one :class:`KahunaConfig` (or mapping, or None for the defaults)
             for every game, or a sequence of ``n`` of them.
-        seed: None (fresh entropy), an int (per-game seeds are drawn from
-            ``numpy.random.SeedSequence(seed)``), or a sequence of ``n`` ints:
-            game ``i`` then deals exactly as ``KahunaGame(config, seed=seeds[i])``.
-            The per-game seeds are in :attr:`seeds`.
+        seed: the slot seeds: None (fresh entropy), an int ``s`` (slot ``i`` gets
+            ``s + i``, as Gymnasium's vector ``reset(seed=s)``), or a sequence of
+            ``n`` ints.  The slot seeds are in :attr:`seeds`, the seed of the game
+            each slot holds in :attr:`game_seeds` (``KahunaGame(config,
+            seed=game_seeds[i])`` is that game).
         auto_reset: deal a new game into a slot at the end of the step in which
             its game ended (the step's :class:`StepResult` still reports the
             finished game), so no slot ever shows an all-False mask.
@@ -244,15 +244,23 @@ class KahunaBatch:
                 raise ValueError(f"config must be one config or a sequence of {n}, got {len(configs)}")
         self.configs: list[KahunaConfig] = configs
         self._config_dicts = [c.to_dict() for c in configs]
-        if seed is None or (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)):
-            seeds = [int(s) for s in np.random.SeedSequence(seed).generate_state(n, dtype=np.uint64)]
+        if seed is None:
+            seeds = [int(s) for s in np.random.SeedSequence().generate_state(n, dtype=np.uint64)]
+        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            seeds = [int(seed) + i for i in range(n)]
         else:
             seeds = [int(s) for s in seed]
             if len(seeds) != n:
                 raise ValueError(f"seed must be None, an int or a sequence of {n} ints, got {len(seeds)}")
+        if any(s < 0 for s in seeds):
+            raise ValueError("seeds must be non-negative integers")
         self.seeds: list[int] = seeds
-        """The seed of each slot's generator (the first game of slot ``i`` is ``KahunaGame(config, seed=seeds[i])``)."""
-        self._rngs: list[np.random.Generator] = [np.random.default_rng(s) for s in seeds]
+        """The slot seeds: slot ``i`` draws the seed of each game it deals from ``default_rng(seeds[i])``."""
+        self._seeders: list[np.random.Generator] = [np.random.default_rng(s) for s in seeds]
+        self.game_seeds: list[int | None] = [None] * n
+        """The seed of the game each slot holds: it is ``KahunaGame(config, seed=game_seeds[i])``
+        under the same actions (None: a position loaded without a seed)."""
+        self._rngs: list[np.random.Generator | None] = [None] * n
         self.auto_reset = bool(auto_reset)
 
         self.planning = np.array([c.variant == "planning" for c in configs], dtype=bool)
@@ -298,31 +306,47 @@ class KahunaBatch:
     def from_dicts(
         cls,
         positions: Sequence[Mapping[str, Any]],
-        seeds: Sequence[int] | int | None = None,
+        seeds: Sequence[int] | None = None,
         auto_reset: bool = False,
     ) -> KahunaBatch:
         """A batch holding the given positions (SPEC §5 format), validated by ``KahunaGame.from_dict``.
 
-        ``seeds`` seed the generators of later reshuffles (and deals after a
-        reset) as in ``KahunaGame.from_dict(position, seed)``.
+        ``seeds`` (None or ``n`` ints) are the *game* seeds: game ``i`` reshuffles
+        exactly as ``KahunaGame.from_dict(positions[i], seed=seeds[i])``; they are
+        also the slot seeds of the games dealt after a reset.
         """
         games = [KahunaGame.from_dict(position) for position in positions]
         if not games:
             raise ValueError("from_dicts needs at least one position")
         dicts = [game.to_dict() for game in games]  # the canonical, complete form
         batch = cls.__new__(cls)
+        if seeds is not None and len(seeds) != len(dicts):
+            raise ValueError(f"seeds must be None or {len(dicts)} ints, got {len(seeds)}")
         batch._allocate(len(dicts), [game.config for game in games], seeds, auto_reset)
+        batch.game_seeds = list(batch.seeds) if seeds is not None else [None] * len(dicts)
         batch._load(np.arange(len(dicts)), dicts)
         return batch
 
-    def set_positions(self, indices: Sequence[int], positions: Sequence[Mapping[str, Any]]) -> None:
-        """Replace the games at ``indices`` by positions (validated); their generators are kept."""
+    def set_positions(
+        self,
+        indices: Sequence[int],
+        positions: Sequence[Mapping[str, Any]],
+        seeds: Sequence[int | None] | None = None,
+    ) -> None:
+        """Replace the games at ``indices`` by positions (validated), as ``KahunaGame.from_dict(position, seed)``.
+
+        Without ``seeds`` each game's reshuffles draw from a seed taken from its slot's seeder.
+        """
         indices = np.asarray(indices, dtype=np.intp).reshape(-1)
         if len(indices) != len(positions):
             raise ValueError(f"{len(indices)} indices but {len(positions)} positions")
         games = [KahunaGame.from_dict(position) for position in positions]
-        for i, game in zip(indices.tolist(), games, strict=True):
+        if seeds is None:
+            seeds = self._new_game_seeds(indices)
+        for i, game, seed in zip(indices.tolist(), games, seeds, strict=True):
             self._set_config(i, game.config)
+            self.game_seeds[i] = seed
+            self._rngs[i] = None
         self._load(indices, [game.to_dict() for game in games])
 
     def _set_config(self, i: int, config: KahunaConfig) -> None:
@@ -371,12 +395,18 @@ class KahunaBatch:
 
     # ------------------------------------------------------------------ chance
     def _permutation(self, game: int, size: int) -> np.ndarray:
-        """The one place chance enters: a permutation of ``range(size)`` from game ``game``'s generator."""
-        return self._rngs[game].permutation(size)
+        """Chance in a game: a permutation of ``range(size)`` from game ``game``'s generator.
 
-    def generator(self, i: int) -> np.random.Generator:
-        """A copy of game ``i``'s generator as it stands (it drives that slot's reshuffles and deals)."""
-        return copy.deepcopy(self._rngs[int(i)])
+        The generator is built on first use from the game's seed, as ``KahunaGame`` builds its own.
+        """
+        rng = self._rngs[game]
+        if rng is None:
+            rng = self._rngs[game] = np.random.default_rng(self.game_seeds[game])
+        return rng.permutation(size)
+
+    def _new_game_seeds(self, indices: np.ndarray) -> list[int]:
+        """Chance between games: the seed of the next game of each slot, from the slot's seeder."""
+        return [int(self._seeders[i].integers(2**63)) for i in indices.tolist()]
 
     def _deal(self, indices: np.ndarray) -> None:
         """Shuffle and deal new games into the slots ``indices`` (as ``KahunaGame.__init__``)."""
@@ -384,6 +414,9 @@ class KahunaBatch:
         k = len(indices)
         if k == 0:
             return
+        for i, seed in zip(indices.tolist(), self._new_game_seeds(indices), strict=True):
+            self.game_seeds[i] = seed
+            self._rngs[i] = None
         orders = np.stack([self._permutation(i, NUM_CARDS) for i in indices.tolist()])
         cards = _DECK[orders]  # (k, 24)
         onehot = cards[:, :, None] == _ISLAND_RANGE  # (k, 24, 12)
@@ -411,7 +444,7 @@ class KahunaBatch:
         self.setup_left[indices] = self.handicap_bridges[indices]
 
     def reset(self, indices: Sequence[int] | np.ndarray | None = None) -> None:
-        """Deal new games into the given slots (all when None), drawing from each slot's generator."""
+        """Deal new games into the given slots (all when None), each with a new seed from its slot's seeder."""
         indices = self._rows if indices is None else np.asarray(indices, dtype=np.intp).reshape(-1)
         self._deal(indices)
 
@@ -909,9 +942,15 @@ class KahunaBatch:
             )
         return out
 
-    def game(self, i: int) -> KahunaGame:
-        """Game ``i`` as an independent :class:`KahunaGame`, with a copy of its generator (same future chance)."""
+    def game(self, i: int, seed: int | None = None) -> KahunaGame:
+        """Game ``i`` as an independent :class:`KahunaGame`: ``KahunaGame.from_dict(position, seed)``.
+
+        A position does not carry a generator's state (docs/RULES.md), so the
+        copy's later reshuffles come from ``seed``, not from the batch.  To
+        replay game ``i`` exactly, chance included, play its actions in
+        ``KahunaGame(config, seed=game_seeds[i])``.
+        """
         i = int(i)
         if not 0 <= i < self.n:
             raise IndexError(f"game index {i} out of range 0..{self.n - 1}")
-        return KahunaGame.from_dict(self.to_dicts([i])[0], seed=self.generator(i))  # type: ignore[arg-type]
+        return KahunaGame.from_dict(self.to_dicts([i])[0], seed=seed)

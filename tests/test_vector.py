@@ -62,9 +62,7 @@ def play_differential(configs: list[KahunaConfig], seeds: list[int], steps: int,
     """Random batched play with auto-reset, checked against scalar twins after every step; returns actions."""
     n = len(configs)
     batch = KahunaBatch(n, configs, seeds, auto_reset=True)
-    # A scalar twin draws from a generator object it shares with its successors, as the batch slot does.
-    generators = [np.random.default_rng(seed) for seed in seeds]
-    games = [KahunaGame(configs[i], seed=generators[i]) for i in range(n)]
+    games = [KahunaGame(configs[i], seed=batch.game_seeds[i]) for i in range(n)]
     rng = np.random.default_rng(rng_seed)
     assert_same(batch, games, "start")
     finished = 0
@@ -80,7 +78,7 @@ def play_differential(configs: list[KahunaConfig], seeds: list[int], steps: int,
                 assert result.scores[i].tolist() == game.scores
                 assert result.final_points[i].tolist() == game.final_points
                 assert result.reset[i]
-                games[i] = KahunaGame(configs[i], seed=generators[i])
+                games[i] = KahunaGame(configs[i], seed=batch.game_seeds[i])
         assert_same(batch, games, f"step {step}")
     assert finished > n, "the run must cover many complete games"
     return n * steps
@@ -92,18 +90,27 @@ def test_differential_random_play_over_every_variant_and_option():
     assert actions >= 100_000
 
 
-def test_a_batch_game_is_the_scalar_game_of_the_same_seed():
+def test_slots_seed_their_games_as_the_env_does():
+    """Slot seed s: the game seed is default_rng(s).integers(2**63), as kahuna_env.env's reset(seed=s)."""
     seeds = [5, 17, 2**40 + 3]
-    batch = KahunaBatch(3, KahunaConfig(variant="planning"), seeds)
+    config = KahunaConfig(variant="planning")
+    batch = KahunaBatch(3, config, seeds)
     for i, seed in enumerate(seeds):
-        assert batch.to_dicts([i])[0] == KahunaGame(KahunaConfig(variant="planning"), seed=seed).to_dict()
+        seeder = np.random.default_rng(seed)
+        game_seed = int(seeder.integers(2**63))
+        assert batch.game_seeds[i] == game_seed
+        assert batch.to_dicts([i])[0] == KahunaGame(config, seed=game_seed).to_dict()
+        batch.reset([i])
+        assert batch.game_seeds[i] == int(seeder.integers(2**63)), "the next game: the seeder's next draw"
+        assert batch.to_dicts([i])[0] == KahunaGame(config, seed=batch.game_seeds[i]).to_dict()
+    assert KahunaBatch(3, config, seed=5).seeds == [5, 6, 7]
 
 
 def test_finished_games_ignore_their_actions_without_auto_reset():
     n = 16
     configs = [ALL_CONFIGS[i] for i in range(n)]
     batch = KahunaBatch(n, configs, list(range(n)))
-    games = [KahunaGame(configs[i], seed=i) for i in range(n)]
+    games = [KahunaGame(configs[i], seed=batch.game_seeds[i]) for i in range(n)]
     rng = np.random.default_rng(3)
     terminated_once = np.zeros(n, dtype=bool)
     while not batch.over.all():
@@ -170,7 +177,7 @@ EDGE_POSITIONS = {
         face_up=[None, None, None],
         pile=[],
         round=3,
-        scores=[2, 2],
+        scores=[0, 0],
         final_turns_left=1,
         current_player=1,
     ),
@@ -227,7 +234,6 @@ EDGE_POSITIONS = {
         bridges={name: 0 if line < 25 else 1 for name, line in LINE.items()},
         hands=(["ALOA", "KAHU", "LALE"], ["JOJO"]),
         round=2,
-        config={"variant": "planning"},
     ),
 }
 
@@ -364,19 +370,26 @@ def test_from_dicts_round_trips_a_mid_game_batch():
         assert np.array_equal(getattr(copy, name), getattr(batch, name)), name
 
 
-def test_game_returns_the_scalar_game_with_the_same_future_chance():
+def test_game_returns_the_position_and_game_seeds_replay_it():
     batch = KahunaBatch(24, ALL_CONFIGS, seed=8)
-    _random_play(batch, 60, 6)
-    games = [batch.game(i) for i in range(24)]
-    assert [g.to_dict() for g in games] == batch.to_dicts()
     rng = np.random.default_rng(12)
-    for _ in range(400):  # far enough for reshuffles: the copies' generators must match the batch's
+    history = []
+    for _ in range(150):  # far enough for reshuffles and finished games
         actions = uniform_actions(batch.legal_masks(), rng)
         batch.step(actions)
-        for game, action in zip(games, actions.tolist(), strict=True):
-            if not game.is_over:
-                game.step(action)
-    assert [g.to_dict() for g in games] == batch.to_dicts()
+        history.append(actions)
+    assert batch.over.any() and (batch.round > 1).any()
+    for i in range(24):
+        game = batch.game(i, seed=1)
+        assert game.to_dict() == batch.to_dicts([i])[0]
+        assert np.array_equal(game.action_mask(), batch.legal_masks()[i])
+        replay = KahunaGame(ALL_CONFIGS[i], seed=batch.game_seeds[i])
+        for actions in history:
+            if not replay.is_over:
+                replay.step(int(actions[i]))
+        assert replay.to_dict() == batch.to_dicts([i])[0]
+    with pytest.raises(IndexError):
+        batch.game(24)
 
 
 def test_set_positions_and_reset_replace_single_slots():
