@@ -186,6 +186,15 @@ def _announcing_chooser(chooser: Chooser, name: str, out: IO[str]) -> Chooser:
     return choose
 
 
+class GameInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a game; carries the game and its actions so far, so that they can still be saved."""
+
+    def __init__(self, game: KahunaGame, actions: list[int]) -> None:
+        super().__init__("game interrupted")
+        self.game = game
+        self.actions = actions
+
+
 def play_game(
     opponent: Agent,
     seat: int,
@@ -199,7 +208,8 @@ def play_game(
     """Play one game, the human in ``seat`` reading from ``stdin``; returns (game, actions, finished).
 
     ``frames`` (if given) collects a spectator picture after every action
-    (:func:`kahuna_env.render.render_rgb`).
+    (:func:`kahuna_env.render.render_rgb`).  Ctrl-C raises
+    :class:`GameInterrupted` with the game as it stands.
     """
     stdin = sys.stdin if stdin is None else stdin
     out = sys.stdout if out is None else out
@@ -215,7 +225,10 @@ def play_game(
 
         frames.append(render_rgb(game))
 
+    actions: list[int] = []
+
     def after(player: int, action: int, game: KahunaGame) -> None:
+        actions.append(action)
         last[0] = action
         if render_rgb is not None and frames is not None:
             frames.append(render_rgb(game, last_action=action))
@@ -223,7 +236,10 @@ def play_game(
     choosers: list[Chooser] = [_announcing_chooser(agent_chooser(opponent, rng), name, out)] * 2
     choosers[seat] = _human_chooser(seat, stdin, out, last)
     out.write(f"Kahuna: you are player_{seat}, {name} is player_{1 - seat}; seed {seed}\n")
-    actions = play(game, choosers, after)
+    try:
+        play(game, choosers, after)
+    except KeyboardInterrupt:
+        raise GameInterrupted(game, actions) from None
     if not game.is_over:
         out.write("Game abandoned.\n")
         return game, actions, False
@@ -234,7 +250,11 @@ def play_game(
 
 
 def main(argv: Sequence[str] | None = None, stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
-    """Run ``kahuna-play``; returns the exit code (0 when the game finished or was abandoned)."""
+    """Run ``kahuna-play``; returns the exit code (0 when the game finished or was abandoned, 130 on Ctrl-C).
+
+    The record and the GIF are written in every case, so an abandoned or
+    interrupted game is saved as far as it went.
+    """
     args = build_parser().parse_args(argv)
     # Every output path is checked before the game, so that a finished game is never lost to a bad path.
     try:
@@ -259,13 +279,14 @@ def main(argv: Sequence[str] | None = None, stdin: IO[str] | None = None, stdout
     config = KahunaConfig(variant=args.variant, discard_rule=args.discard_rule)
     frames: list[np.ndarray] | None = [] if args.gif is not None else None
     out = sys.stdout if stdout is None else stdout
+    code = 0
     try:
         game, actions, finished = play_game(
             opponent, args.seat, seed, config, stdin=stdin, out=out, opponent_name=args.opponent, frames=frames
         )
-    except KeyboardInterrupt:
+    except GameInterrupted as interrupted:  # what was played is still saved below
         out.write("\nGame abandoned.\n")
-        return 130
+        game, actions, finished, code = interrupted.game, interrupted.actions, False, 130
     players = ["human", args.opponent] if args.seat == 0 else [args.opponent, "human"]
     if args.record is not None:
         record = game_record(
@@ -285,7 +306,7 @@ def main(argv: Sequence[str] | None = None, stdin: IO[str] | None = None, stdout
         out.write(f"record written to {args.record}\n")
     if frames is not None and args.gif is not None:
         write_gif(PROGRAM, frames, args.gif, out)
-    return 0
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

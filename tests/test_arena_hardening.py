@@ -106,6 +106,31 @@ def test_eval_with_two_workers_ends_with_one_line_when_an_agent_file_vanishes(tm
     assert done.stderr.startswith("kahuna-eval: error: a worker could not build the entrants: checkpoint not found")
 
 
+DYING_WORKER_SCRIPT = textwrap.dedent(
+    """
+    import os, sys
+    import arena.evaluation as evaluation
+    from arena.eval_cli import main
+
+    def die(task):
+        os._exit(3)  # a worker killed in the middle of a game (out of memory, SIGKILL)
+
+    evaluation._run_in_worker = die
+    if __name__ == "__main__":
+        sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+def test_eval_with_two_workers_ends_with_one_line_when_a_worker_process_dies(tmp_path):
+    script = tmp_path / "die.py"
+    script.write_text(DYING_WORKER_SCRIPT)
+    argv = [sys.executable, str(script), "greedy", "random", "--games", "4", "--workers", "2", "--no-progress"]
+    done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1
+    assert done.stderr == "kahuna-eval: error: a worker process died unexpectedly (killed, or out of memory?)\n"
+
+
 def test_a_worker_that_cannot_build_the_entrants_fails_its_first_game(tmp_path, monkeypatch):
     monkeypatch.setattr(evaluation, "_WORKER", {})
     evaluation._init_worker((str(tmp_path / "gone.pt"), "greedy"), False, KahunaConfig().to_dict(), False)
@@ -351,6 +376,25 @@ def test_play_records_an_abandoned_game_that_replays_as_unfinished(tmp_path, cap
     record = read_record(path)
     assert record["result"] is None and record["finished"] is False and record["actions"][0] == 147
     assert replay_main([str(path), "--quiet"]) == 0
+
+
+class _InterruptedInput(io.StringIO):
+    """Input that answers ``147`` (draw) once, then is interrupted by Ctrl-C."""
+
+    def readline(self, *args) -> str:
+        if self.tell() == 0:
+            self.seek(4)
+            return "147\n"
+        raise KeyboardInterrupt
+
+
+def test_play_saves_the_record_of_an_interrupted_game(tmp_path):
+    path = tmp_path / "game.json"
+    out = io.StringIO()
+    code = play_main(["--opponent", "random", "--seed", "1", "--record", str(path)], _InterruptedInput("...."), out)
+    assert code == 130 and "Game abandoned." in out.getvalue()
+    record = read_record(path)
+    assert record["result"] is None and record["actions"][0] == 147
 
 
 def test_play_a_bad_simulation_budget_is_one_clear_line(capsys):
