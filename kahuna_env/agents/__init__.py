@@ -40,8 +40,11 @@ def make_agent(name: str, seed: int | None = None, **options: Any) -> Agent:
     if options and base != "mcts":
         raise ValueError(f"agent {name!r} takes no options, got {sorted(options)}")
     if colon:
-        if not budget.isdigit() or int(budget) < 1:
-            raise ValueError(f"bad simulation budget in {name!r}: expected mcts:N with N a positive integer")
+        # str.isdigit() also accepts digits int() refuses (superscripts such as '²'): ASCII only.
+        if not (budget.isascii() and budget.isdigit()) or int(budget) < 1:
+            raise ValueError(
+                f"bad simulation budget in {name!r}: mcts budget must be a positive integer, got {budget!r}"
+            )
         if "simulations" in options:
             raise ValueError(f"agent {name!r} names a budget; do not also pass simulations=")
         options["simulations"] = int(budget)

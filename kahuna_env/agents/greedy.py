@@ -6,87 +6,61 @@ import numpy as np
 
 from kahuna_env import actions as A
 from kahuna_env.agents.base import SeededAgent
-from kahuna_env.board import LINES, LINES_TOUCHING, MAJORITY, NUM_ISLANDS
-from kahuna_env.engine import KahunaGame
+from kahuna_env.board import LINES, MAJORITY, NUM_ISLANDS
+from kahuna_env.engine import KahunaGame, control_kept, control_taken, swept_lines
 
 
-def _progress(game: KahunaGame, player: int) -> int:
+def _progress(counts: list[int], opponent_control: int) -> int:
     """Bridges counting towards majorities the player can still take (a tie-break)."""
-    opponent_control = game._control[1 - player]
-    count = game._count[player]
-    return sum(min(count[i], MAJORITY[i]) for i in range(NUM_ISLANDS) if not opponent_control >> i & 1)
+    return sum(min(counts[i], MAJORITY[i]) for i in range(NUM_ISLANDS) if not opponent_control >> i & 1)
 
 
 def evaluate(game: KahunaGame, player: int) -> tuple[int, int, int]:
     """(controlled-island difference, progress towards majorities, bridges on board difference)."""
     opponent = 1 - player
-    difference = game._control[player].bit_count() - game._control[opponent].bit_count()
-    bridges = game._line_mask[player].bit_count() - game._line_mask[opponent].bit_count()
-    return difference, _progress(game, player), bridges
-
-
-_LINE_ENDS = LINES
-_ISLAND_BIT = tuple(1 << i for i in range(NUM_ISLANDS))
+    difference = game.control_mask(player).bit_count() - game.control_mask(opponent).bit_count()
+    bridges = game.bridges_on_board(player) - game.bridges_on_board(opponent)
+    return difference, _progress(game.bridge_counts(player), game.control_mask(opponent)), bridges
 
 
 def play_outcome(game: KahunaGame, action: int) -> tuple[int, int, int, int]:
     """The result of the current player's card action (placement, removal or free bridge), without copying.
 
     Returns ``(terminal, island difference, progress, bridge difference)`` from
-    the acting player's side after the action, computed from the engine's
-    counts with the control rule applied: ``terminal`` is 1 when the action
-    ends the game with a win (the opponent's last bridge gone from round 2
-    on), -1 when it ends it otherwise, else 0 (and then the other entries are
-    :func:`evaluate` of the resulting position).  Equal to stepping a copy of
-    the game (``tests/test_agents.py`` checks it against that), several times
-    faster.
+    the acting player's side after the action, computed with the engine's own
+    control rule (:func:`~kahuna_env.engine.control_taken`,
+    :func:`~kahuna_env.engine.swept_lines`,
+    :func:`~kahuna_env.engine.control_kept`): ``terminal`` is 1 when the
+    action ends the game with a win (the opponent's last bridge gone from
+    round 2 on), -1 when it ends it otherwise, else 0 (and then the other
+    entries are :func:`evaluate` of the resulting position).  Equal to
+    stepping a copy of the game (``tests/test_agents.py`` checks it against
+    that), several times faster.
     """
-    player = game._current
+    player = game.current_player
     opponent = 1 - player
-    my_count = game._count[player]
-    their_count = game._count[opponent]
-    my_control = game._control[player]
-    their_control = game._control[opponent]
-    mine = game._line_mask[player]
-    theirs = game._line_mask[opponent]
-    lost: dict[int, int] = {}
-    raised = ()
+    my_count = game.bridge_counts(player)
+    my_control = game.control_mask(player)
+    mine = game.bridge_lines(player)
+    theirs = game.bridge_lines(opponent)
+    line = A.ACTION_LINE[action]
     if A.REMOVE_AB <= action < A.DISCARD:
-        line = A.ACTION_LINE[action]
-        theirs &= ~(1 << line)
-        for island in _LINE_ENDS[line]:
-            lost[island] = lost.get(island, 0) + 1
+        removed = 1 << line
     else:
-        line = A.ACTION_LINE[action]
+        taken = control_taken(my_count, line)
+        my_control |= taken
+        removed = swept_lines(taken, theirs)
         mine |= 1 << line
-        raised = _LINE_ENDS[line]
-        gained = 0
-        for island in raised:
-            if my_count[island] + 1 == MAJORITY[island]:
-                gained |= _ISLAND_BIT[island]
-        if gained:
-            my_control |= gained
-            victims = theirs & LINES_TOUCHING[gained]
-            theirs &= ~victims
-            while victims:
-                low = victims & -victims
-                for island in _LINE_ENDS[low.bit_length() - 1]:
-                    lost[island] = lost.get(island, 0) + 1
-                victims ^= low
-    for island, count in lost.items():
-        if their_count[island] - count < MAJORITY[island]:
-            their_control &= ~_ISLAND_BIT[island]
-    if game._round >= 2 and not theirs:
+        for island in LINES[line]:
+            my_count[island] += 1
+    their_control = control_kept(game.control_mask(opponent), game.bridge_counts(opponent), removed)
+    theirs &= ~removed
+    if game.round >= 2 and not theirs:
         return (1 if mine else -1), 0, 0, 0
-    progress = 0
-    for island in range(NUM_ISLANDS):
-        if not their_control >> island & 1:
-            count = my_count[island] + (island in raised)
-            progress += count if count < MAJORITY[island] else MAJORITY[island]
     return (
         0,
         my_control.bit_count() - their_control.bit_count(),
-        progress,
+        _progress(my_count, their_control),
         mine.bit_count() - theirs.bit_count(),
     )
 

@@ -71,12 +71,12 @@ def action_logits(game: KahunaGame, legal: list[int]) -> list[float]:
     Public information and the mover's own hand only, like everything the
     agent computes.
     """
-    player = game._current
+    player = game.current_player
     opponent = 1 - player
-    count = game._count[player]
-    opponent_count = game._count[opponent]
-    opponent_control = game._control[opponent]
-    my_control = game._control[player]
+    count = game.bridge_counts(player)
+    opponent_count = game.bridge_counts(opponent)
+    opponent_control = game.control_mask(opponent)
+    my_control = game.control_mask(player)
     drawable_end = False
     logits = []
     for action in legal:
@@ -133,9 +133,11 @@ _EVAL_WEIGHTS = (0.6, 0.26, 0.43, 0.6, 0.48, 0.23, 0.36, 0.2)
 
 def _features(game: KahunaGame) -> tuple[float, ...]:
     """Features of a position from player 0's side (differences player 0 minus player 1)."""
-    control0, control1 = game._control
+    control0 = game.control_mask(0)
+    control1 = game.control_mask(1)
     islands = control0.bit_count() - control1.bit_count()
-    count0, count1 = game._count
+    count0 = game.bridge_counts(0)
+    count1 = game.bridge_counts(1)
     progress = 0.0
     for island in range(NUM_ISLANDS):
         bit = _ISLAND_BITS[island]
@@ -143,13 +145,13 @@ def _features(game: KahunaGame) -> tuple[float, ...]:
             progress += count0[island] / MAJORITY[island]
         if not control0 & bit and not control1 & bit:
             progress -= count1[island] / MAJORITY[island]
-    scores = game._scores[0] - game._scores[1]
-    round_number = game._round
-    bridges = game._line_mask[0].bit_count() - game._line_mask[1].bit_count()
-    hands = game._hand_size[0] - game._hand_size[1]
-    to_move = 1.0 if game._current == 0 else -1.0
+    scores = game.scores
+    round_number = game.round
+    bridges = game.bridges_on_board(0) - game.bridges_on_board(1)
+    hands = game.hand_size(0) - game.hand_size(1)
+    to_move = 1.0 if game.current_player == 0 else -1.0
     return (
-        float(scores),
+        float(scores[0] - scores[1]),
         float(islands) * (round_number == 1),
         float(islands) * (round_number == 2),
         float(islands) * (round_number == 3),
@@ -162,8 +164,8 @@ def _features(game: KahunaGame) -> tuple[float, ...]:
 
 def evaluate(game: KahunaGame) -> float:
     """Estimated probability that player 0 wins (draws count half); exact once the game is over."""
-    if game._over:
-        winner = game._winner
+    if game.is_over:
+        winner = game.winner
         return 0.5 if winner is None else (1.0 if winner == 0 else 0.0)
     margin = 0.0
     for weight, feature in zip(_EVAL_WEIGHTS, _features(game), strict=True):
@@ -262,7 +264,7 @@ class MCTSAgent(SeededAgent):
 
     def search(self, game: KahunaGame) -> SearchNode:
         """Run the simulations from ``game`` (seen by its current player) and return the root node."""
-        player = game._current
+        player = game.current_player
         root = SearchNode(1.0)
         exploration = self.exploration
         # Rollouts draw many scalars: a Python generator seeded from the agent's own is much quicker.
@@ -271,10 +273,10 @@ class MCTSAgent(SeededAgent):
             state = self.sample_determinization(game, player)
             node = root
             path: list[tuple[SearchNode, int]] = []  # (node, player who took the action leading to it)
-            while not state._over:
+            while not state.is_over:
                 legal = state.legal_actions()
                 children = node.children
-                mover = state._current
+                mover = state.current_player
                 missing = [a for a in legal if a not in children]
                 if missing:
                     priors = action_priors(state, legal)
@@ -316,7 +318,7 @@ class MCTSAgent(SeededAgent):
         """Value of a new leaf for player 0: a short rollout, then :func:`evaluate`."""
         uniform = self.rollout == "random"
         for _ in range(self.rollout_depth):
-            if state._over:
+            if state.is_over:
                 break
             legal = state.legal_actions()
             if uniform:
