@@ -1,4 +1,4 @@
-"""The action encoding of SPEC §4: one ``Discrete(179)`` space, stable public API.
+"""The action encoding (docs/ENV.md, "Actions"): one ``Discrete(179)`` space, stable public API.
 
 ========  ===========================================================
 indices   action
@@ -20,6 +20,8 @@ discard pile.
 """
 
 from __future__ import annotations
+
+import operator
 
 from kahuna_env.board import ISLAND_ID, ISLANDS, LINE_NAMES, LINES, NUM_ISLANDS, NUM_LINES
 
@@ -83,9 +85,13 @@ ACTION_LINE: tuple[int, ...] = tuple(
 
 def check_action(action: object) -> int:
     """Return ``action`` as an ``int`` if it is an integer in ``0..178``; raise ``ValueError`` otherwise."""
-    if isinstance(action, bool) or not hasattr(action, "__index__"):
-        raise ValueError(f"action must be an integer in 0..{NUM_ACTIONS - 1}, got {action!r}")
-    index = action.__index__()  # type: ignore[attr-defined]
+    try:
+        if isinstance(action, bool) or type(action).__name__ == "bool_":
+            raise TypeError
+        # operator.index refuses floats, Decimal, Fraction, complex, strings and arrays of size > 0-d.
+        index = operator.index(action)  # type: ignore[arg-type]
+    except TypeError:
+        raise ValueError(f"action must be an integer in 0..{NUM_ACTIONS - 1}, got {action!r}") from None
     if not 0 <= index < NUM_ACTIONS:
         raise ValueError(f"action must be an integer in 0..{NUM_ACTIONS - 1}, got {index}")
     return index

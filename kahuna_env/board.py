@@ -1,4 +1,4 @@
-"""Static facts of the Kahuna board (SPEC §2) and the incidence tables the engine uses.
+"""Static facts of the Kahuna board (docs/RULES.md, "Material") and the incidence tables the engine uses.
 
 Islands are numbered alphabetically (``ALOA`` = 0 … ``LALE`` = 11) and lines
 (possible bridges) alphabetically by their two islands; a line's ``a`` island
@@ -83,12 +83,6 @@ DEGREE: tuple[int, ...] = tuple(len(lines) for lines in ISLAND_LINES)
 MAJORITY: tuple[int, ...] = tuple(degree // 2 + 1 for degree in DEGREE)
 """Bridges needed on an island's lines to control it: strictly more than half."""
 
-NEIGHBOURS: tuple[tuple[int, ...], ...] = tuple(
-    tuple(b if a == island else a for a, b in (LINES[line] for line in ISLAND_LINES[island]))
-    for island in range(NUM_ISLANDS)
-)
-"""For each island, the islands it shares a line with (in the order of ``ISLAND_LINES``)."""
-
 LAYOUT: tuple[tuple[int, int], ...] = (
     (240, 170),
     (385, 160),
@@ -114,6 +108,7 @@ FACE_UP_SLOTS = 3
 STARTING_HAND = 3
 
 ALL_LINES_MASK = (1 << NUM_LINES) - 1
+"""The bitmask of all 27 lines (the complement of a line set is ``~mask & ALL_LINES_MASK``)."""
 ISLAND_LINE_MASK: tuple[int, ...] = tuple(sum(1 << line for line in lines) for lines in ISLAND_LINES)
 """For each island, the bitmask of its lines."""
 LINE_A_MASK: tuple[int, ...] = tuple(

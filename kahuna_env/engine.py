@@ -324,7 +324,7 @@ def _check_seed(seed: object) -> None:
 
 
 class KahunaGame:
-    """One game of Kahuna: state, legal actions and transitions (SPEC §5).
+    """One game of Kahuna: state, legal actions and transitions (docs/RULES.md).
 
     ``KahunaGame(config=None, seed=None)`` shuffles and deals a new game with a
     ``numpy.random.Generator`` seeded by ``seed`` (the same seed gives the same

@@ -1,4 +1,4 @@
-"""Per-player observations (SPEC §6) and the full state for centralized critics.
+"""Per-player observations (docs/ENV.md, "Observation") and the full state for centralized critics.
 
 :func:`encode_observation` returns a flat ``float32`` vector seen from one
 player's side ("mine" vs "opponent's").  It holds everything public and the
@@ -129,6 +129,8 @@ STATE_SIZE: int = OBSERVATION_SIZE + sum(size for _, size in _STATE_EXTRA)
 # Features are first gathered as raw numbers (counts, 0/1 flags) in a Python list, with
 # lookup tables turning bitmasks into runs of 0/1 in one concatenation; one vectorised
 # multiply by _SCALE then maps every entry into [0, 1].
+_HIGH_CHUNK = 18
+"""Shift of the third 9-bit chunk of a 27-bit line set (lines 18..26)."""
 _BITS9 = tuple(tuple(v >> k & 1 for k in range(9)) for v in range(512))
 _BITS12 = tuple(tuple(v >> k & 1 for k in range(NUM_ISLANDS)) for v in range(1 << NUM_ISLANDS))
 _ZERO27 = (0,) * NUM_LINES
@@ -167,11 +169,17 @@ _SCALE = _scale_vector(OBSERVATION_LAYOUT, OBSERVATION_SIZE, {})
 
 
 def _lines(mask: int) -> tuple[int, ...]:
-    return _BITS9[mask & 511] + _BITS9[(mask >> 9) & 511] + _BITS9[mask >> 18]
+    """The 27 bits of a line set as 0/1 values: three 9-bit chunks (lines 0..8, 9..17, 18..26)."""
+    return _BITS9[mask & 511] + _BITS9[(mask >> 9) & 511] + _BITS9[mask >> _HIGH_CHUNK]
 
 
 def _raw_observation(game: KahunaGame, player: int) -> list[int]:
-    """The observation of ``player`` before scaling (counts and flags)."""
+    """The observation of ``player`` before scaling (counts and flags).
+
+    This module is the engine's one declared friend (see :mod:`kahuna_env.engine`): it reads the
+    fields of :data:`~kahuna_env.engine.STATE_FIELDS` directly, never writing them, because
+    copies through the public queries would cost on this per-decision path.
+    """
     opponent = 1 - player
     g = game
     mine = g._line_mask[player]

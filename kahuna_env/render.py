@@ -4,7 +4,7 @@
   face-up row and pile, every island with its controller and bridge counts,
   every line with its owner, the hands and the discard pile.
 * :func:`render_rgb` — an ``(HEIGHT, WIDTH, 3)`` ``uint8`` picture: the sea,
-  the 27 lines, the islands at the layout coordinates of SPEC §2 with their
+  the 27 lines, the islands at the layout coordinates of ``board.LAYOUT`` with their
   names, bridges drawn in the owners' colours (player 0 red, player 1 blue),
   a stone of the controller's colour on each controlled island, and a side
   panel with round, scores, the player to act, the last action, the face-up
@@ -58,7 +58,7 @@ _MUTED = (120, 120, 120)
 _CARD = (252, 248, 232)
 _CARD_BACK = (95, 120, 95)
 
-# Board transform: layout coordinates (SPEC §2) -> pixels of the board area (left of the panel).
+# Board transform: layout coordinates (board.LAYOUT) -> pixels of the board area (left of the panel).
 _BOARD_SCALE = 1.75
 _BOARD_ORIGIN = (215, 135)
 _BOARD_OFFSET = (40, 62)
@@ -71,7 +71,7 @@ STONE_OFFSET = 0.75
 
 
 def island_pixel(island: int) -> tuple[float, float]:
-    """Pixel (x, y) of an island's centre in :func:`render_rgb` pictures (its SPEC §2 layout point, scaled)."""
+    """Pixel (x, y) of an island's centre in :func:`render_rgb` pictures (its ``board.LAYOUT`` point, scaled)."""
     x, y = LAYOUT[island]
     return (
         _BOARD_OFFSET[0] + (x - _BOARD_ORIGIN[0]) * _BOARD_SCALE,

@@ -1,4 +1,4 @@
-"""Action encoding of SPEC §4."""
+"""Action encoding (docs/ENV.md, "Actions")."""
 
 from __future__ import annotations
 

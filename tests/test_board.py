@@ -1,4 +1,4 @@
-"""Board facts of SPEC §2."""
+"""Board facts (docs/RULES.md, "Material")."""
 
 from __future__ import annotations
 

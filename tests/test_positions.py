@@ -1,4 +1,4 @@
-"""Position format (SPEC §5): round trips and validation of malformed positions."""
+"""Position format (docs/RULES.md, "Positions" and "Position validation"): round trips and validation."""
 
 from __future__ import annotations
 

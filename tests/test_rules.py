@@ -1,4 +1,4 @@
-"""One test per rule of SPEC §3, on hand-built positions."""
+"""One test per rule of docs/RULES.md, on hand-built positions."""
 
 from __future__ import annotations
 
