@@ -9,7 +9,8 @@ Usage::
 
 Known problems (bad config, ray not installed, unreachable cluster,
 incompatible checkpoint) end with a one-line ``kahuna-rllib: error: ...``
-and exit status 2 (config) or 1 (the others).
+and exit status 2 (arguments and config) or 1 (the others): the convention
+of :mod:`arena.cli`, shared by every command-line tool.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from arena.cli import OneLineParser, exit_with_error
 from training.rllib.config import ConfigError, config_to_yaml, load_rllib_config
 from training.rllib.errors import (
     IncompatibleCheckpointError,
@@ -27,14 +29,14 @@ from training.rllib.errors import (
     require_ray,
 )
 
-PROG = "kahuna-rllib"
+PROGRAM = "kahuna-rllib"
 
 
 def _train_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=PROG,
+    parser = OneLineParser(
+        prog=PROGRAM,
         description="Kahuna self-play PPO on Ray RLlib (local or on a cluster); "
-        f"`{PROG} export CHECKPOINT OUT.pt` converts a checkpoint to the agent format.",
+        f"`{PROGRAM} export CHECKPOINT OUT.pt` converts a checkpoint to the agent format.",
     )
     parser.add_argument("--config", metavar="FILE", help="YAML run config (default: built-in defaults)")
     parser.add_argument(
@@ -58,8 +60,8 @@ def _train_parser() -> argparse.ArgumentParser:
 
 
 def _export_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=f"{PROG} export",
+    parser = OneLineParser(
+        prog=f"{PROGRAM} export",
         description="Convert an RLlib checkpoint of a Kahuna run to the project's agent format "
         "(loadable by training.load_agent, kahuna-eval, kahuna-play).",
     )
@@ -73,7 +75,7 @@ def _export(checkpoint: str, out: str, module_id: str) -> int:
     from training.rllib.export import export_checkpoint
 
     path = export_checkpoint(checkpoint, out, module_id=module_id)
-    print(f"{PROG}: exported module {module_id!r} of {checkpoint} to {path}")
+    print(f"{PROGRAM}: exported module {module_id!r} of {checkpoint} to {path}")
     return 0
 
 
@@ -100,12 +102,18 @@ def _run(argv: list[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``kahuna-rllib``; returns the exit status."""
+    """Entry point of ``kahuna-rllib``; returns the exit status (the one-line errors are already printed)."""
     try:
-        return _run(list(sys.argv[1:] if argv is None else argv))
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as stop:  # from exit_with_error or argparse, after their one line
+        return stop.code if isinstance(stop.code, int) else 1
+
+
+def _main(argv: list[str]) -> int:
+    try:
+        return _run(argv)
     except ConfigError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 2
+        exit_with_error(PROGRAM, str(error), code=2)
     except (
         RLlibNotInstalledError,
         RayConnectionError,
@@ -113,10 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         TrainingError,
         FileNotFoundError,
     ) as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return 1
+        exit_with_error(PROGRAM, str(error), code=1)
     except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        print(f"{PROGRAM}: interrupted", file=sys.stderr)
         return 130
 
 
