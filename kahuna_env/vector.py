@@ -160,9 +160,12 @@ _SCALE = _observation_scale()
 _O = {name: (s.start, s.stop) for name, s in OBSERVATION_LAYOUT.items()}
 
 
+_ISLAND_WEIGHT = (1 << np.arange(NUM_ISLANDS)).astype(np.float32)
+
+
 def _island_set(flags: np.ndarray) -> np.ndarray:
-    """``(N, 12)`` bool -> ``(N,)`` uint64 island bitmask."""
-    return np.packbits(flags, axis=1, bitorder="little").view("<u2")[:, 0].astype(np.uint64)
+    """``(N, 12)`` bool -> ``(N,)`` uint64 island bitmask (a float32 product: exact below 2**24, and fast)."""
+    return (flags.astype(np.float32) @ _ISLAND_WEIGHT).astype(np.uint64)
 
 
 class StepResult(NamedTuple):
@@ -793,17 +796,24 @@ class KahunaBatch:
         # The discard pile in the scalar engine's order: open cards by island, then player 0's
         # face-down cards, then player 1's; then one permutation from the game's generator.
         counts = np.concatenate([self.open_discard[games], self.face_down[games, 0], self.face_down[games, 1]], 1)
-        islands = np.tile(_ISLAND_RANGE, 3)
-        for row, i in enumerate(games.tolist()):
-            cards = np.repeat(islands, counts[row])
-            shuffled = cards[self._permutation(i, len(cards))]
-            up = shuffled[:FACE_UP_SLOTS]
-            self.face_up[i] = -1
-            self.face_up[i, : len(up)] = up
-            rest = shuffled[FACE_UP_SLOTS:][::-1]
-            self.pile[i] = 0
-            self.pile[i, : len(rest)] = rest
-            self.pile_len[i] = len(rest)
+        sizes = counts.sum(1, dtype=np.intp)
+        cards = np.repeat(np.tile(_ISLAND_RANGE, 3 * len(games)), counts.ravel())  # every game's cards, in a row
+        starts = np.cumsum(sizes) - sizes
+        order = np.concatenate(
+            [self._permutation(i, size) for i, size in zip(games.tolist(), sizes.tolist(), strict=True)]
+        )
+        owner_row = np.repeat(np.arange(len(games)), sizes)
+        shuffled = cards[order + starts[owner_row]]
+        rank = np.arange(len(cards)) - starts[owner_row]  # position in the game's shuffled cards
+        g = games[owner_row]
+        self.face_up[games] = -1
+        up = rank < FACE_UP_SLOTS
+        self.face_up[g[up], rank[up]] = shuffled[up]
+        # The pile is stored bottom first: shuffled card t >= 3 (t = 3 is the top) lies at size - 1 - t.
+        down = ~up
+        self.pile[games] = 0
+        self.pile[g[down], (sizes[owner_row] - 1 - rank)[down]] = shuffled[down]
+        self.pile_len[games] = np.maximum(sizes - FACE_UP_SLOTS, 0)
         self.open_discard[games] = 0
         self.face_down[games] = 0
         self._premature(games[(self.bridges[games] == 0).any(1)])
