@@ -53,6 +53,16 @@ def read_policy_file(path: str | Path) -> dict[str, Any]:
     if not file.exists():
         raise FileNotFoundError(f"checkpoint not found: {file}")
     try:
+        with open(file, "rb") as handle:
+            head = handle.read(16)
+    except OSError as error:
+        raise ValueError(f"{file} cannot be read: {error.strerror or error}") from None
+    if not head.startswith(b"PK\x03\x04"):
+        # torch.save writes a zip archive; text, CSV and other files would fail deep inside torch.load.
+        raise ValueError(
+            f"{file} is not a readable checkpoint: not a torch file (those are zip archives; it starts with {head!r})"
+        )
+    try:
         payload = torch.load(file, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:
         # torch's own text suggests weights_only=False, which would run code from an untrusted file.

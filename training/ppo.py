@@ -604,6 +604,6 @@ def resume_config(run_dir: str | Path, overrides: list[str] | tuple[str, ...] = 
         ]
         raise ConfigError(
             f"{', '.join(changed)} cannot change when resuming: the checkpoint holds a network of "
-            f"{dataclasses.asdict(stored.model)}; start a new run to train another architecture"
+            f"{stored.to_dict()['model']}; start a new run to train another architecture"
         )
     return config
