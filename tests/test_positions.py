@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import random
 
+import numpy as np
 import pytest
-from helpers import game_at, position
+from helpers import LINE, final_turns_position, game_at, position
 
 from kahuna_env import actions as A
 from kahuna_env.engine import KahunaConfig, KahunaGame
+from kahuna_env.positions import parse_position
 
 
 def _played_positions(count: int = 40):
@@ -162,3 +165,169 @@ def test_from_dict_does_not_modify_its_input():
     game = KahunaGame.from_dict(d)
     game.step(A.DRAW)
     assert d == before
+
+
+# --- positions that cannot arise in play (docs/RULES.md, "Position validation") ----------------------
+
+FIVE = ["ALOA", "BARI", "COCO", "DUDA", "ELAI"]
+
+
+def _finished(**changes):
+    """Round 3 right after the final scoring: player 0's three islands scored 3 (1:2 -> 4:2)."""
+    d = final_turns_position(1)
+    d.update(over=True, winner=0, final_turns_left=0, scores=[4, 2], final_points=[3, 0])
+    d.update(changes)
+    return d
+
+
+def _final_turn(**changes):
+    """Round 3, one final turn left for player 0, discard rule 'hand_limit'."""
+    d = final_turns_position(1)
+    return position(
+        bridges={line: owner for line, owner in zip(LINE, d["bridges"], strict=True) if owner is not None},
+        face_up=[None, None, None],
+        pile=[],
+        round=3,
+        scores=[1, 2],
+        final_turns_left=1,
+        config={"discard_rule": "hand_limit"},
+        **changes,
+    )
+
+
+def test_a_finished_position_as_the_final_scoring_leaves_it_is_accepted():
+    game = KahunaGame.from_dict(_finished())
+    assert game.is_over and game.winner == 0 and game.scores == [4, 2] and game.legal_actions() == []
+
+
+@pytest.mark.parametrize(
+    ("d", "message"),
+    [
+        (_broken(played_this_turn=300), r"'played_this_turn' must be an integer in 0..5, got 300"),
+        (_broken(played_this_turn=10), r"'played_this_turn' must be an integer in 0..5, got 10"),
+        (_broken(discarded_this_turn=-1), r"'discarded_this_turn' must be an integer in 0..5"),
+        (
+            position(bridges={"ALOA-BARI": 1}, hands=(FIVE, []), played_this_turn=1, must_draw=True),
+            r"'played_this_turn' \(1\) plus the current player's 5 cards exceed the 5 cards a turn can start with",
+        ),
+        (
+            position(hands=(FIVE[:4], []), discard=["ELAI", "FAAA"], face_down=[["ELAI", "FAAA"], []], pile=None)
+            | {"discarded_this_turn": 2},
+            r"'discarded_this_turn' \(2\) plus the current player's 4 cards exceed",
+        ),
+        (
+            position(
+                hands=(FIVE, []),
+                discard=["FAAA"],
+                face_down=[["FAAA"], []],
+                discarded_this_turn=1,
+                config={"discard_rule": "hand_limit"},
+            ),
+            r"'played_this_turn' \(1\)|'discarded_this_turn' \(1\) plus the current player's 5 cards exceed",
+        ),
+        (
+            position(
+                hands=(FIVE[:3], []),
+                discard=["ELAI"],
+                face_down=[["ELAI"], []],
+                discarded_this_turn=1,
+                config={"discard_rule": "hand_limit"},
+            ),
+            r"'hand_limit': 1 discard\(s\) this turn need a hand of 4 .*, got 3",
+        ),
+        (
+            # Round 3, one final turn left, a discard made, empty hand, nothing to draw: no action at all.
+            _final_turn(hands=([], ["ELAI"]), face_down=[["BARI"], []], discarded_this_turn=1),
+            r"'hand_limit': 1 discard\(s\) this turn need a hand of 4 .*, got 0",
+        ),
+        (
+            _final_turn(hands=(FIVE[:4], []), face_down=[["FAAA"], []], discarded_this_turn=1),
+            r"'hand_limit': a discard this turn needs a card to draw",
+        ),
+        (_broken(final_points=[15, 0]), r"'final_points' must be two integers in 0..12"),
+        (_broken(final_points=[5, 0]), r"'final_points' \[5, 0\] must be \[0, 0\] while the game is not over"),
+        (_finished(final_points=[3, 1], scores=[4, 3]), r"only one player can score at the end"),
+        (_broken(scores=[15, 15]), r"'scores' \[15, 15\] .* cannot arise in round 1: .* \[0, 0\]$"),
+        (_broken(scores=[5, 5]), r"cannot arise in round 1"),
+        (_broken(scores=[1, 0]), r"cannot arise in round 1"),
+        (_broken(scores=[1, 1], round=2), r"cannot arise in round 2: .* \[0, 0\], \[0, 1\], \[1, 0\]$"),
+        (_broken(scores=[2, 0], round=2), r"cannot arise in round 2"),
+        (_broken(scores=[2, 2], round=3), r"cannot arise in round 3"),
+        (_broken(scores=[4, 0], round=3), r"cannot arise in round 3"),
+        (_finished(scores=[5, 2]), r"'scores' \[5, 2\] \(less 'final_points' \[3, 0\]\) cannot arise in round 3"),
+        (_broken(over=True, winner=0), r"'over' is true in round 1"),
+        (_broken(over=True, round=2, bridges=[0, 1] + [None] * 25), r"final turns of round 3 are not done"),
+        (_finished(winner=1), r"'winner' 1 contradicts the outcome: player 0 \(scores \[4, 2\]"),
+        (_finished(winner=None), r"'winner' None contradicts the outcome: player 0"),
+        (
+            _finished(scores=[1, 2], final_points=[0, 0]),
+            r"'final_points' \[0, 0\] must be the final difference .*\[3, 0\]",
+        ),
+        (
+            _finished(bridges=[0] + [None] * 26, final_points=[0, 0], scores=[1, 2]) | {"over": True, "winner": 1},
+            r"'winner' 1 contradicts the outcome: player 0",
+        ),
+        (
+            _finished(bridges=[0] + [None] * 26),
+            r"'final_points' \[3, 0\]: a game that ended prematurely .* had no final scoring",
+        ),
+        (
+            # Player 0 holds 3 of GOLA's 4 lines: taking GOLA swept player 1's GOLA-KAHU away.
+            position(
+                bridges={"COCO-GOLA": 0, "FAAA-GOLA": 0, "GOLA-JOJO": 0, "GOLA-KAHU": 1},
+                hands=(["ALOA"], []),
+                config={"variant": "planning"},
+            ),
+            r"player 1's bridge on GOLA-KAHU touches an island controlled by player 0, impossible in the planning",
+        ),
+        (
+            position(bridges={"KAHU-LALE": 0}, hands=(["ALOA"], []), config={"handicap": [1, 2]})
+            | {"current_player": 1, "setup_left": 2},
+            r"handicap setup: player 0 cannot have bridges before the first turn",
+        ),
+        (
+            position(bridges={"KAHU-LALE": 1, "ALOA-BARI": 1}, hands=(["ALOA"], []), config={"handicap": [1, 2]})
+            | {"current_player": 1, "setup_left": 1},
+            r"handicap setup: player 1 has 2 bridges, more than the 1 free bridge\(s\) placed so far",
+        ),
+    ],
+)
+def test_a_position_that_cannot_arise_in_play_is_rejected_with_one_line_naming_the_problem(d, message):
+    with pytest.raises(ValueError, match=message) as error:
+        KahunaGame.from_dict(d)
+    assert "\n" not in str(error.value)
+
+
+def test_planning_allows_an_opponent_bridge_next_to_an_island_nobody_controls_and_standard_allows_it_anywhere():
+    bridges = {"COCO-GOLA": 0, "FAAA-GOLA": 0, "GOLA-JOJO": 0, "GOLA-KAHU": 1}
+    assert KahunaGame.from_dict(position(bridges=bridges, hands=(["ALOA"], []))).controller("GOLA") == 0
+    del bridges["GOLA-JOJO"]
+    game = KahunaGame.from_dict(position(bridges=bridges, hands=(["ALOA"], []), config={"variant": "planning"}))
+    assert game.controller("GOLA") is None
+
+
+def test_the_engine_refuses_a_position_value_whose_player_to_move_has_no_action():
+    # parse_position already rules this out (played + hand <= 5); the engine checks again on the value.
+    # Player 0: no bridge in supply, no card for player 1's two lines, 5 cards, must draw: after a
+    # play this turn nothing is legal.
+    bridges = {name: 0 if line < 25 else 1 for name, line in LINE.items()}
+    d = position(bridges=bridges, hands=(FIVE, []), must_draw=True)
+    valid = parse_position(d, lambda config: KahunaConfig())
+    stuck = dataclasses.replace(valid, played=1)
+    with pytest.raises(ValueError, match=r"player 0 to move has no legal action in a game that is not over"):
+        KahunaGame._from_position(stuck, None)
+
+
+@pytest.mark.parametrize("seed", ["abc", -1, 1.5, True, np.bool_(False), [1]], ids=repr)
+def test_a_bad_seed_is_rejected_up_front_by_from_dict_and_the_constructor(seed):
+    with pytest.raises(ValueError, match=r"seed must be None or a non-negative integer, got"):
+        KahunaGame.from_dict(position(hands=(["ALOA"], [])), seed=seed)
+    with pytest.raises(ValueError, match=r"seed must be None or a non-negative integer, got"):
+        KahunaGame(seed=seed)
+
+
+def test_numpy_and_large_integer_seeds_are_accepted():
+    d = position(hands=(["ALOA"], []))
+    assert KahunaGame.from_dict(d, seed=np.int64(5)).to_dict() == KahunaGame.from_dict(d, seed=5).to_dict()
+    assert KahunaGame(seed=np.uint32(7)).to_dict() == KahunaGame(seed=7).to_dict()
+    KahunaGame(seed=2**80)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
 import pytest
-from helpers import LINE, game_at
+from helpers import LINE, game_at, position
 
 from kahuna_env import actions as A
 from kahuna_env.board import ISLAND_ID, ISLANDS, MAJORITY
@@ -570,18 +574,55 @@ def test_illegal_action_raises_naming_the_action_and_leaves_the_state_unchanged(
     assert game.to_dict() == before
 
 
-@pytest.mark.parametrize("bad", [-1, 179, 3.0, "3", None, True])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        -1,
+        179,
+        3.0,
+        "3",
+        None,
+        True,
+        np.bool_(True),
+        np.float64(147.0),
+        np.array([A.DRAW]),
+        Decimal(A.DRAW),
+        Fraction(A.DRAW),
+        complex(A.DRAW),
+    ],
+    ids=repr,
+)
 def test_out_of_range_or_non_integer_actions_raise(bad):
+    # DRAW (147) is legal here: values equal to it but not integers must still be refused, by name.
     game = KahunaGame(seed=0)
     before = game.to_dict()
-    with pytest.raises(IllegalActionError, match="action must be an integer"):
+    with pytest.raises(IllegalActionError, match="action must be an integer") as error:
         game.step(bad)
+    assert "\n" not in str(error.value) and repr(bad).split("(")[0] in str(error.value)
+    assert game.to_dict() == before and game.legal_actions() == KahunaGame(seed=0).legal_actions()
+
+
+def test_a_failure_in_the_round_end_reshuffle_leaves_the_game_unchanged(monkeypatch):
+    # Taking the last face-up card ends round 1: scoring, reshuffle (the generator), next round.
+    d = position(bridges={"ALOA-BARI": 0, "KAHU-LALE": 1}, hands=(["ALOA"], []), face_up=[None, "GOLA", None], pile=[])
+    game = KahunaGame.from_dict(d, seed=3)
+    before = game.to_dict()
+
+    def broken_generator(self):
+        raise RuntimeError("generator unavailable")
+
+    monkeypatch.setattr(KahunaGame, "_generator", broken_generator)
+    with pytest.raises(RuntimeError, match="generator unavailable"):
+        game.step(A.TAKE + 1)
     assert game.to_dict() == before
+    monkeypatch.undo()
+    game.step(A.TAKE + 1)
+    fresh = KahunaGame.from_dict(d, seed=3)
+    fresh.step(A.TAKE + 1)
+    assert game.round == 2 and game.to_dict() == fresh.to_dict()
 
 
 def test_numpy_integer_actions_are_accepted():
-    import numpy as np
-
     game = KahunaGame(seed=0)
     game.step(np.int64(A.DRAW))
     assert game.current_player == 1
