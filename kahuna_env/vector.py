@@ -218,9 +218,9 @@ class KahunaBatch:
             ``n`` ints.  The slot seeds are in :attr:`seeds`, the seed of the game
             each slot holds in :attr:`game_seeds` (``KahunaGame(config,
             seed=game_seeds[i])`` is that game).
-        auto_reset: deal a new game into a slot at the end of the step in which
-            its game ended (the step's :class:`StepResult` still reports the
-            finished game), so no slot ever shows an all-False mask.
+        auto_reset: at the end of every step, deal a new game into each slot
+            whose game is over (the step's :class:`StepResult` still reports the
+            finished game), so after a step no slot shows an all-False mask.
     """
 
     def __init__(
@@ -246,7 +246,6 @@ class KahunaBatch:
             if len(configs) != n:
                 raise ValueError(f"config must be one config or a sequence of {n}, got {len(configs)}")
         self.configs: list[KahunaConfig] = configs
-        self._config_dicts = [c.to_dict() for c in configs]
         if seed is None:
             seeds = [int(s) for s in np.random.SeedSequence().generate_state(n, dtype=np.uint64)]
         elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
@@ -354,7 +353,6 @@ class KahunaBatch:
 
     def _set_config(self, i: int, config: KahunaConfig) -> None:
         self.configs[i] = config
-        self._config_dicts[i] = config.to_dict()
         self.planning[i] = config.variant == "planning"
         self.hand_limit[i] = config.discard_rule == "hand_limit"
         self.first_player[i] = config.first_player
@@ -468,12 +466,13 @@ class KahunaBatch:
     def legal_masks(self) -> np.ndarray:
         """``(N, 179)`` bool, True where the action is legal (all False for a finished game).
 
-        The array is the batch's cache, valid until the next :meth:`step`; copy it to keep it.
+        The array is the batch's cache (read-only), recomputed after the next :meth:`step`.
         """
         if not self._mask_valid:
             words = self._legal_words()
             bits = np.unpackbits(words.view(np.uint8), axis=1, count=A.NUM_ACTIONS, bitorder="little")
             self._mask = bits.view(bool)
+            self._mask.flags.writeable = False
             self._mask_valid = True
         return self._mask
 
@@ -636,7 +635,7 @@ class KahunaBatch:
             final_points=self.final_points.copy(),
             reset=np.zeros(n, dtype=bool),
         )
-        if self.auto_reset and terminated.any():
+        if self.auto_reset and self.over.any():
             finished = np.flatnonzero(self.over)
             self._deal(finished)
             result.reset[finished] = True
@@ -936,7 +935,7 @@ class KahunaBatch:
                     "current_player": current[k],
                     "round": round_[k],
                     "scores": scores[k],
-                    "config": dict(self._config_dicts[i]),
+                    "config": self.configs[i].to_dict(),
                     "played_this_turn": played[k],
                     "discarded_this_turn": discarded[k],
                     "must_draw": must_draw[k],

@@ -80,6 +80,7 @@ def play_differential(configs: list[KahunaConfig], seeds: list[int], steps: int,
                 assert result.reset[i]
                 games[i] = KahunaGame(configs[i], seed=batch.game_seeds[i])
         assert_same(batch, games, f"step {step}")
+        assert batch.legal_masks().any(1).all(), "auto-reset: every slot offers an action after a step"
     assert finished > n, "the run must cover many complete games"
     return n * steps
 
@@ -390,6 +391,21 @@ def test_game_returns_the_position_and_game_seeds_replay_it():
         assert replay.to_dict() == batch.to_dicts([i])[0]
     with pytest.raises(IndexError):
         batch.game(24)
+
+
+def test_auto_reset_replaces_a_loaded_finished_game_at_the_next_step():
+    finished = KahunaGame.from_dict(EDGE_POSITIONS["final turns, 1 left"])
+    finished.step(A.PASS)
+    done = finished.to_dict()
+    running = EDGE_POSITIONS["cascade"]
+    batch = KahunaBatch.from_dicts([done, running], seeds=[1, 2], auto_reset=True)
+    assert batch.over.tolist() == [True, False]
+    result = batch.step([0, A.place_action(LINE["ALOA-DUDA"], "ALOA")])  # the finished game's action is ignored
+    assert result.reset.tolist() == [True, False] and not result.terminated.any()
+    assert not batch.over.any() and batch.round[0] == 1 and batch.legal_masks().any(1).all()
+    assert batch.to_dicts([0])[0] == KahunaGame(KahunaConfig(), seed=batch.game_seeds[0]).to_dict()
+    with pytest.raises(ValueError, match="read-only"):
+        batch.legal_masks()[0, 0] = True
 
 
 def test_set_positions_and_reset_replace_single_slots():
