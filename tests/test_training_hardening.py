@@ -225,7 +225,7 @@ def test_full_disk_stops_with_one_line_naming_the_file(tmp_path):
     assert done.returncode == 1, done.stderr
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"kahuna-train: error: cannot write {run_dir / 'checkpoints'}/update_000001.pt: ")
-    assert lines[0].endswith("File too large; the last checkpoint is kept")
+    assert lines[0].endswith("File too large; earlier checkpoints are intact")
     assert not list((run_dir / "checkpoints").glob("*.tmp"))
 
 

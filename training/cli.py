@@ -124,7 +124,7 @@ def _main(argv: Sequence[str] | None) -> int:
     except (FileNotFoundError, ValueError) as error:
         exit_with_error(PROGRAM, str(error))  # the run directory or checkpoint, found before any write
     except OSError as error:
-        exit_with_error(PROGRAM, f"{describe_os_error(error)}; the last checkpoint is kept", code=1)
+        exit_with_error(PROGRAM, f"{describe_os_error(error)}; earlier checkpoints are intact", code=1)
     except TrainingDiverged as error:
         exit_with_error(PROGRAM, str(error), code=1)
     except KeyboardInterrupt:
