@@ -484,6 +484,14 @@ def test_premature_end_right_after_the_first_scoring():
     game.step(take(1))
     assert game.round == 2 and game.scores == [1, 0]
     assert game.is_over and game.winner == 0
+    # The turn had passed before the scoring: current_player is the player who would move next.
+    assert game.current_player == 1
+
+
+def test_after_a_premature_end_mid_turn_current_player_is_the_player_who_acted():
+    game = game_at(bridges={"ALOA-BARI": 1, "COCO-GOLA": 0}, hands=(["ALOA", "BARI"], []), round=2)
+    game.step(remove("ALOA-BARI", "ALOA", "BARI"))
+    assert game.is_over and game.current_player == 0
 
 
 def test_premature_end_with_no_bridges_on_either_side_is_a_draw():
