@@ -6,8 +6,9 @@ only speak the parallel API (PettingZoo's ``parallel_api_test``, SuperSuit's
 parallel vectorization, AgileRL's vector env, ...):
 
 * every ``step(actions)`` applies exactly one action: ``actions[agent]`` of the
-  agent that is to act (``infos[agent]["acting"]`` is ``True`` for it);
-  the other agent's action is ignored and may be anything, or missing;
+  agent that is to act (:attr:`KahunaParallelEnv.acting_agent`, also the
+  ``my_turn`` feature of its observation); the other agent's action is
+  ignored and may be anything, or missing;
 * the agent that is not to act gets a well-defined mask that allows
   :data:`~kahuna_env.env.CLOSING_ACTION` (PASS, 151) alone, so a masked
   sampler always has something to sample and its "choice" carries no policy
@@ -16,6 +17,10 @@ parallel vectorization, AgileRL's vector env, ...):
   and an info on every step; rewards are 0 until the game ends, then both
   agents' final rewards come on the same (last) step and both agents are done;
   ``env.agents`` is then empty;
+* the infos are the AEC env's: ``{}`` until the end, then ``scores``,
+  ``final_points`` and ``winner`` (with ``observation="flat"``, plus
+  ``action_mask`` on every step); their keys stay the same from the reset to
+  the last step but one, as TorchRL's wrapper requires;
 * an illegal action by the acting agent ends the game with -1 for it and 0
   for the other (``kahuna_env.env()``'s ``TerminateIllegalWrapper``).
 
@@ -124,10 +129,17 @@ class KahunaParallelEnv(ParallelEnv):
         """Close the renderer's window if one is open."""
         self.aec_env.close()
 
+    @property
+    def acting_agent(self) -> str | None:
+        """The agent whose action the next :meth:`step` applies (``None`` before a reset and once the game is over)."""
+        game = self._raw.game
+        if game is None or game.is_over:
+            return None
+        return self._raw.agent_selection
+
     # ------------------------------------------------------------------ internals
     def _acting(self, agent: str) -> bool:
-        game = self._raw.game
-        return not game.is_over and self._raw.agent_selection == agent
+        return self.acting_agent == agent
 
     def _mask(self, agent: str) -> np.ndarray:
         if self._acting(agent):
@@ -150,7 +162,6 @@ class KahunaParallelEnv(ParallelEnv):
         infos: dict[str, dict[str, Any]] = {}
         for agent in AGENTS:
             info = {key: value for key, value in raw.infos.get(agent, {}).items() if key != "action_mask"}
-            info["acting"] = self._acting(agent)
             if self._flat:
                 info["action_mask"] = self._mask(agent)
             infos[agent] = info
