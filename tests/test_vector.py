@@ -169,6 +169,18 @@ EDGE_POSITIONS = {
         bridges={"ALOA-BARI": 0, "ALOA-DUDA": 0}, hands=(["ALOA"], ["KAHU"]), face_up=[None, "GOLA", None], pile=[]
     ),
     "round 1 end, nobody has bridges": position(hands=(["ALOA"], ["KAHU"]), face_up=[None, "GOLA", None], pile=[]),
+    "round 2 end by drawing the last card": position(
+        bridges={"ALOA-BARI": 0, "HUNA-LALE": 1, "IFFI-LALE": 1},
+        hands=(["ALOA"], ["KAHU", "KAHU"]),
+        face_up=[None, None, None],
+        pile=["GOLA"],
+        discard=["DUDA"],
+        face_down=[[], ["DUDA"]],
+        current_player=1,
+        round=2,
+        scores=[0, 1],
+        must_draw=True,
+    ),
     "last slot with a pile card": position(hands=(["ALOA"], ["KAHU"]), face_up=[None, "GOLA", None], pile=["BARI"]),
     "final turns, 2 left": final_turns_position(2),
     "final turns, 1 left": final_turns_position(1),
@@ -283,6 +295,9 @@ def test_edge_positions_reach_the_events_they_are_built_for():
     assert reshuffled.round[0] == 2 and reshuffled.pile_len[0] > 0 and reshuffled.scores[0].tolist() == [1, 0]
     final = after("round 3 end, final turns", A.TAKE + 1)
     assert final.final_turns[0] == 2 and not final.over[0]
+    drawn = after("round 2 end by drawing the last card", A.DRAW)
+    assert drawn.round[0] == 3 and drawn.scores[0].tolist() == [0, 3] and drawn.current[0] == 0
+    assert drawn.pile_len[0] + (drawn.face_up[0] >= 0).sum() == 24 - 4, "all but the 4 cards in hand reshuffled"
     premature = after("round 1 end, premature", A.TAKE + 1)
     assert premature.over[0] and premature.winner[0] == 0
     draw = after("round 1 end, nobody has bridges", A.TAKE + 1)
