@@ -1043,7 +1043,7 @@ class KahunaGame:
         (premature end) and loads as such.
         """
         _check_seed(seed)
-        return cls._from_position(parse_position(position, _position_config), seed)
+        return cls._from_position(parse_position(position, _as_config), seed)
 
     @classmethod
     def _from_position(cls, position: Position, seed: int | None) -> KahunaGame:
@@ -1114,12 +1114,8 @@ class KahunaGame:
             )
 
 
-def _position_config(config: KahunaConfig | Mapping[str, Any] | None) -> KahunaConfig:
-    """The config of a position: its ``config`` value, ``None`` for the defaults."""
-    return KahunaConfig() if config is None else _as_config(config)
-
-
 def _as_config(config: KahunaConfig | Mapping[str, Any] | None) -> KahunaConfig:
+    """A config from a config, a mapping of options, or ``None`` (the defaults)."""
     if config is None:
         return KahunaConfig()
     if isinstance(config, KahunaConfig):

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from kahuna_env import actions as A
 from kahuna_env.board import ISLAND_LINE_MASK, NUM_ISLANDS
-from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
+from kahuna_env.engine import STATE_FIELDS, IllegalActionError, KahunaConfig, KahunaGame
 
 CONFIGS = [
     KahunaConfig(),
@@ -112,6 +112,23 @@ def test_clone_is_independent_of_the_original():
     twin = game.clone()
     play_checked(twin, random.Random(0), full_check_every=100)
     assert game.to_dict() == KahunaGame(seed=1).to_dict()
+
+
+def test_clone_copies_every_state_field_and_shares_no_list():
+    # STATE_FIELDS is the one list of fields: __slots__ and clone are built from it.
+    game = KahunaGame(KahunaConfig(variant="planning"), seed=2)
+    rng = random.Random(3)
+    for _ in range(40):
+        game.step(rng.choice(game.legal_actions()))
+    twin = game.clone()
+    assert KahunaGame.__slots__ == tuple(field.name for field in STATE_FIELDS)
+    for field in STATE_FIELDS:
+        mine, theirs = getattr(game, field.name), getattr(twin, field.name)
+        if field.name not in ("_rng", "_rng_source"):
+            assert mine == theirs, field.name
+        if isinstance(mine, list):
+            assert mine is not theirs, field.name
+            assert all(a is not b for a, b in zip(mine, theirs, strict=True) if isinstance(a, list)), field.name
 
 
 @settings(max_examples=60, deadline=None)
