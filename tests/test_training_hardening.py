@@ -393,3 +393,12 @@ def test_oversubscription_is_reported():
     assert oversubscription_warning(threads=2, workers=0, cores=2) is None
     warning = oversubscription_warning(threads=2, workers=1, cores=1)
     assert "only 1 core(s)" in warning and "threads=2" in warning and "rollout.workers=1" in warning
+
+
+def test_resume_with_a_damaged_metrics_file_is_one_line_and_changes_nothing(run_copy, capsys):
+    metrics = run_copy / "metrics.jsonl"
+    metrics.write_text(metrics.read_text(encoding="utf-8") + "{not json\n", encoding="utf-8")
+    before = snapshot(run_copy)
+    assert main(["--resume", str(run_copy), "--set", "total_updates=3"]) == 2
+    assert f"{metrics}: line 3 is not a metrics record (Expecting property name" in one_error_line(capsys)
+    assert snapshot(run_copy) == before

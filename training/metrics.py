@@ -24,9 +24,20 @@ TIME_KEYS = ("charts/SPS", "charts/actions_per_second", "time/")
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
-    """All records of a ``metrics.jsonl`` file."""
+    """All records of a ``metrics.jsonl`` file; a damaged line is a ``ValueError`` naming the file and line."""
+    records = []
     with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError as error:
+                raise ValueError(f"{path}: line {number} is not a metrics record ({error})") from None
+            if not isinstance(record, dict) or not isinstance(record.get("update"), int):
+                raise ValueError(f"{path}: line {number} is not a metrics record (no integer 'update')")
+            records.append(record)
+    return records
 
 
 class MetricsLogger:

@@ -267,9 +267,9 @@ def train(
         # 2. Resume: the checkpoint's network, optimizer, pool and counters (all checked before any write).
         if resume:
             _resume(run, config, run_dir, log)
-        (run_dir / CONFIG_FILE).write_text(config_to_yaml(config), encoding="utf-8")
         session = _Session(config, run, run_dir, resume)
         try:
+            (run_dir / CONFIG_FILE).write_text(config_to_yaml(config), encoding="utf-8")
             for update in range(run.start_update + 1, config.total_updates + 1):
                 update_start = time.perf_counter()
                 # 3. Collect: play the update's games to the end.
@@ -421,6 +421,13 @@ class _Session:
         from tqdm import tqdm
 
         self.config = config
+        # The metrics first: a damaged metrics.jsonl stops the resume before any worker starts.
+        self.logger = MetricsLogger(
+            run_dir,
+            tensorboard=config.logging.tensorboard,
+            resume_update=run.start_update if resume else None,
+            resume_step=int(run.counters["global_step"]) if resume else None,
+        )
         game_config = KahunaConfig(variant=config.env.variant, discard_rule=config.env.discard_rule)
         self.collector = SelfPlayCollector(
             config.rollout.num_games,
@@ -431,12 +438,6 @@ class _Session:
             island_shaping=config.reward.island_shaping,
             workers=config.rollout.workers,
             model_config=config.model,
-        )
-        self.logger = MetricsLogger(
-            run_dir,
-            tensorboard=config.logging.tensorboard,
-            resume_update=run.start_update if resume else None,
-            resume_step=int(run.counters["global_step"]) if resume else None,
         )
         if not resume:
             self.logger.add_text("config", "```\n" + config_to_yaml(config) + "```")
