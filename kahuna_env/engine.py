@@ -330,6 +330,28 @@ class KahunaGame:
     ``numpy.random.Generator`` seeded by ``seed`` (the same seed gives the same
     game).  Players are 0 and 1; islands and lines are ids from
     :mod:`kahuna_env.board`; actions are the ids of :mod:`kahuna_env.actions`.
+    ``seed`` is ``None`` or a non-negative integer (anything else is a
+    ``ValueError`` here, not later at a reshuffle).
+
+    The read-only queries other modules use (each returns a value or a new
+    list, never the game's own state):
+
+    * turn and game: ``current_player``, ``round``, ``is_over``, ``winner``,
+      ``scores``, ``final_points``, ``in_setup``, ``setup_bridges_left``,
+      ``in_final_turns``, ``final_turns_left``, ``must_draw``,
+      ``cards_played_this_turn``, ``cards_discarded_this_turn``,
+      ``claim_line``;
+    * board: ``owner(line)``, ``controller(island)``,
+      ``controlled_islands(player)``, ``control_mask(player)``,
+      ``bridge_lines(player)``, ``bridges_on_board(player)``,
+      ``supply(player)``, ``bridge_count(player, island)``,
+      ``bridge_counts(player)``;
+    * cards: ``hand(player)``, ``hand_counts(player)``, ``hand_size(player)``,
+      ``known_cards(player)``, ``face_up``, ``pile_size``,
+      ``open_discards()``, ``face_down_discards(player)``;
+    * actions: ``legal_actions()``, ``action_mask()``, ``is_legal(action)``,
+      ``describe(action)``; copies: ``clone()``, ``determinize(player, rng)``,
+      ``to_dict()``.
     """
 
     __slots__ = _FIELD_NAMES

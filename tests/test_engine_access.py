@@ -1,0 +1,49 @@
+"""The engine owns the game state: other modules use its public queries (kahuna_env/engine.py docstring).
+
+Only :mod:`kahuna_env.engine` touches the private fields of
+:data:`~kahuna_env.engine.STATE_FIELDS`; the one declared friend,
+:mod:`kahuna_env.observation`, may read them (a per-decision hot path) but
+never assign them.  Checked on the source of every module of the project.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from kahuna_env.engine import STATE_FIELDS
+
+ROOT = Path(__file__).resolve().parent.parent
+PRIVATE_FIELDS = frozenset(field.name for field in STATE_FIELDS if field.name.startswith("_"))
+OWNER = "kahuna_env/engine.py"
+FRIENDS = ("kahuna_env/observation.py",)
+SOURCES = sorted(
+    path.relative_to(ROOT).as_posix()
+    for package in ("kahuna_env", "training", "arena", "benchmarks")
+    for path in (ROOT / package).rglob("*.py")
+)
+
+
+def _field_uses(source: str) -> list[tuple[int, str, bool]]:
+    """``(line, field, is a write)`` for every ``x.<private state field>`` outside ``self.``/``cls.``."""
+    uses = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in PRIVATE_FIELDS:
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue  # the module's own objects (e.g. a batch engine's own arrays)
+            uses.append((node.lineno, node.attr, isinstance(node.ctx, (ast.Store, ast.Del))))
+    return uses
+
+
+def test_the_scan_finds_private_reads_and_writes():
+    assert _field_uses("g._pile\ng._over = True\nself._pile") == [(1, "_pile", False), (2, "_over", True)]
+
+
+@pytest.mark.parametrize("path", [p for p in SOURCES if p != OWNER])
+def test_only_the_engine_touches_the_game_state_and_its_friend_only_reads_it(path):
+    uses = _field_uses((ROOT / path).read_text(encoding="utf-8"))
+    if path in FRIENDS:
+        uses = [use for use in uses if use[2]]
+    assert not uses, f"{path} reaches into KahunaGame state: {uses}; use the engine's public queries"
