@@ -166,7 +166,7 @@ def can_remove(game: KahunaGame, line: int, payment: tuple[int, int]) -> bool:
 
 
 def can_discard(game: KahunaGame, island: int) -> bool:
-    """Discard face down (docs/RULES.md "A turn", Card phase; "Discard rule option").
+    """Discard face down (docs/RULES.md "A turn", Card phase; Discard rule option).
 
     One card of the hand, instead of playing; the ``hand_limit`` rule adds
     its own condition (:func:`discard_rule_allows_discard`).
@@ -185,7 +185,7 @@ def can_take(game: KahunaGame, slot: int) -> bool:
 
 
 def can_pass(game: KahunaGame) -> bool:
-    """Pass (docs/RULES.md "A turn", End action and Must draw; "Discard rule option").
+    """Pass (docs/RULES.md "A turn", End action and Must draw; Discard rule option).
 
     Ending the turn without a card is legal unless the opponent's previous
     turn ended with a pass and something is drawable (must draw), or a
@@ -282,13 +282,13 @@ def may_discard(game: KahunaGame) -> bool:
     """Face-down discards are open: in a turn, nothing played this turn, and the discard rule allows it.
 
     docs/RULES.md "A turn", Card phase: "a player who has played a card this
-    turn may not discard"; "Discard rule option".
+    turn may not discard"; Discard rule option.
     """
     return in_turn(game) and not has_played(game) and discard_rule_allows_discard(game)
 
 
 def discard_rule_allows_discard(game: KahunaGame) -> bool:
-    """The discard rule option on discarding (docs/RULES.md "Discard rule option").
+    """The discard rule option on discarding (docs/RULES.md "A turn", Discard rule option).
 
     ``instead_of_play``: always (any hand size, drawable or not).
     ``hand_limit``: a *first* discard needs a full hand (5 cards) and
@@ -302,7 +302,7 @@ def discard_rule_allows_discard(game: KahunaGame) -> bool:
 def discard_rule_forbids_pass(game: KahunaGame) -> bool:
     """Under ``hand_limit`` a turn with discards ends with a draw or take, never a pass.
 
-    docs/RULES.md "Discard rule option".
+    docs/RULES.md "A turn", Discard rule option.
     """
     return game.config.discard_rule == "hand_limit" and has_discarded(game)
 
@@ -349,7 +349,7 @@ def hand_is_full(game: KahunaGame) -> bool:
 
 
 def something_to_draw(game: KahunaGame) -> bool:
-    """The pile or a face-up slot holds a card (docs/RULES.md "A turn", Must draw; "Discard rule option")."""
+    """The pile or a face-up slot holds a card (docs/RULES.md "A turn", Must draw; Discard rule option)."""
     return game.pile_size > 0 or any(card is not None for card in game.face_up)
 
 
