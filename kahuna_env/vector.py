@@ -176,6 +176,8 @@ class StepResult(NamedTuple):
     those of the game as it stood at the end of the step, before any automatic
     reset, so a finished game's outcome is readable here.  ``reset``: the game
     was replaced by a new deal at the end of this step (``auto_reset``).
+    ``player``: who acted (-1 where the game was already over), so a caller can
+    credit multi-action turns to the right seat.
     """
 
     terminated: np.ndarray
@@ -183,6 +185,7 @@ class StepResult(NamedTuple):
     scores: np.ndarray
     final_points: np.ndarray
     reset: np.ndarray
+    player: np.ndarray
 
 
 def _as_config(config: KahunaConfig | Mapping[str, Any] | None) -> KahunaConfig:
@@ -634,6 +637,7 @@ class KahunaBatch:
             scores=self.scores.copy(),
             final_points=self.final_points.copy(),
             reset=np.zeros(n, dtype=bool),
+            player=np.where(was_over, -1, p).astype(np.int8),
         )
         if self.auto_reset and self.over.any():
             finished = np.flatnonzero(self.over)

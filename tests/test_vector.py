@@ -69,6 +69,7 @@ def play_differential(configs: list[KahunaConfig], seeds: list[int], steps: int,
     for step in range(steps):
         actions = uniform_actions(batch.legal_masks(), rng)
         result = batch.step(actions)
+        assert result.player.tolist() == [game.current_player for game in games]
         for i, game in enumerate(games):
             game.step(int(actions[i]))
             assert bool(result.terminated[i]) == game.is_over, f"step {step} game {i}"
