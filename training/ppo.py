@@ -286,7 +286,7 @@ def train(
                 last = update == config.total_updates or session.out_of_time()
                 # 5. Evaluate: periodically against the baselines, and a final evaluation at the end.
                 eval_start = time.perf_counter()
-                results = _evaluate_phase(config, run, session, update, last)
+                results = _evaluate_phase(config, run, update, last)
                 # 6. Log: metrics.jsonl, TensorBoard, the progress bar.
                 timings = {
                     "time/collect_seconds": collect_seconds,
@@ -546,9 +546,7 @@ def _advance_counters(run: _RunState, rollout: Rollout, update: int) -> None:
     run.counters["games"] += rollout.stats["games"]
 
 
-def _evaluate_phase(
-    config: TrainConfig, run: _RunState, session: _Session, update: int, last: bool
-) -> dict[str, QuickEvalResult]:
+def _evaluate_phase(config: TrainConfig, run: _RunState, update: int, last: bool) -> dict[str, QuickEvalResult]:
     """The final evaluation after the last update, a periodic one every ``eval.every`` updates, else nothing."""
     results: dict[str, QuickEvalResult] = {}
     if last and config.eval.final_games:
