@@ -15,6 +15,7 @@ State layout (``N`` games, ``P = 2`` players; ``int8`` unless noted):
 array              shape         meaning
 =================  ============  ===================================================
 ``owner``          (N, 27)       owner of each line, -1 when free
+``lines``          (N, 2) u64    each player's lines as a 27-bit set (kept with ``owner``)
 ``count``          (N, 2, 12)    each player's bridges on each island's lines
 ``bridges``        (N, 2)        each player's bridges on the board
 ``hand``           (N, 2, 12)    cards in hand per island
@@ -38,6 +39,11 @@ array              shape         meaning
 ``winner``         (N,)          0, 1, or -1 (draw or not over)
 =================  ============  ===================================================
 
+Legal actions are computed as bit sets (27-bit line sets, 12-bit island sets,
+uint64 per game) packed into three 64-bit words per game, unpacked into the
+``(N, 179)`` mask in one call; :meth:`KahunaBatch.random_actions` samples from
+the words directly.
+
 Control is not stored: a player controls an island exactly when ``count``
 reaches its majority (the engine keeps that invariant).  Per-game options
 (variant, discard rule, first player, handicap) are arrays too, so one batch
@@ -52,6 +58,17 @@ each reshuffle).  So every game of a batch *is* ``KahunaGame(config,
 seed=game_seeds[i])`` under the same actions, reshuffles included, and a slot
 seeded ``s`` deals the games an env reset with ``seed=s`` deals.  All chance
 goes through :meth:`KahunaBatch._permutation` and :meth:`KahunaBatch._new_game_seeds`.
+
+API in brief::
+
+    batch = KahunaBatch(n, config=None, seed=None, auto_reset=False)  # or KahunaBatch.from_dicts(positions, seeds)
+    batch.legal_masks()          # (N, 179) bool, read-only
+    batch.observations(player)   # (N, 246) float32; player None (to act), 0, 1 or an (N,) array
+    batch.random_actions(rng)    # (N,) uniform legal actions
+    result = batch.step(actions) # StepResult(terminated, winner, scores, final_points, reset, player)
+    batch.to_dicts(indices) / batch.set_positions(indices, positions) / batch.reset(indices)
+    batch.game(i, seed=None)     # KahunaGame of the position
+    batch.current, .over, .winner, .scores, .final_points, .round, .controllers(), .game_seeds, ...
 """
 
 from __future__ import annotations

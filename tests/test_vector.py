@@ -108,6 +108,19 @@ def test_slots_seed_their_games_as_the_env_does():
     assert KahunaBatch(3, config, seed=5).seeds == [5, 6, 7]
 
 
+def test_a_slot_deals_the_games_of_the_aec_env_reset_with_its_seed():
+    import kahuna_env
+
+    env = kahuna_env.raw_env(variant="planning", handicap=(1, 2))
+    batch = KahunaBatch(3, KahunaConfig(variant="planning", handicap=(1, 2)), seed=40)
+    env.reset(seed=42)
+    assert env.game.to_dict() == batch.to_dicts([2])[0]
+    for _ in range(3):
+        env.reset()
+        batch.reset([2])
+        assert env.game.to_dict() == batch.to_dicts([2])[0]
+
+
 def test_finished_games_ignore_their_actions_without_auto_reset():
     n = 16
     configs = [ALL_CONFIGS[i] for i in range(n)]
