@@ -594,14 +594,23 @@ class KahunaBatch:
             words[self.over] = 0
 
     # ------------------------------------------------------------------ transitions
-    def step(self, actions: Sequence[int] | np.ndarray) -> StepResult:
+    def step(self, actions: Sequence[int] | np.ndarray, active: np.ndarray | None = None) -> StepResult:
         """Apply one action in every game (``actions``: ``N`` integers in 0..178).
 
-        The action of a finished game is ignored (any value).  If any running
-        game's action is illegal, :class:`IllegalActionError` names the first
-        such game, the action and why, and no game is changed.
+        ``active`` (``(N,)`` bool, default all): only these games act; the others
+        are left as they are (e.g. the games in which an opponent is to move,
+        stepped by another call).  The action of a finished or inactive game is
+        ignored (any value).  If any acting game's action is illegal,
+        :class:`IllegalActionError` names the first such game, the action and
+        why, and no game is changed.
         """
-        actions = self._check(actions)
+        acting = ~self.over
+        if active is not None:
+            active = np.asarray(active)
+            if active.shape != (self.n,) or active.dtype != bool:
+                raise ValueError(f"active must be a bool array of shape ({self.n},), got {active.dtype} {active.shape}")
+            acting &= active
+        actions = self._check(actions, acting)
         n = self.n
         self._mask_valid = self._words_valid = False
         kind = _KIND[actions]
@@ -654,7 +663,7 @@ class KahunaBatch:
             scores=self.scores.copy(),
             final_points=self.final_points.copy(),
             reset=np.zeros(n, dtype=bool),
-            player=np.where(was_over, -1, p).astype(np.int8),
+            player=np.where(acting, p, -1).astype(np.int8),
         )
         if self.auto_reset and self.over.any():
             finished = np.flatnonzero(self.over)
@@ -662,14 +671,13 @@ class KahunaBatch:
             result.reset[finished] = True
         return result
 
-    def _check(self, actions: Sequence[int] | np.ndarray) -> np.ndarray:
-        """Validate a batch of actions; return them as intp with finished games mapped to no action."""
+    def _check(self, actions: Sequence[int] | np.ndarray, running: np.ndarray) -> np.ndarray:
+        """Validate the actions of the ``running`` games; return all as intp, the others mapped to no action."""
         array = np.asarray(actions)
         if array.shape != (self.n,):
             raise IllegalActionError(f"actions must have shape ({self.n},), got {array.shape}")
         if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
             raise IllegalActionError(f"actions must be integers in 0..{A.NUM_ACTIONS - 1}, got dtype {array.dtype}")
-        running = ~self.over
         out_of_range = running & ((array < 0) | (array >= A.NUM_ACTIONS))
         if out_of_range.any():
             i = int(np.flatnonzero(out_of_range)[0])

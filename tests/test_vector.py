@@ -142,6 +142,30 @@ def test_finished_games_ignore_their_actions_without_auto_reset():
     assert not batch.legal_masks().any()
 
 
+def test_only_active_games_act():
+    n = 24
+    batch = KahunaBatch(n, ALL_CONFIGS, seed=60, auto_reset=True)
+    games = [KahunaGame(ALL_CONFIGS[i], seed=batch.game_seeds[i]) for i in range(n)]
+    rng = np.random.default_rng(8)
+    for step in range(300):
+        active = rng.random(n) < 0.5
+        if step % 2:
+            active = batch.current == 0  # e.g. the games in which seat 0 is to move
+        actions = uniform_actions(batch.legal_masks(), rng)
+        actions[~active] = -1  # ignored
+        result = batch.step(actions, active=active)
+        assert result.player.tolist() == [g.current_player if a else -1 for g, a in zip(games, active, strict=True)]
+        for i in np.flatnonzero(active):
+            games[i].step(int(actions[i]))
+            if games[i].is_over:
+                assert result.terminated[i] and result.reset[i]
+                games[i] = KahunaGame(ALL_CONFIGS[i], seed=batch.game_seeds[i])
+        assert not result.terminated[~active].any()
+        assert_same(batch, games, f"step {step}")
+    with pytest.raises(ValueError, match="active"):
+        batch.step(actions, active=np.ones(n, dtype=int))
+
+
 # --- hand-built edge positions --------------------------------------------------------------------
 
 
