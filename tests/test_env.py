@@ -607,3 +607,113 @@ def test_the_manual_states_the_real_space_sizes() -> None:
     manual = sys.modules["kahuna_env.env"].__doc__
     assert f"'observation': ({OBSERVATION_SIZE},), 'action_mask': (179,)" in manual
     assert f"`({STATE_SIZE},)` float32" in manual and f"Box(0, 1, ({STATE_SIZE},), float32)" in manual
+
+
+# ---------------------------------------------------------------------------------------------- observation="flat"
+def test_flat_observation_is_the_box_with_the_mask_in_the_infos() -> None:
+    flat, dict_env = kahuna_env.env(observation="flat"), kahuna_env.env()
+    flat.reset(seed=4)
+    dict_env.reset(seed=4)
+    space = flat.observation_space("player_0")
+    assert space.shape == (OBSERVATION_SIZE,) and space.dtype == np.float32
+    rng = np.random.default_rng(4)
+    for agent in flat.agent_iter():
+        observation, _, termination, truncation, info = flat.last()
+        expected = dict_env.observe(agent)
+        assert space.contains(observation)
+        assert np.array_equal(observation, expected["observation"])
+        assert info["action_mask"].dtype == np.int8
+        assert np.array_equal(info["action_mask"], expected["action_mask"])
+        other = AGENTS[1 - AGENTS.index(agent)]
+        if other in flat.infos:
+            assert not flat.infos[other]["action_mask"].any()
+        action = None if termination or truncation else int(rng.choice(np.flatnonzero(info["action_mask"])))
+        flat.step(action)
+        dict_env.step(action)
+    assert dict_env.rewards == flat.rewards
+
+
+def test_flat_env_passes_the_pettingzoo_tests() -> None:
+    api_test(kahuna_env.env(observation="flat"), num_cycles=API_CYCLES)
+    seed_test(lambda: kahuna_env.env(observation="flat"), num_cycles=200)
+
+
+def test_flat_env_terminates_an_illegal_action_from_the_info_mask() -> None:
+    environment = kahuna_env.env(observation="flat")
+    environment.reset(seed=5)
+    _, _, _, _, info = environment.last()
+    offender = environment.agent_selection
+    environment.step(int(np.flatnonzero(info["action_mask"] == 0)[0]))
+    assert all(environment.terminations.values())
+    assert environment.rewards[offender] == -1
+
+
+# ---------------------------------------------------------------------------------------------- closing_step=True
+def finish_with_closing_step(closing_action: int) -> tuple[Any, list[tuple[str, float, bool, np.ndarray]]]:
+    """Player 0 ends the FINAL_TURN game (it wins 4 : 2); returns the env and each selected agent's last()."""
+    environment = kahuna_env.env(closing_step=True)
+    environment.reset(seed=0, options={"position": FINAL_TURN})
+    seen = []
+    for agent in environment.agent_iter():
+        observation, reward, termination, truncation, _ = environment.last()
+        seen.append((agent, reward, termination, observation["action_mask"].copy()))
+        if termination or truncation:
+            environment.step(None)
+        elif agent == "player_0":
+            environment.step(A.PASS)
+        else:
+            environment.step(closing_action)
+    return environment, seen
+
+
+@pytest.mark.parametrize("closing_action", [A.PASS, 0], ids=["pass", "ignored_other_action"])
+def test_closing_step_gives_each_seat_its_final_reward_on_a_step_of_its_own(closing_action: int) -> None:
+    _, seen = finish_with_closing_step(closing_action)
+    closing = [A.PASS]
+    # player_0 ends the game; player_1 closes (only PASS masked, any action ignored); then both are done.
+    assert [(agent, reward, done) for agent, reward, done, _ in seen] == [
+        ("player_0", 0.0, False),
+        ("player_1", 0.0, False),
+        ("player_0", 1.0, True),
+        ("player_1", -1.0, True),
+    ]
+    assert np.flatnonzero(seen[1][3]).tolist() == closing
+    assert not seen[2][3].any() and not seen[3][3].any()
+
+
+def test_closing_step_rewards_of_each_step_go_to_one_seat() -> None:
+    environment = kahuna_env.env(closing_step=True)
+    environment.reset(seed=0, options={"position": FINAL_TURN})
+    environment.step(A.PASS)
+    assert environment.rewards == {"player_0": 1.0, "player_1": 0.0}
+    assert environment.terminations == {"player_0": True, "player_1": False}
+    assert environment.agent_selection == "player_1"
+    assert environment.infos["player_1"]["winner"] == 0
+    environment.step(A.DRAW)  # the closing action is ignored, even one that is not masked
+    assert environment.rewards == {"player_0": 0.0, "player_1": -1.0}
+    assert all(environment.terminations.values())
+
+
+def test_closing_step_envs_pass_the_pettingzoo_tests() -> None:
+    api_test(kahuna_env.env(closing_step=True), num_cycles=API_CYCLES)
+    api_test(kahuna_env.env(closing_step=True, observation="flat"), num_cycles=300)
+    seed_test(lambda: kahuna_env.env(closing_step=True), num_cycles=200)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [({"observation": "pixels"}, "observation"), ({"closing_step": 1}, "closing_step")],
+    ids=["observation", "closing_step"],
+)
+def test_bad_new_options_are_clear_errors(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        kahuna_env.env(**kwargs)
+
+
+def test_generic_aec_to_parallel_still_refuses_and_parallel_env_is_the_way() -> None:
+    from pettingzoo.utils.conversions import aec_to_parallel
+
+    assert kahuna_env.env().metadata["is_parallelizable"] is False
+    with pytest.raises(AssertionError):
+        aec_to_parallel(kahuna_env.env())
+    assert callable(kahuna_env.parallel_env)
