@@ -139,7 +139,8 @@ class KahunaConfig:
             raise ValueError(f"first_player must be 0 or 1, got {self.first_player!r}")
         if self.handicap is not None:
             handicap = self.handicap
-            if isinstance(handicap, (str, bytes)) or not hasattr(handicap, "__len__") or len(handicap) != 2:
+            # A list or tuple only: a dict or a set of two would unpack into its keys or in any order.
+            if not isinstance(handicap, (tuple, list)) or len(handicap) != 2:
                 raise ValueError(f"handicap must be None or a pair (player, bridges), got {handicap!r}")
             player, count = handicap
             if not _is_player(player):

@@ -34,6 +34,9 @@ def test_config_is_frozen():
         ({"handicap": (0, 4)}, r"handicap bridges must be an integer in 1..3, got 4"),
         ({"handicap": (3, 1)}, r"handicap player must be 0 or 1, got 3"),
         ({"handicap": 2}, r"handicap must be None or a pair"),
+        ({"handicap": {0: "x", 2: "y"}}, r"handicap must be None or a pair \(player, bridges\), got \{0: 'x'"),
+        ({"handicap": {0, 2}}, r"handicap must be None or a pair"),
+        ({"handicap": "01"}, r"handicap must be None or a pair"),
     ],
 )
 def test_bad_option_values_are_errors_at_construction(options, message):
