@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+from fractions import Fraction
+
+import numpy as np
 import pytest
 
 from kahuna_env import actions as A
@@ -72,3 +76,16 @@ def test_engine_re_exports_the_action_constants_and_describe_action():
 
     assert (engine.PLACE_A, engine.DRAW, engine.PASS, engine.NUM_ACTIONS) == (0, 147, 151, 179)
     assert engine.describe_action(0) == "place ALOA-BARI paying ALOA"
+
+
+@pytest.mark.parametrize(
+    "bad", [np.array([5]), Decimal(5), Fraction(5), complex(5), 5.0, True, np.bool_(True), "5", None], ids=repr
+)
+def test_check_action_refuses_anything_but_an_integer_in_one_line(bad):
+    with pytest.raises(ValueError, match=r"^action must be an integer in 0..178, got ") as error:
+        A.describe_action(bad)
+    assert "\n" not in str(error.value)
+
+
+def test_check_action_accepts_numpy_integers():
+    assert A.check_action(np.int16(151)) == 151 and A.describe_action(np.int64(147)) == "draw"
