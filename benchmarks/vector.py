@@ -14,8 +14,8 @@ ratio to the scalar engine, and the memory of a batch of the largest N
 
 Differential mode: random batched play over every variant and option with
 automatic reset; after every step each game's position, legal mask and
-observations (both seats) must equal the scalar engine's after the same
-actions (pile order included).  Prints the number of actions and games checked.
+observations (both seats) and full state must equal the scalar engine's after
+the same actions (pile order included).  Prints the number of actions and games checked.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import tracemalloc
 import numpy as np
 
 from kahuna_env.engine import KahunaConfig, KahunaGame
-from kahuna_env.observation import encode_observation
+from kahuna_env.observation import encode_observation, encode_state
 from kahuna_env.vector import KahunaBatch
 
 
@@ -137,6 +137,7 @@ def differential(total: int, games: int, seed: int) -> None:
         masks = batch.legal_masks()
         dicts = batch.to_dicts()
         observations = [batch.observations(seat) for seat in (0, 1)]
+        states = batch.states()
         for i, twin in enumerate(twins):
             if dicts[i] != twin.to_dict():
                 raise AssertionError(f"after {actions_done} actions, game {i}: positions differ")
@@ -145,6 +146,8 @@ def differential(total: int, games: int, seed: int) -> None:
             for seat in (0, 1):
                 if observations[seat][i].tobytes() != encode_observation(twin, seat).tobytes():
                     raise AssertionError(f"after {actions_done} actions, game {i}: observations (seat {seat}) differ")
+            if states[i].tobytes() != encode_state(twin).tobytes():
+                raise AssertionError(f"after {actions_done} actions, game {i}: states differ")
         actions = batch.random_actions(rng)
         rounds = batch.round.copy()
         result = batch.step(actions)

@@ -95,7 +95,7 @@ from kahuna_env.board import (
     STARTING_HAND,
 )
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
-from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE
+from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, STATE_SIZE
 
 __all__ = ["KahunaBatch", "StepResult"]
 
@@ -174,6 +174,8 @@ def _observation_scale() -> np.ndarray:
 
 
 _SCALE = _observation_scale()
+_STATE_SCALE = np.concatenate([_SCALE, np.full(STATE_SIZE - OBSERVATION_SIZE, 0.5, dtype=np.float32)])
+_STATE_SCALE[-1] = 1.0
 _O = {name: (s.start, s.stop) for name, s in OBSERVATION_LAYOUT.items()}
 
 
@@ -869,6 +871,18 @@ class KahunaBatch:
         game), or an ``(N,)`` array of seats.
         """
         return self._raw_observations(player) * _SCALE
+
+    def states(self) -> np.ndarray:
+        """``(N, STATE_SIZE)`` float32 full states, bit-identical to ``encode_state(game)`` (centralized critics).
+
+        Player 0's observation, then player 1's hand, the pile's cards per
+        island and player 1's face-down discards (each / 2), then the player to act.
+        """
+        raw = self._raw_observations(0)
+        in_pile = np.arange(NUM_CARDS) < self.pile_len[:, None]
+        pile = ((self.pile[:, :, None] == _ISLAND_RANGE) & in_pile[:, :, None]).sum(1)
+        extra = np.concatenate([self.hand[:, 1], pile, self.face_down[:, 1], self.current[:, None]], 1)
+        return np.concatenate([raw, extra.astype(np.uint8)], 1) * _STATE_SCALE
 
     def _raw_observations(self, player: int | Sequence[int] | np.ndarray | None) -> np.ndarray:
         rows = self._rows

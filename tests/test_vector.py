@@ -18,7 +18,7 @@ from helpers import LINE, final_turns_position, position
 
 from kahuna_env import actions as A
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
-from kahuna_env.observation import encode_observation
+from kahuna_env.observation import encode_observation, encode_state
 from kahuna_env.vector import KahunaBatch
 
 ALL_CONFIGS = [
@@ -39,10 +39,11 @@ def uniform_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 
 def assert_same(batch: KahunaBatch, games: list[KahunaGame], context: str = "") -> None:
-    """Positions, legal masks and observations (player to act, seat 0, seat 1) of every game agree."""
+    """Positions, legal masks, observations (player to act, seat 0, seat 1) and states of every game agree."""
     dicts = batch.to_dicts()
     masks = batch.legal_masks()
     observations = {seat: batch.observations(seat) for seat in (None, 0, 1)}
+    states = batch.states()
     for i, game in enumerate(games):
         expected = game.to_dict()
         if dicts[i] != expected:
@@ -53,9 +54,10 @@ def assert_same(batch: KahunaBatch, games: list[KahunaGame], context: str = "") 
         for seat, obs in observations.items():
             reference = encode_observation(game, game.current_player if seat is None else seat)
             if obs[i].tobytes() != reference.tobytes():
-                pytest.fail(
-                    f"{context} game {i}: observation (seat {seat}) differs at {np.flatnonzero(obs[i] != reference)}"
-                )
+                where = np.flatnonzero(obs[i] != reference)
+                pytest.fail(f"{context} game {i}: observation (seat {seat}) differs at {where}")
+        if states[i].tobytes() != encode_state(game).tobytes():
+            pytest.fail(f"{context} game {i}: state differs at {np.flatnonzero(states[i] != encode_state(game))}")
 
 
 def play_differential(configs: list[KahunaConfig], seeds: list[int], steps: int, rng_seed: int) -> int:
