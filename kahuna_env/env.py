@@ -7,13 +7,13 @@ of bridges, island cards and majorities.
 | Creation           | `from kahuna_env import env; e = env()` (or `kahuna_env.raw_env(...)`) |
 |--------------------|--------------------------------------------------------------------------|
 | Actions            | Discrete                                                                 |
-| Parallel API       | No (a turn is several actions by the same player)                        |
+| Parallel API       | `kahuna_env.parallel_env()` (turn based: one action applied per step)     |
 | Manual Control     | No                                                                       |
 | Agents             | `agents = ['player_0', 'player_1']`                                      |
 | Num Agents         | 2                                                                        |
 | Action Shape       | `()` (one integer)                                                       |
 | Action Values      | `Discrete(179)`                                                          |
-| Observation Shape  | `{'observation': (246,), 'action_mask': (179,)}`                         |
+| Observation Shape  | `{'observation': (246,), 'action_mask': (179,)}`; `(246,)` if flat       |
 | Observation Values | `observation`: float32 in [0, 1]; `action_mask`: int8 in {0, 1}          |
 | State Shape        | `(283,)` float32 in [0, 1] (`env.state()`, `env.state_space`)            |
 | Import             | `import kahuna_env` (no torch needed)                                    |
@@ -40,6 +40,8 @@ env = kahuna_env.env(
     first_player=0,              # 0 or 1
     reward="win_loss",           # or "score" (final point difference)
     render_mode=None,            # "ansi", "rgb_array" or "human"
+    observation="dict",          # or "flat": the Box alone, the mask in infos[agent]["action_mask"]
+    closing_step=False,          # or True: the player who did not end the game gets one closing step
 )
 env.reset(seed=42)
 for agent in env.agent_iter():
@@ -83,7 +85,18 @@ A turn is several actions by the same player: any number of card plays (or,
 instead, face-down discards, one per action), then a draw, a take or a pass.
 The player to act keeps `agent_selection` for every action of its turn, so
 `agent_iter()` yields the same agent several times in a row.  With a handicap,
-the handicap player first places its free bridges (one action each).
+the handicap player first places its free bridges (one action each).  Tools
+that assume alternating turns must read `agent_selection` after every step;
+docs/ECOSYSTEM.md states the whole contract and each RL library's recipe.
+
+`closing_step=True` is for tools that record a reward only in the transitions
+of the agent that acted (Tianshou's `PettingZooEnv`): the step that ends the
+game gives its mover its final reward (the other player gets 0 on that step)
+and terminates the mover only; the other player is then selected for one
+closing step, whose mask allows `CLOSING_ACTION` (PASS) alone and whose action
+is ignored, whatever it is (even under `env()`'s illegal-move check); that
+step gives it its final reward and terminates it.  Each seat thus gets its
+result on a step of its own; the rewards of the whole game are unchanged.
 
 ## Observation Space
 
@@ -113,7 +126,14 @@ observation followed by player 1's hand, the pile's cards per island, player
 
 `observation["action_mask"]` is an `int8` vector of 179 entries, 1 where the
 action is legal.  It is all zeros for the agent that is not to act, and for
-both agents once the game is over.
+both agents once the game is over (except a pending closing step's
+`CLOSING_ACTION`).  `env.unwrapped.action_mask(agent)` returns it too.
+
+With `observation="flat"` the observation space is the `Box` alone
+(`Box(0, 1, (246,), float32)`, what SuperSuit's observation wrappers need) and
+the mask is `infos[agent]["action_mask"]`, kept up to date for both agents
+after every reset and step (PettingZoo's `TerminateIllegalWrapper` and
+TorchRL's `PettingZooWrapper(use_mask=True)` read it there).
 
 ## Action Space
 
@@ -155,7 +175,7 @@ the other player instead.
 
 At the end, `infos[agent]` holds `{"scores": [p0, p1], "final_points": [p0,
 p1], "winner": 0 | 1 | None}` (player indices, `None` for a draw); before that
-it is an empty dict.
+it is an empty dict (with `observation="flat"`, plus `"action_mask"` always).
 
 ## Rendering
 
