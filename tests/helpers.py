@@ -113,3 +113,32 @@ def check_invariants(game: KahunaGame) -> None:
         assert game.legal_actions(), "a running game must offer an action"
     mask = game.action_mask()
     assert [int(a) for a in mask.nonzero()[0]] == game.legal_actions()
+    _check_turn_and_score_invariants(game)
+
+
+_ROUND_1_RESULTS = {(0, 0), (1, 0), (0, 1)}
+_ROUND_2_RESULTS = {(0, 0), (2, 0), (0, 2)}
+INTERIM_SCORES = {
+    1: {(0, 0)},
+    2: _ROUND_1_RESULTS,
+    3: {(a + c, b + d) for a, b in _ROUND_1_RESULTS for c, d in _ROUND_2_RESULTS},
+}
+"""Round -> the scores the interim scorings before it can give (1 point after round 1, 2 after round 2)."""
+
+
+def _check_turn_and_score_invariants(game: KahunaGame) -> None:
+    """What play keeps true and position validation (docs/RULES.md, "Position validation") demands."""
+    final = game.final_points
+    assert min(final) == 0
+    scores = game.scores
+    assert (scores[0] - final[0], scores[1] - final[1]) in INTERIM_SCORES[game.round], (scores, final)
+    if not game.is_over:
+        assert final == [0, 0]
+        player = game.current_player
+        spent = game.cards_played_this_turn + game.cards_discarded_this_turn
+        assert game.hand_size(player) + spent <= 5
+    if game.config.variant == "planning":
+        for line, (a, b) in enumerate(LINES):
+            owner = game.owner(line)
+            if owner is not None:
+                assert 1 - owner not in (game.controller(a), game.controller(b)), LINE_NAMES[line]
