@@ -1,6 +1,6 @@
 """Batched engine speed (kahuna_env.vector.KahunaBatch) against the scalar engine, in one run.
 
-    python benchmarks/vector.py [--sizes 1 64 1024 4096 16384] [--seconds 1.0] [--seed 0]
+    python benchmarks/vector.py [--sizes 1 64 1024 4096 16384] [--seconds 1.0] [--repeats 3] [--seed 0]
     python benchmarks/vector.py --differential 1000000 [--games 100]
 
 Speed mode (single process, one core): the scalar engine's random playouts
@@ -8,8 +8,8 @@ Speed mode (single process, one core): the scalar engine's random playouts
 size N seeded random batched play with automatic reset: ``legal_masks()``, a
 uniformly random legal action per game (``random_actions``), ``step()``.  It prints actions/s of the whole
 loop and of masks + step alone (the random pick is the player's, not the
-engine's), observations/s (``observations()``, the player to act), each as a
-ratio to the scalar engine, and the memory of a batch of the largest N
+engine's), observations/s (``observations()``, the player to act; its ratio is
+to the scalar engine's actions/s), and the memory of a batch of the largest N
 (tracemalloc peak of building it and playing and observing a few steps).
 
 Differential mode: random batched play over every variant and option with
@@ -100,15 +100,23 @@ def batch_memory(n: int, seed: int) -> int:
     return peak
 
 
-def speed(sizes: list[int], seconds: float, seed: int) -> None:
-    scalar, _ = scalar_rate(seconds, seed)
-    print(f"scalar engine (legal list + step): {scalar:>12,.0f} actions/s")
-    print(f"{'N':>6} {'play actions/s':>15} {'x scalar':>9} {'masks+step/s':>14} {'x scalar':>9} {'obs/s':>12}")
+def speed(sizes: list[int], seconds: float, seed: int, repeats: int) -> None:
+    """Per size: ``repeats`` measurements of the scalar engine and of the batch, interleaved (so a
+    change of load on the machine hits both), the best of each printed, with their ratio."""
+    print(f"best of {repeats} interleaved repeats of {seconds:g} s each (the least disturbed by other load)")
+    header = f"{'N':>6} {'scalar/s':>10} {'play actions/s':>15} {'x scalar':>9} {'masks+step/s':>14} {'x scalar':>9}"
+    print(f"{header} {'obs/s':>11} {'x scalar':>9}")
     for n in sizes:
-        rates = batch_rates(n, seconds, seed)
+        scalars, runs = [], []
+        for _ in range(repeats):
+            scalars.append(scalar_rate(seconds / 2, seed)[0])
+            runs.append(batch_rates(n, seconds, seed))
+        scalar = max(scalars)
+        rates = {key: max(run[key] for run in runs) for key in runs[0]}
         print(
-            f"{n:>6} {rates['loop']:>15,.0f} {rates['loop'] / scalar:>9.2f} {rates['engine']:>14,.0f}"
-            f" {rates['engine'] / scalar:>9.2f} {rates['observations']:>12,.0f}"
+            f"{n:>6} {scalar:>10,.0f} {rates['loop']:>15,.0f} {rates['loop'] / scalar:>9.2f}"
+            f" {rates['engine']:>14,.0f} {rates['engine'] / scalar:>9.2f}"
+            f" {rates['observations']:>11,.0f} {rates['observations'] / scalar:>9.2f}"
         )
     largest = max(sizes)
     print(f"memory of a batch of {largest} games (tracemalloc peak): {batch_memory(largest, seed) / 2**20:,.1f} MiB")
@@ -172,13 +180,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 1024, 4096, 16384])
     parser.add_argument("--seconds", type=float, default=1.0, help="time per measurement")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=3, help="measurements per rate; the best is printed")
     parser.add_argument("--differential", type=int, metavar="ACTIONS", help="run the differential check instead")
     parser.add_argument("--games", type=int, default=100, help="batch size of the differential check")
     args = parser.parse_args(argv)
     if args.differential is not None:
         differential(args.differential, args.games, args.seed)
     else:
-        speed(args.sizes, args.seconds, args.seed)
+        speed(args.sizes, args.seconds, args.seed, max(1, args.repeats))
 
 
 if __name__ == "__main__":
