@@ -431,13 +431,15 @@ class KahunaBatch:
         """Chance between games: the seed of the next game of each slot, from the slot's seeder."""
         return [int(self._seeders[i].integers(2**63)) for i in indices.tolist()]
 
-    def _deal(self, indices: np.ndarray) -> None:
-        """Shuffle and deal new games into the slots ``indices`` (as ``KahunaGame.__init__``)."""
+    def _deal(self, indices: np.ndarray, game_seeds: Sequence[int] | None = None) -> None:
+        """Shuffle and deal new games into the slots ``indices`` (as ``KahunaGame(config, seed)``)."""
         self._mask_valid = self._words_valid = False
         k = len(indices)
         if k == 0:
             return
-        for i, seed in zip(indices.tolist(), self._new_game_seeds(indices), strict=True):
+        if game_seeds is None:
+            game_seeds = self._new_game_seeds(indices)
+        for i, seed in zip(indices.tolist(), game_seeds, strict=True):
             self.game_seeds[i] = seed
             self._rngs[i] = None
         orders = np.stack([self._permutation(i, NUM_CARDS) for i in indices.tolist()])
@@ -466,10 +468,20 @@ class KahunaBatch:
         self.current[indices] = np.where(handicap >= 0, handicap, self.first_player[indices])
         self.setup_left[indices] = self.handicap_bridges[indices]
 
-    def reset(self, indices: Sequence[int] | np.ndarray | None = None) -> None:
-        """Deal new games into the given slots (all when None), each with a new seed from its slot's seeder."""
+    def reset(self, indices: Sequence[int] | np.ndarray | None = None, game_seeds: Sequence[int] | None = None) -> None:
+        """Deal new games into the given slots (all when None).
+
+        Each game is ``KahunaGame(config, seed=game_seeds[k])``; without
+        ``game_seeds`` each seed is the next draw of the slot's seeder (a caller
+        with its own seeding, e.g. a Gymnasium env drawing a seat and an
+        opponent seed per episode too, passes its seeds here).
+        """
         indices = self._rows if indices is None else np.asarray(indices, dtype=np.intp).reshape(-1)
-        self._deal(indices)
+        if game_seeds is not None:
+            game_seeds = [int(seed) for seed in game_seeds]
+            if len(game_seeds) != len(indices) or any(seed < 0 for seed in game_seeds):
+                raise ValueError(f"game_seeds must be {len(indices)} non-negative integers")
+        self._deal(indices, game_seeds)
 
     # ------------------------------------------------------------------ queries
     def __len__(self) -> int:

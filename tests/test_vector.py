@@ -108,6 +108,10 @@ def test_slots_seed_their_games_as_the_env_does():
         assert batch.game_seeds[i] == int(seeder.integers(2**63)), "the next game: the seeder's next draw"
         assert batch.to_dicts([i])[0] == KahunaGame(config, seed=batch.game_seeds[i]).to_dict()
     assert KahunaBatch(3, config, seed=5).seeds == [5, 6, 7]
+    batch.reset([0, 2], game_seeds=[11, 12])
+    assert batch.game_seeds[0] == 11 and batch.to_dicts([2])[0] == KahunaGame(config, seed=12).to_dict()
+    with pytest.raises(ValueError, match="game_seeds"):
+        batch.reset([0], game_seeds=[1, 2])
 
 
 def test_a_slot_deals_the_games_of_the_aec_env_reset_with_its_seed():
