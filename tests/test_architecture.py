@@ -1,8 +1,9 @@
 """The import direction of docs/ARCHITECTURE.md, checked on the source of every module.
 
 Layers, lowest first: the rules (``kahuna_env``: board -> actions -> positions ->
-engine -> observation -> agents -> render -> env -> gym_env), then ``training`` and
-``arena`` side by side.  Each module may import only what lies below it:
+engine -> observation, the readable rules reference -> the batched engine, agents ->
+render -> env -> gym_env, parallel env -> vector envs), then ``training`` and ``arena``
+side by side.  Each module may import only what lies below it:
 
 * ``kahuna_env`` imports nothing of ``training``, ``arena``, torch or ray, at any level;
   inside it, a module imports only modules of a lower rank (:data:`RULES_RANK`);
@@ -31,6 +32,8 @@ RULES_RANK = {
     "kahuna_env.positions": 2,
     "kahuna_env.engine": 3,
     "kahuna_env.observation": 4,
+    "kahuna_env.rules": 4,
+    "kahuna_env.vector": 5,
     "kahuna_env.agents.base": 5,
     "kahuna_env.agents.greedy": 6,
     "kahuna_env.agents.mcts": 6,
@@ -38,7 +41,9 @@ RULES_RANK = {
     "kahuna_env.render": 8,
     "kahuna_env.env": 9,
     "kahuna_env.gym_env": 10,
-    "kahuna_env": 11,
+    "kahuna_env.parallel": 10,
+    "kahuna_env.gym_vector": 11,
+    "kahuna_env": 12,
 }
 """Rank of each module of the rules layer: a module imports only modules of a lower rank.
 
