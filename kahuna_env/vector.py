@@ -187,6 +187,14 @@ def _island_set(flags: np.ndarray) -> np.ndarray:
     return (flags.astype(np.float32) @ _ISLAND_WEIGHT).astype(np.uint64)
 
 
+def _seat(array: np.ndarray, flat_index: np.ndarray) -> np.ndarray:
+    """``array[g, seat[g]]`` for every game ``g`` of an ``(N, 2, ...)`` array, given ``flat_index = 2 * g + seat``.
+
+    ``np.take`` on the ``(2N, ...)`` view: several times faster than two-array fancy indexing.
+    """
+    return np.take(array.reshape(-1, *array.shape[2:]), flat_index, axis=0)
+
+
 class StepResult(NamedTuple):
     """What :meth:`KahunaBatch.step` returns, one entry per game.
 
@@ -552,18 +560,20 @@ class KahunaBatch:
         """
         rows = self._rows
         p = self.current.astype(np.intp)
-        hand = self.hand[rows, p]
+        mine_at = 2 * rows + p
+        theirs_at = mine_at ^ 1
+        hand = _seat(self.hand, mine_at)
         has1 = _island_set(hand > 0)
         has2 = _island_set(hand > 1)
         lines = self.lines
-        mine = lines[rows, p]
-        theirs = lines[rows, 1 - p]
+        mine = _seat(lines, mine_at)
+        theirs = _seat(lines, theirs_at)
         free = ~(mine | theirs) & _ALL_LINES
         plays = self.discarded == 0
-        can_place = plays & (self.bridges[rows, p] < BRIDGES_PER_PLAYER)
+        can_place = plays & (_seat(self.bridges, mine_at) < BRIDGES_PER_PLAYER)
         placeable = np.where(can_place, free, np.uint64(0))
         if self._any_planning:
-            ctrl_o = _island_set(self.count[rows, 1 - p] >= _MAJ)
+            ctrl_o = _island_set(_seat(self.count, theirs_at) >= _MAJ)
             placeable &= ~np.where(self.planning, _LINES_TOUCHING[ctrl_o], np.uint64(0))
         a1 = _LINES_A_IN[has1]
         b1 = _LINES_B_IN[has1]
@@ -918,30 +928,32 @@ class KahunaBatch:
 
         put("lines_mine", self.owner == v8)
         put("lines_opponent", self.owner == o8)
-        count_v = self.count[rows, v]
-        count_o = self.count[rows, o]
+        v_at = 2 * rows + v
+        o_at = v_at ^ 1
+        count_v = _seat(self.count, v_at)
+        count_o = _seat(self.count, o_at)
         put("control_mine", count_v >= _MAJ)
         put("control_opponent", count_o >= _MAJ)
         put("bridges_mine", count_v)
         put("bridges_opponent", count_o)
-        hand = self.hand[rows, v]
+        hand = _seat(self.hand, v_at)
         put("hand", hand)
         slots = self.face_up[:, :, None] == _ISLAND_RANGE  # (N, 3, 12)
         put("face_up", slots.reshape(self.n, -1))
         put("pile_size", self.pile_len)
         put("discard_open", self.open_discard)
-        mine_down = self.face_down[rows, v]
+        mine_down = _seat(self.face_down, v_at)
         put("my_face_down", mine_down)
-        put("opponent_face_down_count", self.face_down[rows, o].sum(1))
-        put("opponent_hand_size", self.hand[rows, o].sum(1))
-        known = self.known[rows, o]
+        put("opponent_face_down_count", _seat(self.face_down, o_at).sum(1))
+        put("opponent_hand_size", _seat(self.hand, o_at).sum(1))
+        known = _seat(self.known, o_at)
         put("opponent_known", known)
         put("unseen", CARDS_PER_ISLAND - hand - self.open_discard - mine_down - known - slots.sum(1))
-        put("scores", np.stack([self.scores[rows, v], self.scores[rows, o]], 1))
+        put("scores", np.stack([_seat(self.scores, v_at), _seat(self.scores, o_at)], 1))
         put("round", self.round[:, None] == np.array([1, 2, 3], dtype=np.int8))
         final_left = np.where(self.over, 0, self.final_turns)
         put("final_turns", np.stack([final_left > 0, final_left], 1))
-        put("supply", BRIDGES_PER_PLAYER - np.stack([self.bridges[rows, v], self.bridges[rows, o]], 1))
+        put("supply", BRIDGES_PER_PLAYER - np.stack([_seat(self.bridges, v_at), _seat(self.bridges, o_at)], 1))
         to_act = (self.current == v) & ~self.over
         put("cards_played", self.played * to_act)
         put("discarding", (self.discarded > 0) & to_act)
