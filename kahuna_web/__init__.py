@@ -1,0 +1,1 @@
+"""Kahuna in the browser (docs/WEB.md)."""

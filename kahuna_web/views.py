@@ -1,0 +1,189 @@
+"""What the page receives: the board's fixed geometry and the JSON view of a game from one seat (or a spectator's).
+
+Nothing here knows about HTTP.  :func:`seat_view` is the no-leak boundary of
+the web app: it is built only from what the seat may know (its own hand, the
+opponent's hand size and the cards the opponent is publicly known to hold,
+the face-up row, the pile size, the open discards, its own face-down
+discards and the number of the opponent's) and from the public board, so
+two games with the same public history and different hidden cards give the
+same view.  The legal actions are listed only while the seat is to act (the
+opponent's legal actions would tell its cards), and an opponent's face-down
+discard is shown as "discard a card face down" (:func:`public_action_text`).
+
+:func:`spectator_view` shows everything (both hands, every face-down
+discard) and is used for replaying records, which are public game logs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kahuna_env.actions import (
+    ACTION_LINE,
+    DISCARD,
+    DRAW,
+    PAID_ISLANDS,
+    PASS,
+    PLACE_B,
+    REMOVE_AB,
+    TAKE,
+    describe_action,
+)
+from kahuna_env.board import ISLANDS, LINE_NAMES, LINES, MAJORITY, NUM_ISLANDS, NUM_LINES
+from kahuna_env.engine import KahunaGame
+from kahuna_env.render import ISLAND_RADIUS, PLAYER_COLOURS, island_pixel
+
+BOARD_WIDTH = 680
+"""Width of the SVG board in layout pixels (the board part of :func:`kahuna_env.render.render_rgb`)."""
+BOARD_HEIGHT = 600
+"""Height of the SVG board in layout pixels."""
+
+
+def board_geometry() -> dict[str, Any]:
+    """The fixed board for the page: islands at the render coordinates, lines, majorities and player colours."""
+    islands = []
+    for island, name in enumerate(ISLANDS):
+        x, y = island_pixel(island)
+        islands.append({"id": island, "name": name, "x": round(x, 1), "y": round(y, 1), "majority": MAJORITY[island]})
+    return {
+        "width": BOARD_WIDTH,
+        "height": BOARD_HEIGHT,
+        "island_radius": ISLAND_RADIUS,
+        "islands": islands,
+        "lines": [{"id": line, "name": LINE_NAMES[line], "a": a, "b": b} for line, (a, b) in enumerate(LINES)],
+        "colours": ["#{:02x}{:02x}{:02x}".format(*colour) for colour in PLAYER_COLOURS],
+    }
+
+
+def action_kind(action: int) -> str:
+    """``place``, ``remove``, ``discard``, ``draw``, ``take``, ``pass`` or ``free`` (a free bridge)."""
+    if action < REMOVE_AB:
+        return "place"
+    if action < DISCARD:
+        return "remove"
+    if action < DRAW:
+        return "discard"
+    if action == DRAW:
+        return "draw"
+    if action < PASS:
+        return "take"
+    if action == PASS:
+        return "pass"
+    return "free"
+
+
+def action_entry(action: int) -> dict[str, Any]:
+    """A legal action for the page: id, text, kind, the line it acts on, the paid islands, the slot taken."""
+    kind = action_kind(action)
+    line = ACTION_LINE[action]
+    entry: dict[str, Any] = {
+        "id": action,
+        "text": describe_action(action),
+        "kind": kind,
+        "line": line if line >= 0 else None,
+        "pays": [ISLANDS[i] for i in PAID_ISLANDS[action]],
+    }
+    if kind == "take":
+        entry["slot"] = action - TAKE
+    if kind == "discard":
+        entry["island"] = ISLANDS[action - DISCARD]
+    if kind == "place":
+        entry["paying_side"] = "b" if action >= PLACE_B else "a"
+    return entry
+
+
+def public_action_text(action: int, player: int, viewer: int | None) -> str:
+    """The text of ``player``'s ``action`` as ``viewer`` may read it (an opponent's face-down discard is hidden)."""
+    if viewer is not None and player != viewer and DISCARD <= action < DRAW:
+        return "discard a card face down"
+    return describe_action(action)
+
+
+def _names(counts: list[int]) -> list[str]:
+    return [ISLANDS[i] for i in range(NUM_ISLANDS) for _ in range(counts[i])]
+
+
+def _board(game: KahunaGame) -> dict[str, Any]:
+    """Everything public: round, scores, turn, phase, lines, islands, supply, face-up row, pile and open discards."""
+    over = game.is_over
+    return {
+        "round": game.round,
+        "over": over,
+        "winner": game.winner if over else None,
+        "scores": list(game.scores),
+        "final_points": list(game.final_points) if over else None,
+        "to_act": None if over else game.current_player,
+        "setup_bridges_left": game.setup_bridges_left if game.in_setup else 0,
+        "final_turns_left": game.final_turns_left if game.in_final_turns else None,
+        "must_draw": game.must_draw,
+        "cards_played": game.cards_played_this_turn,
+        "cards_discarded": game.cards_discarded_this_turn,
+        "claim_line": game.claim_line,
+        "lines": [game.owner(line) for line in range(NUM_LINES)],
+        "islands": [
+            {"controller": game.controller(i), "bridges": [game.bridge_count(0, i), game.bridge_count(1, i)]}
+            for i in range(NUM_ISLANDS)
+        ],
+        "supply": [game.supply(0), game.supply(1)],
+        "face_up": [None if card is None else ISLANDS[card] for card in game.face_up],
+        "pile": game.pile_size,
+        "discard_open": _names(game.open_discards()),
+    }
+
+
+def seat_view(game: KahunaGame, seat: int) -> dict[str, Any]:
+    """``game`` as player ``seat`` may see it (see the module docstring); ``legal`` only while ``seat`` acts."""
+    view = _board(game)
+    opponent = 1 - seat
+    hands: list[dict[str, Any]] = [{}, {}]
+    hands[seat] = {"size": game.hand_size(seat), "cards": [ISLANDS[i] for i in game.hand(seat)]}
+    hands[opponent] = {"size": game.hand_size(opponent), "known": _names(game.known_cards(opponent)), "cards": None}
+    face_down: list[Any] = [None, None]
+    face_down[seat] = _names(game.face_down_discards(seat))
+    face_down[opponent] = sum(game.face_down_discards(opponent))
+    view["viewer"] = seat
+    view["hands"] = hands
+    view["face_down"] = face_down
+    mine = not game.is_over and game.current_player == seat
+    view["legal"] = [action_entry(a) for a in game.legal_actions()] if mine else []
+    return view
+
+
+def spectator_view(game: KahunaGame) -> dict[str, Any]:
+    """``game`` with everything shown (both hands, every face-down discard): for replays of records."""
+    view = _board(game)
+    view["viewer"] = None
+    view["hands"] = [
+        {"size": game.hand_size(p), "cards": [ISLANDS[i] for i in game.hand(p)], "known": _names(game.known_cards(p))}
+        for p in (0, 1)
+    ]
+    view["face_down"] = [_names(game.face_down_discards(p)) for p in (0, 1)]
+    view["legal"] = []
+    return view
+
+
+def result_text(game: KahunaGame, names: list[str], seat: int | None = None) -> str:
+    """One line for a finished game: the winner (``You win`` when ``seat`` won) and the points."""
+    scores, final = game.scores, game.final_points
+    winner = game.winner
+    if winner is None:
+        verdict = "The game is a draw"
+    elif seat is not None and winner == seat:
+        verdict = "You win"
+    else:
+        verdict = f"{names[winner]} wins"
+    return (
+        f"{verdict}: {names[0]} {scores[0]} points, {names[1]} {scores[1]} points "
+        f"(final scoring {final[0]} : {final[1]})"
+    )
+
+
+__all__ = [
+    "action_entry",
+    "action_kind",
+    "board_geometry",
+    "public_action_text",
+    "result_text",
+    "seat_view",
+    "spectator_view",
+]
