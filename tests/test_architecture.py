@@ -37,6 +37,7 @@ RULES_RANK = {
     "kahuna_env.agents.base": 5,
     "kahuna_env.agents.greedy": 6,
     "kahuna_env.agents.mcts": 6,
+    "kahuna_env.agents.batched": 6.5,
     "kahuna_env.agents": 7,
     "kahuna_env.render": 8,
     "kahuna_env.env": 9,
