@@ -190,7 +190,9 @@ def create_app(
         if records is None or not records.is_dir():
             return []
         out = []
-        for path in sorted(records.glob("*.json"))[:MAX_LISTED_RECORDS]:
+        root = records.resolve()
+        inside = [path for path in sorted(records.glob("*.json")) if path.resolve().parent == root]
+        for path in inside[:MAX_LISTED_RECORDS]:
             entry: dict[str, Any] = {"name": path.name}
             try:
                 data = read_record(path)
