@@ -1,7 +1,7 @@
 """A batched rules engine: ``N`` games of Kahuna held as numpy arrays and stepped together.
 
 :class:`KahunaBatch` implements every rule of the scalar reference
-:class:`kahuna_env.engine.KahunaGame` (SPEC §3) for a whole batch at once:
+:class:`kahuna_env.engine.KahunaGame` (the rules of docs/RULES.md) for a whole batch at once:
 legal-action masks, one action per game per :meth:`KahunaBatch.step`, and
 observations bit-identical to :func:`kahuna_env.observation.encode_observation`.
 The hot path (masks, ordinary steps, observations) is array operations over
@@ -341,7 +341,7 @@ class KahunaBatch:
         seeds: Sequence[int] | None = None,
         auto_reset: bool = False,
     ) -> KahunaBatch:
-        """A batch holding the given positions (SPEC §5 format), validated by ``KahunaGame.from_dict``.
+        """A batch holding the given positions (docs/RULES.md, "Positions"), validated by ``KahunaGame.from_dict``.
 
         ``seeds`` (None or ``n`` ints) are the *game* seeds: game ``i`` reshuffles
         exactly as ``KahunaGame.from_dict(positions[i], seed=seeds[i])``; they are
