@@ -1,4 +1,4 @@
-"""kahuna-serve's API (docs/WEB.md) through Starlette's test client: play, no leaks, records, replays, results, bad input.
+"""kahuna-serve's API (docs/WEB.md) through Starlette's test client: play, no leaks, records, replays, results.
 
 The browser tests (a real headless Chromium) are in tests/test_web_browser.py.
 """
@@ -19,19 +19,19 @@ import pytest
 pytest.importorskip("starlette", reason='needs the web extra: pip install -e ".[web]"')
 pytest.importorskip("httpx2", reason='needs the web extra: pip install -e ".[web]"')
 
-from starlette.testclient import TestClient  # noqa: E402
+from starlette.testclient import TestClient
 
-from arena.evaluation import run_evaluation  # noqa: E402
-from arena.records import read_record  # noqa: E402
-from arena.replay import main as replay_main  # noqa: E402
-from kahuna_env.actions import DISCARD, NUM_ACTIONS, describe_action  # noqa: E402
-from kahuna_env.board import ISLANDS  # noqa: E402
-from kahuna_env.engine import KahunaGame  # noqa: E402
-from kahuna_env.render import island_pixel  # noqa: E402
-from kahuna_web.app import create_app  # noqa: E402
-from kahuna_web.results import read_results  # noqa: E402
-from kahuna_web.server import main as serve_main  # noqa: E402
-from kahuna_web.views import public_action_text, seat_view  # noqa: E402
+from arena.evaluation import run_evaluation
+from arena.records import read_record
+from arena.replay import main as replay_main
+from kahuna_env.actions import DISCARD, NUM_ACTIONS, describe_action
+from kahuna_env.board import ISLANDS
+from kahuna_env.engine import KahunaGame
+from kahuna_env.render import island_pixel
+from kahuna_web.app import create_app
+from kahuna_web.results import read_results
+from kahuna_web.server import main as serve_main
+from kahuna_web.views import public_action_text, seat_view
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -176,14 +176,13 @@ def test_agent_files_come_only_from_the_allowed_folder(tmp_path):
         ):
             response = client.post("/api/games", json={"opponent": spec})
             assert response.status_code == status, spec
-            assert ("outside the allowed agents directory" if status == 403 else "not found") in response.json()[
-                "error"
-            ]
+            words = "outside the allowed agents directory" if status == 403 else "not found"
+            assert words in response.json()["error"]
 
 
 # ------------------------------------------------------------------------------------------------ no leaks
 def test_the_page_never_receives_hidden_cards(client):
-    """Same public history, different hidden cards (the opponent's hand, the pile, its face-down discards): same JSON."""
+    """Same public history, other hidden cards (the opponent's hand, the pile, its face-down discards): same JSON."""
     data = new_game(client, opponent="greedy", seed=21)
     data = play_out(client, data, np.random.default_rng(1), limit=12)
     session = client.app.state.store.get(data["id"])
