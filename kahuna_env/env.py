@@ -620,25 +620,26 @@ class raw_env(AECEnv, EzPickle):
         self.infos = {agent: final_info(game) for agent in self.agents}
         self.agent_selection = AGENTS[game.current_player]
 
+    def _reward_selected_alone(self, game: KahunaGame) -> str:
+        """This step's rewards: the selected agent's final reward, 0 for the other; returns the other agent."""
+        selected = self.agent_selection
+        other = AGENTS[1 - AGENT_INDEX[selected]]
+        self.rewards = {selected: final_rewards(game, self.reward_mode)[AGENT_INDEX[selected]], other: 0.0}
+        self._cumulative_rewards[selected] = 0.0
+        self._accumulate_rewards()
+        return other
+
     def _finish_mover(self, game: KahunaGame) -> None:
         """``closing_step=True``: the game-ending step rewards and terminates its mover; the other player closes."""
-        mover = self.agent_selection
-        other = AGENTS[1 - AGENT_INDEX[mover]]
-        self.rewards = {mover: final_rewards(game, self.reward_mode)[AGENT_INDEX[mover]], other: 0.0}
-        self._cumulative_rewards[mover] = 0.0
-        self._accumulate_rewards()
-        self.terminations = {mover: True, other: False}
+        other = self._reward_selected_alone(game)
+        self.terminations = {self.agent_selection: True, other: False}
         self.infos = {agent: final_info(game) for agent in self.agents}
         self.closing_agent = other
         self.agent_selection = other
 
     def _close(self, game: KahunaGame) -> None:
         """The closing step (its action is ignored): the closing agent's final reward, then both agents are done."""
-        closing = self.agent_selection
-        other = AGENTS[1 - AGENT_INDEX[closing]]
-        self.rewards = {closing: final_rewards(game, self.reward_mode)[AGENT_INDEX[closing]], other: 0.0}
-        self._cumulative_rewards[closing] = 0.0
-        self._accumulate_rewards()
+        other = self._reward_selected_alone(game)
         self.terminations = {agent: True for agent in self.agents}
         self.closing_agent = None
         self.agent_selection = other

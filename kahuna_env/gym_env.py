@@ -70,12 +70,19 @@ from gymnasium import spaces
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import Agent, CallableAgent, choose_action, make_agent
 from kahuna_env.engine import IllegalActionError, KahunaGame
-from kahuna_env.env import RENDER_MODES, check_reward_mode, final_info, final_rewards, make_config, start_game
-from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
+from kahuna_env.env import (
+    OBSERVATION_MODES,
+    RENDER_MODES,
+    check_reward_mode,
+    final_info,
+    final_rewards,
+    make_config,
+    observation_space,
+    start_game,
+)
+from kahuna_env.observation import encode_observation
 from kahuna_env.render import EnvRenderer
 
-OBSERVATION_MODES: tuple[str, ...] = ("dict", "flat")
-"""Values of the ``observation`` keyword."""
 ILLEGAL_ACTION_MODES: tuple[str, ...] = ("lose", "raise")
 """Values of the ``illegal_action`` keyword (the default first)."""
 TERMINAL_MASK_MODES: tuple[str, ...] = ("next_episode", "zeros")
@@ -187,13 +194,7 @@ class KahunaSingleAgentEnv(gymnasium.Env):
         self.reward_mode = check_reward_mode(reward, where)
         self.render_mode = render_mode
         self.config = make_config(variant, handicap, discard_rule, first_player, where)
-        vector = spaces.Box(low=0.0, high=1.0, shape=(OBSERVATION_SIZE,), dtype=np.float32)
-        if observation == "dict":
-            self.observation_space = spaces.Dict(
-                {"observation": vector, "action_mask": spaces.Box(low=0, high=1, shape=(NUM_ACTIONS,), dtype=np.int8)}
-            )
-        else:
-            self.observation_space = vector
+        self.observation_space = observation_space(observation)
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self.game: KahunaGame | None = None
         """The rules engine of the current episode (``None`` before the first reset)."""

@@ -87,7 +87,7 @@ def test_sb3_recipe() -> None:
 def test_tianshou_recipe() -> None:
     needs("tianshou")
     output = run_recipe("tianshou")
-    assert re.search(r"tianshou [\d.]+: \d{4,} env steps \([1-9]\d* games\), [1-9]\d* gradient steps", output), output
+    assert re.search(r"tianshou [\d.]+: \d{4,} env steps \([1-9]\d* games\), [1-9]\d* update steps", output), output
 
 
 def test_torchrl_recipe() -> None:
