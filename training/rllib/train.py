@@ -114,12 +114,44 @@ class SnapshotCallback:
             copy_learner_to(algorithm, [f"{SNAPSHOT_PREFIX}{slot}"])
 
 
-def _rows(values: Any) -> list[Any]:
-    """Per-timestep items of an episode column (a list of dicts, or a dict of stacked arrays)."""
-    if isinstance(values, dict):
-        masks = values["action_mask"]
-        return [{"action_mask": masks[t]} for t in range(len(masks))]
-    return list(values)
+def agent_episodes_of(episode: Any) -> list[Any]:
+    """The single-agent episodes (chunks) of one sampled episode.
+
+    A ``MultiAgentEpisode`` gives its ``agent_episodes`` -- possibly none: the
+    EnvRunner prunes zero-length agent chunks, and a chunk cut one step after
+    a reset whose only action ended the player's turn holds no complete step
+    of either agent (the action hangs until that agent observes again, in the
+    next chunk).  Anything else is already a single-agent episode.
+    """
+    agent_episodes = getattr(episode, "agent_episodes", None)
+    if agent_episodes is None:
+        return [episode]
+    return list(agent_episodes.values())
+
+
+def action_masks(observations: Any) -> np.ndarray:
+    """``(T, NUM_ACTIONS)`` masks of an agent episode's observations.
+
+    Finalized (numpy) episodes hold a dict of stacked arrays, ongoing ones a list of dicts.
+    """
+    if isinstance(observations, dict):
+        return np.asarray(observations["action_mask"])
+    return np.asarray([observation["action_mask"] for observation in observations]).reshape(len(observations), -1)
+
+
+def count_illegal(samples: Any) -> tuple[int, int]:
+    """``(checked, illegal)``: every complete step of every agent chunk in ``samples``, against its mask."""
+    checked = illegal = 0
+    for episode in samples or []:
+        for agent_episode in agent_episodes_of(episode):
+            steps = len(agent_episode)
+            if steps == 0:
+                continue
+            masks = action_masks(agent_episode.get_observations(slice(0, steps)))
+            actions = np.asarray(agent_episode.get_actions(slice(0, steps))).reshape(-1).astype(np.int64)
+            checked += len(actions)
+            illegal += int((masks[np.arange(len(actions)), actions] == 0).sum())
+    return checked, illegal
 
 
 def check_sampled_actions(
@@ -128,21 +160,11 @@ def check_sampled_actions(
     """``on_sample_end`` hook: check every sampled action against the mask it was chosen under.
 
     Logs ``kahuna_actions_checked`` and ``kahuna_illegal_actions`` (sums); the
-    latter must stay 0 (the env would also refuse the action).
+    latter must stay 0 (the env would also refuse the action).  An action that
+    still hangs at the end of a chunk (its agent has not observed again) is
+    checked with the next chunk.
     """
-    checked = illegal = 0
-    for episode in samples or []:
-        agent_episodes = getattr(episode, "agent_episodes", None) or {"": episode}
-        for agent_episode in agent_episodes.values():
-            steps = len(agent_episode)
-            if steps == 0:
-                continue
-            observations = _rows(agent_episode.get_observations(slice(0, steps)))
-            actions = np.asarray(agent_episode.get_actions(slice(0, steps))).reshape(-1)
-            for observation, action in zip(observations, actions, strict=True):
-                checked += 1
-                if not observation["action_mask"][int(action)]:
-                    illegal += 1
+    checked, illegal = count_illegal(samples)
     if metrics_logger is not None:
         metrics_logger.log_value(ACTIONS_CHECKED_METRIC, checked, reduce="sum")
         metrics_logger.log_value(ILLEGAL_ACTIONS_METRIC, illegal, reduce="sum")
