@@ -53,8 +53,13 @@ the same learner actions.  ``reset(options={"position": d})`` starts from a
 position (docs/RULES.md, "Positions"), as in the AEC environment.
 
 ``info`` holds ``{"seat": s, "action_mask": mask}`` on every reset and step,
-plus ``scores``, ``final_points`` and ``winner`` (player indices) at the end.  ``render()``
-draws the spectator's view of :mod:`kahuna_env.render` (both hands).
+plus ``scores``, ``final_points`` and ``winner`` (player indices) at the end.
+``render()`` draws the spectator's view of :mod:`kahuna_env.render` (both
+hands).
+
+Vector envs.  ``gymnasium.make_vec("Kahuna-v0", num_envs=n, **options)``
+builds :func:`kahuna_env.gym_vector.make_vector_env` (same-step auto-reset,
+``envs.action_masks()``); docs/ECOSYSTEM.md has each RL library's recipe.
 """
 
 from __future__ import annotations
@@ -237,8 +242,9 @@ class KahunaSingleAgentEnv(gymnasium.Env):
     def step(self, action: int) -> tuple[np.ndarray | dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
         """Apply the learner's action, then the opponent's until the learner is to act again or the game ends.
 
-        Raises :class:`~kahuna_env.engine.IllegalActionError` for an illegal action with
-        ``illegal_action="raise"`` (the default), and ``RuntimeError`` after the episode ended.
+        An illegal action ends the episode with -1 (``illegal_action="lose"``, the default; the first one
+        warns) or raises :class:`~kahuna_env.engine.IllegalActionError` (``illegal_action="raise"``).
+        Stepping after the episode ended is a ``RuntimeError``.
         """
         game = self.game
         if game is None:
