@@ -65,6 +65,38 @@ def play_outcome(game: KahunaGame, action: int) -> tuple[int, int, int, int]:
     )
 
 
+def best_actions(game: KahunaGame) -> list[int]:
+    """The actions :class:`GreedyAgent` chooses among in ``game`` (ascending; it picks one uniformly).
+
+    The card actions (placements, removals, free bridges) with the best key
+    ``(*play_outcome, -cards paid)`` when that outcome is a win or improves on
+    :func:`evaluate` of the position; otherwise the first legal of draw, take
+    slot 0, 1, 2, pass; otherwise the best card actions even though they do not
+    improve; otherwise every legal discard.  One action when the choice is
+    forced (an end of turn, a single best play).
+    """
+    legal = game.legal_actions()
+    current = evaluate(game, game.current_player)
+    best_key = None
+    best: list[int] = []
+    for action in legal:
+        if A.DISCARD <= action < A.FREE_BRIDGE:
+            continue
+        key = (*play_outcome(game, action), -len(A.PAID_ISLANDS[action]))
+        if best_key is None or key > best_key:
+            best_key, best = key, [action]
+        elif key == best_key:
+            best.append(action)
+    if best and best_key is not None and (best_key[0] > 0 or (best_key[0] == 0 and best_key[1:4] > current)):
+        return best
+    for end in (A.DRAW, A.TAKE, A.TAKE + 1, A.TAKE + 2, A.PASS):
+        if end in legal:
+            return [end]
+    if best:
+        return best
+    return [a for a in legal if A.DISCARD <= a < A.DRAW]
+
+
 class GreedyAgent(SeededAgent):
     """Plays the card action with the best one-ply result while it improves on the position.
 
@@ -84,25 +116,5 @@ class GreedyAgent(SeededAgent):
     def act(self, observation: np.ndarray | None, action_mask: np.ndarray, game: KahunaGame | None = None) -> int:
         if game is None:
             raise ValueError("greedy agent needs the (determinized) game")
-        legal = game.legal_actions()
-        player = game.current_player
-        current = evaluate(game, player)
-        best_key = None
-        best: list[int] = []
-        for action in legal:
-            if A.DISCARD <= action < A.FREE_BRIDGE:
-                continue
-            key = (*play_outcome(game, action), -len(A.PAID_ISLANDS[action]))
-            if best_key is None or key > best_key:
-                best_key, best = key, [action]
-            elif key == best_key:
-                best.append(action)
-        if best and best_key is not None and (best_key[0] > 0 or (best_key[0] == 0 and best_key[1:4] > current)):
-            return best[int(self.rng.integers(len(best)))]
-        for end in (A.DRAW, A.TAKE, A.TAKE + 1, A.TAKE + 2, A.PASS):
-            if end in legal:
-                return end
-        if best:
-            return best[int(self.rng.integers(len(best)))]
-        discards = [a for a in legal if A.DISCARD <= a < A.DRAW]
-        return discards[int(self.rng.integers(len(discards)))]
+        best = best_actions(game)
+        return best[int(self.rng.integers(len(best)))] if len(best) > 1 else best[0]
