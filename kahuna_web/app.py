@@ -57,6 +57,8 @@ MAX_LISTED_RECORDS = 500
 """At most this many records of ``--records DIR`` are listed."""
 OPPONENT_CHOICES = ("greedy", "random", "mcts:50", "mcts", "mcts:800")
 """Baseline opponents offered in the page's list (any entrant string can be typed)."""
+CSP = "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+"""The page's Content-Security-Policy: its own files only, no inline scripts, not framed by other sites."""
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]", "testserver")
 """``Host`` names accepted when the server listens on a loopback address (``testserver``: the test client)."""
 
@@ -112,7 +114,9 @@ def create_app(
     loaded_results = list(results)
 
     async def index(request: Request) -> Response:
-        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+        return FileResponse(
+            STATIC / "index.html", headers={"Cache-Control": "no-store", "Content-Security-Policy": CSP}
+        )
 
     async def board(request: Request) -> Response:
         return JSONResponse(

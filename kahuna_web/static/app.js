@@ -178,7 +178,7 @@ function statusLine(state, names) {
     if (state.final_turns_left !== null) notes.push(`final turns, ${state.final_turns_left} left`);
     if (state.cards_played) notes.push(`${state.cards_played} card(s) played this turn`);
     if (state.cards_discarded) notes.push(`${state.cards_discarded} discarded this turn`);
-    if (state.must_draw) notes.push("the opponent passed: a drawable card must be drawn");
+    if (state.must_draw) notes.push("the opponent passed: this turn must end with a draw");
     if (notes.length) line.append(` (${notes.join(", ")})`);
   }
   return line;
