@@ -120,10 +120,10 @@ function drawBoard(node, state, options = {}) {
     }
     if (state.claim_line === line.id) group.append(svg("line", { ...ends, class: "claim" }));
     if (options.highlight === line.id) group.append(svg("line", { ...ends, class: "last" }));
+    if (playable.has(line.id)) group.append(svg("line", { ...ends, class: "hint" })); // under the islands
     layerLines.append(group);
     if (playable.has(line.id)) {
       const hit = svg("g", { class: "playable", id: `line-${line.id}`, "data-line": line.id });
-      hit.append(svg("line", { ...ends, class: "hint" }));
       hit.append(svg("line", { ...ends, class: "hit" }));
       const title = svg("title", { text: `${line.name}: ${playable.get(line.id).map((m) => m.text).join(" / ")}` });
       hit.append(title);
