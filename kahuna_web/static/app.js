@@ -452,12 +452,12 @@ async function openListedRecord() {
   }
 }
 
-async function openRecordFile(event) {
+// A file chosen in an <input type=file>, sent as JSON to `url`; `show` gets the answer.  Errors go to the message box.
+async function uploadFile(event, url, show) {
   const file = event.target.files[0];
   if (!file) return;
   try {
-    const text = await readFile(file);
-    openReplay(await api("POST", "/api/replay", text));
+    show(await api("POST", url, await readFile(file)), file);
     clearMessage();
   } catch (error) {
     showMessage(`${file.name}: ${error.message}`);
@@ -465,6 +465,8 @@ async function openRecordFile(event) {
     event.target.value = "";
   }
 }
+
+const openRecordFile = (event) => uploadFile(event, "/api/replay", (data) => openReplay(data));
 
 function toggleAutoplay() {
   if (!replayData) return;
@@ -544,20 +546,11 @@ async function loadResults() {
   }
 }
 
-async function openResultsFile(event) {
-  const file = event.target.files[0];
-  if (!file) return;
-  try {
-    const text = await readFile(file);
-    const data = await api("POST", "/api/results", text);
+function openResultsFile(event) {
+  return uploadFile(event, "/api/results", (data, file) => {
     data.source = file.name;
     document.getElementById("results-list").prepend(resultsBlock(data));
-    clearMessage();
-  } catch (error) {
-    showMessage(`${file.name}: ${error.message}`);
-  } finally {
-    event.target.value = "";
-  }
+  });
 }
 
 // ------------------------------------------------------------------------------------------------ start
