@@ -3,7 +3,8 @@
 A server on a free loopback port (a thread running uvicorn) and one browser
 serve every test of this module: a full game against ``random`` played by
 clicking legal moves (the first one on the SVG board) until the result shows,
-the record it offers replayed by ``kahuna-replay``; bad input shown on the
+the record it offers replayed by ``kahuna-replay``; the opponent's actions
+animated one by one; bad input shown on the
 page; a record opened and stepped through; results files shown as tables.
 
 The tests skip, saying why, only when the browser, its driver or Selenium
@@ -188,6 +189,28 @@ def test_a_full_game_against_random_by_clicking_legal_moves(browser, server, tmp
     assert replay_main([str(record), "--quiet"]) == 0
     assert len(browser.find_elements(By.CSS_SELECTOR, "#play-log li")) == len(read_record(record)["actions"])
     assert page_errors(browser) == []
+
+
+def test_the_opponents_actions_play_one_by_one(browser, server):
+    open_page(browser, server, "?delay=150")
+    Select(browser.find_element(By.ID, "seat")).select_by_value("1")  # random opens
+    for element_id, value in (("opponent", "random"), ("seed", "3")):  # seed 3: random opens with 3 actions
+        field = browser.find_element(By.ID, element_id)
+        field.clear()
+        field.send_keys(value)
+    browser.find_element(By.ID, "start").click()
+    seen = []
+    deadline = time.monotonic() + WAIT
+    while browser.find_element(By.TAG_NAME, "body").get_attribute("data-busy") == "1":
+        seen.append(text_of(browser, "last-action"))
+        assert time.monotonic() < deadline
+        time.sleep(0.03)
+    shown = [text for text in dict.fromkeys(seen) if text.startswith("random plays: ")]
+    logged = [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#play-log li")]
+    assert len(logged) == 3 and all(text.startswith("random: ") for text in logged)
+    assert len(shown) >= 2 and shown == [f"random plays: {text[len('random: ') :]}" for text in logged][: len(shown)]
+    assert browser.find_elements(By.CSS_SELECTOR, "#moves button.move")  # then it is our turn
+    Select(browser.find_element(By.ID, "seat")).select_by_value("0")
 
 
 def test_bad_input_is_a_message_on_the_page(browser, server, folders, tmp_path):
