@@ -6,6 +6,7 @@ The browser tests (a real headless Chromium) are in tests/test_web_browser.py.
 from __future__ import annotations
 
 import json
+import select
 import socket
 import subprocess
 import sys
@@ -369,6 +370,8 @@ def test_kahuna_serve_binds_to_loopback_and_says_so(tmp_path):
         [sys.executable, "-c", code], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:
+        ready, _, _ = select.select([server.stdout], [], [], 60)
+        assert ready, "kahuna-serve printed nothing in 60 s"
         first = server.stdout.readline()
         second = server.stdout.readline()
         assert first.startswith("Kahuna board at http://127.0.0.1:"), first + second
