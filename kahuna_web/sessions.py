@@ -266,7 +266,7 @@ class PlaySession:
         view["abandoned"] = self.abandoned
         view["result"] = result_text(self.game, self._names(), self.seat) if self.game.is_over else None
         view["record_ready"] = self.finished
-        view["seed"] = self.seed if self.finished else None
+        view["seed"] = str(self.seed) if self.finished else None  # text: JavaScript numbers hold 53 bits
         return view
 
     def response(self, steps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -375,7 +375,7 @@ def replay_frames(record: Any, source: str = "record") -> dict[str, Any]:
     players = list(record["players"])
     return {
         "players": players,
-        "seed": record["seed"],
+        "seed": str(record["seed"]),  # text: a 64-bit seed does not fit a JavaScript number
         "config": record["config"],
         "finished": final.is_over,
         "result": result_text(final, players) if final.is_over else "unfinished game",

@@ -91,7 +91,7 @@ def test_a_full_game_offers_only_legal_moves_and_ends_with_a_result(client):
         assert data["state"]["over"] or data["state"]["to_act"] == 1  # the agent played until it was our turn
         assert len(data["state"]["log"]) == len(session.actions)
     state = data["state"]
-    assert state["legal"] == [] and state["record_ready"] and state["seed"] == 4
+    assert state["legal"] == [] and state["record_ready"] and state["seed"] == "4"
     assert state["result"].startswith(("You win", "random wins", "The game is a draw"))
     assert f"{state['scores'][0]} points" in state["result"]
     response = client.post(f"/api/games/{data['id']}/move", json={"action": 147})
@@ -282,6 +282,7 @@ def test_records_replay_step_by_step(records_dir):
         assert len(replayed["frames"]) == len(record["actions"]) + 1
         assert [move["text"] for move in replayed["moves"]] == [describe_action(a) for a in record["actions"]]
         assert replayed["frames"][-1]["over"] and replayed["frames"][0]["round"] == 1
+        assert replayed["seed"] == str(record["seed"])
         assert all(frame["hands"][p]["cards"] is not None for frame in replayed["frames"] for p in (0, 1))
         uploaded = client.post("/api/replay", json=record).json()
         assert uploaded["frames"] == replayed["frames"] and uploaded["result"] == replayed["result"]
