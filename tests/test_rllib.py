@@ -27,6 +27,7 @@ from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.engine import IllegalActionError, KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
 from training.config import ConfigError
+from training.config import load_config as load_training_config
 from training.model import ModelConfig
 from training.rllib.cli import main
 from training.rllib.config import RLlibConfig, config_to_yaml, load_rllib_config
@@ -48,10 +49,14 @@ TINY_RUN = [
     "ppo.train_batch_size=256",
     "ppo.minibatch_size=128",
     "ppo.num_epochs=1",
+    "model.architecture=mlp",
     "model.hidden_sizes=[32,32]",
-    "snapshots.every=1",
-    "snapshots.slots=3",
-    "snapshots.share=0.5",
+    "model.activation=tanh",
+    "pool.snapshot_every=1",
+    "pool.max_snapshots=3",
+    "pool.latest=0.3",
+    "pool.past=0.4",
+    "pool.greedy=0.3",
     "checkpoint.every=1",
 ]
 
@@ -78,8 +83,13 @@ def test_shipped_config_loads_with_every_section():
     assert config.ray.address is None
     assert config.env_runners.num_env_runners >= 1
     assert config.learners.num_learners == 0
-    assert config.model.hidden_sizes == (256, 256)
-    assert config.snapshots.slots >= 1
+    # The native trainer's recipe (configs/default.yaml): board network, island shaping, greedy opponents.
+    native = load_training_config(ROOT / "configs" / "default.yaml")
+    assert config.model == native.model
+    assert config.reward == native.reward
+    assert config.pool.shares() == native.pool.shares()
+    assert config.snapshot_slots >= 1
+    assert config.fault_tolerance.restart_failed_env_runners
 
 
 def test_overrides_set_any_key():
@@ -110,7 +120,9 @@ def test_overrides_set_any_key():
         ("ppo.lr=-1", "ppo.lr: must be > 0"),
         ("ppo.minibatch_size=100000", "ppo.minibatch_size: must be <= ppo.train_batch_size"),
         ("env_runners.num_env_runners=two", "env_runners.num_env_runners: expected int"),
-        ("snapshots.share=1.5", "snapshots.share: must be in [0, 1]"),
+        ("pool.greedy=-1", "pool.greedy: must be >= 0"),
+        ("pool.snapshots_per_update=2", "pool.snapshots_per_update: must be null for RLlib runs"),
+        ("snapshots.share=0.5", "snapshots: unknown key"),
         ("env.variant=chess", "env: variant must be one of"),
         ("ray.object_store_mb=10", "ray.object_store_mb"),
     ],
@@ -272,23 +284,19 @@ def test_env_game_ends_with_zero_sum_rewards_and_final_observations_for_both():
 
 
 @needs_ray
-def test_snapshot_mapping_gives_one_seat_to_a_snapshot_in_the_configured_share():
-    from training.rllib.train import LEARNER, SnapshotMapping
+def test_league_mapping_reads_the_module_from_the_agent_id():
+    from training.rllib.league import LEARNER, agent_ids, league_mapping
 
-    mapping = SnapshotMapping(share=0.3, slots=3)
-    snapshot_games, slots = 0, set()
-    for index in range(2000):
-        episode = type("Episode", (), {"id_": f"episode-{index}"})()
-        seats = [mapping("player_0", episode), mapping("player_1", episode)]
-        assert seats == [mapping("player_0", episode), mapping("player_1", episode)]  # stable per episode
-        snapshots = [module for module in seats if module != LEARNER]
-        assert len(snapshots) <= 1
-        if snapshots:
-            snapshot_games += 1
-            slots.add(snapshots[0])
-    assert 0.25 < snapshot_games / 2000 < 0.35
-    assert slots == {"snapshot_0", "snapshot_1", "snapshot_2"}
-    assert SnapshotMapping(share=0.0, slots=3)("player_0", episode) == LEARNER
+    assert league_mapping("player_0") == league_mapping("player_1") == LEARNER
+    assert league_mapping("player_1@snapshot_2", episode=object()) == "snapshot_2"
+    assert agent_ids(2) == [
+        "player_0",
+        "player_1",
+        "player_0@snapshot_0",
+        "player_1@snapshot_0",
+        "player_0@snapshot_1",
+        "player_1@snapshot_1",
+    ]
 
 
 # ---------------------------------------------------------------------------------------------- masked module
@@ -425,7 +433,7 @@ def test_snapshot_slots_hold_frozen_past_learners(trained_run):
     def same(a, b):
         return all(np.array_equal(a[key], b[key]) for key in a)
 
-    # snapshots.every=1: slot 0 took the learner after iteration 1, slot 1 after iteration 2 (the
+    # pool.snapshot_every=1: slot 0 took the learner after iteration 1, slot 1 after iteration 2 (the
     # final learner), slot 2 still holds the initial learner copied in at start-up.
     assert same(snapshots[1], learner)
     assert not same(snapshots[0], learner)

@@ -3,6 +3,7 @@
 Usage::
 
     kahuna-rllib --config configs/rllib.yaml [--set KEY=VALUE ...] [--run-dir DIR]
+    kahuna-rllib --resume RUN_DIR [--set iterations=400 ...]    # continue from its newest checkpoint
     kahuna-rllib --config configs/rllib.yaml --print-config     # resolved config, no Ray
     kahuna-rllib export RLLIB_CHECKPOINT_DIR OUT.pt [--module learner]
     kahuna-rllib --export RLLIB_CHECKPOINT_DIR OUT.pt [--module learner]
@@ -48,6 +49,11 @@ def _train_parser() -> argparse.ArgumentParser:
         help="override a config key, e.g. --set env_runners.num_env_runners=8 (repeatable)",
     )
     parser.add_argument("--run-dir", metavar="DIR", help="run directory (default: <output_dir>/<name>-<timestamp>)")
+    parser.add_argument(
+        "--resume",
+        metavar="RUN_DIR",
+        help="continue the run in RUN_DIR from its newest checkpoint, with its config.yaml (plus any --set)",
+    )
     parser.add_argument("--print-config", action="store_true", help="print the resolved config as YAML and exit")
     parser.add_argument(
         "--export",
@@ -90,6 +96,14 @@ def _run(argv: list[str]) -> int:
     if arguments.export:
         require_ray()
         return _export(arguments.export[0], arguments.export[1], arguments.module)
+    if arguments.resume:
+        if arguments.config or arguments.run_dir:
+            raise ConfigError("--resume takes the config and run directory of the run; drop --config/--run-dir")
+        require_ray()
+        from training.rllib.train import resume
+
+        resume(arguments.resume, arguments.overrides)
+        return 0
     config = load_rllib_config(arguments.config, arguments.overrides)
     if arguments.print_config:
         print(config_to_yaml(config), end="")

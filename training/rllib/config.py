@@ -21,19 +21,30 @@ from typing import Any
 import yaml
 
 # The typed-config machinery of the native trainer, shared so both configs behave the same.
-from training.config import ConfigError, apply_overrides, build_section, check_value, plain_value, read_yaml
+from training.config import (
+    ConfigError,
+    PoolConfig,
+    RewardConfig,
+    apply_overrides,
+    build_section,
+    check_value,
+    plain_value,
+    read_yaml,
+)
 from training.model import ModelConfig
 
 __all__ = [
     "CheckpointConfig",
     "ConfigError",
     "EnvRunnersConfig",
+    "FaultToleranceConfig",
     "KahunaEnvConfig",
     "LearnersConfig",
     "PPOConfig",
+    "PoolConfig",
     "RLlibConfig",
     "RayConfig",
-    "SnapshotConfig",
+    "RewardConfig",
     "config_to_yaml",
     "load_rllib_config",
     "rllib_config_from_dict",
@@ -110,12 +121,18 @@ class EnvRunnersConfig:
         num_cpus_per_env_runner: CPUs Ray reserves for each EnvRunner.
         rollout_fragment_length: env steps per EnvRunner sample call (null: RLlib's
             ``"auto"``, the train batch split over the runners).
+        custom_resource: name of a Ray custom resource each EnvRunner also needs (null:
+            none), e.g. ``kahuna_runner`` to place the runners only on nodes started with
+            ``ray start --resources='{"kahuna_runner": 8}'``.
+        custom_resource_per_env_runner: how much of ``custom_resource`` each EnvRunner takes.
     """
 
     num_env_runners: int = 2
     num_envs_per_env_runner: int = 1
     num_cpus_per_env_runner: float = 1.0
     rollout_fragment_length: int | None = None
+    custom_resource: str | None = None
+    custom_resource_per_env_runner: float = 1.0
 
     def __post_init__(self) -> None:
         check_value(self.num_env_runners >= 0, "env_runners.num_env_runners", "must be >= 0", self.num_env_runners)
@@ -137,6 +154,22 @@ class EnvRunnersConfig:
             "must be >= 1 or null",
             self.rollout_fragment_length,
         )
+        check_value(
+            self.custom_resource is None or bool(self.custom_resource.strip()),
+            "env_runners.custom_resource",
+            "must be null or a resource name",
+            self.custom_resource,
+        )
+        check_value(
+            self.custom_resource_per_env_runner > 0,
+            "env_runners.custom_resource_per_env_runner",
+            "must be > 0",
+            self.custom_resource_per_env_runner,
+        )
+
+    def custom_resources(self) -> dict[str, float]:
+        """RLlib's ``custom_resources_per_env_runner``."""
+        return {self.custom_resource: self.custom_resource_per_env_runner} if self.custom_resource else {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,35 +253,42 @@ class PPOConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class SnapshotConfig:
-    """Frozen past selves the learner meets (league-style self-play).
-
-    There are ``slots`` snapshot modules (``snapshot_0`` ...), never trained.  At the
-    start all hold the initial weights; every ``every`` iterations the learner's
-    weights are copied into the next slot (round robin), so the slots hold the last
-    ``slots`` snapshots taken.  In a ``share`` of the games the policy-mapping function
-    gives one seat (drawn at random) to a snapshot slot (drawn at random); the other
-    games are pure self-play, both seats played by the learner.
+class FaultToleranceConfig:
+    """What happens when an EnvRunner dies (RLlib's ``fault_tolerance`` settings).
 
     Attributes:
-        every: take a snapshot every this many iterations.
-        slots: number of snapshot modules (0: pure self-play).
-        share: share of games in which one seat is a snapshot, in [0, 1].
+        restart_failed_env_runners: Ray restarts a failed EnvRunner actor and RLlib puts
+            it back into service with the current weights of every module (the run goes
+            on meanwhile with the healthy ones); false: a failed runner stays out.
+        max_num_env_runner_restarts: restarts allowed per EnvRunner.
+        delay_between_env_runner_restarts_s: a runner whose code raised waits this long
+            before it exits and is restarted (RLlib's default is 60 s).
+        env_runner_health_probe_timeout_s: how long a ping of a restarted runner may take.
     """
 
-    every: int = 5
-    slots: int = 3
-    share: float = 0.2
+    restart_failed_env_runners: bool = True
+    max_num_env_runner_restarts: int = 1000
+    delay_between_env_runner_restarts_s: float = 5.0
+    env_runner_health_probe_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
-        check_value(self.every >= 1, "snapshots.every", "must be >= 1", self.every)
-        check_value(self.slots >= 0, "snapshots.slots", "must be >= 0", self.slots)
-        check_value(0 <= self.share <= 1, "snapshots.share", "must be in [0, 1]", self.share)
         check_value(
-            self.slots > 0 or self.share == 0,
-            "snapshots.share",
-            "must be 0 when snapshots.slots is 0",
-            self.share,
+            self.max_num_env_runner_restarts >= 0,
+            "fault_tolerance.max_num_env_runner_restarts",
+            "must be >= 0",
+            self.max_num_env_runner_restarts,
+        )
+        check_value(
+            self.delay_between_env_runner_restarts_s >= 0,
+            "fault_tolerance.delay_between_env_runner_restarts_s",
+            "must be >= 0",
+            self.delay_between_env_runner_restarts_s,
+        )
+        check_value(
+            self.env_runner_health_probe_timeout_s > 0,
+            "fault_tolerance.env_runner_health_probe_timeout_s",
+            "must be > 0",
+            self.env_runner_health_probe_timeout_s,
         )
 
 
@@ -289,7 +329,13 @@ class RLlibConfig:
         env_runners: experience collection.
         learners: gradient updates.
         ppo: PPO hyperparameters.
-        snapshots: frozen past selves.
+        reward: terminal reward and island shaping: the native trainer's ``reward:`` section
+            (:class:`training.config.RewardConfig`), same keys, same meaning.
+        pool: the opponent mix: the native trainer's ``pool:`` section
+            (:class:`training.config.PoolConfig`); ``snapshot_every`` counts iterations,
+            ``max_snapshots`` is the number of snapshot modules (slots, round robin);
+            ``snapshots_per_update`` must stay null (each slot is its own module anyway).
+        fault_tolerance: restarts of failed EnvRunners.
         checkpoint: checkpoints and export.
     """
 
@@ -305,7 +351,9 @@ class RLlibConfig:
     env_runners: EnvRunnersConfig = dataclasses.field(default_factory=EnvRunnersConfig)
     learners: LearnersConfig = dataclasses.field(default_factory=LearnersConfig)
     ppo: PPOConfig = dataclasses.field(default_factory=PPOConfig)
-    snapshots: SnapshotConfig = dataclasses.field(default_factory=SnapshotConfig)
+    reward: RewardConfig = dataclasses.field(default_factory=RewardConfig)
+    pool: PoolConfig = dataclasses.field(default_factory=PoolConfig)
+    fault_tolerance: FaultToleranceConfig = dataclasses.field(default_factory=FaultToleranceConfig)
     checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
 
     def __post_init__(self) -> None:
@@ -316,6 +364,28 @@ class RLlibConfig:
             self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be > 0 or null", self.max_minutes
         )
         check_value(bool(self.output_dir), "output_dir", "must be a non-empty path", self.output_dir)
+        check_value(
+            self.pool.snapshots_per_update is None,
+            "pool.snapshots_per_update",
+            "must be null for RLlib runs (every snapshot slot is its own module)",
+            self.pool.snapshots_per_update,
+        )
+
+    @property
+    def snapshot_slots(self) -> int:
+        """Snapshot modules of the run: ``pool.max_snapshots`` when ``pool.past`` > 0, else none."""
+        return self.pool.max_snapshots if self.pool.past > 0 else 0
+
+    def env_config(self) -> dict[str, Any]:
+        """The ``env_config`` of :class:`training.rllib.env.KahunaMultiAgentEnv`: rules, opponent mix, rewards."""
+        return {
+            **self.env.env_config(),
+            "pool": self.pool.shares(),
+            "snapshot_slots": self.snapshot_slots,
+            "win": self.reward.win,
+            "island_shaping": self.reward.island_shaping,
+            "gamma": self.ppo.gamma,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (lists instead of tuples), as written to ``<run_dir>/config.yaml``."""

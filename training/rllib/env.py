@@ -2,6 +2,10 @@
 
 =====================  =====================================================================
 agents                 ``"player_0"``, ``"player_1"`` (seats 0 and 1 of :class:`KahunaGame`)
+                       for the learner; ``"player_<seat>@snapshot_<k>"`` for a seat played by
+                       snapshot slot ``k`` (the policy-mapping function reads the module from
+                       the agent id); a baseline seat (``greedy``, ``random``) is played
+                       inside the env and is no RLlib agent at all
 who acts               only the player to move: the observation dict holds exactly that
                        agent, and ``step`` expects exactly its action; a turn is several
                        consecutive actions by the same agent
@@ -10,18 +14,32 @@ observation            ``Dict(observations=Box(0, 1, (246,), float32),
                        :func:`kahuna_env.observation.encode_observation` from the agent's side
                        and the legal-action mask (1 where legal)
 action                 ``Discrete(179)`` (:mod:`kahuna_env.actions`)
-rewards                0 during the game; at the end +1 for the winner, -1 for the loser,
-                       0 each for a draw; both agents receive a final observation (with an
-                       all-zero mask) so each seat's last decision gets its reward
+rewards                at the end ``+win`` for the winner, ``-win`` for the loser, 0 each for
+                       a draw; with ``island_shaping`` c > 0 also the native trainer's
+                       potential-based shaping (:func:`training.rollout.island_potentials`,
+                       :func:`training.rollout.shaping_rewards`): ``c * (gamma * phi(next
+                       decision) - phi(decision))`` per seat, ``phi = 0`` after the end; every
+                       agent receives a final observation (with an all-zero mask) so each
+                       seat's last decision gets its reward
+opponents              each game draws its opponent kind from ``pool`` (``latest``: both seats
+                       are the learner; ``past``: one seat a snapshot slot drawn uniformly;
+                       ``greedy``/``random``: one seat that baseline, asked through
+                       :func:`kahuna_env.agents.choose_action`, which shows it only what its
+                       seat may see); the learner's seat is drawn per game
 illegal action         :class:`kahuna_env.engine.IllegalActionError` (the masked RLModule
                        never produces one, so this is a bug, not a training signal)
 =====================  =====================================================================
 
 ``env_config`` keys: ``variant``, ``discard_rule`` (see
 :class:`kahuna_env.engine.KahunaConfig`), ``random_first_player`` (default
-True) and ``max_actions`` (truncate a game after this many actions, a safety
-net; default 2000).  Games are dealt from the env's own generator, seeded by
-``reset(seed=...)``.
+True), ``max_actions`` (truncate a game after this many actions, a safety
+net; default 2000), ``pool`` (shares by opponent kind, normalised; default
+all ``latest``), ``snapshot_slots`` (number of snapshot modules; default 0),
+``win`` (default 1.0), ``island_shaping`` (default 0.0) and ``gamma``
+(default 1.0).  Games, opponent kinds and baselines are drawn from the env's
+own generator, seeded by ``reset(seed=...)``.  The final info dict of each
+learner agent holds ``kahuna_opponent`` (the game's opponent kind) and
+``kahuna_score`` (1 win, 0.5 draw, 0 loss, from that seat).
 """
 
 from __future__ import annotations
@@ -38,13 +56,38 @@ import gymnasium as gym  # noqa: E402
 from ray.rllib.env.multi_agent_env import MultiAgentEnv  # noqa: E402
 
 from kahuna_env.actions import NUM_ACTIONS  # noqa: E402
+from kahuna_env.agents import choose_action, make_agent  # noqa: E402
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame  # noqa: E402
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation  # noqa: E402
+from training.pool import KINDS  # noqa: E402
+from training.rllib.league import AGENTS, agent_ids, snapshot_agent  # noqa: E402
+from training.rollout import island_potentials, shaping_rewards  # noqa: E402
 
-AGENTS = ("player_0", "player_1")
-"""Agent id of each seat."""
+BASELINES = ("greedy", "random")
+"""Opponent kinds played inside the env (never RLlib agents)."""
 
-_ENV_OPTIONS = ("variant", "discard_rule", "random_first_player", "max_actions")
+_ENV_OPTIONS = (
+    "variant",
+    "discard_rule",
+    "random_first_player",
+    "max_actions",
+    "pool",
+    "snapshot_slots",
+    "win",
+    "island_shaping",
+    "gamma",
+)
+
+
+def shaping_step(previous: float, following: float | None, gamma: float, coefficient: float) -> float:
+    """The native trainer's shaping reward of one decision whose potential is ``previous``.
+
+    ``following`` is the potential at the same seat's next decision (None: the game
+    ended, potential 0); computed by :func:`training.rollout.shaping_rewards` itself
+    on that two-decision (or last-decision) trajectory.
+    """
+    potentials = np.array([previous] if following is None else [previous, following], dtype=np.float64)
+    return float(shaping_rewards(np.zeros(len(potentials), np.int64), potentials, gamma, coefficient)[0])
 
 
 def observation_space() -> gym.spaces.Dict:
@@ -78,36 +121,116 @@ class KahunaMultiAgentEnv(MultiAgentEnv):
         KahunaConfig(**self.rules)  # validate now, not at the first reset
         self.random_first_player = bool(options.get("random_first_player", True))
         self.max_actions = int(options.get("max_actions", 2000))
-        self.agents = self.possible_agents = list(AGENTS)
-        self.observation_spaces = {agent: observation_space() for agent in AGENTS}
-        self.action_spaces = {agent: action_space() for agent in AGENTS}
+        self.snapshot_slots = int(options.get("snapshot_slots", 0))
+        pool = dict(options.get("pool") or {"latest": 1.0})
+        bad = sorted(set(pool) - set(KINDS))
+        if bad:
+            raise ValueError(f"unknown opponent kind(s) {bad} in pool; known: {list(KINDS)}")
+        if pool.get("past", 0) > 0 and self.snapshot_slots < 1:
+            raise ValueError("pool.past > 0 needs snapshot_slots >= 1")
+        shares = np.array([float(pool.get(kind, 0.0)) for kind in KINDS])
+        if (shares < 0).any() or shares.sum() <= 0:
+            raise ValueError(f"pool shares must be >= 0 with a positive sum, got {pool}")
+        self.shares = shares / shares.sum()
+        self.win = float(options.get("win", 1.0))
+        self.island_shaping = float(options.get("island_shaping", 0.0))
+        self.gamma = float(options.get("gamma", 1.0))
+        self.possible_agents = agent_ids(self.snapshot_slots)
+        self.agents = list(AGENTS)
+        self.observation_spaces = {agent: observation_space() for agent in self.possible_agents}
+        self.action_spaces = {agent: action_space() for agent in self.possible_agents}
         self._rng = np.random.default_rng()
+        self._baselines = {name: make_agent(name, seed=0) for name in BASELINES}
         self.game: KahunaGame | None = None
+        self.kind = "latest"
+        self.seats: list[str | None] = list(AGENTS)  # agent id per seat; None: a baseline plays it
+        self._potentials: list[float | None] = [None, None]  # each seat's potential at its last decision
         self._actions = 0
 
+    # ------------------------------------------------------------------------------------------ helpers
     def _observe(self, player: int, terminal: bool = False) -> dict[str, np.ndarray]:
         assert self.game is not None
         mask = np.zeros(NUM_ACTIONS, np.float32) if terminal else self.game.action_mask().astype(np.float32)
         return {"observations": encode_observation(self.game, player), "action_mask": mask}
 
+    def _draw_seats(self) -> None:
+        """Draw this game's opponent kind and who plays each seat."""
+        self.kind = KINDS[int(self._rng.choice(len(KINDS), p=self.shares))]
+        if self.kind == "latest":
+            self.seats = list(AGENTS)
+            return
+        learner = int(self._rng.integers(2))
+        self.seats = [None, None]
+        self.seats[learner] = AGENTS[learner]
+        if self.kind == "past":
+            self.seats[1 - learner] = snapshot_agent(1 - learner, int(self._rng.integers(self.snapshot_slots)))
+        else:
+            self._baselines[self.kind] = make_agent(self.kind, seed=int(self._rng.integers(2**63)))
+
+    def _play_baseline(self) -> None:
+        """Play the baseline seat's moves until an RLlib agent is to move or the game ends."""
+        assert self.game is not None
+        while not self.game.is_over and self.seats[self.game.current_player] is None:
+            self.game.step(choose_action(self._baselines[self.kind], self.game, self._rng))
+            self._actions += 1
+
+    def _decision(self, rewards: dict[str, float]) -> dict[str, dict[str, np.ndarray]]:
+        """The observation of the agent to move; its shaping reward for its previous decision into ``rewards``."""
+        assert self.game is not None
+        player = self.game.current_player
+        agent = self.seats[player]
+        assert agent is not None
+        observation = self._observe(player)
+        if self.island_shaping:
+            potential = float(island_potentials(observation["observations"][None])[0])
+            previous = self._potentials[player]
+            if previous is not None:
+                rewards[agent] = rewards.get(agent, 0.0) + shaping_step(
+                    previous, potential, self.gamma, self.island_shaping
+                )
+            self._potentials[player] = potential
+        return {agent: observation}
+
+    def _final(self, rewards: dict[str, float], with_outcome: bool) -> tuple[dict, dict]:
+        """Final observations, rewards and infos of every agent in the game."""
+        assert self.game is not None
+        winner = self.game.winner if with_outcome else None
+        observations, infos = {}, {}
+        for seat, agent in enumerate(self.seats):
+            if agent is None:
+                continue
+            outcome = 0 if winner is None else (1 if winner == seat else -1)
+            reward = rewards.get(agent, 0.0) + (self.win * outcome if with_outcome else 0.0)
+            previous = self._potentials[seat]
+            if self.island_shaping and previous is not None:
+                reward += shaping_step(previous, None, self.gamma, self.island_shaping)
+            rewards[agent] = reward
+            observations[agent] = self._observe(seat, terminal=True)
+            infos[agent] = {"kahuna_opponent": self.kind, "kahuna_score": (outcome + 1) / 2}
+        return observations, infos
+
+    # ------------------------------------------------------------------------------------------ API
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        """Deal a new game; returns the observation of the player to move."""
+        """Deal a new game; returns the observation of the (RLlib) agent to move."""
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         first = int(self._rng.integers(2)) if self.random_first_player else 0
         self.game = KahunaGame(KahunaConfig(**self.rules, first_player=first), seed=int(self._rng.integers(2**63)))
         self._actions = 0
-        player = self.game.current_player
-        return {AGENTS[player]: self._observe(player)}, {}
+        self._potentials = [None, None]
+        self._draw_seats()
+        self.agents = [agent for agent in self.seats if agent is not None]
+        self._play_baseline()  # a baseline that moves first; no game ends before both seats moved
+        return self._decision({}), {}
 
     def step(self, action_dict: dict[str, Any]):
-        """Apply the action of the player to move (the only key ``action_dict`` may have)."""
+        """Apply the action of the agent to move (the only key ``action_dict`` may have)."""
         if self.game is None:
             raise RuntimeError("call reset() before step()")
         if self.game.is_over:
             raise RuntimeError("the game is over; call reset()")
         player = self.game.current_player
-        agent = AGENTS[player]
+        agent = self.seats[player]
         if set(action_dict) != {agent}:
             raise ValueError(f"expected an action for {agent!r} only (the player to move), got {sorted(action_dict)}")
         action = int(action_dict[agent])
@@ -116,20 +239,19 @@ class KahunaMultiAgentEnv(MultiAgentEnv):
             raise IllegalActionError(f"{agent} chose illegal action {action} ({what})")
         self.game.step(action)
         self._actions += 1
+        self._play_baseline()
+        rewards: dict[str, float] = {agent: 0.0}
         if self.game.is_over:
-            winner = self.game.winner
-            rewards = {AGENTS[p]: (0.0 if winner is None else (1.0 if winner == p else -1.0)) for p in (0, 1)}
-            observations = {AGENTS[p]: self._observe(p, terminal=True) for p in (0, 1)}
-            done = {AGENTS[0]: True, AGENTS[1]: True, "__all__": True}
-            return observations, rewards, done, {"__all__": False}, {}
+            observations, infos = self._final(rewards, with_outcome=True)
+            done = {**dict.fromkeys(observations, True), "__all__": True}
+            return observations, rewards, done, {"__all__": False}, infos
         if self._actions >= self.max_actions:
-            observations = {AGENTS[p]: self._observe(p, terminal=True) for p in (0, 1)}
+            observations, infos = self._final(rewards, with_outcome=False)
             return (
                 observations,
-                {a: 0.0 for a in AGENTS},
+                rewards,
                 {"__all__": False},
-                {**dict.fromkeys(AGENTS, True), "__all__": True},
-                {},
+                {**dict.fromkeys(observations, True), "__all__": True},
+                infos,
             )
-        player = self.game.current_player
-        return {AGENTS[player]: self._observe(player)}, {agent: 0.0}, {"__all__": False}, {"__all__": False}, {}
+        return self._decision(rewards), rewards, {"__all__": False}, {"__all__": False}, {}

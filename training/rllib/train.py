@@ -10,16 +10,22 @@ The run, top to bottom:
    onto RLlib's ``PPOConfig`` on the new API stack (RLModule, Learner,
    EnvRunner with connector v2): env :class:`~training.rllib.env.KahunaMultiAgentEnv`,
    module :class:`~training.rllib.module.KahunaRLModule` (masked logits) for
-   every policy, one trained module ``"learner"`` shared by both seats, and
-   ``snapshots.slots`` frozen modules ``"snapshot_<k>"``.
-3. :class:`SnapshotMapping` (the policy-mapping function) makes a
-   ``snapshots.share`` of the games learner-vs-snapshot, the rest pure
-   self-play; :class:`SnapshotCallback` copies the learner's weights into
-   the next snapshot slot every ``snapshots.every`` iterations.
+   every policy, one trained module ``"learner"`` and ``pool.max_snapshots``
+   frozen modules ``"snapshot_<k>"`` (when ``pool.past`` > 0).
+3. The env draws each game's opponent from ``pool`` (self-play, a snapshot
+   slot, or a ``greedy``/``random`` baseline played inside the env) and names
+   the agents after their modules; :func:`~training.rllib.league.league_mapping`
+   reads the module from the agent id.  :class:`SnapshotCallback` copies the
+   learner's weights into the next snapshot slot every ``pool.snapshot_every``
+   iterations.
 4. Every iteration appends a line to ``<run_dir>/metrics.jsonl``; checkpoints
    go to ``<run_dir>/checkpoints/iter_NNNNNN``, the final one to
    ``<run_dir>/checkpoint``, and the learner is exported to
-   ``<run_dir>/agent.pt`` (the project's agent format).
+   ``<run_dir>/agent.pt`` (the project's agent format).  ``resume=RUN_DIR``
+   continues a run from its newest checkpoint (weights of every module,
+   optimizer, iteration and step counters).
+5. Failed EnvRunners are restarted by Ray (``fault_tolerance``); the number of
+   restarts is in every metrics line (``env_runner_restarts``).
 """
 
 from __future__ import annotations
@@ -28,7 +34,6 @@ import dataclasses
 import json
 import math
 import os
-import random
 import socket
 import sys
 import time
@@ -38,52 +43,20 @@ from typing import Any
 
 import numpy as np
 
-from training.rllib.config import RLlibConfig, config_to_yaml
+from training.rllib.config import RLlibConfig, config_to_yaml, load_rllib_config
 from training.rllib.errors import RayConnectionError, TrainingError, require_ray
-
-LEARNER = "learner"
-"""Module id of the trained policy (both seats in self-play games)."""
-
-SNAPSHOT_PREFIX = "snapshot_"
-"""Module ids of the frozen snapshots are ``snapshot_0``, ``snapshot_1``, ..."""
+from training.rllib.league import LEARNER, SNAPSHOT_PREFIX, league_mapping, snapshot_ids
 
 ILLEGAL_ACTIONS_METRIC = "kahuna_illegal_actions"
 ACTIONS_CHECKED_METRIC = "kahuna_actions_checked"
-SNAPSHOT_SCORE_METRIC = "kahuna_learner_score_vs_snapshot"
+SCORE_METRIC = "kahuna_learner_score_vs_{}"
+"""Metric of the learner's score (1 win, 0.5 draw, 0 loss) per opponent kind: ``past``, ``greedy``, ``random``."""
+SNAPSHOT_SCORE_METRIC = SCORE_METRIC.format("past")
 MAX_EMPTY_ITERATIONS = 3
 """Give up after this many consecutive iterations without a sampled env step (env runners keep failing)."""
 
 
-def snapshot_ids(slots: int) -> list[str]:
-    """Module ids of ``slots`` snapshot modules."""
-    return [f"{SNAPSHOT_PREFIX}{k}" for k in range(slots)]
-
-
 # ---------------------------------------------------------------------------------------------- self-play league
-class SnapshotMapping:
-    """Policy-mapping function: which module plays which seat of a game.
-
-    The choice is a pure function of the episode id (both seats of one game are
-    asked separately and must agree): with probability ``share`` one seat, drawn
-    at random, is played by a snapshot slot drawn at random, the other by the
-    learner; otherwise both seats are the learner.
-    """
-
-    def __init__(self, share: float, slots: int) -> None:
-        self.share = share
-        self.slots = slots
-
-    def __call__(self, agent_id: str, episode: Any = None, **kwargs: Any) -> str:
-        if self.slots == 0 or self.share <= 0 or episode is None:
-            return LEARNER
-        draw = random.Random(str(getattr(episode, "id_", episode)))
-        if draw.random() >= self.share:
-            return LEARNER
-        snapshot_seat = draw.choice(("player_0", "player_1"))
-        slot = draw.randrange(self.slots)
-        return f"{SNAPSHOT_PREFIX}{slot}" if agent_id == snapshot_seat else LEARNER
-
-
 def copy_learner_to(algorithm: Any, module_ids: list[str]) -> None:
     """Copy the learner's current weights into ``module_ids`` on the Learner(s) and every EnvRunner."""
     if not module_ids:
@@ -170,18 +143,21 @@ def check_sampled_actions(
         metrics_logger.log_value(ILLEGAL_ACTIONS_METRIC, illegal, reduce="sum")
 
 
-def log_snapshot_results(*, episode: Any = None, metrics_logger: Any = None, **kwargs: Any) -> None:
-    """``on_episode_end`` hook: the learner's score (1 win, 0.5 draw, 0 loss) in games against a snapshot."""
+def log_game_results(*, episode: Any = None, metrics_logger: Any = None, **kwargs: Any) -> None:
+    """``on_episode_end`` hook: the learner's score (1 win, 0.5 draw, 0 loss) per opponent kind but self-play.
+
+    Read from the final info dict the env gives each agent (``kahuna_opponent``, ``kahuna_score``).
+    """
     if episode is None or metrics_logger is None:
         return
-    modules = {agent: episode.module_for(agent) for agent in episode.agent_episodes}
-    if LEARNER not in modules.values() or all(module == LEARNER for module in modules.values()):
-        return
-    for agent, module in modules.items():
-        if module == LEARNER:
-            # Rewards come only at the end, so the last chunk's return is the game result.
-            final = episode.agent_episodes[agent].get_return()
-            metrics_logger.log_value(SNAPSHOT_SCORE_METRIC, (final + 1.0) / 2.0, window=200)
+    for agent_episode in agent_episodes_of(episode):
+        if agent_episode.module_id != LEARNER or len(agent_episode) == 0:
+            continue
+        info = agent_episode.get_infos(-1) or {}
+        kind = info.get("kahuna_opponent")
+        if kind in (None, "latest"):
+            continue
+        metrics_logger.log_value(SCORE_METRIC.format(kind), float(info["kahuna_score"]), window=200)
 
 
 # ---------------------------------------------------------------------------------------------- Ray
@@ -308,7 +284,7 @@ def module_spec(config: RLlibConfig) -> Any:
             action_space=action_space(),
             model_config=model,
         )
-        for module_id in [LEARNER, *snapshot_ids(config.snapshots.slots)]
+        for module_id in [LEARNER, *snapshot_ids(config.snapshot_slots)]
     }
     return MultiRLModuleSpec(rl_module_specs=specs)
 
@@ -323,17 +299,19 @@ def build_ppo_config(config: RLlibConfig) -> Any:
     ppo = config.ppo
     runners = config.env_runners
     learners = config.learners
-    slots = config.snapshots.slots
+    slots = config.snapshot_slots
+    faults = config.fault_tolerance
     algo = (
         PPOConfig()
         .api_stack(enable_rl_module_and_learner=True, enable_env_runner_and_connector_v2=True)
         .framework("torch")
-        .environment(KahunaMultiAgentEnv, env_config=config.env.env_config(), disable_env_checking=True)
+        .environment(KahunaMultiAgentEnv, env_config=config.env_config(), disable_env_checking=True)
         .env_runners(
             num_env_runners=runners.num_env_runners,
             num_envs_per_env_runner=runners.num_envs_per_env_runner,
             num_cpus_per_env_runner=runners.num_cpus_per_env_runner,
             rollout_fragment_length=runners.rollout_fragment_length or "auto",
+            custom_resources_per_env_runner=runners.custom_resources(),
         )
         .learners(
             num_learners=learners.num_learners,
@@ -357,15 +335,21 @@ def build_ppo_config(config: RLlibConfig) -> Any:
         )
         .multi_agent(
             policies={LEARNER, *snapshot_ids(slots)},
-            policy_mapping_fn=SnapshotMapping(config.snapshots.share, slots),
+            policy_mapping_fn=league_mapping,
             policies_to_train=[LEARNER],
+        )
+        .fault_tolerance(
+            restart_failed_env_runners=faults.restart_failed_env_runners,
+            max_num_env_runner_restarts=faults.max_num_env_runner_restarts,
+            delay_between_env_runner_restarts_s=faults.delay_between_env_runner_restarts_s,
+            env_runner_health_probe_timeout_s=faults.env_runner_health_probe_timeout_s,
         )
         .rl_module(rl_module_spec=module_spec(config))
         .callbacks(
-            on_algorithm_init=SnapshotCallback(config.snapshots.every, slots),
-            on_train_result=SnapshotCallback(config.snapshots.every, slots),
+            on_algorithm_init=SnapshotCallback(config.pool.snapshot_every, slots),
+            on_train_result=SnapshotCallback(config.pool.snapshot_every, slots),
             on_sample_end=check_sampled_actions,
-            on_episode_end=log_snapshot_results,
+            on_episode_end=log_game_results,
         )
         .debugging(seed=config.seed, log_level="WARN")
     )
@@ -386,7 +370,8 @@ class RunResult:
         seconds: wall time of the training iterations (without Ray start-up).
         illegal_actions: sampled actions that were illegal under their mask (always 0).
         actions_checked: sampled actions checked against their mask.
-        history: one metrics dict per iteration (as in ``metrics.jsonl``).
+        history: one metrics dict per iteration of this call (as in ``metrics.jsonl``).
+        env_runner_restarts: EnvRunners Ray restarted and RLlib put back into service.
     """
 
     run_dir: Path
@@ -398,6 +383,7 @@ class RunResult:
     illegal_actions: int
     actions_checked: int
     history: list[dict[str, Any]]
+    env_runner_restarts: int = 0
 
 
 def _get(result: dict, *path: str, default: Any = None) -> Any:
@@ -430,6 +416,8 @@ def summarize(result: dict, seconds: float, env_steps_before: int) -> dict[str, 
         "episodes": int(_number(runners.get("num_episodes_lifetime")) or 0),
         "episode_len_mean": _number(runners.get("episode_len_mean")),
         "score_vs_snapshot": _number(runners.get(SNAPSHOT_SCORE_METRIC)),
+        "score_vs_greedy": _number(runners.get(SCORE_METRIC.format("greedy"))),
+        "score_vs_random": _number(runners.get(SCORE_METRIC.format("random"))),
         "illegal_actions": int(_number(runners.get(ILLEGAL_ACTIONS_METRIC)) or 0),
         "actions_checked": int(_number(runners.get(ACTIONS_CHECKED_METRIC)) or 0),
         "policy_loss": _number(learner.get("policy_loss")),
@@ -446,8 +434,9 @@ def _format_line(row: dict[str, Any]) -> str:
     return (
         f"iter {row['iteration']:4d}  steps {row['env_steps']:9d}  {fmt(row['decisions_per_s'], '7.0f')} dec/s  "
         f"episodes {row['episodes']:6d}  len {fmt(row['episode_len_mean'], '5.1f')}  "
-        f"vs-snapshot {fmt(row['score_vs_snapshot'], '.2f')}  entropy {fmt(row['entropy'], '.3f')}  "
-        f"vf_loss {fmt(row['vf_loss'], '.4f')}"
+        f"vs-snapshot {fmt(row['score_vs_snapshot'], '.2f')}  vs-greedy {fmt(row['score_vs_greedy'], '.2f')}  "
+        f"entropy {fmt(row['entropy'], '.3f')}  vf_loss {fmt(row['vf_loss'], '.4f')}  "
+        f"restarts {row.get('env_runner_restarts', 0)}"
     )
 
 
@@ -464,12 +453,21 @@ def make_run_dir(config: RLlibConfig) -> Path:
 
 
 def train(
-    config: RLlibConfig, run_dir: str | Path | None = None, log: Callable[[str], None] | None = None
+    config: RLlibConfig,
+    run_dir: str | Path | None = None,
+    log: Callable[[str], None] | None = None,
+    *,
+    restore_from: str | Path | None = None,
+    on_iteration: Callable[[Any, dict[str, Any]], None] | None = None,
 ) -> RunResult:
     """Run RLlib self-play for ``config``: checkpoints, metrics and the exported agent in the run directory.
 
     Starts (and afterwards shuts down) a local Ray instance or joins the
     configured cluster; an already running Ray is reused and left running.
+    ``restore_from`` (an algorithm checkpoint of the same run, see
+    :func:`resume`) restores every module, the optimizer and the iteration and
+    step counters first; the run then goes on up to ``config.iterations`` in all.
+    ``on_iteration(algorithm, row)`` is called after each iteration's metrics line.
     """
     require_ray()
     if log is None:
@@ -483,10 +481,17 @@ def train(
         run_path = _prepare_run_dir(config, run_dir)
         _log_start(config, run_path, log)
         algorithm = build_ppo_config(config).build_algo()
-        # 3. Train: one iteration per loop, each logged, checked and checkpointed.
         progress = _Progress()
+        if restore_from is not None:
+            algorithm.restore_from_path(str(Path(restore_from).resolve()))
+            progress.restored(algorithm, run_path / "metrics.jsonl")
+            log(
+                f"kahuna-rllib: resumed from {restore_from} at iteration {algorithm.iteration}, "
+                f"{progress.env_steps} env steps"
+            )
+        # 3. Train: one iteration per loop, each logged, checked and checkpointed.
         with (run_path / "metrics.jsonl").open("a", encoding="utf-8") as metrics_file:
-            for _ in range(config.iterations):
+            while algorithm.iteration < config.iterations:
                 row = progress.iterate(algorithm)
                 metrics_file.write(json.dumps(row) + "\n")
                 metrics_file.flush()
@@ -494,26 +499,31 @@ def train(
                 progress.check(row)
                 if config.checkpoint.every and row["iteration"] % config.checkpoint.every == 0:
                     algorithm.save_to_path(str(run_path / "checkpoints" / f"iter_{row['iteration']:06d}"))
+                if on_iteration is not None:
+                    on_iteration(algorithm, row)
                 if config.max_minutes is not None and row["elapsed_s"] >= 60 * config.max_minutes:
                     log(f"kahuna-rllib: max_minutes={config.max_minutes:g} reached after {row['iteration']} iterations")
                     break
         seconds = time.perf_counter() - progress.start
         # 4. Export: the final RLlib checkpoint and the learner in the project's agent format.
         final, agent_path = _export(config, algorithm, run_path, progress)
+        restarts = algorithm.env_runner_group.num_remote_worker_restarts()
         log(
-            f"kahuna-rllib: {len(progress.history)} iterations, {progress.env_steps} env steps in {seconds:.0f}s; "
+            f"kahuna-rllib: {algorithm.iteration} iterations, {progress.env_steps} env steps "
+            f"({len(progress.history)} iterations in {seconds:.0f}s here), {restarts} env runner restarts; "
             f"checkpoint {final}" + (f"; agent {agent_path}" if agent_path else "")
         )
         result = RunResult(
             run_path,
             final,
             agent_path,
-            len(progress.history),
+            algorithm.iteration,
             progress.env_steps,
             seconds,
             progress.illegal,
             progress.checked,
             progress.history,
+            restarts,
         )
     except BaseException as error:
         failure = error
@@ -528,6 +538,37 @@ def train(
     if failure is not None:
         raise failure
     return result
+
+
+def latest_checkpoint(run_dir: str | Path) -> Path:
+    """The newest complete algorithm checkpoint of a run: ``checkpoint/`` or the highest ``checkpoints/iter_*``."""
+    run_path = Path(run_dir)
+    candidates = [path.parent for path in run_path.glob("checkpoints/iter_*/rllib_checkpoint.json")]
+    if (run_path / "checkpoint" / "rllib_checkpoint.json").is_file():
+        candidates.append(run_path / "checkpoint")
+    if not candidates:
+        raise TrainingError(f"{run_path} has no RLlib checkpoint to resume from (checkpoints/iter_* or checkpoint/)")
+    return max(candidates, key=lambda path: (path / "rllib_checkpoint.json").stat().st_mtime)
+
+
+def resume(run_dir: str | Path, overrides: list[str] | tuple[str, ...] = (), **kwargs: Any) -> RunResult:
+    """Continue the run in ``run_dir`` from its newest checkpoint, with its ``config.yaml`` plus ``overrides``.
+
+    Every module (learner and snapshot slots: the league), the optimizer, the
+    iteration and the env-step counters come back from the checkpoint; lines
+    of ``metrics.jsonl`` after the checkpoint's iteration are dropped (they
+    will be trained again).  ``model.*`` and the league's shape cannot change.
+    """
+    run_path = Path(run_dir)
+    stored = run_path / "config.yaml"
+    if not stored.is_file():
+        raise TrainingError(f"{run_path} is not an RLlib run directory (no config.yaml)")
+    before = load_rllib_config(stored)
+    config = load_rllib_config(stored, list(overrides))
+    if config.model != before.model or config.snapshot_slots != before.snapshot_slots:
+        raise TrainingError("model.* and the number of snapshot slots cannot change when resuming a run")
+    checkpoint = latest_checkpoint(run_path)
+    return train(config, run_dir=run_path, restore_from=checkpoint, **kwargs)
 
 
 def _prepare_run_dir(config: RLlibConfig, run_dir: str | Path | None) -> Path:
@@ -557,11 +598,25 @@ class _Progress:
         self.start = time.perf_counter()
         self.env_steps = self.illegal = self.checked = self.empty = 0
 
+    def restored(self, algorithm: Any, metrics_path: Path) -> None:
+        """Continue the counters of a restored algorithm; drop metrics lines after its iteration."""
+        self.env_steps = int(algorithm.metrics.peek(("env_runners", "num_env_steps_sampled_lifetime"), default=0) or 0)
+        if metrics_path.is_file():
+            kept = [
+                line
+                for line in metrics_path.read_text(encoding="utf-8").splitlines()
+                if line.strip() and json.loads(line).get("iteration", 0) <= algorithm.iteration
+            ]
+            metrics_path.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
+
     def iterate(self, algorithm: Any) -> dict[str, Any]:
-        """One ``algorithm.train()`` call; returns its metrics row (with ``elapsed_s``)."""
+        """One ``algorithm.train()`` call; returns its metrics row (with ``elapsed_s`` and the restarts)."""
         tick = time.perf_counter()
         result = algorithm.train()
         row = summarize(result, time.perf_counter() - tick, self.env_steps)
+        runners = algorithm.env_runner_group
+        row["env_runner_restarts"] = runners.num_remote_worker_restarts()
+        row["healthy_env_runners"] = runners.num_healthy_remote_workers()
         self.empty = self.empty + 1 if row["env_steps"] == self.env_steps else 0
         self.env_steps = row["env_steps"]
         self.illegal += row["illegal_actions"]
@@ -597,7 +652,7 @@ def _export(config: RLlibConfig, algorithm: Any, run_path: Path, progress: _Prog
     meta = {
         "source": "rllib",
         "run": run_path.name,
-        "iterations": len(progress.history),
+        "iterations": algorithm.iteration,
         "env_steps": progress.env_steps,
         "rllib_checkpoint": str(final),
         "module_id": LEARNER,
