@@ -47,7 +47,7 @@ from arena.cli import (
 from arena.entrants import resolve_entrant
 from arena.match import Chooser, agent_chooser, play
 from arena.records import game_record, game_result, write_record
-from kahuna_env.actions import describe_action, parse_action
+from kahuna_env.actions import DISCARD, DRAW, describe_action, parse_action
 from kahuna_env.agents import BASELINE_NAMES, Agent
 from kahuna_env.board import ISLANDS
 from kahuna_env.engine import KahunaConfig, KahunaGame
@@ -180,7 +180,9 @@ def _announcing_chooser(chooser: Chooser, name: str, out: IO[str]) -> Chooser:
     def choose(game: KahunaGame) -> int | None:
         action = chooser(game)
         if action is not None:
-            out.write(f"{name} plays: {describe_action(action)}\n")
+            # Only the discarding player knows a face-down card's island (docs/RULES.md, "Public knowledge").
+            text = "discard a card face down" if DISCARD <= action < DRAW else describe_action(action)
+            out.write(f"{name} plays: {text}\n")
         return action
 
     return choose

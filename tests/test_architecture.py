@@ -17,6 +17,7 @@ side by side.  Each module may import only what lies below it:
 from __future__ import annotations
 
 import ast
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("kahuna_env", "training", "arena")
+PACKAGES = ("kahuna_env", "training", "arena", "kahuna_web")
 
 RULES_RANK = {
     "kahuna_env.board": 0,
@@ -53,7 +54,9 @@ below fails and asks for a rank, so that adding a module is a decision about its
 """
 ARENA_LEAVES = ("arena.stats", "arena.cli")
 """The arena modules ``training`` may import: statistics and the one-line CLI conventions."""
-FOREIGN_FORBIDDEN_IN_RULES = ("torch", "ray", "training", "arena")
+FOREIGN_FORBIDDEN_IN_RULES = ("torch", "ray", "training", "arena", "kahuna_web")
+WEB_MAY_IMPORT = ("kahuna_env", "arena", "kahuna_web")
+"""What the web app (``kahuna_web``, docs/WEB.md) may import of the project; nothing imports it."""
 
 
 def module_name(path: Path) -> str:
@@ -158,6 +161,21 @@ def test_arena_loads_training_and_torch_only_inside_functions(name: str) -> None
     assert not eager, f"{name} imports {eager} at module level"
 
 
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.split(".")[0] == "kahuna_web"))
+def test_kahuna_web_imports_only_the_rules_and_the_arena(name: str) -> None:
+    for imported, _ in imports_of(name):
+        target = project_module(imported)
+        assert target is None or target.split(".")[0] in WEB_MAY_IMPORT, f"{name} imports {target}"
+        assert imported.split(".")[0] not in ("torch", "ray", "training"), f"{name} imports {imported}"
+
+
+def test_nothing_imports_the_web_app() -> None:
+    for name in MODULES:
+        if name.split(".")[0] != "kahuna_web":
+            targets = [project_module(imported) or "" for imported, _ in imports_of(name)]
+            assert not [t for t in targets if t.split(".")[0] == "kahuna_web"], f"{name} imports kahuna_web"
+
+
 def test_the_project_import_graph_has_no_cycle() -> None:
     graph = {
         name: {t for imp, _ in imports_of(name) if (t := project_module(imp)) is not None and t != name}
@@ -187,7 +205,9 @@ def test_the_project_import_graph_has_no_cycle() -> None:
 
 
 def test_importing_the_rules_and_every_arena_module_loads_no_torch() -> None:
-    names = ["kahuna_env", *sorted(n for n in MODULES if n.split(".")[0] == "arena")]
+    names = ["kahuna_env", *sorted(n for n in MODULES if n.split(".")[0] in ("arena", "kahuna_web"))]
+    if importlib.util.find_spec("starlette") is None:  # the web extra is not installed
+        names.remove("kahuna_web.app")
     code = (
         "import importlib, sys\n"
         f"for name in {names!r}:\n"

@@ -77,6 +77,12 @@ def test_play_hides_the_opponents_hand(scripted_game):
     assert "(3) ???? ???? ????" in opponent_line
 
 
+def test_play_hides_the_island_of_the_opponents_face_down_discards(scripted_game):
+    announced = [line for line in scripted_game[1].splitlines() if line.startswith("random plays: discard")]
+    assert announced, "the seeded game should contain a face-down discard by the agent"
+    assert set(announced) == {"random plays: discard a card face down"}
+
+
 def test_play_accepts_a_number_for_an_action():
     code, output = _play(["--opponent", "random", "--seed", "1"], "147\nquit\n")
     assert code == 0 and "You play: draw" in output
