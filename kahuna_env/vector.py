@@ -97,7 +97,7 @@ from kahuna_env.board import (
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, STATE_SIZE
 
-__all__ = ["KahunaBatch", "StepResult"]
+__all__ = ["KahunaBatch", "StepResult", "sample_set_bits"]
 
 # --- static tables ---------------------------------------------------------------------------
 _LA = np.array([a for a, _ in LINES], dtype=np.intp)
@@ -193,6 +193,39 @@ def _seat(array: np.ndarray, flat_index: np.ndarray) -> np.ndarray:
     ``np.take`` on the ``(2N, ...)`` view: several times faster than two-array fancy indexing.
     """
     return np.take(array.reshape(-1, *array.shape[2:]), flat_index, axis=0)
+
+
+def sample_set_bits(words: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random set bit of every row of ``(N, W)`` uint64 bit words: ``(N,)`` bit positions.
+
+    Bit ``b % 64`` of word ``b // 64`` is position ``b`` (the layout of the
+    legal words; an ``(N, K)`` bool array packed with ``np.packbits(...,
+    bitorder="little")`` and viewed as uint64 has it too).  A row without a set
+    bit gives 0.  One ``rng.random(N)`` draw: a random rank among the set bits,
+    then a binary search for that bit; exactly uniform.  ``W`` is 1 to 3.
+    """
+    if not 1 <= words.shape[1] <= 3:
+        raise ValueError(f"sample_set_bits takes 1 to 3 words per row, got {words.shape[1]}")
+    if words.shape[1] < 3:
+        words = np.concatenate([words, np.zeros((len(words), 3 - words.shape[1]), dtype=np.uint64)], 1)
+    counts = np.bitwise_count(words).astype(np.int64)  # (N, 3)
+    total = counts.sum(1)
+    rank = (rng.random(len(words)) * total).astype(np.int64)
+    in_second = rank >= counts[:, 0]
+    in_third = rank >= counts[:, 0] + counts[:, 1]
+    word = in_second.astype(np.intp) + in_third
+    rank -= np.where(in_second, counts[:, 0], 0) + np.where(in_third, counts[:, 1], 0)
+    w = words[np.arange(len(words)), word]
+    r = rank.astype(np.uint64)
+    position = word * 64
+    for width in (32, 16, 8, 4, 2, 1):
+        low = w & np.uint64((1 << width) - 1)
+        c = np.bitwise_count(low).astype(np.uint64)
+        high = r >= c
+        r = np.where(high, r - c, r)
+        w = np.where(high, w >> np.uint64(width), low)
+        position += high * width
+    return np.where(total > 0, position, 0)
 
 
 class StepResult(NamedTuple):
@@ -531,25 +564,7 @@ class KahunaBatch:
         Works on the packed legal words: a random rank among the legal actions,
         then a binary search for that set bit; exactly uniform, no ``(N, 179)`` array.
         """
-        words = self._legal_words()
-        counts = np.bitwise_count(words).astype(np.int64)  # (N, 3)
-        total = counts.sum(1)
-        rank = (rng.random(self.n) * total).astype(np.int64)
-        in_second = rank >= counts[:, 0]
-        in_third = rank >= counts[:, 0] + counts[:, 1]
-        word = in_second.astype(np.intp) + in_third
-        rank -= np.where(in_second, counts[:, 0], 0) + np.where(in_third, counts[:, 1], 0)
-        w = words[self._rows, word]
-        r = rank.astype(np.uint64)
-        position = word * 64
-        for width in (32, 16, 8, 4, 2, 1):
-            low = w & np.uint64((1 << width) - 1)
-            c = np.bitwise_count(low).astype(np.uint64)
-            high = r >= c
-            r = np.where(high, r - c, r)
-            w = np.where(high, w >> np.uint64(width), low)
-            position += high * width
-        return np.where(total > 0, position, 0)
+        return sample_set_bits(self._legal_words(), rng)
 
     def _compute_words(self) -> None:
         """Legal actions as bit sets per game (27-bit line sets, 12-bit island sets), unpacked once.

@@ -17,10 +17,10 @@ import pytest
 from helpers import LINE, final_turns_position, position
 
 from kahuna_env import actions as A
-from kahuna_env.agents.batched import BatchedGreedy, BatchedRandom, greedy_best_masks, uniform_choice
+from kahuna_env.agents.batched import BatchedGreedy, BatchedRandom, greedy_best_masks
 from kahuna_env.agents.greedy import best_actions, evaluate, play_outcome
 from kahuna_env.engine import KahunaConfig, KahunaGame
-from kahuna_env.vector import KahunaBatch
+from kahuna_env.vector import KahunaBatch, sample_set_bits
 
 CONFIGS = [
     KahunaConfig(variant=variant, discard_rule=rule, handicap=handicap, first_player=first)
@@ -240,12 +240,20 @@ def test_batched_random_is_uniform_over_legal_actions_and_respects_active():
     assert counts.sum() == len(picks) and counts.min() > 0.6 * len(picks) / len(legal)
 
 
-def test_uniform_choice_picks_true_columns():
+def test_sample_set_bits_picks_set_bits_uniformly():
     rng = np.random.default_rng(0)
-    candidates = rng.random((500, 179)) < 0.05
+    candidates = rng.random((2000, 192)) < 0.02
     candidates[0] = False
-    picks = uniform_choice(candidates, rng)
-    assert picks[0] == 0 and candidates[np.arange(1, 500), picks[1:]][candidates[1:].any(1)].all()
+    candidates[1] = False
+    candidates[1, [3, 70, 150]] = True
+    words = np.packbits(candidates, axis=1, bitorder="little").view("<u8")
+    picks = sample_set_bits(words, rng)
+    assert picks[0] == 0 and candidates[np.arange(1, 2000), picks[1:]][candidates[1:].any(1)].all()
+    repeated = np.repeat(words[1:2], 3000, axis=0)
+    counts = np.bincount(sample_set_bits(repeated, rng), minlength=192)[[3, 70, 150]]
+    assert counts.sum() == 3000 and counts.min() > 800
+    with pytest.raises(ValueError, match="words"):
+        sample_set_bits(np.zeros((2, 4), dtype=np.uint64), rng)
 
 
 def test_batched_greedy_beats_batched_random_in_at_least_97_percent_of_200_seat_balanced_games():

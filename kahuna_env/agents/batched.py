@@ -30,42 +30,45 @@ import numpy as np
 
 from kahuna_env import actions as A
 from kahuna_env.board import ISLAND_LINE_MASK, LINES, MAJORITY, NUM_ISLANDS, NUM_LINES
-from kahuna_env.vector import KahunaBatch
+from kahuna_env.vector import KahunaBatch, sample_set_bits
 
-__all__ = ["BatchedGreedy", "BatchedRandom", "greedy_best_masks", "uniform_choice"]
+__all__ = ["BatchedGreedy", "BatchedRandom", "greedy_best_masks"]
 
 _LA = np.array([a for a, _ in LINES], dtype=np.intp)
 _LB = np.array([b for _, b in LINES], dtype=np.intp)
 _MAJ = np.array(MAJORITY, dtype=np.int32)
-_MAJ_A = _MAJ[_LA]
-_MAJ_B = _MAJ[_LB]
 _INC = np.zeros((NUM_LINES, NUM_ISLANDS), dtype=np.int32)
 """Line-island incidence: ``_INC[l, i] == 1`` when line ``l`` touches island ``i``."""
 _INC[np.arange(NUM_LINES), _LA] = 1
 _INC[np.arange(NUM_LINES), _LB] = 1
-_INC_F = _INC.astype(np.float32)
-_TOUCH_A = np.array(ISLAND_LINE_MASK, dtype=np.uint64)[_LA]
-"""For each line, the lines touching its ``a`` island (a 27-bit set)."""
-_TOUCH_B = np.array(ISLAND_LINE_MASK, dtype=np.uint64)[_LB]
-_LINE_SHIFT = np.arange(NUM_LINES, dtype=np.uint64)
-_END_ACTIONS = np.array([A.DRAW, A.TAKE, A.TAKE + 1, A.TAKE + 2, A.PASS], dtype=np.intp)
-"""The ends of a turn in greedy's order of preference."""
+_LINE_AT = np.full((NUM_ISLANDS, NUM_ISLANDS), NUM_LINES, dtype=np.intp)
+"""``_LINE_AT[i, j]``: the line joining islands ``i`` and ``j``, or ``NUM_LINES`` (none)."""
+_LINE_AT[_LA, _LB] = _LINE_AT[_LB, _LA] = np.arange(NUM_LINES)
+_ISLAND_LINES = np.array(ISLAND_LINE_MASK, dtype=np.uint64)
+_END = slice(A.DRAW, A.FREE_BRIDGE)
+"""The ends of a turn, in greedy's order of preference: draw, take slot 0, 1, 2, pass."""
+_PADDED = 192
+"""Candidate columns padded to three 64-bit words (179 actions + 13 unused)."""
 
-# A one-ply outcome (terminal, island difference, progress, bridge difference) as one integer,
-# ordered as the tuple: terminal in -1..1, difference in -12..12, progress in 0..35, bridges in -25..25.
-_DIFF_OFFSET, _DIFF_RANGE = 16, 32
-_PROGRESS_RANGE = 64
-_BRIDGE_OFFSET, _BRIDGE_RANGE = 32, 64
-assert sum(MAJORITY) < _PROGRESS_RANGE
+# A one-ply outcome (terminal, island difference, progress, bridge difference) as one int32 ordered as the
+# tuple: terminal in -1..1, difference in -12..12 (offset 16, 5 bits), progress in 0..35 (6 bits), bridges in
+# -25..25 (offset 32, 6 bits).  For a non-terminal outcome the code is linear in the entries.
+_PROGRESS_UNIT = 64
+_DIFFERENCE_UNIT = 64 * _PROGRESS_UNIT
+_TERMINAL_UNIT = 32 * _DIFFERENCE_UNIT
+_ZERO = _TERMINAL_UNIT + 16 * _DIFFERENCE_UNIT + 32
+"""The code of ``(0, 0, 0, 0)``."""
+assert sum(MAJORITY) < _PROGRESS_UNIT
 
 
-def _encode(terminal: np.ndarray, difference: np.ndarray, progress: np.ndarray, bridges: np.ndarray) -> np.ndarray:
-    """The outcome tuple as an int32 ordered lexicographically; a terminal outcome's other entries count as 0."""
-    playing = terminal == 0
-    difference = np.where(playing, difference, 0) + _DIFF_OFFSET
-    progress = np.where(playing, progress, 0)
-    bridges = np.where(playing, bridges, 0) + _BRIDGE_OFFSET
-    return (((terminal + 1) * _DIFF_RANGE + difference) * _PROGRESS_RANGE + progress) * _BRIDGE_RANGE + bridges
+def _code(difference: np.ndarray, progress: np.ndarray, bridges: np.ndarray) -> np.ndarray:
+    """The code of the non-terminal outcome ``(0, difference, progress, bridges)``."""
+    return _ZERO + difference * _DIFFERENCE_UNIT + progress * _PROGRESS_UNIT + bridges
+
+
+def _terminal_code(terminal: int | np.ndarray) -> int | np.ndarray:
+    """The code of a terminal outcome ``(terminal, 0, 0, 0)`` (1: a win, -1: the game ends otherwise)."""
+    return _ZERO + terminal * _TERMINAL_UNIT
 
 
 def _popcount(words: np.ndarray) -> np.ndarray:
@@ -96,98 +99,125 @@ def greedy_best_masks(batch: KahunaBatch, active: np.ndarray | None = None) -> n
     out = np.zeros((batch.n, A.NUM_ACTIONS), dtype=bool)
     rows = _rows(batch, active)
     if len(rows):
-        out[rows] = _best_masks(batch, rows)
+        out[rows] = _best_masks(batch, rows)[:, : A.NUM_ACTIONS]
     return out
 
 
 def _best_masks(batch: KahunaBatch, rows: np.ndarray) -> np.ndarray:
-    """Greedy's candidate set for the live games ``rows``: ``(len(rows), 179)`` bool."""
-    m = len(rows)
-    mask = batch.legal_masks()[rows]
+    """Greedy's candidate set for the live games ``rows``: ``(len(rows), 192)`` bool (columns 179.. False)."""
+    mask = batch.legal_masks()
+    if len(rows) < batch.n:
+        mask = mask[rows]
     player = batch.current[rows].astype(np.intp)
     mine_at = 2 * rows + player
     theirs_at = mine_at ^ 1
     my_count = _seat(batch.count, mine_at).astype(np.int32)  # (M, 12)
     their_count = _seat(batch.count, theirs_at).astype(np.int32)
-    my_lines = _seat(batch.lines, mine_at)  # (M,) uint64
     their_lines = _seat(batch.lines, theirs_at)
-    my_bridges = _popcount(my_lines)
+    my_bridges = _popcount(_seat(batch.lines, mine_at))
     their_bridges = _popcount(their_lines)
     later_round = batch.round[rows] >= 2
 
+    # --- the position now: evaluate() as a code
     my_control = my_count >= _MAJ
     their_control = their_count >= _MAJ
-    my_islands = my_control.sum(1, dtype=np.int32)
-    their_islands = their_control.sum(1, dtype=np.int32)
+    islands = my_control.sum(1, dtype=np.int32) - their_control.sum(1, dtype=np.int32)
     capped = np.minimum(my_count, _MAJ)
     progress = (capped * ~their_control).sum(1, dtype=np.int32)
-    current = _encode(np.zeros(m, dtype=np.int32), my_islands - their_islands, progress, my_bridges - their_bridges)
+    current = _code(islands, progress, my_bridges - their_bridges)
 
-    # --- a bridge on each line (a paid placement or a free bridge), before any capture sweep
-    count_a = my_count[:, _LA]  # (M, 27)
-    count_b = my_count[:, _LB]
-    take_a = count_a + 1 == _MAJ_A
-    take_b = count_b + 1 == _MAJ_B
-    grow_a = (count_a < _MAJ_A) & ~their_control[:, _LA]
-    grow_b = (count_b < _MAJ_B) & ~their_control[:, _LB]
-    p_difference = (my_islands - their_islands)[:, None] + take_a + take_b
-    p_progress = progress[:, None] + grow_a + grow_b
-    p_bridges = np.broadcast_to((my_bridges + 1 - their_bridges)[:, None], (m, NUM_LINES))
-    p_terminal = np.broadcast_to((later_round & (their_bridges == 0)).astype(np.int32)[:, None], (m, NUM_LINES))
-    zero = np.uint64(0)
-    swept = their_lines[:, None] & (np.where(take_a, _TOUCH_A, zero) | np.where(take_b, _TOUCH_B, zero))
-    place = _encode(p_terminal, p_difference, p_progress, p_bridges)
-    game, line = np.nonzero(swept)
-    if len(game):  # captures: the opponent's bridges on the taken islands' lines leave the board
-        sweep = swept[game, line]
-        removed = ((sweep[:, None] >> _LINE_SHIFT) & np.uint64(1)).astype(np.float32)  # (K, 27)
-        lost = (removed @ _INC_F).astype(np.int32)  # (K, 12) bridges lost per island
-        kept = their_control[game] & (their_count[game] - lost >= _MAJ)
-        count = my_count[game] + _INC[line]
-        left = their_bridges[game] - _popcount(sweep)
-        place[game, line] = _encode(
-            (later_round[game] & (left == 0)).astype(np.int32),
-            my_islands[game] + take_a[game, line] + take_b[game, line] - kept.sum(1, dtype=np.int32),
-            (np.minimum(count, _MAJ) * ~kept).sum(1, dtype=np.int32),
-            my_bridges[game] + 1 - left,
-        )
+    # --- a bridge on each line (paid or free): +1 bridge, +1 island per majority completed, +1 progress
+    # per island still short of its majority and not the opponent's; then the rare captures below.
+    taking = my_count + 1 == _MAJ
+    gain = taking * _DIFFERENCE_UNIT + ((my_count < _MAJ) & ~their_control) * _PROGRESS_UNIT
+    place = (current + 1)[:, None] + _per_line(gain)
+    ended = np.flatnonzero(later_round & (their_bridges == 0))
+    place[ended] = _terminal_code(1)
+    placeable = mask[:, A.PLACE_A : A.PLACE_B] | mask[:, A.PLACE_B : A.REMOVE_AB] | mask[:, A.FREE_BRIDGE :]
+    sweeping = taking & (their_lines[:, None] & _ISLAND_LINES != 0)  # taking it would clear opponent bridges
+    game, line = np.nonzero(placeable & (sweeping[:, _LA] | sweeping[:, _LB]))
+    if len(game):
+        place[game, line] = _captures(batch, rows, game, line, my_count, their_count, taking, my_bridges, later_round)
 
-    # --- removing the opponent's bridge on each line
-    lose_a = their_count[:, _LA] == _MAJ_A
-    lose_b = their_count[:, _LB] == _MAJ_B
-    r_terminal = np.where(later_round & (their_bridges == 1), np.where(my_bridges > 0, 1, -1), 0)
-    remove = _encode(
-        np.broadcast_to(r_terminal[:, None], (m, NUM_LINES)),
-        (my_islands - their_islands)[:, None] + lose_a + lose_b,
-        progress[:, None] + lose_a * capped[:, _LA] + lose_b * capped[:, _LB],
-        np.broadcast_to((my_bridges - their_bridges + 1)[:, None], (m, NUM_LINES)),
+    # --- removing the opponent's bridge on each line: +1 bridge, and their majorities it breaks
+    breaking = their_count == _MAJ
+    loss = breaking * (_DIFFERENCE_UNIT + capped * _PROGRESS_UNIT)
+    remove = (current + 1)[:, None] + _per_line(loss)
+    ended = np.flatnonzero(later_round & (their_bridges == 1))
+    remove[ended] = _terminal_code(np.where(my_bridges[ended] > 0, 1, -1))[:, None]
+
+    # --- keys of the legal card actions by line (outcome, then fewer cards paid), -1 where not legal
+    place_a = mask[:, A.PLACE_A : A.PLACE_B]
+    place_b = mask[:, A.PLACE_B : A.REMOVE_AB]
+    remove_ab = mask[:, A.REMOVE_AB : A.REMOVE_AA]
+    remove_aa = mask[:, A.REMOVE_AA : A.REMOVE_BB]
+    remove_bb = mask[:, A.REMOVE_BB : A.DISCARD]
+    free_bridge = mask[:, A.FREE_BRIDGE :]
+    place4 = place * 4
+    paid_place = np.where(place_a | place_b, place4 + 1, -1)
+    free = np.where(free_bridge, place4 + 2, -1)
+    paid_remove = np.where(remove_ab | remove_aa | remove_bb, remove * 4, -1)
+    best = np.maximum(np.maximum(paid_place.max(1), free.max(1)), paid_remove.max(1))
+    has_card = best >= 0
+    ends = mask[:, _END]
+    has_end = ends.any(1)
+    use_cards = (has_card & (best >> 2 > current)) | (has_card & ~has_end)
+    target = np.where(use_cards, best, -2)[:, None]
+    first_end = ends.copy()
+    first_end[:, 1:] &= ~np.logical_or.accumulate(ends, 1)[:, :-1]
+    first_end &= ~use_cards[:, None]
+    discards = mask[:, A.DISCARD : A.DRAW] & (~use_cards & ~has_end)[:, None]
+    padding = np.zeros((len(rows), _PADDED - A.NUM_ACTIONS), dtype=bool)
+    placing = paid_place == target
+    removing = paid_remove == target
+    return np.concatenate(
+        [
+            *(place_a & placing, place_b & placing),
+            *(remove_ab & removing, remove_aa & removing, remove_bb & removing),
+            *(discards, first_end, free == target, padding),
+        ],
+        1,
     )
 
-    # --- keys of the card actions (outcome, then fewer cards paid), -1 where not a legal card action
-    keys = np.full((m, A.NUM_ACTIONS), -1, dtype=np.int32)
-    keys[:, A.PLACE_A : A.PLACE_B] = keys[:, A.PLACE_B : A.REMOVE_AB] = place * 4 + 1
-    keys[:, A.REMOVE_AB : A.DISCARD] = np.tile(remove * 4, 3)
-    keys[:, A.FREE_BRIDGE :] = place * 4 + 2
-    keys[~mask] = -1
-    best = keys.max(1)
-    has_card = best >= 0
-    improves = has_card & (best // 4 > current)
-    ends = mask[:, _END_ACTIONS]
-    has_end = ends.any(1)
-    use_cards = improves | (has_card & ~has_end)
-    out = (keys == best[:, None]) & use_cards[:, None]
-    ending = np.flatnonzero(~use_cards & has_end)
-    out[ending, _END_ACTIONS[ends[ending].argmax(1)]] = True
-    discarding = ~use_cards & ~has_end
-    out[:, A.DISCARD : A.DRAW] |= mask[:, A.DISCARD : A.DRAW] & discarding[:, None]
-    return out
+
+def _per_line(per_island: np.ndarray) -> np.ndarray:
+    """``(M, 12)`` -> ``(M, 27)``: for each line, the sum over its two islands.
+
+    Gathers, not a float product: a BLAS call is slower here, and far slower on busy cores.
+    """
+    return per_island[:, _LA] + per_island[:, _LB]
 
 
-def uniform_choice(candidates: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One uniformly random True column per row of a 2-d bool array (0 for a row with none)."""
-    counts = candidates.sum(1)
-    pick = (rng.random(len(candidates)) * counts).astype(np.int64)
-    return np.argmax(candidates.cumsum(1, dtype=np.int16) > pick[:, None], axis=1)
+def _captures(
+    batch: KahunaBatch,
+    rows: np.ndarray,
+    game: np.ndarray,
+    line: np.ndarray,
+    my_count: np.ndarray,
+    their_count: np.ndarray,
+    taking: np.ndarray,
+    my_bridges: np.ndarray,
+    later_round: np.ndarray,
+) -> np.ndarray:
+    """Codes of placements on ``line`` in games ``game`` (indices into ``rows``) that clear opponent bridges."""
+    a, b = _LA[line], _LB[line]
+    take_a, take_b = taking[game, a], taking[game, b]
+    g = rows[game]
+    theirs = np.zeros((len(game), NUM_LINES + 1), dtype=np.int32)  # the last column: no line
+    theirs[:, :NUM_LINES] = batch.owner[g] == (1 - batch.current[g])[:, None]
+    # Their bridges lost on each island j: those on the lines a-j (if a is taken) and b-j (if b is taken).
+    lost = np.take_along_axis(theirs, _LINE_AT[a], 1) * take_a[:, None]
+    lost += np.take_along_axis(theirs, _LINE_AT[b], 1) * take_b[:, None]
+    count = their_count[game]
+    kept = (count >= _MAJ) & (count - lost >= _MAJ)
+    mine = my_count[game] + _INC[line]
+    left = theirs.sum(1, dtype=np.int32) - lost.sum(1, dtype=np.int32)
+    code = _code(
+        (mine >= _MAJ).sum(1, dtype=np.int32) - kept.sum(1, dtype=np.int32),
+        (np.minimum(mine, _MAJ) * ~kept).sum(1, dtype=np.int32),
+        my_bridges[game] + 1 - left,
+    )
+    return np.where(later_round[game] & (left == 0), _terminal_code(1), code)
 
 
 class _BatchedAgent:
@@ -231,7 +261,8 @@ class BatchedGreedy(_BatchedAgent):
         rows = _rows(batch, active)
         actions = np.zeros(batch.n, dtype=np.intp)
         if len(rows):
-            actions[rows] = uniform_choice(_best_masks(batch, rows), self.rng if rng is None else rng)
+            words = np.packbits(_best_masks(batch, rows), axis=1, bitorder="little").view("<u8")
+            actions[rows] = sample_set_bits(words, self.rng if rng is None else rng)
         return actions
 
 
