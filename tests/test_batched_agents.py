@@ -17,7 +17,12 @@ import pytest
 from helpers import LINE, final_turns_position, position
 
 from kahuna_env import actions as A
-from kahuna_env.agents.batched import BatchedGreedy, BatchedRandom, greedy_best_masks
+from kahuna_env.agents.batched import (
+    BatchedGreedy,
+    BatchedRandom,
+    greedy_best_masks,
+    make_batched_agent,
+)
 from kahuna_env.agents.greedy import best_actions, evaluate, play_outcome
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.vector import KahunaBatch, sample_set_bits
@@ -267,3 +272,10 @@ def test_batched_greedy_beats_batched_random_in_at_least_97_percent_of_200_seat_
         batch.step(actions)
     score = np.where(batch.winner == greedy_seat, 1.0, np.where(batch.winner < 0, 0.5, 0.0)).mean()
     assert score >= 0.97
+
+
+def test_make_batched_agent_names_the_baselines_with_a_batched_form():
+    assert isinstance(make_batched_agent("greedy", seed=1), BatchedGreedy)
+    assert isinstance(make_batched_agent("random"), BatchedRandom)
+    with pytest.raises(ValueError, match="batched baseline agents are random, greedy"):
+        make_batched_agent("mcts")

@@ -19,9 +19,10 @@ games asked; only the rare captures (a placement taking an island and
 sweeping opponent bridges) go through a second, sparse pass over the affected
 (game, line) pairs.
 
-    greedy = BatchedGreedy()
+    greedy = BatchedGreedy(seed=0)             # or make_batched_agent("greedy", seed=0)
     actions = greedy.act(batch, active, rng)   # (N,) intp; 0 where inactive or over
     batch.step(actions, active=active)
+    greedy_best_masks(batch)                   # (N, 179) bool: the sets it picks from
 """
 
 from __future__ import annotations
@@ -32,7 +33,14 @@ from kahuna_env import actions as A
 from kahuna_env.board import ISLAND_LINE_MASK, LINES, MAJORITY, NUM_ISLANDS, NUM_LINES
 from kahuna_env.vector import KahunaBatch, sample_set_bits
 
-__all__ = ["BatchedGreedy", "BatchedRandom", "greedy_best_masks"]
+__all__ = [
+    "BATCHED_BASELINES",
+    "BatchedAgent",
+    "BatchedGreedy",
+    "BatchedRandom",
+    "greedy_best_masks",
+    "make_batched_agent",
+]
 
 _LA = np.array([a for a, _ in LINES], dtype=np.intp)
 _LB = np.array([b for _, b in LINES], dtype=np.intp)
@@ -220,7 +228,7 @@ def _captures(
     return np.where(later_round[game] & (left == 0), _terminal_code(1), code)
 
 
-class _BatchedAgent:
+class BatchedAgent:
     """An agent acting in many games of a :class:`KahunaBatch` at once (own generator, as ``SeededAgent``)."""
 
     name = "agent"
@@ -246,7 +254,7 @@ class _BatchedAgent:
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-class BatchedGreedy(_BatchedAgent):
+class BatchedGreedy(BatchedAgent):
     """The ``greedy`` baseline over a batch: one of the scalar greedy's best actions in every game."""
 
     name = "greedy"
@@ -266,7 +274,7 @@ class BatchedGreedy(_BatchedAgent):
         return actions
 
 
-class BatchedRandom(_BatchedAgent):
+class BatchedRandom(BatchedAgent):
     """The ``random`` baseline over a batch: uniform among each game's legal actions."""
 
     name = "random"
@@ -279,3 +287,14 @@ class BatchedRandom(_BatchedAgent):
         out = np.zeros(batch.n, dtype=np.intp)
         out[rows] = actions[rows]
         return out
+
+
+BATCHED_BASELINES: dict[str, type[BatchedAgent]] = {"random": BatchedRandom, "greedy": BatchedGreedy}
+"""The baselines with a batched form, by ``make_agent`` name (``mcts`` has none)."""
+
+
+def make_batched_agent(name: str, seed: int | None = None) -> BatchedAgent:
+    """The batched form of the baseline ``name`` (``random`` or ``greedy``), with its own generator."""
+    if name not in BATCHED_BASELINES:
+        raise ValueError(f"batched baseline agents are {', '.join(BATCHED_BASELINES)}; got {name!r}")
+    return BATCHED_BASELINES[name](seed=seed)
