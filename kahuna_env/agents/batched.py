@@ -44,7 +44,7 @@ __all__ = [
 
 _LA = np.array([a for a, _ in LINES], dtype=np.intp)
 _LB = np.array([b for _, b in LINES], dtype=np.intp)
-_MAJ = np.array(MAJORITY, dtype=np.int32)
+_MAJ = np.array(MAJORITY, dtype=np.int8)
 _INC = np.zeros((NUM_LINES, NUM_ISLANDS), dtype=np.int32)
 """Line-island incidence: ``_INC[l, i] == 1`` when line ``l`` touches island ``i``."""
 _INC[np.arange(NUM_LINES), _LA] = 1
@@ -58,25 +58,28 @@ _END = slice(A.DRAW, A.FREE_BRIDGE)
 _PADDED = 192
 """Candidate columns padded to three 64-bit words (179 actions + 13 unused)."""
 
-# A one-ply outcome (terminal, island difference, progress, bridge difference) as one int32 ordered as the
-# tuple: terminal in -1..1, difference in -12..12 (offset 16, 5 bits), progress in 0..35 (6 bits), bridges in
-# -25..25 (offset 32, 6 bits).  For a non-terminal outcome the code is linear in the entries.
-_PROGRESS_UNIT = 64
-_DIFFERENCE_UNIT = 64 * _PROGRESS_UNIT
-_TERMINAL_UNIT = 32 * _DIFFERENCE_UNIT
-_ZERO = _TERMINAL_UNIT + 16 * _DIFFERENCE_UNIT + 32
-"""The code of ``(0, 0, 0, 0)``."""
-assert sum(MAJORITY) < _PROGRESS_UNIT
+# Keys as uint16 gains over the position now.  Every paid or free bridge adds a bridge of the player's and
+# every removal takes one of the opponent's, and neither lowers the island difference or the progress (a
+# placement only adds to the player's counts and majorities and only clears opponent bridges; a removal
+# only clears one), so a card action that does not end the game improves on evaluate() in every entry
+# but never worsens one: the scalar key ordered after the position is, for such an action, the gains
+# (islands 0..12, progress 0..35, bridges 1..26) in that order, then fewer cards paid (rank 2 for a free
+# bridge, 1 for one card, 0 for two).  A win is above every gain, the end of the game otherwise below.
+_BRIDGE_UNIT = 4
+_PROGRESS_UNIT = 32 * _BRIDGE_UNIT
+_ISLAND_UNIT = 36 * _PROGRESS_UNIT
+_WIN = 65532
+"""Key of a winning action, before its rank (a win outranks every gain: 13 * _ISLAND_UNIT <= _WIN)."""
+_LOSS = 1
+"""Key of an action that ends the game without a win (a removal: rank 0); 0 is for no legal action."""
+_NONE = 65535
+"""Matches no key."""
+assert 13 * _ISLAND_UNIT <= _WIN and sum(MAJORITY) < 36
 
 
-def _code(difference: np.ndarray, progress: np.ndarray, bridges: np.ndarray) -> np.ndarray:
-    """The code of the non-terminal outcome ``(0, difference, progress, bridges)``."""
-    return _ZERO + difference * _DIFFERENCE_UNIT + progress * _PROGRESS_UNIT + bridges
-
-
-def _terminal_code(terminal: int | np.ndarray) -> int | np.ndarray:
-    """The code of a terminal outcome ``(terminal, 0, 0, 0)`` (1: a win, -1: the game ends otherwise)."""
-    return _ZERO + terminal * _TERMINAL_UNIT
+def _gain_key(islands: np.ndarray, progress: np.ndarray, bridges: np.ndarray) -> np.ndarray:
+    """The key (before the rank) of a non-terminal card action gaining these over the position now."""
+    return (islands * _ISLAND_UNIT + progress * _PROGRESS_UNIT + bridges * _BRIDGE_UNIT).astype(np.uint16)
 
 
 def _popcount(words: np.ndarray) -> np.ndarray:
@@ -119,62 +122,58 @@ def _best_masks(batch: KahunaBatch, rows: np.ndarray) -> np.ndarray:
     player = batch.current[rows].astype(np.intp)
     mine_at = 2 * rows + player
     theirs_at = mine_at ^ 1
-    my_count = _seat(batch.count, mine_at).astype(np.int32)  # (M, 12)
-    their_count = _seat(batch.count, theirs_at).astype(np.int32)
+    my_count = _seat(batch.count, mine_at)  # (M, 12) int8
+    their_count = _seat(batch.count, theirs_at)
     their_lines = _seat(batch.lines, theirs_at)
-    my_bridges = _popcount(_seat(batch.lines, mine_at))
     their_bridges = _popcount(their_lines)
     later_round = batch.round[rows] >= 2
-
-    # --- the position now: evaluate() as a code
-    my_control = my_count >= _MAJ
     their_control = their_count >= _MAJ
-    islands = my_control.sum(1, dtype=np.int32) - their_control.sum(1, dtype=np.int32)
     capped = np.minimum(my_count, _MAJ)
-    progress = (capped * ~their_control).sum(1, dtype=np.int32)
-    current = _code(islands, progress, my_bridges - their_bridges)
 
-    # --- a bridge on each line (paid or free): +1 bridge, +1 island per majority completed, +1 progress
-    # per island still short of its majority and not the opponent's; then the rare captures below.
+    # --- a bridge on each line (paid or free): a bridge, an island per majority it completes, a step of
+    # progress per island still short of its majority and not the opponent's; then the rare captures.
     taking = my_count + 1 == _MAJ
-    gain = taking * _DIFFERENCE_UNIT + ((my_count < _MAJ) & ~their_control) * _PROGRESS_UNIT
-    place = (current + 1)[:, None] + _per_line(gain)
-    ended = np.flatnonzero(later_round & (their_bridges == 0))
-    place[ended] = _terminal_code(1)
+    growing = (my_count < _MAJ) & ~their_control
+    gain = (taking * np.uint16(_ISLAND_UNIT) + growing * np.uint16(_PROGRESS_UNIT)).astype(np.uint16)
+    place = _per_line(gain)
+    place += np.uint16(_BRIDGE_UNIT)
+    place[np.flatnonzero(later_round & (their_bridges == 0))] = _WIN
     placeable = mask[:, A.PLACE_A : A.PLACE_B] | mask[:, A.PLACE_B : A.REMOVE_AB] | mask[:, A.FREE_BRIDGE :]
     sweeping = taking & (their_lines[:, None] & _ISLAND_LINES != 0)  # taking it would clear opponent bridges
     game, line = np.nonzero(placeable & (sweeping[:, _LA] | sweeping[:, _LB]))
     if len(game):
-        place[game, line] = _captures(batch, rows, game, line, my_count, their_count, taking, my_bridges, later_round)
+        progress = (capped * ~their_control).sum(1, dtype=np.int32)
+        place[game, line] = _captures(batch, rows, game, line, taking, their_control, progress, later_round)
 
-    # --- removing the opponent's bridge on each line: +1 bridge, and their majorities it breaks
+    # --- removing the opponent's bridge on each line: a bridge, and the majorities of theirs it breaks
     breaking = their_count == _MAJ
-    loss = breaking * (_DIFFERENCE_UNIT + capped * _PROGRESS_UNIT)
-    remove = (current + 1)[:, None] + _per_line(loss)
+    loss = (breaking * (np.uint16(_ISLAND_UNIT) + capped * np.uint16(_PROGRESS_UNIT))).astype(np.uint16)
+    remove = _per_line(loss)
+    remove += np.uint16(_BRIDGE_UNIT)
     ended = np.flatnonzero(later_round & (their_bridges == 1))
-    remove[ended] = _terminal_code(np.where(my_bridges[ended] > 0, 1, -1))[:, None]
+    remove[ended] = np.where(batch.bridges[rows[ended], player[ended]] > 0, _WIN, _LOSS)[:, None]
 
-    # --- keys of the legal card actions by line (outcome, then fewer cards paid), -1 where not legal
+    # --- keys of the legal card actions by line (then fewer cards paid), 0 where not legal
     place_a = mask[:, A.PLACE_A : A.PLACE_B]
     place_b = mask[:, A.PLACE_B : A.REMOVE_AB]
     remove_ab = mask[:, A.REMOVE_AB : A.REMOVE_AA]
     remove_aa = mask[:, A.REMOVE_AA : A.REMOVE_BB]
     remove_bb = mask[:, A.REMOVE_BB : A.DISCARD]
     free_bridge = mask[:, A.FREE_BRIDGE :]
-    place4 = place * 4
-    paid_place = np.where(place_a | place_b, place4 + 1, -1)
-    free = np.where(free_bridge, place4 + 2, -1)
-    paid_remove = np.where(remove_ab | remove_aa | remove_bb, remove * 4, -1)
+    place += np.uint16(1)
+    paid_place = place * (place_a | place_b)
+    place += np.uint16(1)
+    free = place * free_bridge
+    paid_remove = remove * (remove_ab | remove_aa | remove_bb)
     best = np.maximum(np.maximum(paid_place.max(1), free.max(1)), paid_remove.max(1))
-    has_card = best >= 0
     ends = mask[:, _END]
     has_end = ends.any(1)
-    use_cards = (has_card & (best >> 2 > current)) | (has_card & ~has_end)
-    target = np.where(use_cards, best, -2)[:, None]
+    use_cards = (best > _LOSS) | ((best > 0) & ~has_end)  # a win or an improvement; else a forced play
+    target = np.where(use_cards, best, np.uint16(_NONE))[:, None]
     first_end = ends.copy()
     first_end[:, 1:] &= ~np.logical_or.accumulate(ends, 1)[:, :-1]
     first_end &= ~use_cards[:, None]
-    discards = mask[:, A.DISCARD : A.DRAW] & (~use_cards & ~has_end)[:, None]
+    discards = mask[:, A.DISCARD : A.DRAW] & ((best == 0) & ~has_end)[:, None]
     padding = np.zeros((len(rows), _PADDED - A.NUM_ACTIONS), dtype=bool)
     placing = paid_place == target
     removing = paid_remove == target
@@ -193,7 +192,9 @@ def _per_line(per_island: np.ndarray) -> np.ndarray:
 
     Gathers, not a float product: a BLAS call is slower here, and far slower on busy cores.
     """
-    return per_island[:, _LA] + per_island[:, _LB]
+    out = per_island[:, _LA]
+    out += per_island[:, _LB]
+    return out
 
 
 def _captures(
@@ -201,31 +202,33 @@ def _captures(
     rows: np.ndarray,
     game: np.ndarray,
     line: np.ndarray,
-    my_count: np.ndarray,
-    their_count: np.ndarray,
     taking: np.ndarray,
-    my_bridges: np.ndarray,
+    their_control: np.ndarray,
+    progress: np.ndarray,
     later_round: np.ndarray,
 ) -> np.ndarray:
-    """Codes of placements on ``line`` in games ``game`` (indices into ``rows``) that clear opponent bridges."""
+    """Keys of placements on ``line`` in games ``game`` (indices into ``rows``) that clear opponent bridges."""
     a, b = _LA[line], _LB[line]
     take_a, take_b = taking[game, a], taking[game, b]
     g = rows[game]
+    player = batch.current[g]
     theirs = np.zeros((len(game), NUM_LINES + 1), dtype=np.int32)  # the last column: no line
-    theirs[:, :NUM_LINES] = batch.owner[g] == (1 - batch.current[g])[:, None]
+    theirs[:, :NUM_LINES] = batch.owner[g] == (1 - player)[:, None]
     # Their bridges lost on each island j: those on the lines a-j (if a is taken) and b-j (if b is taken).
     lost = np.take_along_axis(theirs, _LINE_AT[a], 1) * take_a[:, None]
     lost += np.take_along_axis(theirs, _LINE_AT[b], 1) * take_b[:, None]
-    count = their_count[game]
-    kept = (count >= _MAJ) & (count - lost >= _MAJ)
-    mine = my_count[game] + _INC[line]
-    left = theirs.sum(1, dtype=np.int32) - lost.sum(1, dtype=np.int32)
-    code = _code(
-        (mine >= _MAJ).sum(1, dtype=np.int32) - kept.sum(1, dtype=np.int32),
-        (np.minimum(mine, _MAJ) * ~kept).sum(1, dtype=np.int32),
-        my_bridges[game] + 1 - left,
+    count = batch.count[g, 1 - player].astype(np.int32)
+    control = their_control[game]
+    kept = control & (count - lost >= _MAJ)
+    mine = batch.count[g, player] + _INC[line]
+    swept = lost.sum(1, dtype=np.int32)
+    key = _gain_key(
+        take_a.astype(np.int32) + take_b + control.sum(1) - kept.sum(1),
+        (np.minimum(mine, _MAJ) * ~kept).sum(1, dtype=np.int32) - progress[game],
+        1 + swept,
     )
-    return np.where(later_round[game] & (left == 0), _terminal_code(1), code)
+    left = theirs.sum(1, dtype=np.int32) - swept
+    return np.where(later_round[game] & (left == 0), np.uint16(_WIN), key)
 
 
 class BatchedAgent:
