@@ -131,11 +131,15 @@ def test_every_shape_a_real_env_runner_samples_is_checked(fragment, numpy):
     config = load_rllib_config(
         CONFIG,
         [
+            "model.architecture=mlp",
             "model.hidden_sizes=[16]",
             "seed=5",
             f"env_runners.num_envs_per_env_runner={envs}",
             f"env_runners.rollout_fragment_length={fragment}",
-            "snapshots.share=0.5",
+            "pool.latest=0.6",
+            "pool.past=0.2",
+            "pool.greedy=0.2",
+            "pool.max_snapshots=2",
         ],
     )
     algo = build_ppo_config(config).env_runners(episodes_to_numpy=numpy)

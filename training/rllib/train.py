@@ -37,6 +37,7 @@ import os
 import socket
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -57,15 +58,38 @@ MAX_EMPTY_ITERATIONS = 3
 
 
 # ---------------------------------------------------------------------------------------------- self-play league
+def push_modules(algorithm: Any, module_ids: list[str], to_worker_indices: list[int] | None = None) -> None:
+    """Set ``module_ids`` on the EnvRunners (all, or ``to_worker_indices``) to the Learner's weights, and wait.
+
+    Not ``EnvRunnerGroup.sync_weights``: an EnvRunner ignores a state whose
+    weights sequence number is not newer than the last one it got (PPO's own
+    sync of the learner in the same iteration), and the group skips runners
+    with a sync still in flight, so snapshot copies sent that way were lost.
+    """
+    if not module_ids:
+        return
+    import ray
+
+    weights = ray.put(algorithm.learner_group.get_weights(module_ids=module_ids))
+
+    def set_modules(runner: Any) -> None:
+        for module_id, state in ray.get(weights).items():
+            runner.module[module_id].set_state(state)
+
+    group = algorithm.env_runner_group
+    if to_worker_indices is None and group.local_env_runner is not None:
+        set_modules(group.local_env_runner)
+    if group.num_remote_env_runners():
+        group.foreach_env_runner(set_modules, local_env_runner=False, remote_worker_ids=to_worker_indices)
+
+
 def copy_learner_to(algorithm: Any, module_ids: list[str]) -> None:
     """Copy the learner's current weights into ``module_ids`` on the Learner(s) and every EnvRunner."""
     if not module_ids:
         return
     weights = algorithm.learner_group.get_weights(module_ids=[LEARNER])[LEARNER]
     algorithm.learner_group.set_weights({module_id: weights for module_id in module_ids})
-    algorithm.env_runner_group.sync_weights(
-        from_worker_or_learner_group=algorithm.learner_group, policies=module_ids, inference_only=True
-    )
+    push_modules(algorithm, module_ids)
 
 
 class SnapshotCallback:
@@ -85,6 +109,46 @@ class SnapshotCallback:
         if iteration % self.every == 0:
             slot = (iteration // self.every - 1) % self.slots
             copy_learner_to(algorithm, [f"{SNAPSHOT_PREFIX}{slot}"])
+
+
+def _incarnation(runner: Any) -> tuple[int, str]:
+    """``(worker index, token)`` of an EnvRunner process: the token is new in every process Ray (re)starts."""
+    token = getattr(runner, "_kahuna_incarnation", None)
+    if token is None:
+        token = runner._kahuna_incarnation = uuid.uuid4().hex
+    return int(runner.worker_index), token
+
+
+class RunnerWatch:
+    """Finds EnvRunner processes that were replaced since the last look, and gives them the whole league.
+
+    RLlib notices a dead EnvRunner only when a call to it fails; one that dies
+    between calls is restarted by Ray with the initial weights of every module
+    and RLlib never knows: it syncs only the trained module after each update,
+    so the snapshot slots of that runner would stay untrained.  Before every
+    iteration :meth:`check` asks each runner for its process token; a runner
+    with a new token counts as restarted and gets every module's weights from
+    the Learner.
+    """
+
+    def __init__(self, module_ids: list[str], timeout_s: float) -> None:
+        self.module_ids = module_ids
+        self.timeout_s = timeout_s
+        self.tokens: dict[int, str] = {}
+        self.restarts = 0
+
+    def check(self, algorithm: Any) -> list[int]:
+        """The worker indices of replaced runners (their league re-synced); counts them in :attr:`restarts`."""
+        group = algorithm.env_runner_group
+        if group.num_remote_env_runners() == 0:
+            return []
+        answers = group.foreach_env_runner(_incarnation, local_env_runner=False, timeout_seconds=self.timeout_s)
+        replaced = sorted(index for index, token in answers if self.tokens.get(index, token) != token)
+        self.tokens.update(dict(answers))
+        if replaced:
+            self.restarts += len(replaced)
+            push_modules(algorithm, self.module_ids, replaced)
+        return replaced
 
 
 def agent_episodes_of(episode: Any) -> list[Any]:
@@ -371,7 +435,8 @@ class RunResult:
         illegal_actions: sampled actions that were illegal under their mask (always 0).
         actions_checked: sampled actions checked against their mask.
         history: one metrics dict per iteration of this call (as in ``metrics.jsonl``).
-        env_runner_restarts: EnvRunners Ray restarted and RLlib put back into service.
+        env_runner_restarts: EnvRunner processes that were replaced during the run (restarted by
+            Ray; each got the whole league back, see :class:`RunnerWatch`).
     """
 
     run_dir: Path
@@ -481,9 +546,13 @@ def train(
         run_path = _prepare_run_dir(config, run_dir)
         _log_start(config, run_path, log)
         algorithm = build_ppo_config(config).build_algo()
-        progress = _Progress()
+        watch = RunnerWatch(
+            [LEARNER, *snapshot_ids(config.snapshot_slots)], config.fault_tolerance.env_runner_health_probe_timeout_s
+        )
+        progress = _Progress(watch)
         if restore_from is not None:
             algorithm.restore_from_path(str(Path(restore_from).resolve()))
+            push_modules(algorithm, watch.module_ids)  # every runner gets the restored league, whatever its seq no
             progress.restored(algorithm, run_path / "metrics.jsonl")
             log(
                 f"kahuna-rllib: resumed from {restore_from} at iteration {algorithm.iteration}, "
@@ -507,7 +576,7 @@ def train(
         seconds = time.perf_counter() - progress.start
         # 4. Export: the final RLlib checkpoint and the learner in the project's agent format.
         final, agent_path = _export(config, algorithm, run_path, progress)
-        restarts = algorithm.env_runner_group.num_remote_worker_restarts()
+        restarts = watch.restarts
         log(
             f"kahuna-rllib: {algorithm.iteration} iterations, {progress.env_steps} env steps "
             f"({len(progress.history)} iterations in {seconds:.0f}s here), {restarts} env runner restarts; "
@@ -593,7 +662,8 @@ def _log_start(config: RLlibConfig, run_path: Path, log: Callable[[str], None]) 
 class _Progress:
     """The running totals of a run: env steps, checked and illegal actions, iterations without a step."""
 
-    def __init__(self) -> None:
+    def __init__(self, watch: RunnerWatch) -> None:
+        self.watch = watch
         self.history: list[dict[str, Any]] = []
         self.start = time.perf_counter()
         self.env_steps = self.illegal = self.checked = self.empty = 0
@@ -612,10 +682,12 @@ class _Progress:
     def iterate(self, algorithm: Any) -> dict[str, Any]:
         """One ``algorithm.train()`` call; returns its metrics row (with ``elapsed_s`` and the restarts)."""
         tick = time.perf_counter()
+        self.watch.check(algorithm)
         result = algorithm.train()
         row = summarize(result, time.perf_counter() - tick, self.env_steps)
         runners = algorithm.env_runner_group
-        row["env_runner_restarts"] = runners.num_remote_worker_restarts()
+        row["env_runner_restarts"] = self.watch.restarts
+        row["rllib_env_runner_restores"] = runners.num_remote_worker_restarts()
         row["healthy_env_runners"] = runners.num_healthy_remote_workers()
         self.empty = self.empty + 1 if row["env_steps"] == self.env_steps else 0
         self.env_steps = row["env_steps"]
