@@ -546,6 +546,11 @@ def train(
         run_path = _prepare_run_dir(config, run_dir)
         _log_start(config, run_path, log)
         algorithm = build_ppo_config(config).build_algo()
+        if config.env_runners.num_env_runners:
+            import ray
+
+            driver = ray.get_runtime_context().get_node_id()
+            log(f"kahuna-rllib: driver on node {driver}, env runners on nodes {sorted(runner_nodes(algorithm))}")
         watch = RunnerWatch(
             [LEARNER, *snapshot_ids(config.snapshot_slots)], config.fault_tolerance.env_runner_health_probe_timeout_s
         )
@@ -646,6 +651,16 @@ def _prepare_run_dir(config: RLlibConfig, run_dir: str | Path | None) -> Path:
     run_path.mkdir(parents=True, exist_ok=True)
     (run_path / "config.yaml").write_text(config_to_yaml(config), encoding="utf-8")
     return run_path
+
+
+def runner_nodes(algorithm: Any) -> list[str]:
+    """The Ray node id of each remote EnvRunner (where the sampling runs)."""
+    import ray
+
+    def node_of(runner: Any) -> str:
+        return ray.get_runtime_context().get_node_id()
+
+    return list(algorithm.env_runner_group.foreach_env_runner(node_of, local_env_runner=False))
 
 
 def _log_start(config: RLlibConfig, run_path: Path, log: Callable[[str], None]) -> None:
