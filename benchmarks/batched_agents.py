@@ -24,16 +24,16 @@ equal the scalar ``best_actions`` and its pick must lie in it.
 from __future__ import annotations
 
 import argparse
-import itertools
 import time
 from collections.abc import Callable
 
 import numpy as np
+from vector import ALL_CONFIGS as CONFIGS  # benchmarks/vector.py: every variant and option
 
 from kahuna_env.agents.base import RandomAgent, SeededAgent
 from kahuna_env.agents.batched import BatchedAgent, BatchedGreedy, BatchedRandom, greedy_best_masks
 from kahuna_env.agents.greedy import GreedyAgent, best_actions
-from kahuna_env.engine import KahunaConfig, KahunaGame
+from kahuna_env.engine import KahunaGame
 from kahuna_env.vector import KahunaBatch
 
 
@@ -102,14 +102,6 @@ def speed(sizes: list[int], seconds: float, seed: int, repeats: int) -> None:
             rates = {key: max(run[key] for run in runs) for key in runs[0]}
             cells = "  ".join(f"{label} {rate:11,.0f} ({rate / base:5.1f}x)" for label, rate in rates.items())
             print(f"{name:>6} N={n:<6d} scalar {base:9,.0f}  {cells}")
-
-
-CONFIGS = [
-    KahunaConfig(variant=variant, discard_rule=rule, handicap=handicap, first_player=first)
-    for variant, rule, handicap, first in itertools.product(
-        ("standard", "planning"), ("instead_of_play", "hand_limit"), (None, (0, 1), (0, 3), (1, 2)), (0, 1)
-    )
-]
 
 
 def check(positions: int, games: int, seed: int) -> None:

@@ -10,11 +10,10 @@ plus hand-built positions for the rare decisions.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
-from helpers import LINE, final_turns_position, position
+from helpers import position
+from test_vector import ALL_CONFIGS, EDGE_POSITIONS
 
 from kahuna_env import actions as A
 from kahuna_env.agents.batched import (
@@ -24,16 +23,11 @@ from kahuna_env.agents.batched import (
     make_batched_agent,
 )
 from kahuna_env.agents.greedy import best_actions, evaluate, play_outcome
-from kahuna_env.engine import KahunaConfig, KahunaGame
+from kahuna_env.engine import KahunaGame
 from kahuna_env.vector import KahunaBatch, sample_set_bits
 
-CONFIGS = [
-    KahunaConfig(variant=variant, discard_rule=rule, handicap=handicap, first_player=first)
-    for variant, rule, handicap, first in itertools.product(
-        ("standard", "planning"), ("instead_of_play", "hand_limit"), (None, (0, 1), (1, 3)), (0, 1)
-    )
-]
-"""Every variant and option: 2 variants x 2 discard rules x 3 handicaps x 2 first players."""
+CONFIGS = ALL_CONFIGS
+"""Every variant and option: 2 variants x 2 discard rules x 3 handicaps x 2 first players (tests/test_vector.py)."""
 
 
 def kind_of_choice(game: KahunaGame, best: list[int]) -> str:
@@ -102,37 +96,14 @@ def test_batched_greedy_best_sets_equal_the_scalar_greedy_over_every_variant_and
         assert seen.get(key, 0) >= 5, (key, seen)
 
 
-EDGE_POSITIONS = {
-    "removal of the last bridge wins in round 2": position(
-        bridges={"ALOA-BARI": 0, "ELAI-JOJO": 1},
-        hands=(["ELAI", "JOJO", "ELAI"], ["LALE"]),
-        round=2,
-        scores=[1, 0],
-    ),
-    "capture sweeps the last bridge in round 2": position(
-        bridges={"ALOA-BARI": 0, "ALOA-HUNA": 1},
-        hands=(["ALOA", "DUDA"], ["LALE"]),
-        round=2,
-    ),
-    "capture in round 1": position(
-        bridges={"ALOA-BARI": 0, "ALOA-HUNA": 1, "HUNA-IFFI": 1, "HUNA-LALE": 1, "IFFI-LALE": 1},
-        hands=(["ALOA", "HUNA", "IFFI"], ["LALE"]),
-    ),
-    "double capture": position(
-        bridges={"ALOA-BARI": 0, "BARI-DUDA": 0, "DUDA-ELAI": 0, "ALOA-HUNA": 1, "DUDA-HUNA": 1, "HUNA-IFFI": 1},
-        hands=(["ALOA", "DUDA", "DUDA"], []),
-    ),
+GREEDY_POSITIONS = {
+    **EDGE_POSITIONS,  # the batched engine's edge positions: captures, round ends, final turns, claims, setup
     "removal breaks a majority": position(
         bridges={"ALOA-BARI": 1, "ALOA-DUDA": 1, "BARI-COCO": 0},
         hands=(["ALOA", "BARI", "ALOA"], []),
     ),
     "nothing to play: draw": position(hands=([], ["KAHU"])),
     "no pile: take the first face-up card": position(hands=([], []), face_up=[None, "GOLA", "KAHU"], pile=[]),
-    "five cards, must draw": position(
-        bridges={"ALOA-BARI": 1},
-        hands=(["ALOA", "BARI", "COCO", "DUDA", "ELAI"], []),
-        must_draw=True,
-    ),
     "five unplayable cards, must draw: discard": position(
         bridges={
             name: 0
@@ -146,52 +117,14 @@ EDGE_POSITIONS = {
         hands=(["ALOA", "ALOA", "BARI", "LALE", "LALE"], []),
         must_draw=True,
     ),
-    "hand limit with five cards": position(
-        hands=(["ALOA", "BARI", "COCO", "DUDA", "ELAI"], []),
-        config={"discard_rule": "hand_limit"},
-    ),
-    "hand limit after a discard": position(
-        hands=(["ALOA", "BARI", "COCO", "DUDA"], []),
-        discard=["ELAI"],
-        face_down=[["ELAI"], []],
-        discarded_this_turn=1,
-        config={"discard_rule": "hand_limit"},
-    ),
-    "planning claim pending": position(
-        bridges={"ALOA-HUNA": 1},
-        hands=(["ELAI", "HUNA"], []),
-        played_this_turn=2,
-        claim_line=LINE["ELAI-HUNA"],
-        config={"variant": "planning"},
-    ),
-    "planning claim that captures": position(
-        bridges={"ALOA-DUDA": 0, "ALOA-HUNA": 1},
-        hands=(["BARI"], []),
-        played_this_turn=2,
-        claim_line=LINE["ALOA-BARI"],
-        config={"variant": "planning"},
-    ),
-    "handicap setup": position(
-        bridges={"ALOA-BARI": 1},
-        hands=(["ALOA"], ["KAHU"]),
-        current_player=1,
-        setup_left=2,
-        config={"handicap": [1, 3], "first_player": 0},
-    ),
-    "final turns, 2 left": final_turns_position(2),
-    "final turns, 1 left": final_turns_position(1),
-    "no supply": position(
-        bridges={name: 0 if line < 25 else 1 for name, line in LINE.items()},
-        hands=(["ALOA", "KAHU", "LALE"], ["JOJO"]),
-        round=2,
-    ),
 }
 
 EXPECTED_KIND = {
-    "removal of the last bridge wins in round 2": "winning play",
-    "capture sweeps the last bridge in round 2": "winning play",
-    "capture in round 1": "improving play",
+    "capture ends round 2": "winning play",
+    "removal ends round 3": "winning play",
+    "cascade": "improving play",
     "double capture": "improving play",
+    "planning claim that captures": "improving play",
     "nothing to play: draw": "end of turn",
     "no pile: take the first face-up card": "end of turn",
     "five unplayable cards, must draw: discard": "discard",
@@ -200,8 +133,8 @@ EXPECTED_KIND = {
 
 
 def test_batched_greedy_on_hand_built_positions():
-    names = list(EDGE_POSITIONS)
-    batch = KahunaBatch.from_dicts([EDGE_POSITIONS[name] for name in names], seeds=list(range(len(names))))
+    names = list(GREEDY_POSITIONS)
+    batch = KahunaBatch.from_dicts([GREEDY_POSITIONS[name] for name in names], seeds=list(range(len(names))))
     assert check_batch(batch) == len(names)
     masks = greedy_best_masks(batch)
     for i, name in enumerate(names):

@@ -42,13 +42,12 @@ __all__ = [
     "make_batched_agent",
 ]
 
-_LA = np.array([a for a, _ in LINES], dtype=np.intp)
-_LB = np.array([b for _, b in LINES], dtype=np.intp)
+_LA, _LB = np.array(LINES, dtype=np.intp).T
+"""Each line's ``a`` and ``b`` island."""
 _MAJ = np.array(MAJORITY, dtype=np.int8)
 _INC = np.zeros((NUM_LINES, NUM_ISLANDS), dtype=np.int32)
 """Line-island incidence: ``_INC[l, i] == 1`` when line ``l`` touches island ``i``."""
-_INC[np.arange(NUM_LINES), _LA] = 1
-_INC[np.arange(NUM_LINES), _LB] = 1
+_INC[np.arange(NUM_LINES)[:, None], np.array(LINES)] = 1
 _LINE_AT = np.full((NUM_ISLANDS, NUM_ISLANDS), NUM_LINES, dtype=np.intp)
 """``_LINE_AT[i, j]``: the line joining islands ``i`` and ``j``, or ``NUM_LINES`` (none)."""
 _LINE_AT[_LA, _LB] = _LINE_AT[_LB, _LA] = np.arange(NUM_LINES)
