@@ -1,25 +1,39 @@
-"""Gymnasium vector envs of the single-agent wrapper: the ``vector_entry_point`` of ``Kahuna-v0``.
+"""Gymnasium vector envs of ``Kahuna-v0``: the ``vector_entry_point`` and its two backends.
 
-``gymnasium.make_vec("Kahuna-v0", num_envs=n, **env_options)`` builds
-:func:`make_vector_env`: ``n`` :class:`~kahuna_env.gym_env.KahunaSingleAgentEnv`
-in one process (``asynchronous=True``: one process each) with **same-step**
-auto-reset: a sub-environment whose episode ends is reset inside that
-``step``, which returns the new episode's first observation (its terminal
-observation and info are in ``info["final_obs"]`` / ``info["final_info"]``),
-so every observation handed to the policy belongs to a live episode with a
-non-empty mask.  ``envs.action_masks()`` stacks the sub-environments'
-``action_masks()`` (bool, ``(n, 179)``), as ``envs.call("action_masks")``
-does one by one; ``obs["action_mask"]`` and ``info["action_mask"]`` carry the
-same masks as int8.
+``gymnasium.make_vec("Kahuna-v0", num_envs=n, **env_options)`` (or
+``vectorization_mode="vector_entry_point"``) builds :func:`make_vector_env`,
+which picks a backend (``backend="auto"``, the default):
+
+* ``"batch"``, :class:`~kahuna_env.vector_env.KahunaVectorEnv`: the ``n``
+  games held in one :class:`~kahuna_env.vector.KahunaBatch` and stepped as
+  arrays.  The default when the opponent is a batched baseline
+  (``"random"``, ``"greedy"``, played with array work), the env runs in one
+  process with same-step auto-reset, and nothing is rendered: several times
+  faster than the scalar path (benchmarks/vector_env.py).
+* ``"scalar"``: ``n`` :class:`~kahuna_env.gym_env.KahunaSingleAgentEnv` in
+  one process (:class:`KahunaSyncVectorEnv`; ``asynchronous=True``: one
+  process each, :class:`KahunaAsyncVectorEnv`).  The default for any other
+  opponent (an :class:`~kahuna_env.agents.Agent`, a callable, ``"mcts"``: it
+  is asked game by game either way, so the batch gains little), for
+  ``asynchronous=True``, for a non-default ``autoreset_mode`` and for a
+  ``render_mode``.  ``backend="batch"`` takes such an opponent too (asked
+  per game through ``choose_action``; it then plays exactly the games of this
+  backend on the same seeds).
+
+Both have the same interface: **same-step** auto-reset by default (a
+sub-environment whose episode ends is reset inside that ``step``, which
+returns the new episode's first observation; its terminal observation and
+info are in ``info["final_obs"]`` / ``info["final_info"]``), so every
+observation handed to the policy belongs to a live episode with a non-empty
+mask; ``envs.action_masks()`` (bool, ``(n, 179)``, what sb3-contrib reads),
+``envs.call("action_masks")`` (one by one), ``obs["action_mask"]`` and
+``info["action_mask"]`` (int8).
 
 Gymnasium's own modes (``vectorization_mode="sync"`` or ``"async"``) default
 to next-step auto-reset: the terminal observation is handed to the policy and
 the action chosen for it is ignored.  Its mask is then the next episode's
 first mask (the wrapper's ``terminal_mask="next_episode"``), so no mode hands
 out an all-zero mask.
-
-This vector env runs the scalar wrapper; a batched engine can replace it as
-the entry point without changing this interface.
 """
 
 from __future__ import annotations
@@ -33,6 +47,10 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from kahuna_env.agents import Agent
 from kahuna_env.gym_env import KahunaSingleAgentEnv
+from kahuna_env.vector_env import KahunaVectorEnv, is_batched_opponent
+
+BACKENDS: tuple[str, ...] = ("auto", "batch", "scalar")
+"""Values of :func:`make_vector_env`'s ``backend`` keyword (the default first)."""
 
 
 class KahunaSyncVectorEnv(SyncVectorEnv):
@@ -62,20 +80,37 @@ def _sub_env(**env_options: Any) -> KahunaSingleAgentEnv:
 def make_vector_env(
     num_envs: int = 1,
     *,
+    backend: str = "auto",
     asynchronous: bool = False,
     autoreset_mode: str | AutoresetMode = AutoresetMode.SAME_STEP,
     **env_options: Any,
-) -> KahunaSyncVectorEnv | KahunaAsyncVectorEnv:
+) -> KahunaVectorEnv | KahunaSyncVectorEnv | KahunaAsyncVectorEnv:
     """``num_envs`` single-agent Kahuna envs as one Gymnasium vector env (see the module docstring).
 
     Args:
         num_envs: the number of sub-environments (at least 1).
-        asynchronous: ``False`` (one process) or ``True`` (a process per sub-environment).
-        autoreset_mode: Gymnasium's auto-reset mode, same-step by default.
+        backend: ``"auto"`` (the batched engine for a ``"random"``/``"greedy"`` opponent in one
+            process with same-step auto-reset and no rendering, else the scalar wrapper),
+            ``"batch"`` (:class:`~kahuna_env.vector_env.KahunaVectorEnv`) or ``"scalar"``.
+        asynchronous: ``False`` (one process) or ``True`` (a process per sub-environment; scalar only).
+        autoreset_mode: Gymnasium's auto-reset mode, same-step by default (the only one of ``"batch"``).
         env_options: keywords of :class:`KahunaSingleAgentEnv` (``opponent``, ``seat``, ...), the same for all.
     """
     if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
         raise ValueError(f"make_vector_env: num_envs must be a positive int, got {num_envs!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"make_vector_env: backend must be one of {list(BACKENDS)}, got {backend!r}")
+    same_step = AutoresetMode(autoreset_mode) == AutoresetMode.SAME_STEP
+    if backend == "auto":
+        batchable = not asynchronous and same_step and env_options.get("render_mode") is None
+        backend = "batch" if batchable and is_batched_opponent(env_options.get("opponent", "random")) else "scalar"
+    if backend == "batch":
+        if asynchronous or not same_step:
+            raise ValueError(
+                "make_vector_env: backend='batch' runs in one process with same-step auto-reset "
+                f"(got asynchronous={asynchronous!r}, autoreset_mode={autoreset_mode!r}); use backend='scalar'"
+            )
+        return KahunaVectorEnv(int(num_envs), **env_options)
     KahunaSingleAgentEnv(**env_options).close()  # a bad option fails here, in this process, with its message
     env_fns = [functools.partial(_sub_env, **env_options) for _ in range(int(num_envs))]
     if asynchronous:

@@ -11,6 +11,7 @@ from helpers import final_turns_position
 import kahuna_env
 from kahuna_env.agents import RandomAgent
 from kahuna_env.gym_vector import KahunaAsyncVectorEnv, KahunaSyncVectorEnv, make_vector_env
+from kahuna_env.vector_env import KahunaVectorEnv
 
 FINAL_TURNS = final_turns_position(2)
 
@@ -37,9 +38,20 @@ def masked_random_steps(envs: gymnasium.vector.VectorEnv, steps: int, seed: int)
     return record
 
 
-def test_make_vec_uses_the_entry_point_with_same_step_autoreset() -> None:
-    envs = gymnasium.make_vec("Kahuna-v0", num_envs=3, seat="random")
-    assert isinstance(envs, KahunaSyncVectorEnv)
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({}, KahunaVectorEnv),  # the default opponent "random": batched
+        ({"opponent": "greedy"}, KahunaVectorEnv),
+        ({"opponent": RandomAgent()}, KahunaSyncVectorEnv),  # a per-game opponent: the scalar wrapper
+        ({"opponent": "greedy", "backend": "scalar"}, KahunaSyncVectorEnv),
+        ({"opponent": RandomAgent(), "backend": "batch"}, KahunaVectorEnv),
+        ({"render_mode": "ansi"}, KahunaSyncVectorEnv),
+    ],
+)
+def test_make_vec_uses_the_entry_point_with_same_step_autoreset(options: dict, expected: type) -> None:
+    envs = gymnasium.make_vec("Kahuna-v0", num_envs=3, seat="random", **options)
+    assert isinstance(envs, expected)
     assert envs.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
     record = masked_random_steps(envs, 400, seed=0)
     assert sum(map(sum, record["terminated"])) >= 3
@@ -77,7 +89,7 @@ def test_gymnasiums_own_modes_never_hand_out_an_empty_mask(mode: str) -> None:
 
 
 def test_sync_and_async_entry_points_play_the_same_seeded_games() -> None:
-    sync = make_vector_env(2, seat="random")
+    sync = make_vector_env(2, seat="random", backend="scalar")
     asynchronous = make_vector_env(2, asynchronous=True, seat="random")
     assert isinstance(asynchronous, KahunaAsyncVectorEnv)
     try:
@@ -134,11 +146,18 @@ def test_an_agent_opponent_is_not_shared_between_sub_environments() -> None:
     envs = make_vector_env(2, opponent=opponent)
     first, second = envs.envs
     assert first.opponent is not second.opponent and first.opponent is not opponent
+    native = make_vector_env(2, opponent=opponent, backend="batch")
+    first, second = native.opponents
+    assert first is not second and first is not opponent
 
 
 @pytest.mark.parametrize("num_envs", [0, -1, 1.5, True])
 def test_a_bad_num_envs_or_option_is_a_clear_error(num_envs: object) -> None:
     with pytest.raises(ValueError, match="num_envs"):
         make_vector_env(num_envs)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="num_envs"):
+        make_vector_env(num_envs, backend="batch")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="seat"):
         gymnasium.make_vec("Kahuna-v0", num_envs=2, seat=3)
+    with pytest.raises(ValueError, match="seat"):
+        gymnasium.make_vec("Kahuna-v0", num_envs=2, seat=3, opponent=RandomAgent())

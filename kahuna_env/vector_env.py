@@ -1,0 +1,440 @@
+"""A native Gymnasium vector env on the batched engine: ``N`` single-agent Kahuna games stepped as arrays.
+
+:class:`KahunaVectorEnv` is a ``gymnasium.vector.VectorEnv`` of ``N``
+sub-environments, each the game of :class:`~kahuna_env.gym_env.KahunaSingleAgentEnv`
+(one seat against an opponent), held in one :class:`~kahuna_env.vector.KahunaBatch`:
+
+=============  ==================================================================================
+Creation       ``gymnasium.make_vec("Kahuna-v0", num_envs=n, opponent="greedy")`` (the default
+               vector entry point for a batched opponent, see :mod:`kahuna_env.gym_vector`) or
+               ``KahunaVectorEnv(n, opponent=...)``
+Actions        ``MultiDiscrete([179] * n)``: one action per sub-environment
+Observation    the batched single-env space: ``Dict(observation=(n, 246) float32,
+               action_mask=(n, 179) int8)``, or the ``(n, 246)`` Box alone (``observation="flat"``)
+Action mask    ``envs.action_masks()`` (bool ``(n, 179)``, as sb3-contrib reads it), ``info["action_mask"]``
+               and ``obs["action_mask"]`` (int8); ``envs.call("action_masks")`` gives them one by one
+Reward         as the scalar wrapper: at the end only, +1/-1/0 (``reward="win_loss"``) or the final
+               point difference (``reward="score"``), from the learner's side; float64
+Auto-reset     same-step (``metadata["autoreset_mode"]``): a sub-environment whose episode ends is dealt
+               its next episode inside that ``step``, which returns the new episode's first observation;
+               the terminal observation and info are in ``info["final_obs"]`` (an object array, ``None``
+               for the others) and ``info["final_info"]`` (a dict of arrays), with ``info["_final_obs"]``
+               / ``info["_final_info"]`` marking the sub-environments that ended
+=============  ==================================================================================
+
+The opponent.  A batched baseline name (``"random"``, ``"greedy"``) plays all
+games at once with :mod:`kahuna_env.agents.batched` (array work; one generator
+for the batch, seeded by ``reset(seed=...)``).  Any other opponent (an
+:class:`~kahuna_env.agents.Agent`, a callable ``(observation, mask) -> action``
+or another baseline name such as ``"mcts"``) is copied for each
+sub-environment and asked game by game through
+:func:`kahuna_env.agents.choose_action` on a :class:`~kahuna_env.engine.KahunaGame`
+of the batch's position, so it only ever sees a determinization, never the
+hidden cards; with it, the env plays exactly the games of Gymnasium's ``sync``
+vectorization of the scalar wrapper on the same seeds (the per-episode
+seeding below), observations, masks, rewards and terminations alike.
+
+Seeding, as the scalar wrapper and ``SyncVectorEnv``: ``reset(seed=s)`` seeds
+sub-environment ``i`` with ``s + i`` (or ``seed`` is a list of ``n``), and each
+episode of a sub-environment draws, from that sub-environment's generator, the
+game seed, the seat (``seat="random"``), the opponent's seed and the seed of its
+determinizations, in that order.  So the deals and seats are those of the
+scalar wrapper for any opponent.
+
+Illegal actions, as the scalar wrapper's: ``illegal_action="lose"`` (default)
+ends that sub-environment's episode with reward -1 and ``final_info["illegal_action"]``
+(the first one of the vector env warns with :class:`~kahuna_env.gym_env.IllegalActionWarning`,
+naming the sub-environment); ``illegal_action="raise"`` raises
+:class:`~kahuna_env.engine.IllegalActionError` naming the sub-environment
+(``game i``), the action and why, and no sub-environment changes.
+
+``info`` holds ``seat`` (``(n,)`` int64) and ``action_mask`` on every reset
+and step (each with its ``_key`` flags); ``final_info`` holds ``seat`` and
+``action_mask`` (the next episode's first mask with ``terminal_mask="next_episode"``,
+the default, else zeros; also in ``final_obs``), plus ``scores`` and
+``final_points`` (``(n, 2)`` int64) and ``winner`` (``(n,)`` int64, -1 for a
+draw) for the games that ended by the rules, or ``illegal_action`` for a forfeit.
+No rendering.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from kahuna_env.actions import NUM_ACTIONS
+from kahuna_env.agents import Agent, choose_action
+from kahuna_env.agents.batched import BATCHED_BASELINES, BatchedAgent, make_batched_agent
+from kahuna_env.engine import IllegalActionError, KahunaGame
+from kahuna_env.env import OBSERVATION_MODES, check_reward_mode, make_config, observation_space, start_game
+from kahuna_env.gym_env import (
+    ILLEGAL_ACTION_MODES,
+    ILLEGAL_ACTION_REWARD,
+    TERMINAL_MASK_MODES,
+    EpisodeSeeds,
+    IllegalActionWarning,
+    OpponentSpec,
+    make_opponent,
+)
+from kahuna_env.vector import KahunaBatch
+
+__all__ = ["KahunaVectorEnv", "is_batched_opponent"]
+
+_WHERE = "KahunaVectorEnv"
+
+
+def is_batched_opponent(opponent: object) -> bool:
+    """Whether ``opponent`` is played with array work (a batched baseline name: ``"random"``, ``"greedy"``)."""
+    return isinstance(opponent, str) and opponent in BATCHED_BASELINES
+
+
+class KahunaVectorEnv(VectorEnv):
+    """``num_envs`` single-agent Kahuna games on one :class:`KahunaBatch` (see the module docstring).
+
+    Args:
+        num_envs: the number of sub-environments (at least 1).
+        opponent: ``"random"`` or ``"greedy"`` (batched), or an Agent, a callable or another
+            baseline name (asked per game).
+        seat, observation, illegal_action, terminal_mask, variant, handicap, discard_rule,
+        first_player, reward: as :class:`~kahuna_env.gym_env.KahunaSingleAgentEnv`, the same for all.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        opponent: OpponentSpec = "random",
+        *,
+        seat: int | str = 0,
+        observation: str = "dict",
+        illegal_action: str = "lose",
+        terminal_mask: str = "next_episode",
+        variant: str = "standard",
+        handicap: tuple[int, int] | None = None,
+        discard_rule: str = "instead_of_play",
+        first_player: int = 0,
+        reward: str = "win_loss",
+        render_mode: str | None = None,
+    ) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
+            raise ValueError(f"{_WHERE}: num_envs must be a positive int, got {num_envs!r}")
+        if seat != "random" and not (
+            isinstance(seat, (int, np.integer)) and not isinstance(seat, bool) and seat in (0, 1)
+        ):
+            raise ValueError(f"{_WHERE}: seat must be 0, 1 or 'random', got {seat!r}")
+        if observation not in OBSERVATION_MODES:
+            raise ValueError(f"{_WHERE}: observation must be one of {list(OBSERVATION_MODES)}, got {observation!r}")
+        if illegal_action not in ILLEGAL_ACTION_MODES:
+            raise ValueError(
+                f"{_WHERE}: illegal_action must be one of {list(ILLEGAL_ACTION_MODES)}, got {illegal_action!r}"
+            )
+        if terminal_mask not in TERMINAL_MASK_MODES:
+            raise ValueError(
+                f"{_WHERE}: terminal_mask must be one of {list(TERMINAL_MASK_MODES)}, got {terminal_mask!r}"
+            )
+        if render_mode is not None:
+            raise ValueError(
+                f"{_WHERE}: no rendering (render_mode must be None, got {render_mode!r}); "
+                "use make_vector_env(..., backend='scalar') to render sub-environments"
+            )
+        n = int(num_envs)
+        self.num_envs = n
+        self.render_mode = None
+        self.seat_option = seat
+        self.observation_mode = observation
+        self.illegal_action = illegal_action
+        self.terminal_mask = terminal_mask
+        self.reward_mode = check_reward_mode(reward, _WHERE)
+        self.config = make_config(variant, handicap, discard_rule, first_player, _WHERE)
+        self.single_observation_space = observation_space(observation)
+        self.single_action_space = spaces.Discrete(NUM_ACTIONS)
+        self.observation_space = batch_space(self.single_observation_space, n)
+        self.action_space = batch_space(self.single_action_space, n)
+
+        self.batched_opponent: BatchedAgent | None = None
+        """The batched baseline playing every game (None: per-game :attr:`opponents`)."""
+        self.opponents: list[Agent] = []
+        """The per-game opponents, one copy per sub-environment (empty with a batched opponent)."""
+        if is_batched_opponent(opponent):
+            self.batched_opponent = make_batched_agent(opponent)  # type: ignore[arg-type]
+        else:
+            agent = make_opponent(opponent, _WHERE)
+            self.opponents = [copy.deepcopy(agent) for _ in range(n)]
+        self._opponent_rngs = [np.random.default_rng(0) for _ in self.opponents]
+        self._env_rngs: list[np.random.Generator | None] = [None] * n
+        self.batch = KahunaBatch(n, self.config, seed=0)
+        """The games (slot ``i`` is sub-environment ``i``'s current game)."""
+        self.seats = np.zeros(n, dtype=np.intp)
+        """The learner's player in each sub-environment's current episode."""
+        self.episode_seeds: list[EpisodeSeeds | None] = [None] * n
+        """The seeds each sub-environment's current episode drew."""
+        self._started = False
+        self._warned_illegal = False
+        self._final_info: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ Gymnasium API
+    def reset(
+        self, *, seed: int | Sequence[int | None] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray | dict[str, np.ndarray], dict[str, Any]]:
+        """Deal an episode in every sub-environment, the opponent played until the learner is to act.
+
+        ``seed``: an int ``s`` (sub-environment ``i`` gets ``s + i``), a list of ``num_envs`` ints or
+        None (keep each generator; fresh entropy the first time).  ``options={"position": d}`` starts
+        every sub-environment from that position, as the scalar wrapper's ``reset`` does.
+        """
+        n = self.num_envs
+        if seed is None:
+            seeds: list[int | None] = [None] * n
+        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            seeds = [int(seed) + i for i in range(n)]
+            super().reset(seed=int(seed))
+        else:
+            seeds = list(seed)
+            if len(seeds) != n:
+                raise ValueError(f"{_WHERE}.reset(): seed must be None, an int or a list of {n}, got {len(seeds)}")
+        for i, s in enumerate(seeds):
+            if s is not None or self._env_rngs[i] is None:
+                self._env_rngs[i], _ = seeding.np_random(s)
+        if self.batched_opponent is not None and seed is not None:
+            first = seeds[0] if seeds[0] is not None else 0
+            self.batched_opponent.reset(seed=int(np.random.default_rng([int(first), n]).integers(2**63)))
+        self._deal(np.arange(n), options)
+        self._play_opponents()
+        if self.batch.over.any():
+            raise ValueError(
+                "reset(): the game ended before the learning seat could act (the opponent finished it from the "
+                "given position); choose a position where the learner moves first"
+            )
+        self._started = True
+        masks = self.batch.legal_masks().view(np.int8)
+        return self._observations(masks), self._info(masks)
+
+    def step(
+        self, actions: Sequence[int] | np.ndarray
+    ) -> tuple[np.ndarray | dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Apply each sub-environment's learner action, then the opponents' until the learners are to act again.
+
+        Sub-environments whose episode ended (by the rules, or forfeited by an illegal action) are
+        dealt their next episode in this step (same-step auto-reset; see the module docstring).
+        """
+        if not self._started:
+            raise RuntimeError(f"{_WHERE}.step(): call reset() first")
+        batch = self.batch
+        n = self.num_envs
+        actions = np.asarray(actions)
+        if actions.shape != (n,):
+            raise ValueError(f"{_WHERE}.step(): actions must have shape ({n},), got {actions.shape}")
+        if actions.dtype == bool or not np.issubdtype(actions.dtype, np.integer):
+            raise ValueError(f"{_WHERE}.step(): actions must be integers, got dtype {actions.dtype}")
+        actions = actions.astype(np.intp)
+        masks = batch.legal_masks()
+        in_range = (actions >= 0) & (actions < NUM_ACTIONS)
+        legal = in_range & masks[np.arange(n), np.where(in_range, actions, 0)]
+        forfeited = ~legal
+        if forfeited.any():
+            if self.illegal_action == "raise":
+                try:
+                    batch.step(actions)
+                except IllegalActionError as error:
+                    raise IllegalActionError(f"{_WHERE}.step(): {error}") from None
+                raise AssertionError("unreachable: an illegal action was accepted")  # pragma: no cover
+            if not self._warned_illegal:
+                self._warned_illegal = True
+                i = int(np.flatnonzero(forfeited)[0])
+                warnings.warn(
+                    f"{_WHERE}.step(): sub-environment {i}: {self._explain(i, int(actions[i]))}; its episode "
+                    f"ends with reward {ILLEGAL_ACTION_REWARD} (illegal_action='lose'; mask your policy with "
+                    "action_masks(), or pass illegal_action='raise' to make this an error). Warned once per env.",
+                    IllegalActionWarning,
+                    stacklevel=2,
+                )
+            batch.step(np.where(legal, actions, 0), active=legal)
+        else:
+            batch.step(actions)
+        rewards = np.zeros(n, dtype=np.float64)
+        terminated = np.zeros(n, dtype=bool)
+        finals: list[tuple[np.ndarray, np.ndarray]] = []  # (sub-environments, their terminal vectors)
+        ended = batch.over | forfeited
+        if ended.any():
+            self._end(np.flatnonzero(ended), rewards, terminated, finals)
+        self._play_opponents(rewards=rewards, terminated=terminated, finals=finals)
+        truncated = np.zeros(n, dtype=bool)
+        masks = batch.legal_masks().view(np.int8)
+        info = self._info(masks)
+        if not finals:
+            return self._observations(masks), rewards, terminated, truncated, info
+        rewards[forfeited] = ILLEGAL_ACTION_REWARD
+        rows = np.concatenate([r for r, _ in finals])
+        final_vectors = np.concatenate([v for _, v in finals])
+        final_masks = masks[rows] if self.terminal_mask == "next_episode" else np.zeros_like(masks[rows])
+        final_obs = np.full(n, None, dtype=object)
+        for k, i in enumerate(rows.tolist()):
+            if self.observation_mode == "flat":
+                final_obs[i] = final_vectors[k]
+            else:
+                final_obs[i] = {"observation": final_vectors[k], "action_mask": final_masks[k].copy()}
+        final_info = self._final_info
+        final_info["action_mask"] = _spread(n, rows, final_masks)
+        final_info["_action_mask"] = terminated.copy()
+        if forfeited.any():
+            final_info["illegal_action"] = forfeited.copy()
+            final_info["_illegal_action"] = forfeited.copy()
+        info.update(final_obs=final_obs, _final_obs=terminated.copy(), final_info=final_info)
+        info["_final_info"] = terminated.copy()
+        return self._observations(masks), rewards, terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        """Bool ``(num_envs, 179)``: each sub-environment's legal learner actions (never all False)."""
+        if not self._started:
+            raise RuntimeError(f"{_WHERE}.action_masks(): call reset() first")
+        return self.batch.legal_masks().copy()
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """``call("action_masks")`` (one bool mask per sub-environment), as ``SyncVectorEnv.call`` gives it."""
+        if name == "action_masks":
+            return tuple(self.action_masks(*args, **kwargs))
+        raise AttributeError(f"{_WHERE}.call(): the sub-environments are not objects; only 'action_masks' is known")
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Nothing to release."""
+
+    def game(self, i: int) -> KahunaGame:
+        """Sub-environment ``i``'s current game as a :class:`KahunaGame` (its position; see ``KahunaBatch.game``)."""
+        return self.batch.game(i)
+
+    # ------------------------------------------------------------------ internals
+    def _draw_seeds(self, i: int) -> EpisodeSeeds:
+        """What an episode of sub-environment ``i`` draws, as ``KahunaSingleAgentEnv._draw_seeds``."""
+        rng = self._env_rngs[i]
+        assert rng is not None
+        game_seed = int(rng.integers(2**63))
+        seat = int(rng.integers(2)) if self.seat_option == "random" else int(self.seat_option)
+        return EpisodeSeeds(game_seed, seat, int(rng.integers(2**63)), int(rng.integers(2**63)))
+
+    def _deal(self, rows: np.ndarray, options: dict[str, Any] | None = None) -> None:
+        """Deal the next episode of the sub-environments ``rows`` (the opponents play it in :meth:`_play_opponents`)."""
+        seeds = [self._draw_seeds(i) for i in rows.tolist()]
+        for i, s in zip(rows.tolist(), seeds, strict=True):
+            self.episode_seeds[i] = s
+            self.seats[i] = s.seat
+            if self.opponents:
+                self.opponents[i].reset(seed=s.opponent)
+                self._opponent_rngs[i] = np.random.default_rng(s.opponent_rng)
+        if options is None:
+            self.batch.reset(rows, game_seeds=[s.game for s in seeds])
+        else:
+            games = [start_game(self.config, s.game, options) for s in seeds]
+            self.batch.set_positions(rows, [g.to_dict() for g in games], seeds=[s.game for s in seeds])
+
+    def _end(
+        self, rows: np.ndarray, rewards: np.ndarray, terminated: np.ndarray, finals: list[tuple[np.ndarray, np.ndarray]]
+    ) -> None:
+        """The episodes of ``rows`` ended (by the rules or by a forfeit): record them, and deal the next ones."""
+        batch = self.batch
+        n = self.num_envs
+        if not finals:
+            self._final_info = {"seat": np.zeros(n, dtype=np.int64), "_seat": np.zeros(n, dtype=bool)}
+        final_info = self._final_info
+        seat = self.seats[rows]
+        final_info["seat"][rows] = seat
+        final_info["_seat"][rows] = True
+        by_rules = rows[batch.over[rows]]
+        if len(by_rules):
+            seat = self.seats[by_rules]
+            if self.reward_mode == "score":
+                scores = batch.scores[by_rules].astype(np.float64)
+                k = np.arange(len(by_rules))
+                rewards[by_rules] = scores[k, seat] - scores[k, 1 - seat]
+            else:
+                winner = batch.winner[by_rules]
+                rewards[by_rules] = np.where(winner < 0, 0.0, np.where(winner == seat, 1.0, -1.0))
+            for key, values, shape in (
+                ("scores", batch.scores, (n, 2)),
+                ("final_points", batch.final_points, (n, 2)),
+                ("winner", batch.winner, (n,)),
+            ):
+                if key not in final_info:
+                    final_info[key] = np.zeros(shape, dtype=np.int64)
+                    final_info[f"_{key}"] = np.zeros(n, dtype=bool)
+                final_info[key][by_rules] = values[by_rules]
+                final_info[f"_{key}"][by_rules] = True
+        terminated[rows] = True
+        finals.append((rows, batch.observations(self.seats)[rows]))
+        self._deal(rows)
+
+    def _play_opponents(
+        self,
+        rewards: np.ndarray | None = None,
+        terminated: np.ndarray | None = None,
+        finals: list[tuple[np.ndarray, np.ndarray]] | None = None,
+    ) -> None:
+        """Step the opponents of the live games until every learner is to act.
+
+        A game that ends on an opponent's move is recorded (``rewards``, ``terminated``, ``finals``) and
+        its next episode dealt at once, its opponent's first moves joining this loop (during a step).
+        """
+        batch = self.batch
+        while True:
+            to_move = ~batch.over & (batch.current != self.seats)
+            if not to_move.any():
+                return
+            if self.batched_opponent is not None:
+                actions = self.batched_opponent.act(batch, to_move)
+            else:
+                actions = self._ask_opponents(np.flatnonzero(to_move))
+            try:
+                batch.step(actions, active=to_move)
+            except IllegalActionError as error:
+                raise IllegalActionError(f"{_WHERE}: an opponent chose an illegal action: {error}") from None
+            if finals is not None and batch.over.any():
+                assert rewards is not None and terminated is not None
+                self._end(np.flatnonzero(batch.over), rewards, terminated, finals)
+
+    def _ask_opponents(self, rows: np.ndarray) -> np.ndarray:
+        """The per-game opponents' actions in the games ``rows`` (each sees only a determinization)."""
+        actions = np.zeros(self.num_envs, dtype=np.intp)
+        for i, position in zip(rows.tolist(), self.batch.to_dicts(rows), strict=True):
+            game = KahunaGame.from_dict(position)
+            actions[i] = choose_action(self.opponents[i], game, self._opponent_rngs[i])
+        return actions
+
+    def _explain(self, i: int, action: int) -> str:
+        if not 0 <= action < NUM_ACTIONS:
+            return f"action must be an integer in 0..{NUM_ACTIONS - 1}, got {action}"
+        try:
+            self.batch.game(i).step(action)
+        except IllegalActionError as error:
+            return str(error)
+        return f"action {action} is illegal"  # pragma: no cover
+
+    def _observations(self, masks: np.ndarray) -> np.ndarray | dict[str, np.ndarray]:
+        vectors = self.batch.observations(self.seats)
+        if self.observation_mode == "flat":
+            return vectors
+        return {"observation": vectors, "action_mask": masks.copy()}
+
+    def _info(self, masks: np.ndarray) -> dict[str, Any]:
+        n = self.num_envs
+        everywhere = np.ones(n, dtype=bool)
+        return {
+            "seat": self.seats.astype(np.int64),
+            "_seat": everywhere,
+            "action_mask": masks.copy(),
+            "_action_mask": everywhere.copy(),
+        }
+
+
+def _spread(n: int, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """An ``(n, ...)`` array holding ``values`` at ``rows`` and zeros elsewhere."""
+    out = np.zeros((n, *values.shape[1:]), dtype=values.dtype)
+    out[rows] = values
+    return out
