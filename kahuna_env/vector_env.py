@@ -74,15 +74,13 @@ from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import Agent, choose_action
 from kahuna_env.agents.batched import BATCHED_BASELINES, BatchedAgent, make_batched_agent
 from kahuna_env.engine import IllegalActionError, KahunaGame
-from kahuna_env.env import OBSERVATION_MODES, check_reward_mode, make_config, observation_space, start_game
+from kahuna_env.env import start_game
 from kahuna_env.gym_env import (
-    ILLEGAL_ACTION_MODES,
     ILLEGAL_ACTION_REWARD,
-    TERMINAL_MASK_MODES,
     EpisodeSeeds,
     IllegalActionWarning,
+    KahunaSingleAgentEnv,
     OpponentSpec,
-    make_opponent,
 )
 from kahuna_env.vector import KahunaBatch
 
@@ -103,59 +101,34 @@ class KahunaVectorEnv(VectorEnv):
         num_envs: the number of sub-environments (at least 1).
         opponent: ``"random"`` or ``"greedy"`` (batched), or an Agent, a callable or another
             baseline name (asked per game).
-        seat, observation, illegal_action, terminal_mask, variant, handicap, discard_rule,
-        first_player, reward: as :class:`~kahuna_env.gym_env.KahunaSingleAgentEnv`, the same for all.
+        options: the keywords of :class:`~kahuna_env.gym_env.KahunaSingleAgentEnv` (``seat``,
+            ``observation``, ``illegal_action``, ``terminal_mask``, ``variant``, ``handicap``,
+            ``discard_rule``, ``first_player``, ``reward``), the same for all; no ``render_mode``.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
-    def __init__(
-        self,
-        num_envs: int = 1,
-        opponent: OpponentSpec = "random",
-        *,
-        seat: int | str = 0,
-        observation: str = "dict",
-        illegal_action: str = "lose",
-        terminal_mask: str = "next_episode",
-        variant: str = "standard",
-        handicap: tuple[int, int] | None = None,
-        discard_rule: str = "instead_of_play",
-        first_player: int = 0,
-        reward: str = "win_loss",
-        render_mode: str | None = None,
-    ) -> None:
+    def __init__(self, num_envs: int = 1, opponent: OpponentSpec = "random", **options: Any) -> None:
         if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
             raise ValueError(f"{_WHERE}: num_envs must be a positive int, got {num_envs!r}")
-        if seat != "random" and not (
-            isinstance(seat, (int, np.integer)) and not isinstance(seat, bool) and seat in (0, 1)
-        ):
-            raise ValueError(f"{_WHERE}: seat must be 0, 1 or 'random', got {seat!r}")
-        if observation not in OBSERVATION_MODES:
-            raise ValueError(f"{_WHERE}: observation must be one of {list(OBSERVATION_MODES)}, got {observation!r}")
-        if illegal_action not in ILLEGAL_ACTION_MODES:
-            raise ValueError(
-                f"{_WHERE}: illegal_action must be one of {list(ILLEGAL_ACTION_MODES)}, got {illegal_action!r}"
-            )
-        if terminal_mask not in TERMINAL_MASK_MODES:
-            raise ValueError(
-                f"{_WHERE}: terminal_mask must be one of {list(TERMINAL_MASK_MODES)}, got {terminal_mask!r}"
-            )
+        render_mode = options.get("render_mode")
         if render_mode is not None:
             raise ValueError(
                 f"{_WHERE}: no rendering (render_mode must be None, got {render_mode!r}); "
                 "use make_vector_env(..., backend='scalar') to render sub-environments"
             )
+        # The scalar wrapper validates every option (with its messages) and holds them parsed.
+        template = KahunaSingleAgentEnv(opponent, **options)
         n = int(num_envs)
         self.num_envs = n
         self.render_mode = None
-        self.seat_option = seat
-        self.observation_mode = observation
-        self.illegal_action = illegal_action
-        self.terminal_mask = terminal_mask
-        self.reward_mode = check_reward_mode(reward, _WHERE)
-        self.config = make_config(variant, handicap, discard_rule, first_player, _WHERE)
-        self.single_observation_space = observation_space(observation)
+        self.seat_option = template.seat_option
+        self.observation_mode = template.observation_mode
+        self.illegal_action = template.illegal_action
+        self.terminal_mask = template.terminal_mask
+        self.reward_mode = template.reward_mode
+        self.config = template.config
+        self.single_observation_space = template.observation_space
         self.single_action_space = spaces.Discrete(NUM_ACTIONS)
         self.observation_space = batch_space(self.single_observation_space, n)
         self.action_space = batch_space(self.single_action_space, n)
@@ -167,8 +140,7 @@ class KahunaVectorEnv(VectorEnv):
         if is_batched_opponent(opponent):
             self.batched_opponent = make_batched_agent(opponent)  # type: ignore[arg-type]
         else:
-            agent = make_opponent(opponent, _WHERE)
-            self.opponents = [copy.deepcopy(agent) for _ in range(n)]
+            self.opponents = [copy.deepcopy(template.opponent) for _ in range(n)]
         self._opponent_rngs = [np.random.default_rng(0) for _ in self.opponents]
         self._env_rngs: list[np.random.Generator | None] = [None] * n
         self.batch = KahunaBatch(n, self.config, seed=0)
