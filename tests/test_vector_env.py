@@ -104,17 +104,17 @@ def comparable_final_info(info: dict[str, Any], scalar: bool) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("opponent", "seat", "observation", "reward"),
+    ("opponent", "seat", "observation", "reward", "rules"),
     [
-        (PeekingAgent(), "random", "dict", "win_loss"),
-        (RandomAgent(), 1, "flat", "score"),
-        (first_legal, 0, "dict", "win_loss"),
+        (PeekingAgent(), "random", "dict", "win_loss", {}),
+        (RandomAgent(), 1, "flat", "score", {"variant": "planning", "discard_rule": "hand_limit"}),
+        (first_legal, 0, "dict", "win_loss", {"handicap": (1, 2), "first_player": 1}),
     ],
 )
 def test_a_per_game_opponent_plays_exactly_the_games_of_the_sync_scalar_envs(
-    opponent: Any, seat: Any, observation: str, reward: str
+    opponent: Any, seat: Any, observation: str, reward: str, rules: dict
 ) -> None:
-    options = {"opponent": opponent, "seat": seat, "observation": observation, "reward": reward}
+    options = {"opponent": opponent, "seat": seat, "observation": observation, "reward": reward, **rules}
     native = make_vector_env(3, backend="batch", **options)
     scalar = make_vector_env(3, backend="scalar", **options)
     assert isinstance(native, KahunaVectorEnv) and isinstance(scalar, KahunaSyncVectorEnv)
@@ -143,6 +143,9 @@ def test_a_per_game_opponent_plays_exactly_the_games_of_the_sync_scalar_envs(
                 f"step {k} final_info",
             )
     assert episodes >= 6
+    # A reset without a seed goes on with each sub-environment's generator, as the sync env's resets do.
+    for seed in (None, [3, None, 4]):
+        assert_same(native.reset(seed=seed), scalar.reset(seed=seed), f"reset(seed={seed})")
 
 
 def test_gymnasiums_sync_mode_with_same_step_autoreset_plays_the_same_games() -> None:
