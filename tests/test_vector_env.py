@@ -277,6 +277,26 @@ def test_env_checker_spaces_and_make_vec() -> None:
     envs.close()
 
 
+def test_unmasked_random_actions_as_a_checker_sends_them_forfeit_and_stay_in_the_spaces() -> None:
+    envs = KahunaVectorEnv(8, opponent="greedy", seat="random")
+    envs.action_space.seed(0)
+    observations, _ = envs.reset(seed=0)
+    forfeits = 0
+    with pytest.warns(kahuna_env.IllegalActionWarning):
+        for _ in range(50):
+            observations, rewards, terminated, truncated, infos = envs.step(envs.action_space.sample())
+            assert envs.observation_space.contains(observations) and not truncated.any()
+            assert rewards.dtype == np.float64 and terminated.dtype == bool
+            assert envs.action_masks().any(axis=1).all()
+            if terminated.any():
+                illegal = infos["final_info"].get("illegal_action", np.zeros(8, dtype=bool))
+                assert (rewards[illegal] == -1.0).all() and (illegal <= terminated).all()
+                forfeits += int(illegal.sum())
+                for i in np.flatnonzero(terminated).tolist():
+                    assert envs.single_observation_space.contains(infos["final_obs"][i])
+    assert forfeits >= 50
+
+
 def test_illegal_actions_lose_with_a_warning_or_raise_changing_nothing() -> None:
     envs = KahunaVectorEnv(3, opponent="greedy")
     envs.reset(seed=1)
