@@ -44,6 +44,7 @@ RULES_RANK = {
     "kahuna_env.env": 9,
     "kahuna_env.gym_env": 10,
     "kahuna_env.parallel": 10,
+    "kahuna_env.vector_env": 10.5,
     "kahuna_env.gym_vector": 11,
     "kahuna_env": 12,
 }
