@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_rllib import TINY_RUN
 
 from training.rllib.errors import INSTALL_HINT
 
@@ -84,19 +85,7 @@ def test_two_iterations_on_a_two_node_cluster_with_runners_on_the_worker_node(cl
         f"env_runners.custom_resource={RESOURCE}",
         *(
             arg
-            for setting in (
-                "iterations=2",
-                "seed=7",
-                "env_runners.num_env_runners=2",
-                "env_runners.num_envs_per_env_runner=1",
-                "ppo.train_batch_size=256",
-                "ppo.minibatch_size=128",
-                "ppo.num_epochs=1",
-                "model.architecture=mlp",
-                "model.hidden_sizes=[16]",
-                "pool.max_snapshots=2",
-                "checkpoint.every=0",
-            )
+            for setting in (*TINY_RUN, "model.hidden_sizes=[16]", "seed=7", "verbose=true", "checkpoint.every=0")
             for arg in ("--set", setting)
         ),
     ]

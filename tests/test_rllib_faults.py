@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_rllib import TINY_RUN
 
 from training.rllib.cli import main
 from training.rllib.config import load_rllib_config
@@ -31,24 +32,11 @@ pytestmark = pytest.mark.skipif(
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "rllib.yaml"
 RUN = [
+    *TINY_RUN,  # tiny networks and batches, 2 env runners, 3 snapshot slots taken every iteration
     "iterations=4",
     "seed=4",
-    "verbose=false",
-    "ray.num_cpus=2",
-    "env_runners.num_env_runners=2",
-    "env_runners.num_envs_per_env_runner=1",
-    "ppo.train_batch_size=256",
-    "ppo.minibatch_size=128",
-    "ppo.num_epochs=1",
-    "model.architecture=mlp",
     "model.hidden_sizes=[16]",
-    "pool.latest=0.5",
-    "pool.past=0.3",
-    "pool.greedy=0.2",
-    "pool.snapshot_every=1",
-    "pool.max_snapshots=3",
     "fault_tolerance.delay_between_env_runner_restarts_s=0",
-    "checkpoint.every=1",
 ]
 
 
@@ -149,6 +137,9 @@ def test_resume_errors_are_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is not an RLlib run directory (no config.yaml)" in err
     (tmp_path / "config.yaml").write_text("seed: 1\n")
+    partial = tmp_path / "checkpoints" / "iter_000003.partial"  # a save interrupted by a kill
+    partial.mkdir(parents=True)
+    (partial / "rllib_checkpoint.json").write_text("{}")
     assert main(["--resume", str(tmp_path)]) == 1
     assert "has no RLlib checkpoint to resume from" in capsys.readouterr().err
     assert main(["--resume", str(tmp_path), "--config", str(CONFIG)]) == 2

@@ -572,7 +572,7 @@ def train(
                 log(_format_line(row))
                 progress.check(row)
                 if config.checkpoint.every and row["iteration"] % config.checkpoint.every == 0:
-                    algorithm.save_to_path(str(run_path / "checkpoints" / f"iter_{row['iteration']:06d}"))
+                    save_checkpoint(algorithm, run_path / "checkpoints" / f"iter_{row['iteration']:06d}")
                 if on_iteration is not None:
                     on_iteration(algorithm, row)
                 if config.max_minutes is not None and row["elapsed_s"] >= 60 * config.max_minutes:
@@ -614,10 +614,32 @@ def train(
     return result
 
 
+def save_checkpoint(algorithm: Any, path: Path) -> Path:
+    """Save an algorithm checkpoint at ``path`` atomically: written next to it, then renamed into place.
+
+    A run killed while saving leaves a ``*.partial`` directory, never a damaged
+    checkpoint that ``--resume`` would pick.
+    """
+    import shutil
+
+    partial = path.with_name(path.name + ".partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    algorithm.save_to_path(str(partial))
+    if path.exists():
+        shutil.rmtree(path)
+    partial.rename(path)
+    return path
+
+
 def latest_checkpoint(run_dir: str | Path) -> Path:
     """The newest complete algorithm checkpoint of a run: ``checkpoint/`` or the highest ``checkpoints/iter_*``."""
     run_path = Path(run_dir)
-    candidates = [path.parent for path in run_path.glob("checkpoints/iter_*/rllib_checkpoint.json")]
+    candidates = [
+        path.parent
+        for path in run_path.glob("checkpoints/iter_*/rllib_checkpoint.json")
+        if not path.parent.name.endswith(".partial")
+    ]
     if (run_path / "checkpoint" / "rllib_checkpoint.json").is_file():
         candidates.append(run_path / "checkpoint")
     if not candidates:
@@ -732,7 +754,7 @@ def _export(config: RLlibConfig, algorithm: Any, run_path: Path, progress: _Prog
     from training.rllib.export import export_weights
 
     final = run_path / "checkpoint"
-    algorithm.save_to_path(str(final))
+    save_checkpoint(algorithm, final)
     if not config.checkpoint.export:
         return final, None
     weights = algorithm.learner_group.get_weights(module_ids=[LEARNER])[LEARNER]
