@@ -3,7 +3,7 @@
 Optional: needs the ``rllib`` extra (``pip install -e ".[rllib]"``).  This
 package imports without ray: the typed config (:class:`RLlibConfig`,
 :func:`load_rllib_config`) and the errors are always available; the names
-that need ray (:func:`train`, :func:`build_ppo_config`,
+that need ray (:func:`train`, :func:`resume`, :func:`build_ppo_config`,
 :func:`export_checkpoint`, :class:`KahunaMultiAgentEnv`,
 :class:`KahunaRLModule`) are imported on first use and raise
 :class:`RLlibNotInstalledError`, naming the install command, when ray is
@@ -28,6 +28,7 @@ from training.rllib.errors import (
 
 _LAZY = {
     "train": "training.rllib.train",
+    "resume": "training.rllib.train",
     "build_ppo_config": "training.rllib.train",
     "connect_ray": "training.rllib.train",
     "RunResult": "training.rllib.train",
@@ -59,6 +60,7 @@ __all__ = [
     "export_checkpoint",
     "load_rllib_config",
     "require_ray",
+    "resume",
     "rllib_config_from_dict",
     "train",
 ]
