@@ -411,6 +411,8 @@ def test_training_runs_on_local_ray_with_two_env_runners(trained_run):
     history = trained_run.history
     assert [row["iteration"] for row in history] == [1, 2]
     assert all(row["entropy"] is not None and row["vf_loss"] is not None for row in history)
+    # ppo.anneal_lr: RLlib's schedule over iterations x train_batch_size env steps, down to 0.2 x lr.
+    assert 2e-4 - 1e-9 <= history[1]["lr"] < history[0]["lr"] < 1e-3
     lines = (trained_run.run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 2
     assert load_rllib_config(trained_run.run_dir / "config.yaml") == load_rllib_config(CONFIG, TINY_RUN)

@@ -50,6 +50,21 @@ def test_reward_and_pool_are_the_native_trainers_sections():
     assert {field.name for field in dataclasses.fields(RLlibConfig)} >= {"reward", "pool", "fault_tolerance"}
 
 
+def test_learning_rate_annealing_uses_the_native_keys():
+    rllib = load_rllib_config(CONFIG, ["iterations=10"])
+    native = load_training_config(ROOT / "configs" / "default.yaml")
+    assert (rllib.ppo.lr, rllib.ppo.anneal_lr, rllib.ppo.min_lr_fraction) == (
+        native.ppo.lr,
+        native.ppo.anneal_lr,
+        native.ppo.min_lr_fraction,
+    )
+    steps = 10 * rllib.ppo.train_batch_size
+    assert rllib.lr_schedule() == [[0, 1e-3], [steps, pytest.approx(2e-4)]]
+    assert load_rllib_config(CONFIG, ["ppo.anneal_lr=false"]).lr_schedule() == 1e-3
+    with pytest.raises(ConfigError, match=r"ppo\.min_lr_fraction: must be in \[0, 1\]"):
+        load_rllib_config(CONFIG, ["ppo.min_lr_fraction=2"])
+
+
 # ---------------------------------------------------------------------------------------------- env
 def _play(env, seed: int, rng: np.random.Generator):
     """Play one game with random learner moves; per agent: decision observations and rewards per decision."""

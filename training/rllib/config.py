@@ -106,6 +106,13 @@ class KahunaEnvConfig:
         except ValueError as error:
             raise ConfigError(f"env: {error}") from None
 
+    def lr_schedule(self) -> float | list[list[float]]:
+        """RLlib's ``lr``: a constant, or with ``ppo.anneal_lr`` a linear schedule ``[[env steps, lr], ...]``."""
+        ppo = self.ppo
+        if not ppo.anneal_lr:
+            return ppo.lr
+        return [[0, ppo.lr], [self.iterations * ppo.train_batch_size, ppo.lr * ppo.min_lr_fraction]]
+
     def env_config(self) -> dict[str, Any]:
         """The ``env_config`` dict handed to :class:`training.rllib.env.KahunaMultiAgentEnv`."""
         return dataclasses.asdict(self)
@@ -203,6 +210,10 @@ class PPOConfig:
 
     Attributes:
         lr: Adam learning rate.
+        anneal_lr: anneal the learning rate linearly to ``min_lr_fraction * lr`` over the run
+            (``iterations * train_batch_size`` env steps; the native trainer's key), as an RLlib
+            learning-rate schedule on the sampled env steps.
+        min_lr_fraction: final learning rate as a fraction of ``lr`` when annealing.
         gamma: discount factor per agent decision.
         gae_lambda: GAE lambda (RLlib's ``lambda_``).
         train_batch_size: env steps (both seats together) per learner per iteration.
@@ -217,6 +228,8 @@ class PPOConfig:
     """
 
     lr: float = 3e-4
+    anneal_lr: bool = True
+    min_lr_fraction: float = 0.0
     gamma: float = 1.0
     gae_lambda: float = 0.95
     train_batch_size: int = 8192
@@ -231,6 +244,7 @@ class PPOConfig:
 
     def __post_init__(self) -> None:
         check_value(self.lr > 0, "ppo.lr", "must be > 0", self.lr)
+        check_value(0 <= self.min_lr_fraction <= 1, "ppo.min_lr_fraction", "must be in [0, 1]", self.min_lr_fraction)
         check_value(0 < self.gamma <= 1, "ppo.gamma", "must be in (0, 1]", self.gamma)
         check_value(0 <= self.gae_lambda <= 1, "ppo.gae_lambda", "must be in [0, 1]", self.gae_lambda)
         check_value(self.train_batch_size >= 2, "ppo.train_batch_size", "must be >= 2", self.train_batch_size)
@@ -375,6 +389,13 @@ class RLlibConfig:
     def snapshot_slots(self) -> int:
         """Snapshot modules of the run: ``pool.max_snapshots`` when ``pool.past`` > 0, else none."""
         return self.pool.max_snapshots if self.pool.past > 0 else 0
+
+    def lr_schedule(self) -> float | list[list[float]]:
+        """RLlib's ``lr``: a constant, or with ``ppo.anneal_lr`` a linear schedule ``[[env steps, lr], ...]``."""
+        ppo = self.ppo
+        if not ppo.anneal_lr:
+            return ppo.lr
+        return [[0, ppo.lr], [self.iterations * ppo.train_batch_size, ppo.lr * ppo.min_lr_fraction]]
 
     def env_config(self) -> dict[str, Any]:
         """The ``env_config`` of :class:`training.rllib.env.KahunaMultiAgentEnv`: rules, opponent mix, rewards."""

@@ -383,7 +383,7 @@ def build_ppo_config(config: RLlibConfig) -> Any:
             num_cpus_per_learner=learners.num_cpus_per_learner if learners.num_learners > 0 else "auto",
         )
         .training(
-            lr=ppo.lr,
+            lr=config.lr_schedule(),
             gamma=ppo.gamma,
             lambda_=ppo.gae_lambda,
             train_batch_size_per_learner=ppo.train_batch_size,
@@ -489,6 +489,7 @@ def summarize(result: dict, seconds: float, env_steps_before: int) -> dict[str, 
         "vf_loss": _number(learner.get("vf_loss")),
         "entropy": _number(learner.get("entropy")),
         "mean_kl": _number(learner.get("mean_kl_loss")),
+        "lr": _number(learner.get("default_optimizer_learning_rate")),
     }
 
 
