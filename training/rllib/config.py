@@ -106,13 +106,6 @@ class KahunaEnvConfig:
         except ValueError as error:
             raise ConfigError(f"env: {error}") from None
 
-    def lr_schedule(self) -> float | list[list[float]]:
-        """RLlib's ``lr``: a constant, or with ``ppo.anneal_lr`` a linear schedule ``[[env steps, lr], ...]``."""
-        ppo = self.ppo
-        if not ppo.anneal_lr:
-            return ppo.lr
-        return [[0, ppo.lr], [self.iterations * ppo.train_batch_size, ppo.lr * ppo.min_lr_fraction]]
-
     def env_config(self) -> dict[str, Any]:
         """The ``env_config`` dict handed to :class:`training.rllib.env.KahunaMultiAgentEnv`."""
         return dataclasses.asdict(self)
