@@ -1,4 +1,4 @@
-"""Test-suite configuration: the ``integrations`` marker (tests/test_integrations.py)."""
+"""Test-suite configuration: the project's markers (``integrations``, ``rllib_cluster``)."""
 
 from __future__ import annotations
 
@@ -9,4 +9,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         'integrations: runs an RL library\'s documented path (docs/ECOSYSTEM.md); needs the "integrations" extra',
+    )
+    config.addinivalue_line(
+        "markers",
+        "rllib_cluster: a two-node Ray cluster on this machine (tests/test_rllib_cluster.py); needs the rllib extra",
     )
