@@ -359,7 +359,7 @@ class KahunaGame:
 
     def __init__(self, config: KahunaConfig | Mapping[str, Any] | None = None, seed: int | None = None) -> None:
         _check_seed(seed)
-        self._init_empty(_as_config(config), seed)
+        self._init_empty(as_config(config), seed)
         deck = [island for island in range(NUM_ISLANDS) for _ in range(CARDS_PER_ISLAND)]
         order = self._generator().permutation(NUM_CARDS)
         cards = [deck[k] for k in order]
@@ -1066,7 +1066,7 @@ class KahunaGame:
         (premature end) and loads as such.
         """
         _check_seed(seed)
-        return cls._from_position(parse_position(position, _as_config), seed)
+        return cls._from_position(parse_position(position, as_config), seed)
 
     @classmethod
     def _from_position(cls, position: Position, seed: int | None) -> KahunaGame:
@@ -1137,8 +1137,8 @@ class KahunaGame:
             )
 
 
-def _as_config(config: KahunaConfig | Mapping[str, Any] | None) -> KahunaConfig:
-    """A config from a config, a mapping of options, or ``None`` (the defaults)."""
+def as_config(config: KahunaConfig | Mapping[str, Any] | None) -> KahunaConfig:
+    """A config from a config, a mapping of options, or ``None`` (the defaults); ``ValueError`` otherwise."""
     if config is None:
         return KahunaConfig()
     if isinstance(config, KahunaConfig):

@@ -166,6 +166,9 @@ def _scale_vector(layout: dict[str, slice], size: int, extra: dict[str, float]) 
 
 
 _SCALE = _scale_vector(OBSERVATION_LAYOUT, OBSERVATION_SIZE, {})
+_SCALE.flags.writeable = False
+OBSERVATION_SCALE = _SCALE
+"""The factor of each observation entry that maps its raw count into [0, 1] (read-only; the batched engine uses it)."""
 
 
 def _lines(mask: int) -> tuple[int, ...]:

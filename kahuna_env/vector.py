@@ -82,7 +82,6 @@ from kahuna_env import actions as A
 from kahuna_env.board import (
     BRIDGES_PER_PLAYER,
     CARDS_PER_ISLAND,
-    DEGREE,
     FACE_UP_SLOTS,
     HAND_LIMIT,
     ISLAND_ID,
@@ -94,8 +93,8 @@ from kahuna_env.board import (
     NUM_LINES,
     STARTING_HAND,
 )
-from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
-from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, STATE_SIZE
+from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame, as_config
+from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SCALE, OBSERVATION_SIZE, STATE_SIZE
 
 __all__ = ["KahunaBatch", "StepResult", "sample_set_bits"]
 
@@ -148,32 +147,7 @@ _PAY1 = np.array([*(p[0] if len(p) > 0 else -1 for p in A.PAID_ISLANDS), -1], dt
 _PAY2 = np.array([*(p[1] if len(p) > 1 else -1 for p in A.PAID_ISLANDS), -1], dtype=np.intp)
 
 
-def _observation_scale() -> np.ndarray:
-    """The per-entry scale of the observation (raw counts -> [0, 1]), float32 as the scalar encoder's."""
-    scale = np.ones(OBSERVATION_SIZE, dtype=np.float32)
-    factors: dict[str, float | tuple[float, ...]] = {
-        "bridges_mine": tuple(1.0 / d for d in DEGREE),
-        "bridges_opponent": tuple(1.0 / d for d in DEGREE),
-        "hand": 1.0 / CARDS_PER_ISLAND,
-        "pile_size": 1.0 / NUM_CARDS,
-        "discard_open": 1.0 / CARDS_PER_ISLAND,
-        "my_face_down": 1.0 / CARDS_PER_ISLAND,
-        "opponent_face_down_count": 1.0 / NUM_CARDS,
-        "opponent_hand_size": 1.0 / HAND_LIMIT,
-        "opponent_known": 1.0 / CARDS_PER_ISLAND,
-        "unseen": 1.0 / CARDS_PER_ISLAND,
-        "scores": 1.0 / 15.0,
-        "supply": 1.0 / BRIDGES_PER_PLAYER,
-        "cards_played": 1.0 / HAND_LIMIT,
-    }
-    for name, factor in factors.items():
-        scale[OBSERVATION_LAYOUT[name]] = factor
-    scale[OBSERVATION_LAYOUT["final_turns"].start + 1] = 0.5
-    scale[OBSERVATION_LAYOUT["setup"].start + 1] = 1.0 / 3.0
-    return scale
-
-
-_SCALE = _observation_scale()
+_SCALE = OBSERVATION_SCALE
 _STATE_SCALE = np.concatenate([_SCALE, np.full(STATE_SIZE - OBSERVATION_SIZE, 0.5, dtype=np.float32)])
 _STATE_SCALE[-1] = 1.0
 _O = {name: (s.start, s.stop) for name, s in OBSERVATION_LAYOUT.items()}
@@ -248,16 +222,6 @@ class StepResult(NamedTuple):
     player: np.ndarray
 
 
-def _as_config(config: KahunaConfig | Mapping[str, Any] | None) -> KahunaConfig:
-    if config is None:
-        return KahunaConfig()
-    if isinstance(config, KahunaConfig):
-        return config
-    if isinstance(config, Mapping):
-        return KahunaConfig.from_dict(config)
-    raise ValueError(f"config must be a KahunaConfig, a mapping or None, got {type(config).__name__}")
-
-
 def _names(counts: Sequence[int]) -> list[str]:
     return [ISLANDS[i] for i in range(NUM_ISLANDS) for _ in range(counts[i])]
 
@@ -303,9 +267,9 @@ class KahunaBatch:
         n = int(n)
         self.n = n
         if config is None or isinstance(config, (KahunaConfig, Mapping)):
-            configs = [_as_config(config)] * n
+            configs = [as_config(config)] * n
         else:
-            configs = [_as_config(c) for c in config]
+            configs = [as_config(c) for c in config]
             if len(configs) != n:
                 raise ValueError(f"config must be one config or a sequence of {n}, got {len(configs)}")
         self.configs: list[KahunaConfig] = configs
