@@ -23,12 +23,12 @@ equal the scalar ``best_actions`` and its pick must lie in it.
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Callable
 
 import numpy as np
 from vector import ALL_CONFIGS as CONFIGS  # benchmarks/vector.py: every variant and option
+from vector import speed_parser
 
 from kahuna_env.agents.base import RandomAgent, SeededAgent
 from kahuna_env.agents.batched import BatchedAgent, BatchedGreedy, BatchedRandom, greedy_best_masks
@@ -129,11 +129,7 @@ def check(positions: int, games: int, seed: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 4096])
-    parser.add_argument("--seconds", type=float, default=1.0, help="time per measurement")
-    parser.add_argument("--repeats", type=int, default=3, help="measurements per rate; the best is printed")
-    parser.add_argument("--seed", type=int, default=0)
+    parser = speed_parser(__doc__, [1024, 4096])
     parser.add_argument("--check", type=int, metavar="POSITIONS", help="run the greedy check instead")
     parser.add_argument("--games", type=int, default=192, help="batch size of the check")
     args = parser.parse_args(argv)

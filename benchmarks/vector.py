@@ -175,12 +175,18 @@ def differential(total: int, games: int, seed: int) -> None:
     )
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1, 64, 1024, 4096, 16384])
+def speed_parser(description: str, sizes: list[int]) -> argparse.ArgumentParser:
+    """The options every batched benchmark shares: batch sizes, time per measurement, seed, repeats."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=sizes)
     parser.add_argument("--seconds", type=float, default=1.0, help="time per measurement")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3, help="measurements per rate; the best is printed")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = speed_parser(__doc__, [1, 64, 1024, 4096, 16384])
     parser.add_argument("--differential", type=int, metavar="ACTIONS", help="run the differential check instead")
     parser.add_argument("--games", type=int, default=100, help="batch size of the differential check")
     args = parser.parse_args(argv)

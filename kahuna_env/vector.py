@@ -597,6 +597,16 @@ class KahunaBatch:
             words[self.over] = 0
 
     # ------------------------------------------------------------------ transitions
+    def live(self, active: np.ndarray | None = None) -> np.ndarray:
+        """``(N,)`` bool: the games not over, among ``active`` (a ``(N,)`` bool array; all when None)."""
+        live = ~self.over
+        if active is not None:
+            active = np.asarray(active)
+            if active.shape != (self.n,) or active.dtype != bool:
+                raise ValueError(f"active must be a bool array of shape ({self.n},), got {active.dtype} {active.shape}")
+            live &= active
+        return live
+
     def step(self, actions: Sequence[int] | np.ndarray, active: np.ndarray | None = None) -> StepResult:
         """Apply one action in every game (``actions``: ``N`` integers in 0..178).
 
@@ -607,12 +617,7 @@ class KahunaBatch:
         :class:`IllegalActionError` names the first such game, the action and
         why, and no game is changed.
         """
-        acting = ~self.over
-        if active is not None:
-            active = np.asarray(active)
-            if active.shape != (self.n,) or active.dtype != bool:
-                raise ValueError(f"active must be a bool array of shape ({self.n},), got {active.dtype} {active.shape}")
-            acting &= active
+        acting = self.live(active)
         actions = self._check(actions, acting)
         n = self.n
         self._mask_valid = self._words_valid = False

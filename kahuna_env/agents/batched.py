@@ -92,13 +92,7 @@ def _seat(array: np.ndarray, flat_index: np.ndarray) -> np.ndarray:
 
 def _rows(batch: KahunaBatch, active: np.ndarray | None) -> np.ndarray:
     """The games asked: the live ones among ``active`` (all when None)."""
-    live = ~batch.over
-    if active is not None:
-        active = np.asarray(active)
-        if active.shape != (batch.n,) or active.dtype != bool:
-            raise ValueError(f"active must be a bool array of shape ({batch.n},), got {active.dtype} {active.shape}")
-        live &= active
-    return np.flatnonzero(live)
+    return np.flatnonzero(batch.live(active))
 
 
 def greedy_best_masks(batch: KahunaBatch, active: np.ndarray | None = None) -> np.ndarray:
