@@ -710,11 +710,13 @@ class KahunaGame:
             self._claim_line = -1
             self._discard_face_down(player, action - A.DISCARD)
         elif action < A.FREE_BRIDGE:
-            if len(self._pile) > 1:
-                self._end_turn_with(player, action)
-            else:
-                # This turn may end the round, whose reshuffle calls the generator.
+            face_up = self._face_up
+            cards_left = len(self._pile) + (face_up[0] >= 0) + (face_up[1] >= 0) + (face_up[2] >= 0)
+            if self._round < 3 and cards_left <= 1:
+                # This turn may end round 1 or 2, whose reshuffle calls the generator: keep a copy to roll back to.
                 self._end_turn_atomically(player, action)
+            else:
+                self._end_turn_with(player, action)
         else:
             line = action - A.FREE_BRIDGE
             self._claim_line = -1
