@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from arena.cli import first_line
 from kahuna_env.agents.base import SeededAgent
 from kahuna_env.engine import KahunaGame
 from training.model import ActorCritic, model_from_payload, sample_from_logits
@@ -73,8 +74,9 @@ def read_policy_file(path: str | Path) -> dict[str, Any]:
     except MemoryError:
         raise ValueError(f"{file} is not a readable checkpoint: it declares more data than fits in memory") from None
     except Exception as error:  # torch.load fails on foreign bytes in many ways (KeyError, IndexError, ...)
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ValueError(f"{file} is not a readable checkpoint (corrupt or not a torch file): {first_line}") from None
+        raise ValueError(
+            f"{file} is not a readable checkpoint (corrupt or not a torch file): {first_line(error)}"
+        ) from None
     if not isinstance(payload, dict):
         raise ValueError(f"{file} is not a Kahuna agent file (holds a {type(payload).__name__})")
     return payload

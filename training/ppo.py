@@ -40,6 +40,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from arena.cli import first_line
 from kahuna_env.engine import KahunaConfig
 from training.checkpoint import (
     build_checkpoint,
@@ -410,8 +411,7 @@ def _load_optimizer_state(run: _RunState, state: Any, path: Path) -> None:
                 if not bool(torch.isfinite(value).all()):
                     raise ValueError(f"{name} holds NaN or infinite values")
     except (ValueError, KeyError, TypeError, RuntimeError, IndexError) as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ValueError(f"{path} is a damaged training checkpoint: optimizer_state: {first_line}") from None
+        raise ValueError(f"{path} is a damaged training checkpoint: optimizer_state: {first_line(error)}") from None
 
 
 class _Session:
