@@ -21,7 +21,7 @@ from arena.match import agent_chooser, play
 from kahuna_env.actions import describe_action
 from kahuna_env.agents import BASELINE_NAMES, make_agent
 from kahuna_env.board import ISLANDS
-from kahuna_env.engine import KahunaConfig, KahunaGame
+from kahuna_env.engine import VARIANTS, KahunaConfig, KahunaGame
 
 PROGRAM = "kahuna-demo"
 
@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--player0", default="random", type=baseline, help="agent of player 0 (default random)")
     parser.add_argument("--player1", default="random", type=baseline, help="agent of player 1 (default random)")
-    parser.add_argument("--variant", default="standard", choices=("standard", "planning"))
+    parser.add_argument("--variant", default="standard", choices=VARIANTS)
     parser.add_argument("--quiet", action="store_true", help="print only the final score")
     return parser
 

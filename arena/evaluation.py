@@ -85,14 +85,18 @@ def _init_worker(entrants: Sequence[str], sampled: bool, config: dict[str, Any],
         _WORKER["error"] = _describe(error)
 
 
+def _play_task(agents: Sequence[Any], task: GameTask, config: KahunaConfig, record: bool) -> GameResult:
+    """Play ``task`` between ``agents`` (indexed by entrant); a failure is a one-line :class:`WorkerError`."""
+    try:
+        return play_game((agents[task.seats[0]], agents[task.seats[1]]), task, config, record)
+    except Exception as error:  # one line for the user (sent to the parent from a worker)
+        raise WorkerError(f"game {task.index} of pairing {task.pairing} failed: {_describe(error)}") from None
+
+
 def _run_in_worker(task: GameTask) -> GameResult:
     if "error" in _WORKER:
         raise WorkerError(f"a worker could not build the entrants: {_WORKER['error']}")
-    agents = _WORKER["agents"]
-    try:
-        return play_game((agents[task.seats[0]], agents[task.seats[1]]), task, _WORKER["config"], _WORKER["record"])
-    except Exception as error:  # sent to the parent as one line
-        raise WorkerError(f"game {task.index} of pairing {task.pairing} failed: {_describe(error)}") from None
+    return _play_task(_WORKER["agents"], task, _WORKER["config"], _WORKER["record"])
 
 
 def _play_in_workers(
@@ -199,12 +203,9 @@ def run_evaluation(
             agents = _build_agents(entrants, sampled)
             for task in tasks:
                 try:
-                    result = play_game((agents[task.seats[0]], agents[task.seats[1]]), task, config, record)
-                except Exception as error:  # one line for the user, as from a worker
-                    raise EvaluationError(
-                        f"game {task.index} of pairing {task.pairing} failed: {_describe(error)}"
-                    ) from None
-                collect(result)
+                    collect(_play_task(agents, task, config, record))
+                except WorkerError as error:
+                    raise EvaluationError(str(error)) from None
         else:
             _play_in_workers(tasks, workers, entrants, sampled, config, record, collect)
     elapsed = time.perf_counter() - started

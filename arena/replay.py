@@ -31,7 +31,7 @@ from typing import IO, Any, NoReturn
 import numpy as np
 
 from arena.cli import OneLineParser, check_gif_path, exit_with_error, write_gif
-from arena.match import Chooser, play
+from arena.match import Chooser, OnAction, play
 from arena.records import check_record, game_result, read_record
 from kahuna_env.actions import describe_action
 from kahuna_env.engine import KahunaConfig, KahunaGame
@@ -92,11 +92,13 @@ def replay(
     record: Mapping[str, Any],
     out: IO[str] | None = None,
     frames: list[np.ndarray] | None = None,
+    on_action: OnAction | None = None,
 ) -> KahunaGame:
     """Replay ``record`` with the rules engine and return the final game.
 
     With ``out``, the game is printed (board at the start and after every
-    turn, every action); ``frames`` collects one picture per action.  Raises
+    turn, every action); ``frames`` collects one picture per action, and
+    ``on_action`` (as in :func:`arena.match.play`) is called after each.  Raises
     ``ValueError`` for a record that is not valid (:func:`arena.records.check_record`)
     and :class:`ReplayError` when an action is illegal, actions follow the
     end of the game, or the result differs from the recorded one (a record
@@ -126,6 +128,8 @@ def replay(
                 out.write(render_ansi(game, last_action=action) + "\n")
         if frames is not None and render_rgb is not None:
             frames.append(render_rgb(game, last_action=action))
+        if on_action is not None:
+            on_action(player, action, game)
 
     chooser, used = _recorded_chooser(actions)
     play(game, (chooser, chooser), show)

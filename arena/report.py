@@ -92,7 +92,7 @@ class PairingResult:
     @property
     def seat_scores(self) -> tuple[float, float]:
         """``a``'s points (wins + draws / 2) in seat 0 and in seat 1."""
-        return tuple(t.wins + 0.5 * t.draws for t in self.seat_tallies)
+        return (self.seat_tallies[0].points, self.seat_tallies[1].points)
 
     @property
     def games_per_second(self) -> float:
@@ -314,7 +314,7 @@ def _ratings(entrants: Sequence[str], pairings: Sequence[PairingResult]) -> tupl
     games = np.zeros((n, n))
     for p in pairings:
         i, j = position[p.a], position[p.b]
-        points = p.wins + 0.5 * p.draws
+        points = p.tally.points
         scores[i, j] += points
         scores[j, i] += p.games - points
         games[i, j] += p.games

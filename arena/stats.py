@@ -84,9 +84,14 @@ class Tally:
         return self.wins + self.draws + self.losses
 
     @property
+    def points(self) -> float:
+        """wins + draws / 2."""
+        return self.wins + 0.5 * self.draws
+
+    @property
     def score(self) -> float:
         """(wins + draws / 2) / games; 0.0 before any game."""
-        return (self.wins + 0.5 * self.draws) / self.games if self.games else 0.0
+        return self.points / self.games if self.games else 0.0
 
     @property
     def win_rate(self) -> float:
@@ -101,7 +106,7 @@ class Tally:
     @property
     def interval(self) -> tuple[float, float]:
         """95% Wilson interval of :attr:`score`; ``(0.0, 1.0)`` before any game."""
-        return wilson_interval(self.wins + 0.5 * self.draws, self.games) if self.games else (0.0, 1.0)
+        return wilson_interval(self.points, self.games) if self.games else (0.0, 1.0)
 
     def add(self, outcome: float, margin: float = 0.0) -> Tally:
         """This tally plus one game whose outcome for this side is 1 (win), 0.5 (draw) or 0 (loss)."""

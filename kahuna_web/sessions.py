@@ -32,10 +32,10 @@ from arena.match import Chooser, agent_chooser, play
 from arena.play import game_seeds
 from arena.records import check_record, game_record, game_result
 from arena.replay import ReplayError, replay
-from kahuna_env.actions import ACTION_LINE, check_action, describe_action
+from kahuna_env.actions import check_action, describe_action
 from kahuna_env.agents import BASELINES, Agent
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
-from kahuna_web.views import public_action_text, result_text, seat_view, spectator_view
+from kahuna_web.views import action_line, public_action_text, result_text, seat_view, spectator_view
 
 MAX_SEED = 2**63 - 1
 """Largest play seed the page may ask for."""
@@ -131,12 +131,18 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _digits_to_int(value: Any) -> Any:
+    """A string of ASCII digits (spaces around allowed) as an int; anything else unchanged."""
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        return int(value.strip())
+    return value
+
+
 def _int_field(params: Mapping[str, Any], key: str, low: int, high: int, default: int | None) -> int | None:
     value = params.get(key, default)
     if value is None or value == "":
         return default
-    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
-        value = int(value.strip())
+    value = _digits_to_int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise WebError(f"{key!r} must be an integer in {low}..{high}, got {_short(value)}")
     return value
@@ -180,18 +186,16 @@ class PlaySession:
     @property
     def players(self) -> list[str]:
         """The record's ``players``: ``human`` in the person's seat, the opponent's entrant string in the other."""
-        names = [self.opponent_name, self.opponent_name]
-        names[self.seat] = "human"
-        return names
+        return self._names("human")
 
     @property
     def finished(self) -> bool:
         """Whether no more moves are taken: the game is over or the person abandoned it."""
         return self.game.is_over or self.abandoned
 
-    def _names(self) -> list[str]:
+    def _names(self, person: str = "you") -> list[str]:
         names = [self.opponent_name, self.opponent_name]
-        names[self.seat] = "you"
+        names[self.seat] = person
         return names
 
     def advance(self, action: int | None = None) -> list[dict[str, Any]]:
@@ -216,14 +220,8 @@ class PlaySession:
             self.actions.append(acted)
             text = public_action_text(acted, player, self.seat)
             self.log.append({"n": len(self.actions), "player": player, "text": text})
-            line = ACTION_LINE[acted]
             steps.append(
-                {
-                    "player": player,
-                    "text": text,
-                    "line": line if line >= 0 else None,
-                    "state": seat_view(game, self.seat),
-                }
+                {"player": player, "text": text, "line": action_line(acted), "state": seat_view(game, self.seat)}
             )
 
         try:
@@ -238,10 +236,8 @@ class PlaySession:
             raise WebError("this game was abandoned; start a new game", 409)
         if self.game.is_over:
             raise WebError("the game is over; start a new game", 409)
-        if isinstance(action, str) and action.strip().isascii() and action.strip().isdigit():
-            action = int(action.strip())
         try:
-            action = check_action(action)
+            action = check_action(_digits_to_int(action))
         except ValueError as error:
             raise WebError(first_line(error)) from None
         if self.game.current_player != self.seat:  # not reachable through advance(), kept as a guard
@@ -351,27 +347,21 @@ def replay_frames(record: Any, source: str = "record") -> dict[str, Any]:
     the deal); ``moves[k]`` who played action ``k + 1`` and its text.  A
     record that is malformed or does not replay raises :class:`WebError` (422).
     """
+    frames: list[dict[str, Any]] = []
+    moves: list[dict[str, Any]] = []
+
+    def after(player: int, action: int, game: KahunaGame) -> None:
+        moves.append({"player": player, "text": describe_action(action), "line": action_line(action)})
+        frames.append(spectator_view(game))
+
     try:
         check_record(record, source)
-        final = replay(record)
+        frames.append(spectator_view(KahunaGame(KahunaConfig.from_dict(record["config"]), seed=record["seed"])))
+        final = replay(record, on_action=after)
     except ReplayError as error:
         raise WebError(f"{source} does not replay: {first_line(error)}", 422) from None
     except ValueError as error:
         raise WebError(first_line(error), 422) from None
-    game = KahunaGame(KahunaConfig.from_dict(record["config"]), seed=record["seed"])
-    frames = [spectator_view(game)]
-    moves: list[dict[str, Any]] = []
-    actions = iter(record["actions"])
-
-    def recorded(game: KahunaGame) -> int | None:
-        return next(actions, None)
-
-    def after(player: int, action: int, game: KahunaGame) -> None:
-        line = ACTION_LINE[action]
-        moves.append({"player": player, "text": describe_action(action), "line": line if line >= 0 else None})
-        frames.append(spectator_view(game))
-
-    play(game, (recorded, recorded), after)
     players = list(record["players"])
     return {
         "players": players,

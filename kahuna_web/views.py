@@ -72,15 +72,20 @@ def action_kind(action: int) -> str:
     return "free"
 
 
+def action_line(action: int) -> int | None:
+    """The line ``action`` acts on (places, removes or claims), ``None`` for one that acts on no line."""
+    line = ACTION_LINE[action]
+    return line if line >= 0 else None
+
+
 def action_entry(action: int) -> dict[str, Any]:
     """A legal action for the page: id, text, kind, the line it acts on, the paid islands, the slot taken."""
     kind = action_kind(action)
-    line = ACTION_LINE[action]
     entry: dict[str, Any] = {
         "id": action,
         "text": describe_action(action),
         "kind": kind,
-        "line": line if line >= 0 else None,
+        "line": action_line(action),
         "pays": [ISLANDS[i] for i in PAID_ISLANDS[action]],
     }
     if kind == "take":
@@ -181,6 +186,7 @@ def result_text(game: KahunaGame, names: list[str], seat: int | None = None) -> 
 __all__ = [
     "action_entry",
     "action_kind",
+    "action_line",
     "board_geometry",
     "public_action_text",
     "result_text",
