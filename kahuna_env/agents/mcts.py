@@ -31,6 +31,28 @@ How one decision is searched (single-observer ISMCTS, Cowling et al. 2012):
 
 The move played is the root child with the most visits.  A position with a
 single legal action is answered at once without search.
+
+**Guided search.**  ``MCTSAgent(evaluator=...)`` replaces the cheap prior and
+(in the proportion ``value_weight``) the rollout-and-:func:`evaluate` leaf value
+by a :class:`LeafEvaluator`, e.g. a network (``training/search.py``; this
+package never imports torch).  The same determinizations, the same tree and
+the same per-player backup; what changes (:meth:`MCTSAgent.guided_search`):
+
+* The root is evaluated once before the simulations; a node is *expanded*
+  when the evaluator first sees it, its children getting the evaluator's
+  priors.  A simulation stops at a node that has legal actions (in this
+  determinization) without a child yet: that node is the leaf, evaluated,
+  and its missing children are added with the priors of this evaluation
+  (an opponent node gains children as determinizations deal it other cards).
+* Its value is ``value_weight * v + (1 - value_weight) * h``: ``v`` the
+  evaluator's win probability for the player to move, ``h`` the baseline's
+  rollout-then-:func:`evaluate` value (not computed when ``value_weight`` is 1).
+* Leaves are evaluated ``batch_size`` at a time with a virtual loss: each
+  edge on the way to a pending leaf counts a visit of value 0 for its mover
+  until the leaf's value arrives, so the next simulations of the batch
+  spread out.  ``batch_size=1`` is the plain sequential search.
+* With no visits at the root (budget 1 when the only simulation ended in a
+  finished game), the highest prior wins.
 """
 
 from __future__ import annotations
@@ -38,6 +60,8 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -173,6 +197,24 @@ def evaluate(game: KahunaGame) -> float:
     return 1.0 / (1.0 + math.exp(-margin))
 
 
+# ---------------------------------------------------------------------------------------------- evaluators
+class LeafEvaluator(Protocol):
+    """What a guided search asks of a position evaluator (a network, say; see ``training/search.py``).
+
+    ``evaluate(states, legal)`` receives determinized positions that are not
+    over (seen by the player to move in each: ``encode_observation(state,
+    state.current_player)`` is what that player may know of it) and each
+    position's legal actions, and returns ``(priors, values)``: for every
+    state a list of prior probabilities aligned with its ``legal`` list
+    (non-negative, summing to 1) and the probability in [0, 1] that the
+    player to move wins (draws count half).  It must not change the states.
+    """
+
+    def evaluate(
+        self, states: Sequence[KahunaGame], legal: Sequence[list[int]]
+    ) -> tuple[list[list[float]], list[float]]: ...
+
+
 # ---------------------------------------------------------------------------------------------- search tree
 class SearchNode:
     """A node of the search tree: statistics of the action (edge) leading here, and the children by action.
@@ -207,6 +249,13 @@ class MCTSAgent(SeededAgent):
         rollout_depth: actions played by the rollout policy after a new leaf
             before the position is evaluated; 0 evaluates the leaf directly.
         seed: seeds the agent's own generator (determinizations, rollouts).
+        evaluator: a :class:`LeafEvaluator` guiding the search (priors and
+            leaf values; see the module docstring), or ``None`` for the
+            baseline search.
+        value_weight: guided search: weight of the evaluator's value in a
+            leaf's value, in [0, 1]; the rest is the baseline's rollout and
+            :func:`evaluate` (1: the evaluator alone, no rollout).
+        batch_size: guided search: leaves evaluated together (virtual loss), at least 1.
 
     Attributes:
         search_seconds: total time spent searching since construction.
@@ -224,6 +273,9 @@ class MCTSAgent(SeededAgent):
         rollout: str = DEFAULT_ROLLOUT,
         rollout_depth: int = DEFAULT_ROLLOUT_DEPTH,
         seed: int | None = None,
+        evaluator: LeafEvaluator | None = None,
+        value_weight: float = 1.0,
+        batch_size: int = 1,
     ) -> None:
         if isinstance(simulations, bool) or not isinstance(simulations, int) or simulations < 1:
             raise ValueError(f"mcts simulations must be a positive integer, got {simulations!r}")
@@ -233,6 +285,19 @@ class MCTSAgent(SeededAgent):
             raise ValueError(f"mcts rollout must be one of {ROLLOUTS}, got {rollout!r}")
         if isinstance(rollout_depth, bool) or not isinstance(rollout_depth, int) or rollout_depth < 0:
             raise ValueError(f"mcts rollout_depth must be a non-negative integer, got {rollout_depth!r}")
+        if evaluator is not None and not callable(getattr(evaluator, "evaluate", None)):
+            raise ValueError(f"mcts evaluator must have an evaluate(states, legal) method, got {evaluator!r:.80}")
+        if (
+            isinstance(value_weight, bool)
+            or not isinstance(value_weight, (int, float))
+            or not 0.0 <= value_weight <= 1.0
+        ):
+            raise ValueError(f"mcts value_weight must be a number in [0, 1], got {value_weight!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"mcts batch_size must be a positive integer, got {batch_size!r}")
+        self.evaluator = evaluator
+        self.value_weight = float(value_weight)
+        self.batch_size = batch_size
         self.simulations = simulations
         self.exploration = float(exploration)
         self.rollout = rollout
@@ -255,7 +320,10 @@ class MCTSAgent(SeededAgent):
         root = self.search(game)
         self.search_seconds += time.perf_counter() - started
         self.searched_moves += 1
-        best = max(root.children.items(), key=lambda item: (item[1].visits, item[1].value))
+        if self.evaluator is None:
+            best = max(root.children.items(), key=lambda item: (item[1].visits, item[1].value))
+        else:
+            best = max(root.children.items(), key=lambda item: (item[1].visits, item[1].prior))
         return best[0]
 
     def sample_determinization(self, view: KahunaGame, player: int) -> KahunaGame:
@@ -264,6 +332,8 @@ class MCTSAgent(SeededAgent):
 
     def search(self, game: KahunaGame) -> SearchNode:
         """Run the simulations from ``game`` (seen by its current player) and return the root node."""
+        if self.evaluator is not None:
+            return self.guided_search(game)
         player = game.current_player
         root = SearchNode(1.0)
         exploration = self.exploration
@@ -313,6 +383,85 @@ class MCTSAgent(SeededAgent):
                 child.visits += 1
                 child.value += value0 if mover == 0 else 1.0 - value0
         return root
+
+    def guided_search(self, game: KahunaGame) -> SearchNode:
+        """The search with :attr:`evaluator` (see the module docstring); returns the root node."""
+        evaluator = self.evaluator
+        assert evaluator is not None
+        player = game.current_player
+        root = SearchNode(1.0)
+        exploration = self.exploration
+        weight = self.value_weight
+        rollout_rng = random.Random(int(self.rng.integers(2**63)))
+        # The root's children and priors, from one determinization (the searching player's own
+        # actions do not depend on hidden cards).
+        first = self.sample_determinization(game, player)
+        first_legal = first.legal_actions()
+        (root_priors,), _ = evaluator.evaluate([first], [first_legal])
+        for action, prior in zip(first_legal, root_priors, strict=True):
+            root.children[action] = SearchNode(float(prior))
+        done = 0
+        while done < self.simulations:
+            # Descend up to batch_size times, with a virtual loss on every edge taken.
+            pending: list[tuple[KahunaGame, list[int], SearchNode, list[tuple[SearchNode, int]]]] = []
+            while done < self.simulations and len(pending) < self.batch_size:
+                done += 1
+                state = self.sample_determinization(game, player)
+                node = root
+                path: list[tuple[SearchNode, int]] = []
+                legal: list[int] = []
+                while not state.is_over:
+                    legal = state.legal_actions()
+                    children = node.children
+                    if any(action not in children for action in legal):
+                        break
+                    visited = 0
+                    value_sum = 0.0
+                    for action in legal:
+                        child = children[action]
+                        child.available += 1
+                        visited += child.visits
+                        value_sum += child.value
+                    first_play = (value_sum / visited if visited else 0.5) - _FIRST_PLAY_PENALTY
+                    best_action = legal[0]
+                    best_score = -math.inf
+                    for action in legal:
+                        child = children[action]
+                        n = child.visits
+                        q = child.value / n if n else first_play
+                        score = q + exploration * child.prior * math.sqrt(child.available) / (1 + n)
+                        if score > best_score:
+                            best_score, best_action = score, action
+                    child = children[best_action]
+                    path.append((child, state.current_player))
+                    child.visits += 1  # virtual loss until the value arrives
+                    state.step(best_action)
+                    node = child
+                if state.is_over:
+                    self._back_up(root, path, evaluate(state))
+                else:
+                    pending.append((state, legal, node, path))
+            if not pending:
+                continue
+            states = [item[0] for item in pending]
+            priors, values = evaluator.evaluate(states, [item[1] for item in pending])
+            for (state, legal, node, path), state_priors, value in zip(pending, priors, values, strict=True):
+                children = node.children
+                for action, prior in zip(legal, state_priors, strict=True):
+                    if action not in children:
+                        children[action] = SearchNode(float(prior))
+                value0 = float(value) if state.current_player == 0 else 1.0 - float(value)
+                if weight < 1.0:
+                    value0 = weight * value0 + (1.0 - weight) * self._leaf_value(state, rollout_rng)
+                self._back_up(root, path, value0)
+        return root
+
+    @staticmethod
+    def _back_up(root: SearchNode, path: list[tuple[SearchNode, int]], value0: float) -> None:
+        """Add player 0's leaf value ``value0`` along ``path``, whose visits the descent already counted."""
+        root.visits += 1
+        for child, mover in path:
+            child.value += value0 if mover == 0 else 1.0 - value0
 
     def _leaf_value(self, state: KahunaGame, rng: random.Random) -> float:
         """Value of a new leaf for player 0: a short rollout, then :func:`evaluate`."""

@@ -1,0 +1,160 @@
+"""Search guided by the network: the ``mcts`` baseline's ISMCTS with an :class:`ActorCritic` as prior and value.
+
+:class:`NetworkEvaluator` is the torch side of
+:class:`kahuna_env.agents.mcts.LeafEvaluator`: for a batch of determinized
+positions it encodes each one from the player to move
+(:func:`kahuna_env.observation.encode_observation`, what that player may
+know), runs one forward pass and returns
+
+* **priors**: the softmax of the network's logits over the position's legal
+  actions (the policy it plays, as the PUCT prior ``P``);
+* **values**: the critic's estimate mapped to a win probability for the
+  player to move.  The critic is trained on the return ``win * outcome`` (+1
+  win, -1 loss, 0 draw) plus potential-based island shaping
+  ``c * (phi(next) - phi(now))`` with ``phi = (my islands - the opponent's) / 12``
+  and ``gamma = 1`` (``training/rollout.py``), which sums to ``-c * phi(now)``
+  over the rest of the game.  So ``v + c * phi`` estimates ``outcome`` and
+  the win probability is ``clip((v + c * phi + 1) / 2, 0, 1)``; ``c`` is
+  ``island_shaping`` (1.0, the default config's; 0 for a run without shaping).
+
+:class:`GuidedMCTSAgent` is an :class:`~kahuna_env.agents.mcts.MCTSAgent` with
+that evaluator; :func:`load_guided_agent` builds one from anything
+:func:`training.agent.load_agent` reads (``PATH.pt@mcts:N`` and
+``champion@mcts:N`` as entrants, see ``arena/entrants.py``).  The agent acts
+through :func:`kahuna_env.agents.choose_action` like every other: it is
+handed a determinization, never the real game.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from kahuna_env.actions import NUM_ACTIONS
+from kahuna_env.agents.mcts import DEFAULT_EXPLORATION, DEFAULT_SIMULATIONS, MCTSAgent
+from kahuna_env.board import NUM_ISLANDS
+from kahuna_env.engine import KahunaGame
+from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, encode_observation
+from training.agent import load_agent
+from training.model import ActorCritic
+
+DEFAULT_VALUE_WEIGHT = 1.0
+"""Weight of the network's value in a leaf's value (the rest: the baseline's rollout and evaluation)."""
+DEFAULT_BATCH_SIZE = 8
+"""Leaves per forward pass (virtual loss)."""
+DEFAULT_ISLAND_SHAPING = 1.0
+"""The island-shaping coefficient the critic was trained with (the default config's ``reward.island_shaping``)."""
+
+_CONTROL_MINE = OBSERVATION_LAYOUT["control_mine"]
+_CONTROL_OPPONENT = OBSERVATION_LAYOUT["control_opponent"]
+
+
+class NetworkEvaluator:
+    """Priors and win probabilities from an :class:`ActorCritic`, one forward pass per batch of positions.
+
+    Args:
+        model: the network (put in eval mode).
+        island_shaping: the shaping coefficient ``c`` the critic was trained
+            with, undone when mapping its value to a win probability (see the
+            module docstring); finite, >= 0.
+        win_reward: the terminal reward of a win the critic was trained with (> 0).
+
+    Attributes:
+        positions: positions evaluated so far; ``calls``: forward passes so far.
+    """
+
+    def __init__(
+        self, model: ActorCritic, island_shaping: float = DEFAULT_ISLAND_SHAPING, win_reward: float = 1.0
+    ) -> None:
+        if not isinstance(model, ActorCritic):
+            raise ValueError(f"NetworkEvaluator needs an ActorCritic, got {type(model).__name__}")
+        for label, number, positive in (("island_shaping", island_shaping, False), ("win_reward", win_reward, True)):
+            finite = not isinstance(number, bool) and isinstance(number, (int, float)) and np.isfinite(number)
+            if not finite or number < 0 or (positive and number == 0):
+                bound = "> 0" if positive else ">= 0"
+                raise ValueError(f"NetworkEvaluator {label} must be a finite number {bound}, got {number!r}")
+        self.model = model.eval()
+        self.island_shaping = float(island_shaping)
+        self.win_reward = float(win_reward)
+        self.positions = 0
+        self.calls = 0
+
+    @torch.inference_mode()
+    def evaluate(
+        self, states: Sequence[KahunaGame], legal: Sequence[list[int]]
+    ) -> tuple[list[list[float]], list[float]]:
+        """Priors over each state's ``legal`` actions and the win probability of its player to move."""
+        count = len(states)
+        observations = np.empty((count, OBSERVATION_SIZE), dtype=np.float32)
+        masks = np.zeros((count, NUM_ACTIONS), dtype=np.bool_)
+        for row, (state, actions) in enumerate(zip(states, legal, strict=True)):
+            observations[row] = encode_observation(state, state.current_player)
+            masks[row, actions] = True
+        logits, values = self.model(torch.from_numpy(observations), torch.from_numpy(masks))
+        probabilities = torch.softmax(logits.float(), dim=1).numpy()
+        potentials = (
+            observations[:, _CONTROL_MINE].sum(axis=1) - observations[:, _CONTROL_OPPONENT].sum(axis=1)
+        ) / NUM_ISLANDS
+        outcome = (values.float().numpy() + self.island_shaping * potentials) / self.win_reward
+        wins = np.clip((outcome + 1.0) / 2.0, 0.0, 1.0)
+        priors = [probabilities[row, actions].tolist() for row, actions in enumerate(legal)]
+        self.positions += count
+        self.calls += 1
+        return priors, wins.tolist()
+
+
+class GuidedMCTSAgent(MCTSAgent):
+    """The ``mcts`` baseline's ISMCTS guided by a network (:class:`NetworkEvaluator`).
+
+    Args:
+        model: the :class:`ActorCritic`.
+        simulations: simulations per decision (default 200, the baseline's).
+        value_weight: weight of the network's value in a leaf's value, the rest
+            is the baseline's rollout + evaluation (1.0: the network alone).
+        batch_size: leaves per forward pass (default 8).
+        island_shaping: see :class:`NetworkEvaluator`.
+        exploration: the PUCT constant.
+        rollout_depth: the baseline's rollout length, used only when ``value_weight < 1``.
+        seed: seeds the agent's generator (determinizations, rollouts).
+        name: the agent's name (default ``"guided:N"``).
+    """
+
+    def __init__(
+        self,
+        model: ActorCritic,
+        simulations: int = DEFAULT_SIMULATIONS,
+        value_weight: float = DEFAULT_VALUE_WEIGHT,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        island_shaping: float = DEFAULT_ISLAND_SHAPING,
+        exploration: float = DEFAULT_EXPLORATION,
+        rollout_depth: int = 0,
+        seed: int | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(
+            simulations=simulations,
+            exploration=exploration,
+            rollout_depth=rollout_depth,
+            seed=seed,
+            evaluator=NetworkEvaluator(model, island_shaping=island_shaping),
+            value_weight=value_weight,
+            batch_size=batch_size,
+        )
+        self.name = name or f"guided:{simulations}"
+
+
+def load_guided_agent(
+    source: str | Path, simulations: int = DEFAULT_SIMULATIONS, seed: int | None = None, **options
+) -> GuidedMCTSAgent:
+    """A :class:`GuidedMCTSAgent` with the network of anything :func:`training.agent.load_agent` reads.
+
+    ``source`` is a policy file / checkpoint path or a named agent
+    (``"champion"``); ``options`` go to :class:`GuidedMCTSAgent`.  Errors are
+    ``load_agent``'s (``FileNotFoundError``, one-line ``ValueError``).
+    """
+    policy = load_agent(source, seed=seed)
+    name = f"{Path(str(source)).stem or source}@mcts:{simulations}"
+    return GuidedMCTSAgent(policy.model, simulations=simulations, seed=seed, name=name, **options)
