@@ -1,8 +1,18 @@
-"""Load a policy file into a ready-to-play agent: :func:`load_agent`."""
+"""Load a policy file, or an agent shipped in the package by name, as a ready-to-play agent: :func:`load_agent`.
+
+Shipped agents (:data:`SHIPPED_AGENTS`) are policy files stored as package
+data in ``training/agents/`` and read through :mod:`importlib.resources`, so
+``load_agent("champion")`` works from any install (editable or a wheel) and
+any working directory.  A bare registered name always means the shipped
+agent, even when a file of that name exists in the working directory; write
+``./champion`` to load such a file.  ``python -m training.ship`` writes them.
+"""
 
 from __future__ import annotations
 
+import importlib.resources
 import pickle
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +23,11 @@ from arena.cli import first_line
 from kahuna_env.agents.base import SeededAgent
 from kahuna_env.engine import KahunaGame
 from training.model import ActorCritic, model_from_payload, sample_from_logits
+
+SHIPPED_AGENTS: dict[str, str] = {"champion": "champion.pt"}
+"""Agents shipped with the package: name -> file name in ``training/agents/`` (package data)."""
+SHIPPED_AGENTS_DIR = "agents"
+"""Folder of the shipped agents inside the ``training`` package."""
 
 
 class PolicyAgent(SeededAgent):
@@ -25,11 +40,18 @@ class PolicyAgent(SeededAgent):
     uses_game = False
 
     def __init__(
-        self, model: ActorCritic, deterministic: bool = True, seed: int | None = None, name: str = "policy"
+        self,
+        model: ActorCritic,
+        deterministic: bool = True,
+        seed: int | None = None,
+        name: str = "policy",
+        meta: Mapping[str, Any] | None = None,
     ) -> None:
         self.model = model.eval()
         self.deterministic = deterministic
         self.name = name
+        self.meta: dict[str, Any] = dict(meta or {})
+        """The ``meta`` dict of the file the agent was loaded from (a shipped agent's provenance)."""
         super().__init__(seed)
 
     @torch.inference_mode()
@@ -82,14 +104,64 @@ def read_policy_file(path: str | Path) -> dict[str, Any]:
     return payload
 
 
-def load_agent(path: str | Path, deterministic: bool = True, seed: int | None = None) -> PolicyAgent:
-    """Load a training checkpoint or an exported policy file as a ready-to-play :class:`PolicyAgent`.
+def is_agent_name(spec: object) -> bool:
+    """Whether ``spec`` is a bare agent name (a string without a path separator or a suffix), not a path."""
+    return isinstance(spec, str) and bool(spec) and "/" not in spec and "\\" not in spec and Path(spec).suffix == ""
 
-    Raises ``FileNotFoundError`` for a missing file and a one-line ``ValueError``
-    naming the file for a corrupt, foreign or crafted one (wrong types, weights
-    that do not fit the declared network, NaN or infinite weights); see
-    :func:`training.model.model_from_payload`.
+
+def shipped_agent_names() -> list[str]:
+    """The names :func:`load_agent` accepts for shipped agents, sorted."""
+    return sorted(SHIPPED_AGENTS)
+
+
+def shipped_agent_source(name: str) -> Path:
+    """Where the shipped agent ``name`` lies in the source tree (where ``python -m training.ship`` writes it)."""
+    if name not in SHIPPED_AGENTS:
+        raise ValueError(f"unknown shipped agent {name!r}; shipped agents: {', '.join(shipped_agent_names())}")
+    return Path(__file__).resolve().parent / SHIPPED_AGENTS_DIR / SHIPPED_AGENTS[name]
+
+
+def _load_shipped(name: str, deterministic: bool, seed: int | None) -> PolicyAgent:
+    resource = importlib.resources.files("training").joinpath(SHIPPED_AGENTS_DIR, SHIPPED_AGENTS[name])
+    with importlib.resources.as_file(resource) as file:
+        if not file.is_file():
+            raise FileNotFoundError(
+                f"shipped agent {name!r} is missing from the installed package (no {file}); reinstall kahuna-rl"
+            )
+        payload = read_policy_file(file)
+        model = model_from_payload(payload, source=f"shipped agent {name!r} ({file})")
+    meta = payload.get("meta")
+    return PolicyAgent(
+        model, deterministic=deterministic, seed=seed, name=name, meta=meta if isinstance(meta, Mapping) else None
+    )
+
+
+def load_agent(path: str | Path, deterministic: bool = True, seed: int | None = None) -> PolicyAgent:
+    """Load a shipped agent by name, a training checkpoint or an exported policy file as a :class:`PolicyAgent`.
+
+    ``path`` is a name of :data:`SHIPPED_AGENTS` (a string such as
+    ``"champion"``: the file shipped in the package, whatever the working
+    directory holds) or the path of a file.  Raises ``FileNotFoundError`` for
+    a missing file (for a bare name that is neither shipped nor a file, the
+    message lists the shipped names) and a one-line ``ValueError`` naming the
+    file for a corrupt, foreign or crafted one (wrong types, weights that do
+    not fit the declared network, NaN or infinite weights); see
+    :func:`training.model.model_from_payload`.  The agent's ``meta`` is the
+    file's ``meta`` dict.
     """
+    if isinstance(path, str) and path in SHIPPED_AGENTS:
+        return _load_shipped(path, deterministic, seed)
+    if is_agent_name(path) and not Path(path).exists():
+        raise FileNotFoundError(
+            f"no agent {path!r}: not a shipped agent ({', '.join(shipped_agent_names())}) and no file of that name"
+        )
     payload = read_policy_file(path)
     model = model_from_payload(payload, source=str(path))
-    return PolicyAgent(model, deterministic=deterministic, seed=seed, name=Path(path).stem)
+    meta = payload.get("meta")
+    return PolicyAgent(
+        model,
+        deterministic=deterministic,
+        seed=seed,
+        name=Path(path).stem,
+        meta=meta if isinstance(meta, Mapping) else None,
+    )

@@ -1,0 +1,230 @@
+"""``python -m training.ship``: turn a training run's agent into a shipped agent file with its provenance.
+
+Usage::
+
+    python -m training.ship RUN_DIR [--name champion] [--eval-json FILE] [--out PATH]
+
+Reads ``RUN_DIR/final_agent.pt`` (the weights), ``RUN_DIR/config.yaml``,
+``RUN_DIR/checkpoints/latest.pt`` (the counters: updates, learner decisions,
+games, training wall time) and ``RUN_DIR/final_eval.json``, and writes a
+policy file (the agent format of :mod:`training.model`: weights and network
+shape only, no optimizer or pool) whose ``meta`` holds:
+
+================  ============================================================
+key               value
+================  ============================================================
+``name``          the shipped name (``champion``)
+``run``           the run directory's name; ``run_dir`` the path given
+``source_file``   ``final_agent.pt``; ``source_meta`` that file's own ``meta``
+``config``        the run's config (``config.yaml``)
+``commit``        ``git rev-parse HEAD`` of the code when shipped (``"unknown"``
+                  outside a git checkout); ``commit_note`` says what it is
+``training``      ``updates``, ``learner_decisions``, ``actions``, ``games``,
+                  ``train_seconds`` (wall time of the whole run)
+``final_eval``    the run's final evaluation (``final_eval.json``)
+``evaluation``    the ``kahuna-eval --json`` report given by ``--eval-json``, or null
+``shipped_at``    UTC time of shipping (ISO 8601)
+================  ============================================================
+
+By default the file goes to the source tree's ``training/agents/`` under its
+registered name (:data:`training.agent.SHIPPED_AGENTS`), the package data that
+``load_agent(name)`` reads.  Bad input (a missing or incomplete run directory,
+an unregistered name without ``--out``, an evaluation file that is not a
+``kahuna-eval`` report) is one line ``kahuna-ship: error: ...`` and exit code
+2, before anything is written; a failed write is one line and exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from arena.cli import OneLineParser, check_writable, exit_with_error, first_line
+
+PROGRAM = "kahuna-ship"
+EVAL_FORMAT = "kahuna-eval-v1"
+_NAME = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line parser."""
+    parser = OneLineParser(
+        prog=PROGRAM,
+        description="Write a run's final agent as a shipped agent file with its provenance (docs/TRAINING.md).",
+    )
+    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a finished training run directory")
+    parser.add_argument("--name", default="champion", help="the shipped agent's name (default: champion)")
+    parser.add_argument("--eval-json", type=Path, metavar="FILE", help="a kahuna-eval --json report to include")
+    parser.add_argument(
+        "--out", type=Path, metavar="PATH", help="where to write (default: training/agents/<file of NAME>)"
+    )
+    return parser
+
+
+def git_commit(directory: Path) -> str:
+    """``git rev-parse HEAD`` in ``directory``, or ``"unknown"`` (not a checkout, no git)."""
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=directory, capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    commit = result.stdout.strip()
+    return commit if result.returncode == 0 and re.fullmatch(r"[0-9a-f]{40,64}", commit) else "unknown"
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{what} not found: {path}") from None
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise ValueError(f"{path} is not a readable JSON file: {first_line(error)}") from None
+
+
+def _plain(value: Any, where: str) -> Any:
+    """``value`` if it holds only JSON-like plain values (what ``torch.load(weights_only=True)`` reads back)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item, where) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item, where) for item in value]
+    raise ValueError(f"{where} holds a {type(value).__name__}, not a plain value")
+
+
+def build_meta(
+    run_dir: Path,
+    name: str,
+    eval_json: Path | None = None,
+    commit: str | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(agent payload of the run's final agent, provenance meta)``; a one-line ``ValueError`` for bad input."""
+    import yaml
+
+    from training.agent import read_policy_file
+    from training.checkpoint import LATEST_CHECKPOINT, checkpoint_dir, load_checkpoint
+
+    if not run_dir.is_dir():
+        raise ValueError(
+            f"run directory not found: {run_dir}" if not run_dir.exists() else f"{run_dir} is not a directory"
+        )
+    agent_file = run_dir / "final_agent.pt"
+    config_file = run_dir / "config.yaml"
+    latest = checkpoint_dir(run_dir) / LATEST_CHECKPOINT
+    eval_file = run_dir / "final_eval.json"
+    for path, why in (
+        (config_file, "no config.yaml: not a training run directory"),
+        (agent_file, "no final_agent.pt: the run has not finished"),
+        (latest, f"no checkpoints/{LATEST_CHECKPOINT}: the run's counters are missing"),
+        (eval_file, "no final_eval.json: the run has not finished, or ran with eval.final_games 0"),
+    ):
+        if not path.is_file():
+            raise ValueError(f"{run_dir} is incomplete: {why}")
+    try:
+        config = yaml.safe_load(config_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise ValueError(f"{config_file} is not readable YAML: {first_line(error)}") from None
+    if not isinstance(config, Mapping):
+        raise ValueError(f"{config_file} is not a run config (a mapping of options)")
+    try:
+        payload = read_policy_file(agent_file)
+        checkpoint = load_checkpoint(latest)
+    except (OSError, ValueError) as error:
+        raise ValueError(first_line(error)) from None
+    counters = checkpoint["counters"]
+    source_meta = payload.get("meta") if isinstance(payload.get("meta"), Mapping) else {}
+    agent_update = source_meta.get("update")
+    if agent_update is not None and agent_update != counters["update"]:
+        raise ValueError(
+            f"{agent_file} (update {agent_update!r:.20}) and {latest} (update {counters['update']}) are from "
+            "different points of the run"
+        )
+    final_eval = _read_json(eval_file, "final evaluation")
+    if not isinstance(final_eval, Mapping):
+        raise ValueError(f"{eval_file} is not a final evaluation (a mapping of opponent -> results)")
+    evaluation = None
+    if eval_json is not None:
+        evaluation = _read_json(eval_json, "--eval-json file")
+        if not isinstance(evaluation, Mapping) or evaluation.get("format") != EVAL_FORMAT:
+            raise ValueError(f"--eval-json {eval_json} is not a kahuna-eval --json report (format {EVAL_FORMAT!r})")
+    code_dir = Path(__file__).resolve().parent
+    meta = {
+        "name": name,
+        "run": run_dir.resolve().name,
+        "run_dir": str(run_dir),
+        "source_file": agent_file.name,
+        "source_meta": dict(source_meta),
+        "config": dict(config),
+        "commit": commit if commit is not None else git_commit(code_dir),
+        "commit_note": "git HEAD of the code when the agent was shipped (the run directory does not record its own)",
+        "training": {
+            "updates": counters["update"],
+            "learner_decisions": counters["global_step"],
+            "actions": counters["actions"],
+            "games": counters["games"],
+            "train_seconds": float(counters.get("train_seconds", 0.0)),
+        },
+        "final_eval": dict(final_eval),
+        "evaluation": evaluation,
+        "shipped_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    return payload, _plain(meta, "the provenance")
+
+
+def ship(
+    run_dir: str | Path,
+    name: str = "champion",
+    eval_json: str | Path | None = None,
+    out: str | Path | None = None,
+    commit: str | None = None,
+) -> Path:
+    """Write the run's final agent with its provenance; returns the path written.
+
+    ``ValueError`` (one line) for bad input, before anything is written;
+    ``OSError`` naming the file when the write fails.
+    """
+    from training.agent import SHIPPED_AGENTS, shipped_agent_names, shipped_agent_source
+    from training.checkpoint import export_agent
+    from training.model import model_from_payload
+
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"--name must be letters, digits, '_' or '-', got {name!r}")
+    if out is None:
+        if name not in SHIPPED_AGENTS:
+            raise ValueError(
+                f"{name!r} is not a registered shipped agent ({', '.join(shipped_agent_names())}); "
+                "add it to training.agent.SHIPPED_AGENTS or give --out"
+            )
+        target = shipped_agent_source(name)
+    else:
+        target = Path(out)
+    check_writable("--out", target)
+    payload, meta = build_meta(Path(run_dir), name, None if eval_json is None else Path(eval_json), commit)
+    model = model_from_payload(payload, source=str(Path(run_dir) / "final_agent.pt"))
+    return export_agent(target, model, meta)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m training.ship``."""
+    args = build_parser().parse_args(argv)
+    try:
+        path = ship(args.run_dir, name=args.name, eval_json=args.eval_json, out=args.out)
+    except ValueError as error:
+        exit_with_error(PROGRAM, str(error))
+    except OSError as error:
+        exit_with_error(PROGRAM, str(error), code=1)
+    size = path.stat().st_size
+    print(f"{args.name}: {args.run_dir}/final_agent.pt written to {path} ({size:,} bytes) with its provenance")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
