@@ -262,7 +262,9 @@ def test_a_wheel_holds_the_champion_and_it_loads_from_a_non_editable_install(tmp
     build = [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation", "-w", str(wheels)]
     subprocess.run([*build, "-q", "--no-index"], check=True, capture_output=True, timeout=120)
     (wheel,) = wheels.glob("kahuna_rl-*.whl")
-    assert "training/agents/champion.pt" in zipfile.ZipFile(wheel).namelist()
+    listing = zipfile.ZipFile(wheel).namelist()
+    assert "training/agents/champion.pt" in listing
+    assert {"kahuna_web/static/index.html", "kahuna_web/static/app.js"} <= set(listing)  # kahuna-serve's page
 
     target = tmp_path / "installed"
     install = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--target", str(target)]
