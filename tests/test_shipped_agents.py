@@ -243,6 +243,14 @@ def test_ship_write_failure_is_one_line_exit_1(tmp_path, capsys, monkeypatch) ->
     assert error.startswith("kahuna-ship: error: ") and "No space left" in error and error.count("\n") == 1
 
 
+def test_the_arena_knows_every_shipped_name() -> None:
+    from arena.entrants import NAMED_AGENTS, resolve_entrant
+
+    assert set(NAMED_AGENTS) == set(SHIPPED_AGENTS)
+    for name in SHIPPED_AGENTS:
+        assert resolve_entrant(name, seed=0).name == name
+
+
 def test_every_registered_name_is_shipped() -> None:
     for name in SHIPPED_AGENTS:
         assert shipped_agent_source(name).is_file(), name
