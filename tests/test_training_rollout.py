@@ -12,12 +12,12 @@ from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import GreedyAgent
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, encode_observation
+from training.collector import SelfPlayCollector
 from training.config import PPOConfig
 from training.model import ActorCritic, ModelConfig, sample_actions
 from training.pool import KIND_GREEDY, KIND_LATEST, KIND_PAST, OpponentPool, split_counts
 from training.ppo import ppo_losses, ppo_update
 from training.rollout import (
-    SelfPlayCollector,
     baseline_action,
     island_potentials,
     per_seat_gae,
@@ -154,7 +154,7 @@ def test_masked_logits_get_no_gradient_from_the_ppo_loss():
 
 def test_split_counts_follows_the_shares_and_sums_to_the_total():
     counts = split_counts(10, {"latest": 0.6, "past": 0.2, "greedy": 0.2, "random": 0.0})
-    assert counts == {"latest": 6, "past": 2, "greedy": 2, "random": 0}
+    assert counts == {"latest": 6, "past": 2, "greedy": 2, "random": 0, "mcts": 0}
     assert sum(split_counts(7, {"latest": 1, "past": 1, "greedy": 1, "random": 0}).values()) == 7
 
 

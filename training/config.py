@@ -55,14 +55,20 @@ class RolloutConfig:
     Attributes:
         num_games: games played in parallel per update; each update plays all of them to the end.
         workers: extra processes that play a share of the games in parallel with this one (0: none).
+        backend: ``scalar`` (one game object per game) or ``vector`` (the batched numpy engine,
+            same games and learning semantics, array work instead of per-game Python).
     """
 
     num_games: int = 256
     workers: int = 0
+    backend: str = "scalar"
 
     def __post_init__(self) -> None:
         check_value(self.num_games >= 2, "rollout.num_games", "must be >= 2", self.num_games)
         check_value(0 <= self.workers < self.num_games, "rollout.workers", "must be in [0, num_games)", self.workers)
+        check_value(
+            self.backend in ("scalar", "vector"), "rollout.backend", "must be 'scalar' or 'vector'", self.backend
+        )
 
 
 @dataclasses.dataclass(frozen=True)

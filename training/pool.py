@@ -7,7 +7,10 @@ Every training game has an opponent *kind*:
   (optionally from a few snapshots drawn for the update, so that each tick needs only a few
   forward passes of snapshots: see ``pool.snapshots_per_update``);
 * ``greedy`` / ``random`` — one seat is the current policy, the other the baseline (it reads only
-  the public state and its own cards or the legal actions; see :func:`training.rollout.baseline_action`).
+  the public state and its own cards or the legal actions; see :func:`training.rollout.baseline_action`);
+* ``mcts`` — one seat is the current policy, the other the ``mcts`` search baseline (budget
+  ``pool.mcts_simulations``), which gets a determinization through ``choose_action`` like every
+  search agent; one game at a time, so it is expensive: keep its share small.
 
 The games of an update are split by the configured shares (largest remainder, so the split is the
 same every update); in one-learner games the learner's seat alternates, so both the first and the
@@ -24,9 +27,9 @@ import numpy as np
 
 from training.model import ActorCritic, ModelConfig
 
-KINDS = ("latest", "past", "greedy", "random")
+KINDS = ("latest", "past", "greedy", "random", "mcts")
 """Opponent kinds, in the order of their integer codes."""
-KIND_LATEST, KIND_PAST, KIND_GREEDY, KIND_RANDOM = range(4)
+KIND_LATEST, KIND_PAST, KIND_GREEDY, KIND_RANDOM, KIND_MCTS = range(5)
 """Integer codes of the opponent kinds (``KINDS[code]`` is the name)."""
 
 
@@ -57,11 +60,16 @@ def split_counts(total: int, shares: Mapping[str, float]) -> dict[str, int]:
 
 
 class OpponentPool:
-    """Snapshots of the policy (oldest first), with at most ``max_snapshots`` kept."""
+    """Snapshots of the policy (oldest first), with at most ``max_snapshots`` kept.
 
-    def __init__(self, model_config: ModelConfig, max_snapshots: int) -> None:
+    ``deterministic``: the snapshots play their most likely legal action instead of
+    sampling (a frozen opponent as it plays in evaluation, e.g. the target of a best response).
+    """
+
+    def __init__(self, model_config: ModelConfig, max_snapshots: int, deterministic: bool = False) -> None:
         self.model_config = model_config
         self.max_snapshots = max_snapshots
+        self.deterministic = deterministic
         self.snapshots: list[ActorCritic] = []
         self.updates: list[int] = []
 

@@ -7,7 +7,7 @@ checkpoint, and at the end export.  One update:
 
 1. split ``rollout.num_games`` games among the opponent kinds of the pool
    (self-play, past snapshots, baselines) and play them all to the end
-   (:class:`~training.rollout.SelfPlayCollector`): every learner decision is
+   (:class:`~training.collector.SelfPlayCollector`): every learner decision is
    a transition of its seat's trajectory, with per-seat GAE;
 2. run ``ppo.update_epochs`` epochs of clipped-PPO minibatch steps on the
    learner's decisions (:func:`ppo_update`);
@@ -49,13 +49,14 @@ from training.checkpoint import (
     find_resume_checkpoint,
     save_checkpoint,
 )
+from training.collector import SelfPlayCollector
 from training.config import ConfigError, PPOConfig, TrainConfig, apply_overrides, config_from_dict, config_to_yaml
 from training.cpus import available_cores, oversubscription_warning, update_threads
 from training.metrics import METRICS_FILE, PLOT_FILE, MetricsLogger, plot_learning_curves
 from training.model import ActorCritic, check_state_dict
 from training.pool import KINDS, OpponentPool
 from training.quick_eval import QuickEvalResult, evaluate_policy
-from training.rollout import Rollout, SelfPlayCollector
+from training.rollout import Rollout
 from training.rundir import RunLock, check_new_run_dir, check_writable
 
 FINAL_AGENT = "final_agent.pt"
@@ -438,6 +439,7 @@ class _Session:
             island_shaping=config.reward.island_shaping,
             workers=config.rollout.workers,
             model_config=config.model,
+            backend=config.rollout.backend,
         )
         if not resume:
             self.logger.add_text("config", "```\n" + config_to_yaml(config) + "```")

@@ -29,8 +29,15 @@ from kahuna_env.agents import Agent, GreedyAgent, choose_action, make_agent
 from kahuna_env.board import NUM_ISLANDS
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, encode_observation
-from training.model import ActorCritic, ModelConfig, sample_actions
-from training.pool import KIND_GREEDY, KIND_LATEST, KIND_PAST, KIND_RANDOM, KINDS, GameAssignment, OpponentPool
+from training.model import ActorCritic, sample_actions
+from training.pool import (
+    KIND_GREEDY,
+    KIND_LATEST,
+    KIND_MCTS,
+    KIND_PAST,
+    KIND_RANDOM,
+    KINDS,
+)
 
 
 def trajectory_layout(trajectory: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -198,6 +205,8 @@ class GameBatch:
         snapshots: pool index of the snapshot opponent per game (-1 if none).
         rng_seed: seed of the generator for the baselines and their determinizations.
         torch_seed: seed of the generator for the policy's and the snapshots' sampling.
+        mcts_simulations: budget of the ``mcts`` opponent (``mcts`` games only).
+        snapshot_argmax: the snapshots play their most likely action instead of sampling.
     """
 
     games: np.ndarray
@@ -207,6 +216,8 @@ class GameBatch:
     snapshots: np.ndarray
     rng_seed: int
     torch_seed: int
+    mcts_simulations: int = 50
+    snapshot_argmax: bool = False
 
 
 @dataclasses.dataclass
@@ -214,6 +225,8 @@ class PlayedGames:
     """The learner's decisions from one :class:`GameBatch`, before advantages (row ``i`` is one decision).
 
     ``rewards`` hold the terminal rewards only; ``potentials`` the shaping potentials (zeros when off).
+    ``stats["outcomes"]`` is the learner's result of each game of the batch (in ``batch.games`` order,
+    1 win, 0 draw, -1 loss; seat 0's for self-play games).
     """
 
     observations: np.ndarray
@@ -226,6 +239,31 @@ class PlayedGames:
     trajectory: np.ndarray
     potentials: np.ndarray
     stats: dict[str, Any]
+
+
+def snapshot_actions(
+    snapshot: ActorCritic,
+    observations: np.ndarray,
+    masks: np.ndarray,
+    generator: torch.Generator,
+    argmax: bool,
+) -> np.ndarray:
+    """A snapshot opponent's actions: sampled like the learner's, or its most likely legal ones (``argmax``)."""
+    if argmax:
+        with torch.inference_mode():
+            logits, _ = snapshot(torch.from_numpy(observations), torch.from_numpy(masks))
+        return logits.argmax(dim=1).numpy()
+    return sample_actions(snapshot, observations, masks, generator)[0]
+
+
+def learner_outcomes(learner_seats: np.ndarray, winners: np.ndarray) -> np.ndarray:
+    """The learner's result per game (1 win, 0 draw, -1 loss) from the winners (-1 for a draw).
+
+    A game whose learner is seat 1 only is seen from seat 1; otherwise (seat 0, or both seats
+    in self-play) from seat 0.
+    """
+    seat = np.where(learner_seats[:, 0], 0, 1)
+    return np.where(winners < 0, 0, np.where(winners == seat, 1, -1)).astype(np.int8)
 
 
 def play_games(
@@ -270,6 +308,10 @@ class _GameTable:
             KIND_GREEDY: make_agent("greedy", seed=int(self.rng.integers(2**63))),
             KIND_RANDOM: make_agent("random", seed=int(self.rng.integers(2**63))),
         }
+        if (batch.kinds == KIND_MCTS).any():
+            self.baselines[KIND_MCTS] = make_agent(f"mcts:{batch.mcts_simulations}", seed=int(self.rng.integers(2**63)))
+        self.snapshot_argmax = batch.snapshot_argmax
+        self.winners = np.full(count, -1, dtype=np.int8)
         self.record_potentials = record_potentials
         self.kinds = batch.kinds.tolist()
         self.snapshot_of = batch.snapshots.tolist()
@@ -330,7 +372,7 @@ class _GameTable:
             game = self.games[g]
             encode_observation(game, game.current_player, out=observations[j])
             masks[j, game.legal_actions()] = True
-        actions, _, _ = sample_actions(snapshot, observations, masks, generator)
+        actions = snapshot_actions(snapshot, observations, masks, generator, self.snapshot_argmax)
         for g, action in zip(group, actions.tolist(), strict=True):
             self.games[g].step(action)
 
@@ -347,6 +389,7 @@ class _GameTable:
                 still_running.append(g)
                 continue
             winner = game.winner
+            self.winners[g] = -1 if winner is None else winner
             for seat in (0, 1):
                 row = self.last_row[g][seat]
                 if not self.learner[g][seat] or row < 0:
@@ -379,6 +422,8 @@ class _GameTable:
                 "actions": self.actions_played,
                 "results": self.results,
                 "first_seat_results": self.first_seat_results,
+                "game_numbers": np.asarray(self.game_number, dtype=np.int64),
+                "outcomes": learner_outcomes(np.asarray(self.learner, dtype=bool).reshape(-1, 2), self.winners),
             },
         )
 
@@ -399,6 +444,10 @@ def finish_rollout(parts: list[PlayedGames], gamma: float, gae_lambda: float, is
     order, row, _, _ = trajectory_layout(trajectory)
     episodic_returns = np.bincount(row, weights=rewards[order]) if len(order) else np.zeros(0)
     results = {kind: [sum(part.stats["results"][kind][k] for part in parts) for k in range(3)] for kind in KINDS}
+    games = sum(part.stats["games"] for part in parts)
+    outcomes = np.zeros(games, dtype=np.int8)
+    for part in parts:
+        outcomes[part.stats["game_numbers"]] = part.stats["outcomes"]
     stats: dict[str, Any] = {
         "games": sum(part.stats["games"] for part in parts),
         "actions": sum(part.stats["actions"] for part in parts),
@@ -406,6 +455,7 @@ def finish_rollout(parts: list[PlayedGames], gamma: float, gae_lambda: float, is
         "episodic_returns": episodic_returns,
         "results": results,
         "first_seat_results": [sum(part.stats["first_seat_results"][k] for part in parts) for k in range(3)],
+        "outcomes": outcomes,
     }
     return Rollout(
         observations=joined["observations"],
@@ -420,176 +470,3 @@ def finish_rollout(parts: list[PlayedGames], gamma: float, gae_lambda: float, is
         returns=returns,
         stats=stats,
     )
-
-
-def _numpy_state(model: ActorCritic) -> dict[str, np.ndarray]:
-    return {key: value.detach().numpy().copy() for key, value in model.state_dict().items()}
-
-
-def _load_numpy_state(model: ActorCritic, state: dict[str, np.ndarray]) -> None:
-    model.load_state_dict({key: torch.from_numpy(value) for key, value in state.items()})
-
-
-def _worker_loop(connection: Any, game_config: dict[str, Any], model_config: dict[str, Any], settings: dict) -> None:
-    """A collection worker: plays the game batches it is sent with the weights it is sent."""
-    import signal
-
-    from training.model import model_config_from_dict
-
-    # Ctrl-C is for the parent, which stops the workers itself.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    torch.set_num_threads(1)
-    config = KahunaConfig.from_dict(game_config)
-    model = ActorCritic(model_config_from_dict(model_config)).eval()
-    snapshots: dict[int, ActorCritic] = {}
-    while True:
-        try:
-            message = connection.recv()
-        except (EOFError, OSError):  # the parent is gone
-            break
-        if message is None:
-            break
-        try:
-            model_state, pool_ids, new_snapshots, batch = message
-            _load_numpy_state(model, model_state)
-            for snapshot_id, state in new_snapshots.items():
-                snapshot = ActorCritic(model.config).eval()
-                _load_numpy_state(snapshot, state)
-                snapshots[snapshot_id] = snapshot
-            for snapshot_id in list(snapshots):
-                if snapshot_id not in pool_ids:
-                    del snapshots[snapshot_id]
-            played = play_games(
-                batch, model, [snapshots[i] for i in pool_ids], config, settings["win_reward"], settings["potentials"]
-            )
-            reply: tuple[str, Any] = ("ok", played)
-        except Exception:  # report any failure to the parent, which raises it
-            import traceback
-
-            reply = ("error", traceback.format_exc())
-        try:
-            connection.send(reply)
-        except OSError:  # the parent stopped (e.g. Ctrl-C) while this batch was being played
-            break
-    connection.close()
-
-
-class SelfPlayCollector:
-    """Plays one update's games to the end and returns the learner's decisions as a :class:`Rollout`.
-
-    With ``workers > 0`` the games are split into ``workers + 1`` interleaved
-    batches: this process plays one, each worker process (spawned once, kept
-    for the collector's life) another, in parallel.  The split and every
-    batch's generators are fixed by the update's ``rng``, so results are
-    deterministic for a given number of workers.  Call :meth:`close` (or use
-    the collector as a context manager) to stop the workers.
-    """
-
-    def __init__(
-        self,
-        num_games: int,
-        game_config: KahunaConfig | None = None,
-        gamma: float = 1.0,
-        gae_lambda: float = 0.95,
-        win_reward: float = 1.0,
-        island_shaping: float = 0.0,
-        workers: int = 0,
-        model_config: ModelConfig | None = None,
-    ) -> None:
-        self.num_games = num_games
-        self.game_config = game_config or KahunaConfig()
-        self.gamma = gamma
-        self.gae_lambda = gae_lambda
-        self.win_reward = win_reward
-        self.island_shaping = island_shaping
-        self.workers = workers
-        self._connections: list[Any] = []
-        self._processes: list[Any] = []
-        self._sent_snapshots: list[set[int]] = []
-        if workers:
-            import multiprocessing
-
-            context = multiprocessing.get_context("spawn")
-            settings = {"win_reward": win_reward, "potentials": island_shaping != 0.0}
-            model_fields = dataclasses.asdict(model_config or ModelConfig())
-            for _ in range(workers):
-                parent, child = context.Pipe()
-                process = context.Process(
-                    target=_worker_loop,
-                    args=(child, self.game_config.to_dict(), model_fields, settings),
-                    daemon=True,
-                )
-                process.start()
-                child.close()
-                self._connections.append(parent)
-                self._processes.append(process)
-                self._sent_snapshots.append(set())
-
-    def __enter__(self) -> SelfPlayCollector:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Stop the worker processes (if any)."""
-        for connection in self._connections:
-            try:
-                connection.send(None)
-                connection.close()
-            except (BrokenPipeError, OSError):
-                pass
-        for process in self._processes:
-            process.join(timeout=10)
-            if process.is_alive():
-                process.terminate()
-        self._connections, self._processes, self._sent_snapshots = [], [], []
-
-    def collect(
-        self,
-        model: ActorCritic,
-        pool: OpponentPool,
-        assignment: GameAssignment,
-        rng: np.random.Generator,
-    ) -> Rollout:
-        """Play ``num_games`` games (deals, baselines and sampling seeded from ``rng``) seated by ``assignment``."""
-        count = self.num_games
-        seeds = rng.integers(2**63, size=count)
-        shards = self.workers + 1
-        batches = []
-        for shard in range(shards):
-            games = np.arange(shard, count, shards)
-            batches.append(
-                GameBatch(
-                    games=games,
-                    seeds=seeds[games],
-                    kinds=assignment.kinds[games],
-                    learner_seats=assignment.learner_seats[games],
-                    snapshots=assignment.snapshots[games],
-                    rng_seed=int(rng.integers(2**63)),
-                    torch_seed=int(rng.integers(2**63)),
-                )
-            )
-        if self.workers:
-            state = _numpy_state(model)
-            for connection, sent, batch in zip(self._connections, self._sent_snapshots, batches[1:], strict=True):
-                new = {i: _numpy_state(pool.snapshots[k]) for k, i in enumerate(pool.updates) if i not in sent}
-                sent.intersection_update(pool.updates)
-                sent.update(new)
-                connection.send((state, list(pool.updates), new, batch))
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)  # the workers use the other cores meanwhile
-        try:
-            parts = [
-                play_games(
-                    batches[0], model, pool.snapshots, self.game_config, self.win_reward, self.island_shaping != 0.0
-                )
-            ]
-        finally:
-            torch.set_num_threads(threads)
-        for connection in self._connections:
-            status, payload = connection.recv()
-            if status != "ok":
-                raise RuntimeError(f"a collection worker failed:\n{payload}")
-            parts.append(payload)
-        return finish_rollout(parts, self.gamma, self.gae_lambda, self.island_shaping)

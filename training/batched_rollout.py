@@ -1,0 +1,163 @@
+"""Collection on the batched engine (``rollout.backend: vector``): :func:`training.rollout.play_games` as arrays.
+
+The games of a :class:`~training.rollout.GameBatch` live in one
+:class:`~kahuna_env.vector.KahunaBatch` (dealt from the batch's deal seeds, so
+they are the very deals the scalar backend plays).  Each tick every running
+game takes one action, as in the scalar backend:
+
+* the games whose player to move is a learner seat: one batched forward pass of
+  the current policy over their observations (all of them computed at once by
+  the batched engine); every decision is stored with its trajectory id
+  ``2 * game + seat``;
+* snapshot games: one batched forward pass per snapshot in use;
+* ``greedy`` / ``random`` games: the batched baselines
+  (:class:`~kahuna_env.agents.batched.BatchedGreedy` picks among exactly the
+  scalar greedy's best actions), array work over all their games at once;
+* ``mcts`` games: one game at a time through ``choose_action`` (a
+  determinization of the game, as everywhere).
+
+Then one :meth:`KahunaBatch.step` applies every game's action, and the games
+that ended give their terminal rewards to each learner seat's last decision.
+The learning semantics (per-seat trajectories, multi-action turns, rewards,
+shaping potentials, statistics) are those of the scalar backend; only the
+order in which generators are consumed differs, so the two backends give
+different (equally distributed) games for the same seed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from kahuna_env.agents import choose_action, make_agent
+from kahuna_env.agents.batched import BatchedGreedy, BatchedRandom
+from kahuna_env.engine import KahunaConfig
+from kahuna_env.vector import KahunaBatch
+from training.model import ActorCritic, sample_actions
+from training.pool import KIND_GREEDY, KIND_LATEST, KIND_MCTS, KIND_PAST, KIND_RANDOM, KINDS
+from training.rollout import GameBatch, PlayedGames, _Storage, island_potentials, learner_outcomes, snapshot_actions
+
+
+def play_games_batched(
+    batch: GameBatch,
+    model: ActorCritic,
+    snapshots: list[ActorCritic],
+    game_config: KahunaConfig,
+    win_reward: float = 1.0,
+    record_potentials: bool = False,
+) -> PlayedGames:
+    """Play the games of ``batch`` to the end on the batched engine; see the module docstring."""
+    n = len(batch.games)
+    rng = np.random.default_rng(batch.rng_seed)
+    generator = torch.Generator().manual_seed(batch.torch_seed)
+    games = KahunaBatch(n, game_config, seed=[int(s) for s in rng.integers(2**63, size=n)])
+    games.reset(game_seeds=[int(s) for s in batch.seeds])
+    greedy = BatchedGreedy(seed=int(rng.integers(2**63)))
+    random_agent = BatchedRandom(seed=int(rng.integers(2**63)))
+    kinds = np.asarray(batch.kinds)
+    mcts = None
+    if (kinds == KIND_MCTS).any():
+        mcts = make_agent(f"mcts:{batch.mcts_simulations}", seed=int(rng.integers(2**63)))
+    learner = np.asarray(batch.learner_seats, dtype=bool)
+    snapshot_of = np.asarray(batch.snapshots)
+    game_number = np.asarray(batch.games, dtype=np.int64)
+    rows = np.arange(n)
+    is_past, is_greedy, is_random, is_mcts = (kinds == k for k in (KIND_PAST, KIND_GREEDY, KIND_RANDOM, KIND_MCTS))
+
+    storage = _Storage(capacity=max(n, 1) * 150)
+    last_row = np.full((n, 2), -1, dtype=np.int64)  # each seat's latest stored decision
+    winners = np.full(n, -1, dtype=np.int8)
+    actions = np.zeros(n, dtype=np.intp)
+    actions_played = 0
+    live = games.live()
+    while live.any():
+        # Seat: who answers each running game's next action.
+        player = games.current.astype(np.intp)
+        learner_turn = live & learner[rows, player]
+        opponent_turn = live & ~learner_turn
+        past_turn = opponent_turn & is_past
+        actions_played += int(live.sum())
+        masks = games.legal_masks()
+        observations = games.observations() if (learner_turn | past_turn).any() else None
+        actions[:] = 0
+        # Learner: one batched forward pass; every decision is stored.
+        group = np.flatnonzero(learner_turn)
+        if len(group):
+            m = len(group)
+            start = storage.reserve(m)
+            stored = slice(start, start + m)
+            storage.observations[stored] = observations[group]
+            storage.masks[stored] = masks[group]
+            storage.trajectory[stored] = 2 * game_number[group] + player[group]
+            last_row[group, player[group]] = np.arange(start, start + m)
+            if record_potentials:
+                storage.potentials[stored] = island_potentials(storage.observations[stored])
+            chosen, log_probs, values = sample_actions(
+                model, storage.observations[stored], storage.masks[stored], generator
+            )
+            storage.actions[stored] = chosen
+            storage.log_probs[stored] = log_probs
+            storage.values[stored] = values
+            actions[group] = chosen
+        # Snapshots: one batched forward pass per snapshot in use.
+        if past_turn.any():
+            for snapshot in np.unique(snapshot_of[past_turn]):
+                group = np.flatnonzero(past_turn & (snapshot_of == snapshot))
+                actions[group] = snapshot_actions(
+                    snapshots[snapshot],
+                    observations[group],
+                    np.ascontiguousarray(masks[group]),
+                    generator,
+                    batch.snapshot_argmax,
+                )
+        # Baselines: greedy and random over all their games at once; mcts one game at a time.
+        greedy_turn = opponent_turn & is_greedy
+        if greedy_turn.any():
+            actions[greedy_turn] = greedy.act(games, greedy_turn)[greedy_turn]
+        random_turn = opponent_turn & is_random
+        if random_turn.any():
+            actions[random_turn] = random_agent.act(games, random_turn)[random_turn]
+        for g in np.flatnonzero(opponent_turn & is_mcts):
+            actions[g] = choose_action(mcts, games.game(g), rng)
+        result = games.step(actions, live)
+        # Finish: terminal rewards on each learner seat's last decision of the games that ended.
+        ended = np.flatnonzero(result.terminated)
+        if len(ended):
+            winners[ended] = result.winner[ended]
+            for seat in (0, 1):
+                row = last_row[ended, seat]
+                rewarded = learner[ended, seat] & (row >= 0)
+                outcome = np.where(winners[ended] < 0, 0, np.where(winners[ended] == seat, 1, -1))
+                storage.rewards[row[rewarded]] += win_reward * outcome[rewarded]
+                storage.dones[row[rewarded]] = True
+        live = games.live()
+
+    outcomes = learner_outcomes(learner, winners)
+    results = {kind: [0, 0, 0] for kind in KINDS}  # learner-seat wins, draws, losses
+    for code, kind in enumerate(KINDS):
+        if code == KIND_LATEST:
+            continue
+        chosen = outcomes[kinds == code]
+        results[kind] = [int((chosen == 1).sum()), int((chosen == 0).sum()), int((chosen == -1).sum())]
+    selfplay = winners[kinds == KIND_LATEST]
+    first_seat_results = [int((selfplay == 0).sum()), int((selfplay < 0).sum()), int((selfplay == 1).sum())]
+    size = storage.size
+    return PlayedGames(
+        observations=storage.observations[:size],
+        masks=storage.masks[:size],
+        actions=storage.actions[:size],
+        log_probs=storage.log_probs[:size],
+        values=storage.values[:size],
+        rewards=storage.rewards[:size],
+        dones=storage.dones[:size],
+        trajectory=storage.trajectory[:size],
+        potentials=storage.potentials[:size],
+        stats={
+            "games": n,
+            "actions": actions_played,
+            "results": results,
+            "first_seat_results": first_seat_results,
+            "game_numbers": game_number,
+            "outcomes": outcomes,
+        },
+    )

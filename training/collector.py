@@ -1,0 +1,220 @@
+"""The collector of the trainer: one update's games, played in this process and in worker processes.
+
+:class:`SelfPlayCollector` splits an update's games into batches, plays them
+with the configured backend (:data:`BACKENDS`) here and in ``rollout.workers``
+spawned processes, and joins the learner's decisions into one
+:class:`~training.rollout.Rollout` (see :mod:`training.rollout` for the
+learning semantics, which both backends share).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import torch
+
+from kahuna_env.engine import KahunaConfig
+from training.batched_rollout import play_games_batched
+from training.model import ActorCritic, ModelConfig
+from training.pool import GameAssignment, OpponentPool
+from training.rollout import GameBatch, Rollout, finish_rollout, play_games
+
+BACKENDS = ("scalar", "vector")
+"""Collection backends: ``scalar`` (one :class:`KahunaGame` per game, :func:`play_games`) and
+``vector`` (the batched engine, :func:`training.batched_rollout.play_games_batched`)."""
+
+
+def play_function(backend: str) -> Any:
+    """The function that plays a :class:`GameBatch` on ``backend`` (one of :data:`BACKENDS`)."""
+    if backend == "scalar":
+        return play_games
+    if backend == "vector":
+        return play_games_batched
+    raise ValueError(f"unknown rollout backend {backend!r}; known: {', '.join(BACKENDS)}")
+
+
+def _numpy_state(model: ActorCritic) -> dict[str, np.ndarray]:
+    return {key: value.detach().numpy().copy() for key, value in model.state_dict().items()}
+
+
+def _load_numpy_state(model: ActorCritic, state: dict[str, np.ndarray]) -> None:
+    model.load_state_dict({key: torch.from_numpy(value) for key, value in state.items()})
+
+
+def _worker_loop(connection: Any, game_config: dict[str, Any], model_config: dict[str, Any], settings: dict) -> None:
+    """A collection worker: plays the game batches it is sent with the weights it is sent."""
+    import signal
+
+    from training.model import model_config_from_dict
+
+    # Ctrl-C is for the parent, which stops the workers itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    torch.set_num_threads(1)
+    config = KahunaConfig.from_dict(game_config)
+    play = play_function(settings["backend"])
+    model = ActorCritic(model_config_from_dict(model_config)).eval()
+    snapshots: dict[int, ActorCritic] = {}
+    while True:
+        try:
+            message = connection.recv()
+        except (EOFError, OSError):  # the parent is gone
+            break
+        if message is None:
+            break
+        try:
+            model_state, pool_ids, new_snapshots, batch = message
+            _load_numpy_state(model, model_state)
+            for snapshot_id, (snapshot_config, state) in new_snapshots.items():
+                snapshot = ActorCritic(model_config_from_dict(snapshot_config)).eval()
+                _load_numpy_state(snapshot, state)
+                snapshots[snapshot_id] = snapshot
+            for snapshot_id in list(snapshots):
+                if snapshot_id not in pool_ids:
+                    del snapshots[snapshot_id]
+            played = play(
+                batch, model, [snapshots[i] for i in pool_ids], config, settings["win_reward"], settings["potentials"]
+            )
+            reply: tuple[str, Any] = ("ok", played)
+        except Exception:  # report any failure to the parent, which raises it
+            import traceback
+
+            reply = ("error", traceback.format_exc())
+        try:
+            connection.send(reply)
+        except OSError:  # the parent stopped (e.g. Ctrl-C) while this batch was being played
+            break
+    connection.close()
+
+
+class SelfPlayCollector:
+    """Plays one update's games to the end and returns the learner's decisions as a :class:`Rollout`.
+
+    With ``workers > 0`` the games are split into ``workers + 1`` interleaved
+    batches: this process plays one, each worker process (spawned once, kept
+    for the collector's life) another, in parallel.  The split and every
+    batch's generators are fixed by the update's ``rng``, so results are
+    deterministic for a given number of workers.  Call :meth:`close` (or use
+    the collector as a context manager) to stop the workers.
+    """
+
+    def __init__(
+        self,
+        num_games: int,
+        game_config: KahunaConfig | None = None,
+        gamma: float = 1.0,
+        gae_lambda: float = 0.95,
+        win_reward: float = 1.0,
+        island_shaping: float = 0.0,
+        workers: int = 0,
+        model_config: ModelConfig | None = None,
+        backend: str = "scalar",
+        mcts_simulations: int = 50,
+    ) -> None:
+        self.play = play_function(backend)
+        self.backend = backend
+        self.mcts_simulations = mcts_simulations
+        self.num_games = num_games
+        self.game_config = game_config or KahunaConfig()
+        self.gamma = gamma
+        self.gae_lambda = gae_lambda
+        self.win_reward = win_reward
+        self.island_shaping = island_shaping
+        self.workers = workers
+        self._connections: list[Any] = []
+        self._processes: list[Any] = []
+        self._sent_snapshots: list[set[int]] = []
+        if workers:
+            import multiprocessing
+
+            context = multiprocessing.get_context("spawn")
+            settings = {"win_reward": win_reward, "potentials": island_shaping != 0.0, "backend": backend}
+            model_fields = dataclasses.asdict(model_config or ModelConfig())
+            for _ in range(workers):
+                parent, child = context.Pipe()
+                process = context.Process(
+                    target=_worker_loop,
+                    args=(child, self.game_config.to_dict(), model_fields, settings),
+                    daemon=True,
+                )
+                process.start()
+                child.close()
+                self._connections.append(parent)
+                self._processes.append(process)
+                self._sent_snapshots.append(set())
+
+    def __enter__(self) -> SelfPlayCollector:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the worker processes (if any)."""
+        for connection in self._connections:
+            try:
+                connection.send(None)
+                connection.close()
+            except (BrokenPipeError, OSError):
+                pass
+        for process in self._processes:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.terminate()
+        self._connections, self._processes, self._sent_snapshots = [], [], []
+
+    def collect(
+        self,
+        model: ActorCritic,
+        pool: OpponentPool,
+        assignment: GameAssignment,
+        rng: np.random.Generator,
+    ) -> Rollout:
+        """Play ``num_games`` games (deals, baselines and sampling seeded from ``rng``) seated by ``assignment``."""
+        count = self.num_games
+        seeds = rng.integers(2**63, size=count)
+        shards = self.workers + 1
+        batches = []
+        for shard in range(shards):
+            games = np.arange(shard, count, shards)
+            batches.append(
+                GameBatch(
+                    games=games,
+                    seeds=seeds[games],
+                    kinds=assignment.kinds[games],
+                    learner_seats=assignment.learner_seats[games],
+                    snapshots=assignment.snapshots[games],
+                    rng_seed=int(rng.integers(2**63)),
+                    torch_seed=int(rng.integers(2**63)),
+                    mcts_simulations=self.mcts_simulations,
+                    snapshot_argmax=pool.deterministic,
+                )
+            )
+        if self.workers:
+            state = _numpy_state(model)
+            for connection, sent, batch in zip(self._connections, self._sent_snapshots, batches[1:], strict=True):
+                new = {
+                    i: (dataclasses.asdict(pool.snapshots[k].config), _numpy_state(pool.snapshots[k]))
+                    for k, i in enumerate(pool.updates)
+                    if i not in sent
+                }
+                sent.intersection_update(pool.updates)
+                sent.update(new)
+                connection.send((state, list(pool.updates), new, batch))
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # the workers use the other cores meanwhile
+        try:
+            parts = [
+                self.play(
+                    batches[0], model, pool.snapshots, self.game_config, self.win_reward, self.island_shaping != 0.0
+                )
+            ]
+        finally:
+            torch.set_num_threads(threads)
+        for connection in self._connections:
+            status, payload = connection.recv()
+            if status != "ok":
+                raise RuntimeError(f"a collection worker failed:\n{payload}")
+            parts.append(payload)
+        return finish_rollout(parts, self.gamma, self.gae_lambda, self.island_shaping)
