@@ -12,7 +12,10 @@ key                    value
 ``optimizer_state``    the Adam ``state_dict``
 ``counters``           ``dict``: ``update``, ``global_step`` (learner decisions), ``actions``, ``games``,
                        ``train_seconds``
-``pool``               the opponent pool: ``[{"update": int, "model_state": state_dict}, ...]``
+``pool``               the opponent pool: ``[{"update": int, "model_state": state_dict, "pfsp_score":
+                       float, "pfsp_games": float}, ...]`` (the PFSP counts: absent in older
+                       checkpoints, read as 0; ``model_config`` too for a snapshot of another
+                       architecture, e.g. the target of ``kahuna-exploit``)
 ``rng``                ``dict``: ``torch`` (global CPU generator state, a uint8 tensor)
 =====================  =====================================================
 

@@ -155,29 +155,47 @@ class PoolConfig:
 
     Attributes:
         latest: share of pure self-play games (both seats are the current policy and both learn).
-        past: share of games against a snapshot of the policy drawn uniformly from the pool.
+        past: share of games against a snapshot of the policy drawn from the pool (uniformly, or by ``pfsp``).
         greedy: share of games against the ``greedy`` baseline.
         random: share of games against the ``random`` baseline.
+        mcts: share of games against the ``mcts`` search baseline (slow: one search per move; keep it small).
+        mcts_simulations: search budget of the ``mcts`` opponent (``mcts:N``).
         snapshot_every: add a snapshot of the policy to the pool every this many updates.
         max_snapshots: pool capacity; the oldest snapshot is dropped when it is full.
         snapshots_per_update: null: every ``past`` game draws its snapshot from the whole pool;
             N: each update first draws N distinct snapshots and its ``past`` games draw from
             those (fewer forward passes per tick: faster collection, same odds per game).
+        pfsp: how ``past`` games weight the snapshots (prioritized fictitious self-play):
+            ``uniform`` (every snapshot alike), ``hard`` (``(1 - p_win) ** pfsp_exponent``,
+            AlphaStar's: favours the snapshots the learner does worst against) or ``variance``
+            (``p_win * (1 - p_win)``: favours even opponents).
+        pfsp_exponent: exponent of the ``hard`` weighting (2: AlphaStar's squared weighting).
+        pfsp_prior: win rate assumed against a snapshot not yet played.
+        pfsp_prior_games: weight of that prior, in games.
+        pfsp_decay: every update multiplies each snapshot's win/game counts by this (1: plain counts).
     """
 
     latest: float = 0.6
     past: float = 0.2
     greedy: float = 0.2
     random: float = 0.0
+    mcts: float = 0.0
+    mcts_simulations: int = 50
     snapshot_every: int = 10
     max_snapshots: int = 20
     snapshots_per_update: int | None = None
+    pfsp: str = "uniform"
+    pfsp_exponent: float = 2.0
+    pfsp_prior: float = 0.5
+    pfsp_prior_games: float = 4.0
+    pfsp_decay: float = 0.98
 
     def __post_init__(self) -> None:
-        for name in ("latest", "past", "greedy", "random"):
+        for name in SHARE_KINDS:
             check_value(getattr(self, name) >= 0, f"pool.{name}", "must be >= 0", getattr(self, name))
-        total = self.latest + self.past + self.greedy + self.random
-        check_value(total > 0, "pool", "shares latest+past+greedy+random must be > 0", total)
+        total = sum(getattr(self, name) for name in SHARE_KINDS)
+        check_value(total > 0, "pool", "shares latest+past+greedy+random+mcts must be > 0", total)
+        check_value(self.mcts_simulations >= 1, "pool.mcts_simulations", "must be >= 1", self.mcts_simulations)
         check_value(self.snapshot_every >= 1, "pool.snapshot_every", "must be >= 1", self.snapshot_every)
         check_value(self.max_snapshots >= 1, "pool.max_snapshots", "must be >= 1", self.max_snapshots)
         check_value(
@@ -186,11 +204,25 @@ class PoolConfig:
             "must be >= 1 or null",
             self.snapshots_per_update,
         )
+        check_value(
+            self.pfsp in ("uniform", "hard", "variance"),
+            "pool.pfsp",
+            "must be 'uniform', 'hard' or 'variance'",
+            self.pfsp,
+        )
+        check_value(self.pfsp_exponent > 0, "pool.pfsp_exponent", "must be > 0", self.pfsp_exponent)
+        check_value(0 < self.pfsp_prior < 1, "pool.pfsp_prior", "must be in (0, 1)", self.pfsp_prior)
+        check_value(self.pfsp_prior_games > 0, "pool.pfsp_prior_games", "must be > 0", self.pfsp_prior_games)
+        check_value(0 < self.pfsp_decay <= 1, "pool.pfsp_decay", "must be in (0, 1]", self.pfsp_decay)
 
     def shares(self) -> dict[str, float]:
         """Normalised shares by opponent kind."""
-        total = self.latest + self.past + self.greedy + self.random
-        return {kind: getattr(self, kind) / total for kind in ("latest", "past", "greedy", "random")}
+        total = sum(getattr(self, name) for name in SHARE_KINDS)
+        return {kind: getattr(self, kind) / total for kind in SHARE_KINDS}
+
+
+SHARE_KINDS = ("latest", "past", "greedy", "random", "mcts")
+"""The opponent kinds with a share in :class:`PoolConfig` (``training.pool.KINDS``, in its order)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -201,7 +233,9 @@ class EvalConfig:
         every: evaluate every this many updates (0: only at the end).
         games: games per opponent in periodic evaluations.
         final_games: games per opponent in the final evaluation (0: none).
-        opponents: baselines to evaluate against.
+        opponents: baselines to evaluate against: ``random``, ``greedy``, ``mcts`` or ``mcts:N``
+            (search opponents are slow, 0.01-0.04 s per move: keep them out of frequent evaluations);
+            ``greedy``, ``mcts:50`` and ``mcts`` also give an Elo estimate (``elo/vs_*``).
         seed: seed of the evaluation deals (the same games every time, independent of training).
     """
 
@@ -217,7 +251,14 @@ class EvalConfig:
         check_value(0 <= self.seed <= MAX_SEED, "eval.seed", f"must be in [0, {MAX_SEED}]", self.seed)
         check_value(self.final_games >= 0, "eval.final_games", "must be >= 0", self.final_games)
         for name in self.opponents:
-            check_value(name in ("random", "greedy"), "eval.opponents", "entries must be 'random' or 'greedy'", name)
+            check_value(
+                _is_baseline_name(name),
+                "eval.opponents",
+                "entries must be 'random', 'greedy', 'mcts' or 'mcts:N' with N >= 1",
+                name,
+            )
+        unique = len(set(self.opponents)) == len(self.opponents)
+        check_value(unique, "eval.opponents", "must not repeat", self.opponents)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -320,6 +361,13 @@ class TrainConfig:
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (lists instead of tuples), as written to YAML and checkpoints."""
         return plain_value(dataclasses.asdict(self))
+
+
+def _is_baseline_name(name: str) -> bool:
+    base, colon, budget = name.partition(":")
+    if base in ("random", "greedy", "mcts") and not colon:
+        return True
+    return base == "mcts" and budget.isascii() and budget.isdigit() and int(budget) >= 1
 
 
 def check_value(condition: bool, key: str, requirement: str, value: object) -> None:

@@ -5,8 +5,16 @@ decisions so far) and the scalars of that update under their TensorBoard
 names (CleanRL's: ``charts/SPS``, ``charts/episodic_return``,
 ``charts/learning_rate``, ``losses/policy_loss``, ``losses/value_loss``,
 ``losses/entropy``, ``losses/approx_kl``, ``losses/clipfrac``, ...; plus
-``rollout/*`` training-game results and ``eval/*`` evaluation results).
-TensorBoard uses ``global_step`` as its step.
+``rollout/*`` training-game results, ``eval/*`` evaluation results,
+``league/*`` PFSP diagnostics of the opponent pool and ``elo/*`` Elo estimates).
+TensorBoard uses ``global_step`` as its step.  An opponent name in a key is
+written with ``:`` as ``_`` (``eval/win_rate_vs_mcts_50``, ``elo/vs_mcts_50``).
+
+Elo estimates: an evaluation against an anchor of :data:`ANCHOR_RATINGS`
+(seat-balanced games, score ``s`` = (wins + draws / 2) / games) gives
+``elo/vs_<anchor> = rating(anchor) + 400 * log10(s / (1 - s))``, with ``s``
+clipped to ``[1 / (2 n), 1 - 1 / (2 n)]`` for ``n`` games (so a clean sweep
+stays finite); ``elo/mean`` is their mean when there are several.
 """
 
 from __future__ import annotations
@@ -17,10 +25,45 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from arena.stats import elo_difference
+
 METRICS_FILE = "metrics.jsonl"
 PLOT_FILE = "learning_curves.png"
 TIME_KEYS = ("charts/SPS", "charts/actions_per_second", "time/")
 """Prefixes of metrics that measure wall time (they differ between otherwise identical runs)."""
+ANCHOR_RATINGS = {"greedy": 917.0, "mcts:50": 1215.0, "mcts": 1426.0}
+"""Fixed Elo ratings of the anchor opponents: the README's ratings table (a Bradley-Terry fit of
+``kahuna-eval`` games between 5 entrants, on the scale where the entrants' mean is 1000)."""
+
+
+def metric_name(opponent: str) -> str:
+    """An opponent name as it appears in metric keys (``mcts:50`` -> ``mcts_50``)."""
+    return opponent.replace(":", "_")
+
+
+def elo_estimate(score: float, games: int, anchor_rating: float) -> float:
+    """The Elo of a player that scored ``score`` over ``games`` games against an opponent rated ``anchor_rating``.
+
+    ``anchor_rating + 400 * log10(s / (1 - s))`` with ``s`` clipped to ``[1 / (2 games), 1 - 1 / (2 games)]``.
+    """
+    if games < 1:
+        raise ValueError(f"elo_estimate needs at least one game, got {games}")
+    if not 0.0 <= score <= 1.0:
+        raise ValueError(f"elo_estimate needs a score in [0, 1], got {score}")
+    margin = 0.5 / games
+    return anchor_rating + elo_difference(min(max(score, margin), 1.0 - margin))
+
+
+def elo_scalars(results: Mapping[str, Any]) -> dict[str, float]:
+    """``elo/vs_<anchor>`` for each evaluation result (with ``score`` and ``games``) against an anchor; ``elo/mean``."""
+    scalars = {
+        f"elo/vs_{metric_name(name)}": elo_estimate(result.score, result.games, ANCHOR_RATINGS[name])
+        for name, result in results.items()
+        if name in ANCHOR_RATINGS
+    }
+    if len(scalars) > 1:
+        scalars["elo/mean"] = sum(scalars.values()) / len(scalars)
+    return scalars
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
@@ -94,13 +137,28 @@ class MetricsLogger:
 
 
 _PANELS = (
-    ("Evaluation win rate", ("eval/win_rate_vs_greedy", "eval/win_rate_vs_random")),
-    ("Training games (learner's win rate)", ("rollout/win_rate_vs_greedy", "rollout/win_rate_vs_past")),
+    ("Evaluation win rate", ("eval/win_rate_vs_",)),
+    ("Training games (learner's win rate)", ("rollout/win_rate_vs_",)),
+    ("Elo (anchored: greedy 917, mcts:50 1215, mcts 1426)", ("elo/",)),
+    ("League (PFSP): learner vs snapshots", ("league/min_snapshot_win_rate", "league/mean_snapshot_win_rate")),
     ("Losses", ("losses/policy_loss", "losses/value_loss")),
     ("Entropy and KL", ("losses/entropy", "losses/approx_kl", "losses/clipfrac")),
     ("Episodic return", ("charts/episodic_return",)),
     ("Decisions per second", ("charts/SPS",)),
 )
+"""Panels of the learning-curve plot: a title and the metric keys it draws (a key ending in ``_`` or ``/``
+is a prefix: every metric that starts with it)."""
+
+
+def _panel_keys(records: list[dict[str, Any]], patterns: tuple[str, ...]) -> list[str]:
+    keys: list[str] = []
+    for pattern in patterns:
+        if pattern.endswith(("_", "/")):
+            found = sorted({key for record in records for key in record if key.startswith(pattern)})
+        else:
+            found = [pattern]
+        keys.extend(key for key in found if key not in keys)
+    return keys
 
 
 def plot_learning_curves(metrics_path: str | Path, png_path: str | Path) -> Path:
@@ -111,9 +169,9 @@ def plot_learning_curves(metrics_path: str | Path, png_path: str | Path) -> Path
     import matplotlib.pyplot as plt
 
     records = read_metrics(metrics_path)
-    figure, axes = plt.subplots(2, 3, figsize=(15, 8))
-    for axis, (title, keys) in zip(axes.flat, _PANELS, strict=True):
-        for key in keys:
+    figure, axes = plt.subplots(2, 4, figsize=(20, 8))
+    for axis, (title, patterns) in zip(axes.flat, _PANELS, strict=True):
+        for key in _panel_keys(records, patterns):
             points = [(r["global_step"], r[key]) for r in records if key in r and math.isfinite(r[key])]
             if points:
                 steps, values = zip(*points, strict=True)

@@ -3,9 +3,10 @@
 Every training game has an opponent *kind*:
 
 * ``latest`` — pure self-play: both seats are the current policy and both seats' decisions are learned from;
-* ``past`` — one seat is the current policy, the other a snapshot drawn uniformly from the pool
-  (optionally from a few snapshots drawn for the update, so that each tick needs only a few
-  forward passes of snapshots: see ``pool.snapshots_per_update``);
+* ``past`` — one seat is the current policy, the other a snapshot drawn from the pool: uniformly,
+  or with prioritized fictitious self-play (PFSP, below) favouring the snapshots the learner does
+  worst against (optionally from a few snapshots drawn for the update, so that each tick needs
+  only a few forward passes of snapshots: see ``pool.snapshots_per_update``);
 * ``greedy`` / ``random`` — one seat is the current policy, the other the baseline (it reads only
   the public state and its own cards or the legal actions; see :func:`training.rollout.baseline_action`);
 * ``mcts`` — one seat is the current policy, the other the ``mcts`` search baseline (budget
@@ -15,6 +16,15 @@ Every training game has an opponent *kind*:
 The games of an update are split by the configured shares (largest remainder, so the split is the
 same every update); in one-learner games the learner's seat alternates, so both the first and the
 second player are learned.  Until the pool holds a snapshot, ``past`` games are played as ``latest``.
+
+PFSP (AlphaStar's prioritized fictitious self-play): the pool keeps, per snapshot, exponentially
+decayed counts of the learner's training results against it (:meth:`OpponentPool.record`: every
+update first multiplies all counts by ``decay``, then adds its games; a win scores 1, a draw 1/2).
+The learner's estimated win rate against snapshot ``i`` is
+``p_i = (score_i + prior * prior_games) / (games_i + prior_games)``, so an unplayed snapshot gets
+``prior``; its drawing weight is ``(1 - p_i) ** exponent`` (``hard``, AlphaStar's ``f_hard``),
+``p_i * (1 - p_i)`` (``variance``) or 1 (``uniform``, the default: the draw is then exactly the
+uniform one of earlier versions).  The counts live with the snapshots in the checkpoint.
 """
 
 from __future__ import annotations
@@ -25,12 +35,45 @@ from typing import Any
 
 import numpy as np
 
-from training.model import ActorCritic, ModelConfig
+from training.model import ActorCritic, ModelConfig, model_config_from_dict
 
 KINDS = ("latest", "past", "greedy", "random", "mcts")
 """Opponent kinds, in the order of their integer codes."""
 KIND_LATEST, KIND_PAST, KIND_GREEDY, KIND_RANDOM, KIND_MCTS = range(5)
 """Integer codes of the opponent kinds (``KINDS[code]`` is the name)."""
+PFSP_WEIGHTINGS = ("uniform", "hard", "variance")
+"""How ``past`` games weight the snapshots: uniformly, ``(1 - p) ** exponent``, or ``p * (1 - p)``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PFSP:
+    """Prioritized fictitious self-play settings (see the module docstring).
+
+    Attributes:
+        weighting: one of :data:`PFSP_WEIGHTINGS`.
+        exponent: ``p`` of the ``hard`` weighting ``(1 - p_win) ** p``.
+        prior: win rate assumed for a snapshot the learner has not played.
+        prior_games: weight of the prior, in games.
+        decay: factor applied to every snapshot's counts once per update (1: never forget).
+    """
+
+    weighting: str = "uniform"
+    exponent: float = 2.0
+    prior: float = 0.5
+    prior_games: float = 4.0
+    decay: float = 0.98
+
+    def __post_init__(self) -> None:
+        if self.weighting not in PFSP_WEIGHTINGS:
+            raise ValueError(f"pool.pfsp: must be one of {', '.join(PFSP_WEIGHTINGS)}, got {self.weighting!r}")
+
+    def weights(self, win_rates: np.ndarray) -> np.ndarray:
+        """Drawing weights of snapshots with estimated win rates ``win_rates`` (not normalised)."""
+        if self.weighting == "hard":
+            return (1.0 - win_rates) ** self.exponent
+        if self.weighting == "variance":
+            return win_rates * (1.0 - win_rates)
+        return np.ones_like(win_rates)
 
 
 @dataclasses.dataclass
@@ -66,43 +109,91 @@ class OpponentPool:
     sampling (a frozen opponent as it plays in evaluation, e.g. the target of a best response).
     """
 
-    def __init__(self, model_config: ModelConfig, max_snapshots: int, deterministic: bool = False) -> None:
+    def __init__(
+        self,
+        model_config: ModelConfig,
+        max_snapshots: int,
+        deterministic: bool = False,
+        pfsp: PFSP | None = None,
+    ) -> None:
         self.model_config = model_config
         self.max_snapshots = max_snapshots
         self.deterministic = deterministic
+        self.pfsp = pfsp or PFSP()
         self.snapshots: list[ActorCritic] = []
         self.updates: list[int] = []
+        self.scores: list[float] = []
+        """Decayed learner score (wins + draws / 2) against each snapshot."""
+        self.games: list[float] = []
+        """Decayed number of learner games against each snapshot."""
 
     def __len__(self) -> int:
         return len(self.snapshots)
 
     def add(self, model: ActorCritic, update: int) -> None:
-        """Store a frozen copy of ``model`` taken after ``update``; drop the oldest beyond capacity."""
-        snapshot = ActorCritic(self.model_config)
+        """Store a frozen copy of ``model`` taken after ``update``; drop the oldest past capacity."""
+        snapshot = ActorCritic(model.config)
         snapshot.load_state_dict(model.state_dict())
         snapshot.eval().requires_grad_(False)
         self.snapshots.append(snapshot)
         self.updates.append(update)
+        self.scores.append(0.0)
+        self.games.append(0.0)
         while len(self.snapshots) > self.max_snapshots:
-            self.snapshots.pop(0)
-            self.updates.pop(0)
+            for values in (self.snapshots, self.updates, self.scores, self.games):
+                values.pop(0)
+
+    def win_rates(self) -> np.ndarray:
+        """The learner's estimated win rate against each snapshot (the prior for unplayed ones)."""
+        scores, games = np.array(self.scores, dtype=np.float64), np.array(self.games, dtype=np.float64)
+        pfsp = self.pfsp
+        return (scores + pfsp.prior * pfsp.prior_games) / (games + pfsp.prior_games)
+
+    def probabilities(self) -> np.ndarray:
+        """The probability of each snapshot being drawn for a ``past`` game (uniform if all weights are 0)."""
+        weights = self.pfsp.weights(self.win_rates())
+        total = weights.sum()
+        if not total > 0:
+            return np.full(len(self.snapshots), 1.0 / len(self.snapshots))
+        return weights / total
+
+    def record(self, assignment: GameAssignment, outcomes: np.ndarray) -> None:
+        """Decay every snapshot's counts, then add the learner's results (1 win, 0 draw, -1 loss) of ``past`` games."""
+        decay = self.pfsp.decay
+        self.scores = [decay * value for value in self.scores]
+        self.games = [decay * value for value in self.games]
+        outcomes = np.asarray(outcomes)
+        for index in np.flatnonzero(assignment.snapshots >= 0).tolist():
+            snapshot = int(assignment.snapshots[index])
+            self.scores[snapshot] += (float(outcomes[index]) + 1.0) / 2.0
+            self.games[snapshot] += 1.0
 
     def state(self) -> list[dict[str, Any]]:
-        """The pool as plain data for a checkpoint."""
-        return [
-            {"update": update, "model_state": {k: v.detach().clone() for k, v in snapshot.state_dict().items()}}
-            for update, snapshot in zip(self.updates, self.snapshots, strict=True)
-        ]
+        """The pool as plain data for a checkpoint (a snapshot of another architecture carries its ``model_config``)."""
+        entries = []
+        for index, (update, snapshot) in enumerate(zip(self.updates, self.snapshots, strict=True)):
+            entry: dict[str, Any] = {
+                "update": update,
+                "model_state": {k: v.detach().clone() for k, v in snapshot.state_dict().items()},
+                "pfsp_score": self.scores[index],
+                "pfsp_games": self.games[index],
+            }
+            if snapshot.config != self.model_config:
+                entry["model_config"] = dataclasses.asdict(snapshot.config)
+            entries.append(entry)
+        return entries
 
     def load_state(self, entries: list[Mapping[str, Any]]) -> None:
-        """Restore the pool from :meth:`state`'s output."""
-        self.snapshots, self.updates = [], []
+        """Restore the pool from :meth:`state`'s output (entries without PFSP counts, from older runs, start at 0)."""
+        self.snapshots, self.updates, self.scores, self.games = [], [], [], []
         for entry in entries:
-            snapshot = ActorCritic(self.model_config)
+            snapshot = ActorCritic(entry_model_config(entry, self.model_config))
             snapshot.load_state_dict(entry["model_state"])
             snapshot.eval().requires_grad_(False)
             self.snapshots.append(snapshot)
             self.updates.append(int(entry["update"]))
+            self.scores.append(float(entry.get("pfsp_score", 0.0)))
+            self.games.append(float(entry.get("pfsp_games", 0.0)))
 
     def assign(
         self,
@@ -113,12 +204,15 @@ class OpponentPool:
     ) -> GameAssignment:
         """Split ``num_games`` among the opponent kinds, pick snapshots and the learner's seats.
 
-        Each ``past`` game's snapshot is uniform over the pool.  With
+        Each ``past`` game's snapshot is drawn from the pool with the PFSP
+        probabilities (:meth:`probabilities`; uniform by default).  With
         ``snapshots_per_update = n``, ``n`` distinct snapshots (all of them if
-        the pool is smaller) are drawn for this update first and each game
-        picks one of those: still uniform over the pool for every game, but
-        the update plays against at most ``n`` networks, each answering its
-        games with one batched forward pass per tick.
+        the pool is smaller) are drawn for this update first (with those
+        probabilities, without replacement) and each game picks one of those
+        (uniformly; with PFSP, by the chosen snapshots' renormalised
+        probabilities), so the update plays against at most ``n`` networks,
+        each answering its games with one batched forward pass per tick.
+        Uniform draws are exactly those of earlier versions.
         """
         shares = dict(shares)
         if not self.snapshots:
@@ -140,11 +234,28 @@ class OpponentPool:
                 seats = (first_seat + np.arange(count)) % 2
                 learner_seats[np.arange(start, start + count), seats] = True
             if code == KIND_PAST and count:
-                if snapshots_per_update is None:
-                    snapshots[block] = rng.integers(len(self.snapshots), size=count)
-                else:
-                    size = min(snapshots_per_update, len(self.snapshots))
-                    chosen = rng.choice(len(self.snapshots), size=size, replace=False)
-                    snapshots[block] = chosen[rng.integers(size, size=count)]
+                snapshots[block] = self._draw_snapshots(count, rng, snapshots_per_update)
             start += count
         return GameAssignment(kinds=kinds, learner_seats=learner_seats, snapshots=snapshots)
+
+    def _draw_snapshots(self, count: int, rng: np.random.Generator, snapshots_per_update: int | None) -> np.ndarray:
+        pool_size = len(self.snapshots)
+        if self.pfsp.weighting == "uniform":
+            if snapshots_per_update is None:
+                return rng.integers(pool_size, size=count)
+            size = min(snapshots_per_update, pool_size)
+            chosen = rng.choice(pool_size, size=size, replace=False)
+            return chosen[rng.integers(size, size=count)]
+        probabilities = self.probabilities()
+        if snapshots_per_update is None:
+            return rng.choice(pool_size, size=count, p=probabilities)
+        size = min(snapshots_per_update, pool_size, int(np.count_nonzero(probabilities)))
+        chosen = rng.choice(pool_size, size=size, replace=False, p=probabilities)
+        return chosen[rng.choice(size, size=count, p=probabilities[chosen] / probabilities[chosen].sum())]
+
+
+def entry_model_config(entry: Mapping[str, Any], default: ModelConfig) -> ModelConfig:
+    """The architecture of a checkpoint pool entry: its own ``model_config`` if it has one, else ``default``."""
+    if "model_config" in entry:
+        return model_config_from_dict(entry["model_config"])
+    return default

@@ -52,9 +52,9 @@ from training.checkpoint import (
 from training.collector import SelfPlayCollector
 from training.config import ConfigError, PPOConfig, TrainConfig, apply_overrides, config_from_dict, config_to_yaml
 from training.cpus import available_cores, oversubscription_warning, update_threads
-from training.metrics import METRICS_FILE, PLOT_FILE, MetricsLogger, plot_learning_curves
+from training.metrics import METRICS_FILE, PLOT_FILE, MetricsLogger, elo_scalars, metric_name, plot_learning_curves
 from training.model import ActorCritic, check_state_dict
-from training.pool import KINDS, OpponentPool
+from training.pool import KINDS, PFSP, GameAssignment, OpponentPool, entry_model_config
 from training.quick_eval import QuickEvalResult, evaluate_policy
 from training.rollout import Rollout
 from training.rundir import RunLock, check_new_run_dir, check_writable
@@ -241,9 +241,24 @@ def _evaluate(model: ActorCritic, config: TrainConfig, games: int) -> dict[str, 
 def _eval_scalars(results: dict[str, QuickEvalResult]) -> dict[str, float]:
     scalars = {}
     for name, result in results.items():
-        scalars[f"eval/win_rate_vs_{name}"] = result.win_rate
-        scalars[f"eval/margin_vs_{name}"] = result.mean_margin
+        scalars[f"eval/win_rate_vs_{metric_name(name)}"] = result.win_rate
+        scalars[f"eval/margin_vs_{metric_name(name)}"] = result.mean_margin
+    scalars.update(elo_scalars(results))
     return scalars
+
+
+def _league_scalars(pool: OpponentPool) -> dict[str, float]:
+    """PFSP diagnostics: the pool's size, the learner's estimated win rates against its snapshots, the draw odds."""
+    if not len(pool):
+        return {"league/snapshots": 0.0}
+    win_rates = pool.win_rates()
+    probabilities = pool.probabilities()
+    return {
+        "league/snapshots": float(len(pool)),
+        "league/min_snapshot_win_rate": float(win_rates.min()),
+        "league/mean_snapshot_win_rate": float(win_rates.mean()),
+        "league/max_snapshot_probability": float(probabilities.max()),
+    }
 
 
 def train(
@@ -251,8 +266,13 @@ def train(
     run_dir: str | Path,
     resume: bool = False,
     log: Any = print,
+    target: ActorCritic | None = None,
 ) -> TrainSummary:
     """Run (or with ``resume``, continue from its newest checkpoint) a training run in ``run_dir``.
+
+    ``target``: a fixed opponent network (a best-response run, :mod:`training.exploit`): the pool
+    holds only this network, playing its most likely action, and no snapshot of the learner is
+    ever added; its games are the ``past`` share.
 
     When resuming, ``config`` must be the checkpoint's config (possibly with
     overrides such as a larger ``total_updates``); see :func:`resume_config`.
@@ -265,7 +285,7 @@ def train(
     # 1. Setup: threads, run directory, lock, network, optimizer, pool.
     lock = _claim_run_dir(run_dir, resume)
     try:
-        run = _setup(config, log)
+        run = _setup(config, log, target)
         # 2. Resume: the checkpoint's network, optimizer, pool and counters (all checked before any write).
         if resume:
             _resume(run, config, run_dir, log)
@@ -275,7 +295,8 @@ def train(
             for update in range(run.start_update + 1, config.total_updates + 1):
                 update_start = time.perf_counter()
                 # 3. Collect: play the update's games to the end.
-                rollout, minibatch_generator = _collect(config, run, session, update)
+                rollout, assignment, minibatch_generator = _collect(config, run, session, update)
+                run.pool.record(assignment, rollout.stats["outcomes"])
                 collect_seconds = time.perf_counter() - update_start
                 # 4. Update: PPO epochs on the learner's decisions; stop if anything became non-finite.
                 losses = ppo_update(run.model, run.optimizer, rollout, config.ppo, minibatch_generator)
@@ -283,7 +304,7 @@ def train(
                 busy_seconds = time.perf_counter() - update_start
                 session.account(rollout, busy_seconds)
                 _advance_counters(run, rollout, update)
-                if update % config.pool.snapshot_every == 0:
+                if run.target is None and update % config.pool.snapshot_every == 0:
                     run.pool.add(run.model, update)
                 last = update == config.total_updates or session.out_of_time()
                 # 5. Evaluate: periodically against the baselines, and a final evaluation at the end.
@@ -331,6 +352,7 @@ class _RunState:
     last_checkpoint: Path | None = None
     final_eval: dict[str, QuickEvalResult] = dataclasses.field(default_factory=dict)
     last_eval: dict[str, QuickEvalResult] = dataclasses.field(default_factory=dict)
+    target: ActorCritic | None = None
 
 
 def _claim_run_dir(run_dir: Path, resume: bool) -> RunLock:
@@ -350,8 +372,8 @@ def _claim_run_dir(run_dir: Path, resume: bool) -> RunLock:
     return lock
 
 
-def _setup(config: TrainConfig, log: Any) -> _RunState:
-    """Torch threads, the initial network, the optimizer, an empty pool and zero counters."""
+def _setup(config: TrainConfig, log: Any, target: ActorCritic | None = None) -> _RunState:
+    """Torch threads, the initial network, the optimizer, an empty pool (or the target's) and zero counters."""
     threads = update_threads(config.threads)
     cores = available_cores()
     if config.threads == "auto":
@@ -362,11 +384,25 @@ def _setup(config: TrainConfig, log: Any) -> _RunState:
     torch.set_num_threads(threads)
     model = build_model(config)
     model.eval()
+    settings = config.pool
+    pfsp = PFSP(
+        weighting=settings.pfsp,
+        exponent=settings.pfsp_exponent,
+        prior=settings.pfsp_prior,
+        prior_games=settings.pfsp_prior_games,
+        decay=settings.pfsp_decay,
+    )
+    if target is None:
+        pool = OpponentPool(config.model, settings.max_snapshots, pfsp=pfsp)
+    else:
+        pool = OpponentPool(config.model, 1, deterministic=True, pfsp=pfsp)
+        pool.add(target, 0)
     return _RunState(
         model=model,
         optimizer=torch.optim.Adam(model.parameters(), lr=config.ppo.lr, eps=config.ppo.adam_eps),
-        pool=OpponentPool(config.model, config.pool.max_snapshots),
+        pool=pool,
         counters={"update": 0, "global_step": 0, "actions": 0, "games": 0, "train_seconds": 0.0},
+        target=target,
     )
 
 
@@ -378,7 +414,7 @@ def _resume(run: _RunState, config: TrainConfig, run_dir: Path, log: Any) -> Non
     try:
         check_state_dict(checkpoint["model_state"], run.model.config)
         for entry in checkpoint["pool"]:
-            check_state_dict(entry["model_state"], run.model.config)
+            check_state_dict(entry["model_state"], entry_model_config(entry, run.model.config))
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
     run.model.load_state_dict(checkpoint["model_state"])
@@ -440,6 +476,7 @@ class _Session:
             workers=config.rollout.workers,
             model_config=config.model,
             backend=config.rollout.backend,
+            mcts_simulations=config.pool.mcts_simulations,
         )
         if not resume:
             self.logger.add_text("config", "```\n" + config_to_yaml(config) + "```")
@@ -491,6 +528,7 @@ class _Session:
             **{f"losses/{key}": value for key, value in losses.items() if key not in ("epochs",)},
             "losses/epochs": losses["epochs"],
             **_eval_scalars(results),
+            **_league_scalars(run.pool),
             **timings,
         }
         self.logger.log(update, run.counters["global_step"], scalars)
@@ -509,18 +547,21 @@ class _Session:
         self.collector.close()
 
 
-def _collect(config: TrainConfig, run: _RunState, session: _Session, update: int) -> tuple[Rollout, torch.Generator]:
+def _collect(
+    config: TrainConfig, run: _RunState, session: _Session, update: int
+) -> tuple[Rollout, GameAssignment, torch.Generator]:
     """Set the update's learning rate, split its games among the opponents and play them.
 
-    Returns the rollout and the torch generator of the update's minibatch
-    order; both come from the generator seeded by ``(seed, update)``.
+    Returns the rollout, the games' assignment and the torch generator of
+    the update's minibatch order; all come from the generator seeded by
+    ``(seed, update)``.
     """
     for group in run.optimizer.param_groups:
         group["lr"] = learning_rate(config, update)
     rng = np.random.default_rng([config.seed, update])
     minibatch_generator = torch.Generator().manual_seed(int(rng.integers(2**63)))
     assignment = run.pool.assign(config.rollout.num_games, config.pool.shares(), rng, config.pool.snapshots_per_update)
-    return session.collector.collect(run.model, run.pool, assignment, rng), minibatch_generator
+    return session.collector.collect(run.model, run.pool, assignment, rng), assignment, minibatch_generator
 
 
 def _check_finite(run: _RunState, losses: dict[str, float], update: int, run_dir: Path) -> None:

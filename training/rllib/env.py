@@ -126,6 +126,8 @@ class KahunaMultiAgentEnv(MultiAgentEnv):
         bad = sorted(set(pool) - set(KINDS))
         if bad:
             raise ValueError(f"unknown opponent kind(s) {bad} in pool; known: {list(KINDS)}")
+        if pool.get("mcts", 0) > 0:
+            raise ValueError("pool.mcts is not supported by the RLlib env (a search per move); use kahuna-train")
         if pool.get("past", 0) > 0 and self.snapshot_slots < 1:
             raise ValueError("pool.past > 0 needs snapshot_slots >= 1")
         shares = np.array([float(pool.get(kind, 0.0)) for kind in KINDS])
