@@ -43,7 +43,7 @@ from training.model import ActorCritic
 
 DEFAULT_VALUE_WEIGHT = 1.0
 """Weight of the network's value in a leaf's value (the rest: the baseline's rollout and evaluation)."""
-DEFAULT_BATCH_SIZE = 8
+DEFAULT_BATCH_SIZE = 4
 """Leaves per forward pass (virtual loss)."""
 DEFAULT_ISLAND_SHAPING = 1.0
 """The island-shaping coefficient the critic was trained with (the default config's ``reward.island_shaping``)."""
@@ -114,7 +114,7 @@ class GuidedMCTSAgent(MCTSAgent):
         simulations: simulations per decision (default 200, the baseline's).
         value_weight: weight of the network's value in a leaf's value, the rest
             is the baseline's rollout + evaluation (1.0: the network alone).
-        batch_size: leaves per forward pass (default 8).
+        batch_size: leaves per forward pass (default 4).
         island_shaping: see :class:`NetworkEvaluator`.
         exploration: the PUCT constant.
         rollout_depth: the baseline's rollout length, used only when ``value_weight < 1``.
