@@ -55,8 +55,9 @@ DEFAULT_MAX_UPLOAD = 2 * 1024 * 1024
 """Largest request body accepted, in bytes (a long record is about 2 kB)."""
 MAX_LISTED_RECORDS = 500
 """At most this many records of ``--records DIR`` are listed."""
-OPPONENT_CHOICES = ("greedy", "random", "mcts:50", "mcts", "mcts:800")
-"""Baseline opponents offered in the page's list (any entrant string can be typed)."""
+OPPONENT_CHOICES = ("greedy", "random", "mcts:50", "mcts", "mcts:800", "champion", "champion@mcts:50")
+"""Opponents offered in the page's list: the baselines and the shipped champion, raw and guiding a search
+(any entrant string can be typed)."""
 CSP = "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 """The page's Content-Security-Policy: its own files only, no inline scripts, not framed by other sites."""
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]", "testserver")

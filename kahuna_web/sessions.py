@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from arena.cli import first_line
-from arena.entrants import is_checkpoint_spec, resolve_entrant
+from arena.entrants import NAMED_AGENTS, SEARCH_SUFFIX, is_checkpoint_spec, resolve_entrant, split_search
 from arena.match import Chooser, agent_chooser, play
 from arena.play import game_seeds
 from arena.records import check_record, game_record, game_result
@@ -114,7 +114,14 @@ def resolve_opponent(spec: Any, agents_dir: Path | None, seed: int | None) -> Ag
         raise WebError(f"'opponent' is too long ({len(spec)} characters, at most {MAX_SPEC_LENGTH})")
     name = spec
     if spec.partition(":")[0] not in BASELINES and is_checkpoint_spec(spec):
-        name = str(agent_file(spec, agents_dir))
+        # A shipped agent (champion) loads by name, a file only from agents_dir; either may guide a search.
+        try:
+            source, simulations = split_search(spec)
+        except ValueError as error:
+            raise WebError(first_line(error)) from None
+        if source not in NAMED_AGENTS:
+            source = str(agent_file(source, agents_dir))
+        name = source if simulations is None else f"{source}{SEARCH_SUFFIX}:{simulations}"
     try:
         return resolve_entrant(name, seed=seed)
     except FileNotFoundError as error:

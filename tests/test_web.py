@@ -181,6 +181,32 @@ def test_agent_files_come_only_from_the_allowed_folder(tmp_path):
             assert words in response.json()["error"]
 
 
+def test_the_shipped_champion_and_guided_search_are_opponents_without_an_agents_folder(tmp_path):
+    torch = pytest.importorskip("torch")
+    from training.model import ActorCritic, ModelConfig, agent_payload
+
+    with TestClient(create_app()) as client:
+        assert {"champion", "champion@mcts:50"} <= set(client.get("/api/board").json()["opponents"])
+        for spec in ("champion", "champion@mcts:2"):
+            data = new_game(client, opponent=spec, seat=1)
+            assert data["opponent"] == spec and data["steps"]
+        for spec, status, words in (
+            ("champion@mcts:0", 400, "bad simulation budget"),
+            ("champion@foo", 400, "bad search"),
+            ("x.pt@mcts:5", 403, "agent files are not allowed"),
+        ):
+            response = client.post("/api/games", json={"opponent": spec})
+            assert response.status_code == status, spec
+            assert words in response.json()["error"]
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    torch.save(agent_payload(ActorCritic(ModelConfig(hidden_sizes=(8,)))), agents / "tiny.pt")
+    with TestClient(create_app(agents_dir=agents)) as client:
+        assert new_game(client, opponent="tiny.pt@mcts:2", seat=1)["steps"]
+        response = client.post("/api/games", json={"opponent": "missing.pt@mcts:2"})
+        assert response.status_code == 404 and "not found" in response.json()["error"]
+
+
 # ------------------------------------------------------------------------------------------------ no leaks
 def test_the_page_never_receives_hidden_cards(client):
     """Same public history, other hidden cards (the opponent's hand, the pile, its face-down discards): same JSON."""
