@@ -141,23 +141,13 @@ def play_games_batched(
         results[kind] = [int((chosen == 1).sum()), int((chosen == 0).sum()), int((chosen == -1).sum())]
     selfplay = winners[kinds == KIND_LATEST]
     first_seat_results = [int((selfplay == 0).sum()), int((selfplay < 0).sum()), int((selfplay == 1).sum())]
-    size = storage.size
-    return PlayedGames(
-        observations=storage.observations[:size],
-        masks=storage.masks[:size],
-        actions=storage.actions[:size],
-        log_probs=storage.log_probs[:size],
-        values=storage.values[:size],
-        rewards=storage.rewards[:size],
-        dones=storage.dones[:size],
-        trajectory=storage.trajectory[:size],
-        potentials=storage.potentials[:size],
-        stats={
+    return storage.played(
+        {
             "games": n,
             "actions": actions_played,
             "results": results,
             "first_seat_results": first_seat_results,
             "game_numbers": game_number,
             "outcomes": outcomes,
-        },
+        }
     )

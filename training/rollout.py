@@ -164,6 +164,22 @@ class _Storage:
         self.size = start + count
         return start
 
+    def played(self, stats: dict[str, Any]) -> PlayedGames:
+        """The stored rows, trimmed to what was played, with the collection ``stats``."""
+        n = self.size
+        return PlayedGames(
+            observations=self.observations[:n],
+            masks=self.masks[:n],
+            actions=self.actions[:n],
+            log_probs=self.log_probs[:n],
+            values=self.values[:n],
+            rewards=self.rewards[:n],
+            dones=self.dones[:n],
+            trajectory=self.trajectory[:n],
+            potentials=self.potentials[:n],
+            stats=stats,
+        )
+
 
 _CONTROL_MINE = OBSERVATION_LAYOUT["control_mine"]
 _CONTROL_OPPONENT = OBSERVATION_LAYOUT["control_opponent"]
@@ -405,26 +421,15 @@ class _GameTable:
 
     def played(self) -> PlayedGames:
         """The stored decisions and the statistics, trimmed to what was played."""
-        storage = self.storage
-        n = storage.size
-        return PlayedGames(
-            observations=storage.observations[:n],
-            masks=storage.masks[:n],
-            actions=storage.actions[:n],
-            log_probs=storage.log_probs[:n],
-            values=storage.values[:n],
-            rewards=storage.rewards[:n],
-            dones=storage.dones[:n],
-            trajectory=storage.trajectory[:n],
-            potentials=storage.potentials[:n],
-            stats={
+        return self.storage.played(
+            {
                 "games": len(self.games),
                 "actions": self.actions_played,
                 "results": self.results,
                 "first_seat_results": self.first_seat_results,
                 "game_numbers": np.asarray(self.game_number, dtype=np.int64),
                 "outcomes": learner_outcomes(np.asarray(self.learner, dtype=bool).reshape(-1, 2), self.winners),
-            },
+            }
         )
 
 

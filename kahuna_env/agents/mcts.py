@@ -237,6 +237,28 @@ class SearchNode:
         self.children: dict[int, SearchNode] = {}
 
 
+def _select(children: dict[int, SearchNode], legal: list[int], exploration: float) -> int:
+    """The PUCT choice among the children available in this determinization (counting their availability)."""
+    visited = 0
+    value_sum = 0.0
+    for action in legal:
+        child = children[action]
+        child.available += 1
+        visited += child.visits
+        value_sum += child.value
+    first_play = (value_sum / visited if visited else 0.5) - _FIRST_PLAY_PENALTY
+    best_action = legal[0]
+    best_score = -math.inf
+    for action in legal:
+        child = children[action]
+        n = child.visits
+        q = child.value / n if n else first_play
+        score = q + exploration * child.prior * math.sqrt(child.available) / (1 + n)
+        if score > best_score:
+            best_score, best_action = score, action
+    return best_action
+
+
 class MCTSAgent(SeededAgent):
     """Determinized (information-set) MCTS; see the module docstring for the algorithm.
 
@@ -354,23 +376,7 @@ class MCTSAgent(SeededAgent):
                         if action not in children:
                             children[action] = SearchNode(prior)
                 # Selection among the children available in this determinization.
-                visited = 0
-                value_sum = 0.0
-                for action in legal:
-                    child = children[action]
-                    child.available += 1
-                    visited += child.visits
-                    value_sum += child.value
-                first_play = (value_sum / visited if visited else 0.5) - _FIRST_PLAY_PENALTY
-                best_action = legal[0]
-                best_score = -math.inf
-                for action in legal:
-                    child = children[action]
-                    n = child.visits
-                    q = child.value / n if n else first_play
-                    score = q + exploration * child.prior * math.sqrt(child.available) / (1 + n)
-                    if score > best_score:
-                        best_score, best_action = score, action
+                best_action = _select(children, legal, exploration)
                 child = children[best_action]
                 state.step(best_action)
                 path.append((child, mover))
@@ -415,23 +421,7 @@ class MCTSAgent(SeededAgent):
                     children = node.children
                     if any(action not in children for action in legal):
                         break
-                    visited = 0
-                    value_sum = 0.0
-                    for action in legal:
-                        child = children[action]
-                        child.available += 1
-                        visited += child.visits
-                        value_sum += child.value
-                    first_play = (value_sum / visited if visited else 0.5) - _FIRST_PLAY_PENALTY
-                    best_action = legal[0]
-                    best_score = -math.inf
-                    for action in legal:
-                        child = children[action]
-                        n = child.visits
-                        q = child.value / n if n else first_play
-                        score = q + exploration * child.prior * math.sqrt(child.available) / (1 + n)
-                        if score > best_score:
-                            best_score, best_action = score, action
+                    best_action = _select(children, legal, exploration)
                     child = children[best_action]
                     path.append((child, state.current_player))
                     child.visits += 1  # virtual loss until the value arrives
