@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -101,38 +101,66 @@ def describe_os_error(error: OSError) -> str:
     return message
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``kahuna-train``; returns the exit status (the one-line errors are already printed)."""
+def exit_status(body: Callable[[], int]) -> int:
+    """Run a command's body: its exit status, or that of the ``SystemExit`` its one-line error raised."""
     try:
-        return _main(argv)
+        return body()
     except SystemExit as stop:  # from exit_with_error or argparse, after their one line
         return stop.code if isinstance(stop.code, int) else 1
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def run_training_command(
+    program: str,
+    prepare: Callable[[], tuple],
+    run: Callable[..., int],
+    interrupted: Callable[..., str],
+    write_failed: str = "",
+) -> int:
+    """The two phases of a training command, each failure one line: ``prepare()`` (exit 2), then ``run(*prepared)``.
+
+    Configuration, checkpoint and run-directory problems exit 2; a failed write (with
+    ``write_failed`` appended) and a diverged run exit 1; Ctrl-C prints ``interrupted(*prepared)``
+    and exits 130.
+    """
     from training.ppo import TrainingDiverged
 
-    args = build_parser().parse_args(argv)
     try:
-        config, run_dir, resume = _prepare(args)
+        prepared = prepare()
     except (FileNotFoundError, ValueError) as error:
-        exit_with_error(PROGRAM, str(error))  # configuration and checkpoint problems
+        exit_with_error(program, str(error))  # configuration and checkpoint problems
     except OSError as error:
-        exit_with_error(PROGRAM, describe_os_error(error))
+        exit_with_error(program, describe_os_error(error))
     try:
-        return _run(config, run_dir, resume)
+        return run(*prepared)
     except (FileNotFoundError, ValueError) as error:
-        exit_with_error(PROGRAM, str(error))  # the run directory or checkpoint, found before any write
+        exit_with_error(program, str(error))  # the run directory or checkpoint, found before any write
     except OSError as error:
-        exit_with_error(PROGRAM, f"{describe_os_error(error)}; earlier checkpoints are intact", code=1)
+        exit_with_error(program, f"{describe_os_error(error)}{write_failed}", code=1)
     except TrainingDiverged as error:
-        exit_with_error(PROGRAM, str(error), code=1)
+        exit_with_error(program, str(error), code=1)
     except KeyboardInterrupt:
-        print(
-            f"{PROGRAM}: interrupted; continue later with --resume {run_dir} (from its last checkpoint)",
-            file=sys.stderr,
-        )
+        print(f"{program}: {interrupted(*prepared)}", file=sys.stderr)
         return 130
+
+
+def _interrupted_message(config: TrainConfig, run_dir: Path, resume: bool) -> str:
+    return f"interrupted; continue later with --resume {run_dir} (from its last checkpoint)"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``kahuna-train``; returns the exit status (the one-line errors are already printed)."""
+    return exit_status(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)
+    return run_training_command(
+        PROGRAM,
+        lambda: _prepare(args),
+        _run,
+        _interrupted_message,
+        "; earlier checkpoints are intact",
+    )
 
 
 if __name__ == "__main__":

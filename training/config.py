@@ -61,7 +61,7 @@ class RolloutConfig:
 
     num_games: int = 256
     workers: int = 0
-    backend: str = "scalar"
+    backend: str = "vector"
 
     def __post_init__(self) -> None:
         check_value(self.num_games >= 2, "rollout.num_games", "must be >= 2", self.num_games)

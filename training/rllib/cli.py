@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from arena.cli import OneLineParser, exit_with_error
+from training.cli import exit_status
 from training.rllib.config import ConfigError, config_to_yaml, load_rllib_config
 from training.rllib.errors import (
     IncompatibleCheckpointError,
@@ -117,10 +118,7 @@ def _run(argv: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``kahuna-rllib``; returns the exit status (the one-line errors are already printed)."""
-    try:
-        return _main(list(sys.argv[1:] if argv is None else argv))
-    except SystemExit as stop:  # from exit_with_error or argparse, after their one line
-        return stop.code if isinstance(stop.code, int) else 1
+    return exit_status(lambda: _main(list(sys.argv[1:] if argv is None else argv)))
 
 
 def _main(argv: list[str]) -> int:
