@@ -150,7 +150,7 @@ def test_ship_writes_the_agent_with_its_provenance(tmp_path) -> None:
         "games": 40,
         "train_seconds": 12.5,
     }
-    assert meta["final_eval"]["greedy"]["wins"] == 6 and meta["evaluation"] == report
+    assert meta["final_eval"]["greedy"]["wins"] == 6 and meta["evaluation"] == [report]
     payload = torch.load(out, weights_only=True)
     assert "optimizer_state" not in payload and out.stat().st_size < 50_000
 
@@ -159,7 +159,7 @@ def test_ship_cli_writes_and_reports(tmp_path, capsys) -> None:
     run = make_run(tmp_path / "run")
     assert ship_module.main([str(run), "--out", str(tmp_path / "agent.pt")]) == 0
     assert "written to" in capsys.readouterr().out
-    assert load_agent(tmp_path / "agent.pt").meta["evaluation"] is None
+    assert load_agent(tmp_path / "agent.pt").meta["evaluation"] == []
 
 
 def test_git_commit_is_unknown_outside_a_checkout(tmp_path) -> None:

@@ -22,7 +22,7 @@ key               value
 ``training``      ``updates``, ``learner_decisions``, ``actions``, ``games``,
                   ``train_seconds`` (wall time of the whole run)
 ``final_eval``    the run's final evaluation (``final_eval.json``)
-``evaluation``    the ``kahuna-eval --json`` report given by ``--eval-json``, or null
+``evaluation``    the ``kahuna-eval --json`` reports given by ``--eval-json`` (repeatable), a list
 ``shipped_at``    UTC time of shipping (ISO 8601)
 ================  ============================================================
 
@@ -61,7 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a finished training run directory")
     parser.add_argument("--name", default="champion", help="the shipped agent's name (default: champion)")
-    parser.add_argument("--eval-json", type=Path, metavar="FILE", help="a kahuna-eval --json report to include")
+    parser.add_argument(
+        "--eval-json",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a kahuna-eval --json report to include (repeat for several)",
+    )
     parser.add_argument(
         "--out", type=Path, metavar="PATH", help="where to write (default: training/agents/<file of NAME>)"
     )
@@ -103,7 +110,7 @@ def _plain(value: Any, where: str) -> Any:
 def build_meta(
     run_dir: Path,
     name: str,
-    eval_json: Path | None = None,
+    eval_json: Sequence[Path] = (),
     commit: str | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``(agent payload of the run's final agent, provenance meta)``; a one-line ``ValueError`` for bad input."""
@@ -150,11 +157,12 @@ def build_meta(
     final_eval = _read_json(eval_file, "final evaluation")
     if not isinstance(final_eval, Mapping):
         raise ValueError(f"{eval_file} is not a final evaluation (a mapping of opponent -> results)")
-    evaluation = None
-    if eval_json is not None:
-        evaluation = _read_json(eval_json, "--eval-json file")
-        if not isinstance(evaluation, Mapping) or evaluation.get("format") != EVAL_FORMAT:
-            raise ValueError(f"--eval-json {eval_json} is not a kahuna-eval --json report (format {EVAL_FORMAT!r})")
+    evaluation = []
+    for report_file in eval_json:
+        report = _read_json(report_file, "--eval-json file")
+        if not isinstance(report, Mapping) or report.get("format") != EVAL_FORMAT:
+            raise ValueError(f"--eval-json {report_file} is not a kahuna-eval --json report (format {EVAL_FORMAT!r})")
+        evaluation.append(report)
     code_dir = Path(__file__).resolve().parent
     meta = {
         "name": name,
@@ -182,7 +190,7 @@ def build_meta(
 def ship(
     run_dir: str | Path,
     name: str = "champion",
-    eval_json: str | Path | None = None,
+    eval_json: str | Path | Sequence[str | Path] = (),
     out: str | Path | None = None,
     commit: str | None = None,
 ) -> Path:
@@ -207,7 +215,8 @@ def ship(
     else:
         target = Path(out)
     check_writable("--out", target)
-    payload, meta = build_meta(Path(run_dir), name, None if eval_json is None else Path(eval_json), commit)
+    reports = [eval_json] if isinstance(eval_json, (str, Path)) else list(eval_json)
+    payload, meta = build_meta(Path(run_dir), name, [Path(report) for report in reports], commit)
     model = model_from_payload(payload, source=str(Path(run_dir) / "final_agent.pt"))
     return export_agent(target, model, meta)
 
