@@ -35,11 +35,11 @@ import torch
 
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents.mcts import DEFAULT_EXPLORATION, DEFAULT_SIMULATIONS, MCTSAgent
-from kahuna_env.board import NUM_ISLANDS
 from kahuna_env.engine import KahunaGame
-from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, encode_observation
+from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
 from training.agent import load_agent
 from training.model import ActorCritic
+from training.rollout import island_potentials
 
 DEFAULT_VALUE_WEIGHT = 1.0
 """Weight of the network's value in a leaf's value (the rest: the baseline's rollout and evaluation)."""
@@ -47,9 +47,6 @@ DEFAULT_BATCH_SIZE = 4
 """Leaves per forward pass (virtual loss)."""
 DEFAULT_ISLAND_SHAPING = 1.0
 """The island-shaping coefficient the critic was trained with (the default config's ``reward.island_shaping``)."""
-
-_CONTROL_MINE = OBSERVATION_LAYOUT["control_mine"]
-_CONTROL_OPPONENT = OBSERVATION_LAYOUT["control_opponent"]
 
 
 class NetworkEvaluator:
@@ -95,9 +92,7 @@ class NetworkEvaluator:
             masks[row, actions] = True
         logits, values = self.model(torch.from_numpy(observations), torch.from_numpy(masks))
         probabilities = torch.softmax(logits.float(), dim=1).numpy()
-        potentials = (
-            observations[:, _CONTROL_MINE].sum(axis=1) - observations[:, _CONTROL_OPPONENT].sum(axis=1)
-        ) / NUM_ISLANDS
+        potentials = island_potentials(observations)
         outcome = (values.float().numpy() + self.island_shaping * potentials) / self.win_reward
         wins = np.clip((outcome + 1.0) / 2.0, 0.0, 1.0)
         priors = [probabilities[row, actions].tolist() for row, actions in enumerate(legal)]
