@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from typing import Any
 
@@ -142,3 +143,18 @@ def _check_turn_and_score_invariants(game: KahunaGame) -> None:
             owner = game.owner(line)
             if owner is not None:
                 assert 1 - owner not in (game.controller(a), game.controller(b)), LINE_NAMES[line]
+
+
+def midgame_positions(count: int, seed: int = 0) -> list[KahunaGame]:
+    """Positions reached by random play (a spread of rounds and turn states), each with a choice to make."""
+    chooser = random.Random(seed)
+    positions = []
+    for k in range(count):
+        game = KahunaGame(seed=seed + k)
+        for _ in range(chooser.randrange(0, 140)):
+            if game.is_over:
+                break
+            game.step(chooser.choice(game.legal_actions()))
+        if not game.is_over and len(game.legal_actions()) > 1:
+            positions.append(game)
+    return positions

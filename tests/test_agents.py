@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 import pytest
-from helpers import LINE, game_at
+from helpers import LINE, game_at, midgame_positions
 
 from kahuna_env import actions as A
 from kahuna_env.agents import BASELINES, GreedyAgent, MCTSAgent, RandomAgent, choose_action, make_agent
@@ -27,21 +27,6 @@ def _seat_balanced_score(first: str, second: str, games: int, seed: int = 0) -> 
             game.step(choose_action(seats[game.current_player], game, rng))
         score += 0.5 if game.winner is None else float(game.winner == seat_of_first)
     return score / games
-
-
-def _midgame_positions(count: int, seed: int = 0) -> list[KahunaGame]:
-    """Positions reached by random play (a spread of rounds and turn states), each with a choice to make."""
-    chooser = random.Random(seed)
-    positions = []
-    for k in range(count):
-        game = KahunaGame(seed=seed + k)
-        for _ in range(chooser.randrange(0, 140)):
-            if game.is_over:
-                break
-            game.step(chooser.choice(game.legal_actions()))
-        if not game.is_over and len(game.legal_actions()) > 1:
-            positions.append(game)
-    return positions
 
 
 def test_greedy_beats_random_in_at_least_97_percent_of_200_seat_balanced_games():
@@ -114,7 +99,7 @@ def test_greedy_takes_control_of_an_island_when_one_card_does_it():
 def test_agents_never_read_information_their_seat_cannot_see(name):
     """A twin game with the same public history but re-dealt hidden cards gets the same decision."""
     changed = 0
-    for k, game in enumerate(_midgame_positions(24)):
+    for k, game in enumerate(midgame_positions(24)):
         player = game.current_player
         twin = game.determinize(player, np.random.default_rng(100 + k))  # a real game, hidden cards re-dealt
         changed += twin.hand(1 - player) != game.hand(1 - player) or twin.to_dict()["pile"] != game.to_dict()["pile"]
@@ -140,7 +125,6 @@ def _outcome_by_stepping_a_copy(game, action):
 
 
 def test_greedy_play_outcome_equals_stepping_a_copy_of_the_game():
-    import random
 
     from kahuna_env import actions as A
     from kahuna_env.agents.greedy import play_outcome

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
 import torch
+from helpers import midgame_positions
 
 from arena.entrants import entrant_label, is_checkpoint_spec, resolve_entrant, split_search
 from arena.eval_cli import main as eval_main
@@ -31,21 +30,6 @@ def policy_file(tmp_path_factory, model):
     path = tmp_path_factory.mktemp("guided") / "tiny.pt"
     torch.save(agent_payload(model, {"run": "test"}), path)
     return path
-
-
-def _midgame_positions(count: int, seed: int = 0) -> list[KahunaGame]:
-    """Positions reached by random play, each with a choice to make (as in test_agents.py)."""
-    chooser = random.Random(seed)
-    positions = []
-    for k in range(count):
-        game = KahunaGame(seed=seed + k)
-        for _ in range(chooser.randrange(0, 140)):
-            if game.is_over:
-                break
-            game.step(chooser.choice(game.legal_actions()))
-        if not game.is_over and len(game.legal_actions()) > 1:
-            positions.append(game)
-    return positions
 
 
 def _one_hot_model(action: int, value: float = 0.0) -> ActorCritic:
@@ -86,7 +70,7 @@ def test_guided_search_plays_only_legal_actions_through_a_whole_game(model):
 
 
 def test_the_same_seed_gives_the_same_moves_and_the_same_tree(model):
-    for game in _midgame_positions(6, seed=3):
+    for game in midgame_positions(6, seed=3):
         roots, moves = [], []
         for _ in range(2):
             agent = GuidedMCTSAgent(model, simulations=24, seed=9)
@@ -98,7 +82,7 @@ def test_the_same_seed_gives_the_same_moves_and_the_same_tree(model):
 
 @pytest.mark.parametrize("batch_size", [1, 5])
 def test_every_simulation_is_counted_once_after_the_virtual_losses(model, batch_size):
-    game = _midgame_positions(1, seed=11)[0]
+    game = midgame_positions(1, seed=11)[0]
     agent = GuidedMCTSAgent(model, simulations=23, batch_size=batch_size, seed=0)
     root = agent.search(game.determinize(game.current_player, np.random.default_rng(0)))
     assert root.visits == 23 == sum(child.visits for child in root.children.values())
@@ -116,7 +100,7 @@ def test_every_simulation_is_counted_once_after_the_virtual_losses(model, batch_
 
 
 def test_the_agent_gets_a_determinization_and_never_the_real_game(model):
-    game = _midgame_positions(1, seed=5)[0]
+    game = midgame_positions(1, seed=5)[0]
     evaluator = RecordingEvaluator(model)
     agent = MCTSAgent(simulations=16, seed=0, evaluator=evaluator, batch_size=4)
     received = []
@@ -135,7 +119,7 @@ def test_the_agent_gets_a_determinization_and_never_the_real_game(model):
 def test_guided_decisions_do_not_depend_on_the_true_hidden_cards(model):
     """Mirror of test_agents.py: a twin game with re-dealt hidden cards gets the same decision."""
     changed = 0
-    for k, game in enumerate(_midgame_positions(16)):
+    for k, game in enumerate(midgame_positions(16)):
         player = game.current_player
         twin = game.determinize(player, np.random.default_rng(100 + k))  # a real game, hidden cards re-dealt
         changed += twin.hand(1 - player) != game.hand(1 - player) or twin.to_dict()["pile"] != game.to_dict()["pile"]
@@ -181,7 +165,7 @@ class OneHotEvaluator:
 
 
 def test_the_value_is_the_critic_undone_of_its_island_shaping():
-    game = _midgame_positions(20, seed=2)
+    game = midgame_positions(20, seed=2)
     game = next(g for g in game if g.control_mask(g.current_player) != g.control_mask(1 - g.current_player))
     observation = encode_observation(game, game.current_player)
     phi = (
@@ -198,7 +182,7 @@ def test_the_value_is_the_critic_undone_of_its_island_shaping():
 
 
 def test_mixing_with_the_heuristic_and_bad_options(model):
-    game = _midgame_positions(1, seed=8)[0]
+    game = midgame_positions(1, seed=8)[0]
     agent = GuidedMCTSAgent(model, simulations=12, value_weight=0.5, rollout_depth=4, seed=0)
     assert choose_action(agent, game, np.random.default_rng(0)) in game.legal_actions()
     for options, message in (

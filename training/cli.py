@@ -30,6 +30,18 @@ if TYPE_CHECKING:
 PROGRAM = "kahuna-train"
 
 
+def add_override_argument(parser: argparse.ArgumentParser, example: str) -> None:
+    """``--set KEY=VALUE`` (repeatable), collected in ``args.overrides``."""
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"override a config key (repeatable), e.g. {example}",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command-line parser."""
     parser = OneLineParser(
@@ -37,14 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train a Kahuna agent with self-play PPO (see docs/TRAINING.md).",
     )
     parser.add_argument("--config", type=Path, help="YAML run configuration, e.g. configs/default.yaml")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config key (repeatable), e.g. --set ppo.lr=1e-4 --set model.hidden_sizes=[128,128]",
-    )
+    add_override_argument(parser, "--set ppo.lr=1e-4 --set model.hidden_sizes=[128,128]")
     parser.add_argument(
         "--run-dir", type=Path, help="directory of a new run, missing or empty (default: runs/<name>-<timestamp>)"
     )

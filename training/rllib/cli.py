@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from arena.cli import OneLineParser, exit_with_error
-from training.cli import exit_status
+from training.cli import add_override_argument, exit_status
 from training.rllib.config import ConfigError, config_to_yaml, load_rllib_config
 from training.rllib.errors import (
     IncompatibleCheckpointError,
@@ -41,14 +41,7 @@ def _train_parser() -> argparse.ArgumentParser:
         f"`{PROGRAM} export CHECKPOINT OUT.pt` converts a checkpoint to the agent format.",
     )
     parser.add_argument("--config", metavar="FILE", help="YAML run config (default: built-in defaults)")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        metavar="KEY=VALUE",
-        action="append",
-        default=[],
-        help="override a config key, e.g. --set env_runners.num_env_runners=8 (repeatable)",
-    )
+    add_override_argument(parser, "--set env_runners.num_env_runners=8")
     parser.add_argument("--run-dir", metavar="DIR", help="run directory (default: <output_dir>/<name>-<timestamp>)")
     parser.add_argument(
         "--resume",
