@@ -34,8 +34,8 @@ from kahuna_env.agents.batched import BatchedGreedy, BatchedRandom
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.vector import KahunaBatch
 from training.model import ActorCritic, sample_actions
-from training.pool import KIND_GREEDY, KIND_LATEST, KIND_MCTS, KIND_PAST, KIND_RANDOM, KINDS
-from training.rollout import GameBatch, PlayedGames, _Storage, island_potentials, learner_outcomes, snapshot_actions
+from training.pool import KIND_GREEDY, KIND_MCTS, KIND_PAST, KIND_RANDOM
+from training.rollout import GameBatch, PlayedGames, _Storage, island_potentials, result_stats, snapshot_actions
 
 
 def play_games_batched(
@@ -132,22 +132,10 @@ def play_games_batched(
                 storage.dones[row[rewarded]] = True
         live = games.live()
 
-    outcomes = learner_outcomes(learner, winners)
-    results = {kind: [0, 0, 0] for kind in KINDS}  # learner-seat wins, draws, losses
-    for code, kind in enumerate(KINDS):
-        if code == KIND_LATEST:
-            continue
-        chosen = outcomes[kinds == code]
-        results[kind] = [int((chosen == 1).sum()), int((chosen == 0).sum()), int((chosen == -1).sum())]
-    selfplay = winners[kinds == KIND_LATEST]
-    first_seat_results = [int((selfplay == 0).sum()), int((selfplay < 0).sum()), int((selfplay == 1).sum())]
     return storage.played(
         {
             "games": n,
             "actions": actions_played,
-            "results": results,
-            "first_seat_results": first_seat_results,
-            "game_numbers": game_number,
-            "outcomes": outcomes,
+            **result_stats(game_number, kinds, learner, winners),
         }
     )

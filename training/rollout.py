@@ -282,6 +282,29 @@ def learner_outcomes(learner_seats: np.ndarray, winners: np.ndarray) -> np.ndarr
     return np.where(winners < 0, 0, np.where(winners == seat, 1, -1)).astype(np.int8)
 
 
+def result_stats(
+    games: np.ndarray, kinds: np.ndarray, learner_seats: np.ndarray, winners: np.ndarray
+) -> dict[str, Any]:
+    """The result statistics of finished games (``winners``: 0, 1, -1 for a draw), as ``PlayedGames.stats`` has them.
+
+    ``results``: per opponent kind, the learner's wins, draws, losses (self-play games excluded);
+    ``first_seat_results``: self-play games from seat 0's side; ``game_numbers`` and ``outcomes``
+    (see :func:`learner_outcomes`).
+    """
+    outcomes = learner_outcomes(learner_seats, winners)
+    results = {}
+    for code, kind in enumerate(KINDS):
+        chosen = outcomes[kinds == code] if code != KIND_LATEST else outcomes[:0]
+        results[kind] = [int((chosen == 1).sum()), int((chosen == 0).sum()), int((chosen == -1).sum())]
+    selfplay = winners[kinds == KIND_LATEST]
+    return {
+        "results": results,
+        "first_seat_results": [int((selfplay == 0).sum()), int((selfplay < 0).sum()), int((selfplay == 1).sum())],
+        "game_numbers": np.asarray(games, dtype=np.int64),
+        "outcomes": outcomes,
+    }
+
+
 def play_games(
     batch: GameBatch,
     model: ActorCritic,
@@ -338,8 +361,6 @@ class _GameTable:
         self.actions_played = 0
         self.scratch = np.zeros((count, OBSERVATION_SIZE), dtype=np.float32)
         self.scratch_masks = np.zeros((count, NUM_ACTIONS), dtype=bool)
-        self.results = {kind: [0, 0, 0] for kind in KINDS}  # learner-seat wins, draws, losses
-        self.first_seat_results = [0, 0, 0]  # self-play games, from seat 0's side
 
     def seat(self, active: list[int]) -> tuple[list[int], dict[int, list[int]], list[int]]:
         """Split the running games by who moves next: the learner, a snapshot (by pool index), a baseline."""
@@ -397,7 +418,7 @@ class _GameTable:
         self.games[g].step(baseline_action(self.baselines[self.kinds[g]], self.games[g], self.rng))
 
     def finish_ended(self, active: list[int], win_reward: float) -> list[int]:
-        """Reward the learner seats of the games that just ended, count the results; returns the games still running."""
+        """Reward the learner seats of the games that just ended; returns the games still running."""
         still_running = []
         for g in active:
             game = self.games[g]
@@ -413,10 +434,6 @@ class _GameTable:
                 outcome = 0 if winner is None else (1 if winner == seat else -1)
                 self.storage.rewards[row] += win_reward * outcome
                 self.storage.dones[row] = True
-                if self.kinds[g] != KIND_LATEST:
-                    self.results[KINDS[self.kinds[g]]][1 - outcome] += 1
-            if self.kinds[g] == KIND_LATEST:
-                self.first_seat_results[0 if winner == 0 else 1 if winner is None else 2] += 1
         return still_running
 
     def played(self) -> PlayedGames:
@@ -425,10 +442,12 @@ class _GameTable:
             {
                 "games": len(self.games),
                 "actions": self.actions_played,
-                "results": self.results,
-                "first_seat_results": self.first_seat_results,
-                "game_numbers": np.asarray(self.game_number, dtype=np.int64),
-                "outcomes": learner_outcomes(np.asarray(self.learner, dtype=bool).reshape(-1, 2), self.winners),
+                **result_stats(
+                    np.asarray(self.game_number),
+                    np.asarray(self.kinds),
+                    np.asarray(self.learner, dtype=bool).reshape(-1, 2),
+                    self.winners,
+                ),
             }
         )
 
