@@ -341,7 +341,10 @@ class RLlibConfig:
         pool: the opponent mix: the native trainer's ``pool:`` section
             (:class:`training.config.PoolConfig`); ``snapshot_every`` counts iterations,
             ``max_snapshots`` is the number of snapshot modules (slots, round robin);
-            ``snapshots_per_update`` must stay null (each slot is its own module anyway).
+            ``pfsp`` and ``pfsp_*`` weight the slots of ``past`` games as the native pool
+            weights its snapshots (counts decayed once per iteration, a slot's reset when it
+            takes a new snapshot); ``snapshots_per_update`` must stay null (each slot is its
+            own module anyway).
         fault_tolerance: restarts of failed EnvRunners.
         checkpoint: checkpoints and export.
     """

@@ -22,7 +22,8 @@ rewards                at the end ``+win`` for the winner, ``-win`` for the lose
                        agent receives a final observation (with an all-zero mask) so each
                        seat's last decision gets its reward
 opponents              each game draws its opponent kind from ``pool`` (``latest``: both seats
-                       are the learner; ``past``: one seat a snapshot slot drawn uniformly;
+                       are the learner; ``past``: one seat a snapshot slot, drawn uniformly or
+                       with the PFSP odds the driver pushed (:meth:`set_snapshot_probabilities`);
                        ``greedy``/``random``: one seat that baseline, asked through
                        :func:`kahuna_env.agents.choose_action`, which shows it only what its
                        seat may see); the learner's seat is drawn per game
@@ -38,12 +39,14 @@ all ``latest``), ``snapshot_slots`` (number of snapshot modules; default 0),
 ``win`` (default 1.0), ``island_shaping`` (default 0.0) and ``gamma``
 (default 1.0).  Games, opponent kinds and baselines are drawn from the env's
 own generator, seeded by ``reset(seed=...)``.  The final info dict of each
-learner agent holds ``kahuna_opponent`` (the game's opponent kind) and
-``kahuna_score`` (1 win, 0.5 draw, 0 loss, from that seat).
+learner agent holds ``kahuna_opponent`` (the game's opponent kind),
+``kahuna_score`` (1 win, 0.5 draw, 0 loss, from that seat) and, in a
+``past`` game, ``kahuna_snapshot`` (the slot it played).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -142,6 +145,8 @@ class KahunaMultiAgentEnv(MultiAgentEnv):
         self.observation_spaces = {agent: observation_space() for agent in self.possible_agents}
         self.action_spaces = {agent: action_space() for agent in self.possible_agents}
         self._rng = np.random.default_rng()
+        self.slot_probabilities: np.ndarray | None = None  # None: the slots are drawn uniformly
+        self.slot = -1  # the snapshot slot of this game (-1: not a ``past`` game)
         self._baselines = {name: make_agent(name, seed=0) for name in BASELINES}
         self.game: KahunaGame | None = None
         self.kind = "latest"
@@ -155,9 +160,32 @@ class KahunaMultiAgentEnv(MultiAgentEnv):
         mask = np.zeros(NUM_ACTIONS, np.float32) if terminal else self.game.action_mask().astype(np.float32)
         return {"observations": encode_observation(self.game, player), "action_mask": mask}
 
+    def set_snapshot_probabilities(self, probabilities: Sequence[float] | None) -> None:
+        """Draw the slot of each later ``past`` game with ``probabilities`` (normalised; None: uniformly).
+
+        The driver sets the PFSP odds of the slots here before every iteration
+        (:class:`training.rllib.league.SlotStats`).
+        """
+        if probabilities is None:
+            self.slot_probabilities = None
+            return
+        values = np.asarray(probabilities, dtype=np.float64)
+        if values.shape != (self.snapshot_slots,) or not np.isfinite(values).all() or (values < 0).any():
+            raise ValueError(f"expected {self.snapshot_slots} finite slot probabilities >= 0, got {values.tolist()}")
+        if not values.sum() > 0:
+            raise ValueError(f"slot probabilities must have a positive sum, got {list(probabilities)}")
+        self.slot_probabilities = values / values.sum()
+
+    def _draw_slot(self) -> int:
+        """The snapshot slot of a ``past`` game: uniform, or by :attr:`slot_probabilities`."""
+        if self.slot_probabilities is None:
+            return int(self._rng.integers(self.snapshot_slots))
+        return int(self._rng.choice(self.snapshot_slots, p=self.slot_probabilities))
+
     def _draw_seats(self) -> None:
         """Draw this game's opponent kind and who plays each seat."""
         self.kind = KINDS[int(self._rng.choice(len(KINDS), p=self.shares))]
+        self.slot = -1
         if self.kind == "latest":
             self.seats = list(AGENTS)
             return
@@ -165,7 +193,8 @@ class KahunaMultiAgentEnv(MultiAgentEnv):
         self.seats = [None, None]
         self.seats[learner] = AGENTS[learner]
         if self.kind == "past":
-            self.seats[1 - learner] = snapshot_agent(1 - learner, int(self._rng.integers(self.snapshot_slots)))
+            self.slot = self._draw_slot()
+            self.seats[1 - learner] = snapshot_agent(1 - learner, self.slot)
         else:
             self._baselines[self.kind] = make_agent(self.kind, seed=int(self._rng.integers(2**63)))
 
@@ -209,6 +238,8 @@ class KahunaMultiAgentEnv(MultiAgentEnv):
             rewards[agent] = reward
             observations[agent] = self._observe(seat, terminal=True)
             infos[agent] = {"kahuna_opponent": self.kind, "kahuna_score": (outcome + 1) / 2}
+            if self.slot >= 0:
+                infos[agent]["kahuna_snapshot"] = self.slot
         return observations, infos
 
     # ------------------------------------------------------------------------------------------ API

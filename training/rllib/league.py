@@ -16,11 +16,30 @@ kind           agents of the game
 
 so :func:`league_mapping` is a pure function of the agent id, and the env
 and the mapping can never disagree about a game.
+
+Prioritized fictitious self-play (``pool.pfsp``, the native keys and meaning,
+:class:`training.pool.PFSP`): :class:`SlotStats` keeps on the driver, per
+snapshot slot, the native pool's decayed counts of the learner's results
+against it (read every iteration from the episode metrics
+:data:`SLOT_SCORE_METRIC` / :data:`SLOT_GAMES_METRIC` that the EnvRunners log
+for every finished ``past`` game), and gives the slot probabilities by the
+native pool's own formulas; the driver pushes them into every env
+(:meth:`training.rllib.env.KahunaMultiAgentEnv.set_snapshot_probabilities`)
+before each iteration.  A slot that takes a new snapshot starts with fresh
+counts, as a new snapshot of the native pool does.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import numpy as np
+
+from training.config import PoolConfig
+from training.pool import PFSP, OpponentPool
 
 LEARNER = "learner"
 """Module id of the trained policy."""
@@ -51,3 +70,97 @@ def league_mapping(agent_id: Any, episode: Any = None, **kwargs: Any) -> str:
     """Policy-mapping function: ``"player_1@snapshot_2"`` -> ``"snapshot_2"``, any other agent -> the learner."""
     _, _, module = str(agent_id).partition("@")
     return module or LEARNER
+
+
+# ---------------------------------------------------------------------------------------------- PFSP
+SLOT_SCORE_METRIC = "kahuna_snapshot_{}_score"
+"""EnvRunner metric (a sum per iteration): the learner's score (1 win, 0.5 draw, 0 loss) in its games against slot k."""
+SLOT_GAMES_METRIC = "kahuna_snapshot_{}_games"
+"""EnvRunner metric (a sum per iteration): the number of the learner's games against slot k that ended."""
+
+
+def pfsp_settings(pool: PoolConfig) -> PFSP:
+    """The native :class:`PFSP` of ``pool``: field ``weighting`` is ``pool.pfsp``, field ``x`` is ``pool.pfsp_x``."""
+    names = [field.name for field in dataclasses.fields(PFSP)]
+    return PFSP(**{name: getattr(pool, "pfsp" if name == "weighting" else f"pfsp_{name}") for name in names})
+
+
+def snapshot_slot(iteration: int, every: int, slots: int) -> int | None:
+    """The slot that takes the learner's weights after ``iteration`` (one every ``every``, round robin), or None."""
+    if slots == 0 or iteration % every:
+        return None
+    return (iteration // every - 1) % slots
+
+
+def slot_results(runner_metrics: Mapping[str, Any], slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(scores, games)`` per slot of one iteration from the EnvRunners' aggregated metrics (absent or NaN: 0)."""
+
+    def value(name: str) -> float:
+        try:
+            number = float(runner_metrics.get(name, 0.0))
+        except (TypeError, ValueError):
+            return 0.0
+        return 0.0 if math.isnan(number) else number
+
+    scores = np.array([value(SLOT_SCORE_METRIC.format(slot)) for slot in range(slots)], dtype=np.float64)
+    games = np.array([value(SLOT_GAMES_METRIC.format(slot)) for slot in range(slots)], dtype=np.float64)
+    return scores, games
+
+
+class SlotStats:
+    """PFSP statistics of the snapshot slots: the native pool's counts and estimates, one entry per slot.
+
+    ``scores``/``games`` are :class:`training.pool.OpponentPool`'s decayed
+    counts (learner score: a win 1, a draw 1/2); :meth:`win_rates`,
+    :meth:`probabilities` and ``len()`` *are* the native pool's methods (they
+    read only ``pfsp``, ``scores``, ``games`` and the number of ``snapshots``,
+    here the slots' module ids), so the draw odds cannot drift from the native
+    trainer's.
+    """
+
+    win_rates = OpponentPool.win_rates
+    probabilities = OpponentPool.probabilities
+    __len__ = OpponentPool.__len__
+
+    def __init__(self, pfsp: PFSP, slots: int) -> None:
+        self.pfsp = pfsp
+        self.snapshots = snapshot_ids(slots)
+        self.scores = [0.0] * slots
+        """Decayed learner score against each slot."""
+        self.games = [0.0] * slots
+        """Decayed number of learner games against each slot."""
+
+    def record(self, scores: Sequence[float], games: Sequence[float]) -> None:
+        """One iteration (the native pool's one update): decay every slot's counts, then add its results."""
+        decay = self.pfsp.decay
+        self.scores = [decay * old + float(new) for old, new in zip(self.scores, scores, strict=True)]
+        self.games = [decay * old + float(new) for old, new in zip(self.games, games, strict=True)]
+
+    def reset(self, slot: int) -> None:
+        """Fresh counts for ``slot`` (it took a new snapshot)."""
+        self.scores[slot] = 0.0
+        self.games[slot] = 0.0
+
+    def update(self, runner_metrics: Mapping[str, Any], iteration: int, every: int) -> None:
+        """After ``iteration``: record its results against each slot, then reset the slot its snapshot went to."""
+        self.record(*slot_results(runner_metrics, len(self)))
+        slot = snapshot_slot(iteration, every, len(self))
+        if slot is not None:
+            self.reset(slot)
+
+    def env_probabilities(self) -> list[float] | None:
+        """What the envs draw the slot of a ``past`` game with: None (uniform, the plain draw) or the PFSP odds."""
+        if self.pfsp.weighting == "uniform" or not len(self):
+            return None
+        return [float(p) for p in self.probabilities()]
+
+    def state(self) -> dict[str, list[float]]:
+        """The counts as plain data (saved with each checkpoint)."""
+        return {"pfsp_score": list(self.scores), "pfsp_games": list(self.games)}
+
+    def load_state(self, state: Mapping[str, Sequence[float]]) -> None:
+        """Restore :meth:`state`'s output (a ``ValueError`` if it has another number of slots)."""
+        scores, games = [float(v) for v in state["pfsp_score"]], [float(v) for v in state["pfsp_games"]]
+        if len(scores) != len(self) or len(games) != len(self):
+            raise ValueError(f"PFSP statistics of {len(scores)} slots, but the league has {len(self)}")
+        self.scores, self.games = scores, games

@@ -17,13 +17,18 @@ The run, top to bottom:
    the agents after their modules; :func:`~training.rllib.league.league_mapping`
    reads the module from the agent id.  :class:`SnapshotCallback` copies the
    learner's weights into the next snapshot slot every ``pool.snapshot_every``
-   iterations.
-4. Every iteration appends a line to ``<run_dir>/metrics.jsonl``; checkpoints
+   iterations.  With ``pool.pfsp`` ``hard`` or ``variance`` the slot of a
+   ``past`` game is drawn with the native trainer's PFSP odds: the driver keeps
+   each slot's decayed results (:class:`~training.rllib.league.SlotStats`, from
+   the episodes' metrics) and pushes the odds into every env before each iteration.
+4. Every iteration appends a line to ``<run_dir>/metrics.jsonl`` (with the
+   native trainer's ``league/*`` PFSP diagnostics); checkpoints
    go to ``<run_dir>/checkpoints/iter_NNNNNN``, the final one to
    ``<run_dir>/checkpoint``, and the learner is exported to
    ``<run_dir>/agent.pt`` (the project's agent format).  ``resume=RUN_DIR``
    continues a run from its newest checkpoint (weights of every module,
-   optimizer, iteration and step counters).
+   optimizer, iteration and step counters, and the slots' PFSP statistics,
+   :data:`LEAGUE_FILE` in the checkpoint directory).
 5. Failed EnvRunners are restarted by Ray (``fault_tolerance``); the number of
    restarts is in every metrics line (``env_runner_restarts``).
 """
@@ -46,7 +51,17 @@ import numpy as np
 
 from training.rllib.config import RLlibConfig, config_to_yaml, load_rllib_config
 from training.rllib.errors import RayConnectionError, TrainingError, require_ray
-from training.rllib.league import LEARNER, SNAPSHOT_PREFIX, league_mapping, snapshot_ids
+from training.rllib.league import (
+    LEARNER,
+    SLOT_GAMES_METRIC,
+    SLOT_SCORE_METRIC,
+    SNAPSHOT_PREFIX,
+    SlotStats,
+    league_mapping,
+    pfsp_settings,
+    snapshot_ids,
+    snapshot_slot,
+)
 
 ILLEGAL_ACTIONS_METRIC = "kahuna_illegal_actions"
 ACTIONS_CHECKED_METRIC = "kahuna_actions_checked"
@@ -55,6 +70,8 @@ SCORE_METRIC = "kahuna_learner_score_vs_{}"
 SNAPSHOT_SCORE_METRIC = SCORE_METRIC.format("past")
 MAX_EMPTY_ITERATIONS = 3
 """Give up after this many consecutive iterations without a sampled env step (env runners keep failing)."""
+LEAGUE_FILE = "kahuna_league.json"
+"""The snapshot slots' PFSP statistics (:meth:`SlotStats.state`), saved inside every algorithm checkpoint directory."""
 
 
 # ---------------------------------------------------------------------------------------------- self-play league
@@ -106,9 +123,32 @@ class SnapshotCallback:
             copy_learner_to(algorithm, snapshot_ids(self.slots))
             return
         iteration = int(result.get("training_iteration", algorithm.iteration))
-        if iteration % self.every == 0:
-            slot = (iteration // self.every - 1) % self.slots
+        slot = snapshot_slot(iteration, self.every, self.slots)
+        if slot is not None:
             copy_learner_to(algorithm, [f"{SNAPSHOT_PREFIX}{slot}"])
+
+
+def push_snapshot_probabilities(
+    algorithm: Any, probabilities: list[float] | None, timeout_s: float | None = None
+) -> None:
+    """Set the slot probabilities of ``past`` games (None: uniform) in every env of every EnvRunner."""
+
+    def set_probabilities(runner: Any) -> None:
+        for env in getattr(getattr(runner, "env", None), "envs", None) or []:
+            env.unwrapped.set_snapshot_probabilities(probabilities)
+
+    group = algorithm.env_runner_group
+    if group.local_env_runner is not None:
+        set_probabilities(group.local_env_runner)
+    if group.num_remote_env_runners():
+        group.foreach_env_runner(set_probabilities, local_env_runner=False, timeout_seconds=timeout_s)
+
+
+def league_metrics(stats: SlotStats) -> dict[str, float]:
+    """The native trainer's ``league/*`` diagnostics of the slots (its own function, on the slot statistics)."""
+    from training.ppo import _league_scalars
+
+    return _league_scalars(stats)  # it reads only len(), win_rates() and probabilities()
 
 
 def _incarnation(runner: Any) -> tuple[int, str]:
@@ -222,6 +262,10 @@ def log_game_results(*, episode: Any = None, metrics_logger: Any = None, **kwarg
         if kind in (None, "latest"):
             continue
         metrics_logger.log_value(SCORE_METRIC.format(kind), float(info["kahuna_score"]), window=200)
+        slot = info.get("kahuna_snapshot")
+        if kind == "past" and slot is not None:  # the PFSP statistics of the slot (summed per iteration)
+            metrics_logger.log_value(SLOT_SCORE_METRIC.format(slot), float(info["kahuna_score"]), reduce="sum")
+            metrics_logger.log_value(SLOT_GAMES_METRIC.format(slot), 1, reduce="sum")
 
 
 # ---------------------------------------------------------------------------------------------- Ray
@@ -555,10 +599,12 @@ def train(
         watch = RunnerWatch(
             [LEARNER, *snapshot_ids(config.snapshot_slots)], config.fault_tolerance.env_runner_health_probe_timeout_s
         )
-        progress = _Progress(watch)
+        league = SlotStats(pfsp_settings(config.pool), config.snapshot_slots)
+        progress = _Progress(watch, league, config.pool.snapshot_every)
         if restore_from is not None:
             algorithm.restore_from_path(str(Path(restore_from).resolve()))
             push_modules(algorithm, watch.module_ids)  # every runner gets the restored league, whatever its seq no
+            load_league(league, Path(restore_from))
             progress.restored(algorithm, run_path / "metrics.jsonl")
             log(
                 f"kahuna-rllib: resumed from {restore_from} at iteration {algorithm.iteration}, "
@@ -573,7 +619,7 @@ def train(
                 log(_format_line(row))
                 progress.check(row)
                 if config.checkpoint.every and row["iteration"] % config.checkpoint.every == 0:
-                    save_checkpoint(algorithm, run_path / "checkpoints" / f"iter_{row['iteration']:06d}")
+                    save_checkpoint(algorithm, run_path / "checkpoints" / f"iter_{row['iteration']:06d}", league)
                 if on_iteration is not None:
                     on_iteration(algorithm, row)
                 if config.max_minutes is not None and row["elapsed_s"] >= 60 * config.max_minutes:
@@ -615,9 +661,10 @@ def train(
     return result
 
 
-def save_checkpoint(algorithm: Any, path: Path) -> Path:
+def save_checkpoint(algorithm: Any, path: Path, league: SlotStats | None = None) -> Path:
     """Save an algorithm checkpoint at ``path`` atomically: written next to it, then renamed into place.
 
+    ``league``: its PFSP statistics go into the checkpoint too (:data:`LEAGUE_FILE`).
     A run killed while saving leaves a ``*.partial`` directory, never a damaged
     checkpoint that ``--resume`` would pick.
     """
@@ -627,10 +674,23 @@ def save_checkpoint(algorithm: Any, path: Path) -> Path:
     if partial.exists():
         shutil.rmtree(partial)
     algorithm.save_to_path(str(partial))
+    if league is not None:
+        (partial / LEAGUE_FILE).write_text(json.dumps(league.state()), encoding="utf-8")
     if path.exists():
         shutil.rmtree(path)
     partial.rename(path)
     return path
+
+
+def load_league(league: SlotStats, checkpoint: Path) -> None:
+    """Restore ``league``'s PFSP statistics from an algorithm checkpoint (one without them: fresh statistics)."""
+    path = checkpoint / LEAGUE_FILE
+    if not path.is_file():
+        return
+    try:
+        league.load_state(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, KeyError, TypeError) as error:
+        raise TrainingError(f"{path}: damaged PFSP statistics ({error})") from None
 
 
 def latest_checkpoint(run_dir: str | Path) -> Path:
@@ -698,10 +758,12 @@ def _log_start(config: RLlibConfig, run_path: Path, log: Callable[[str], None]) 
 
 
 class _Progress:
-    """The running totals of a run: env steps, checked and illegal actions, iterations without a step."""
+    """The running totals of a run: env steps, checked and illegal actions, iterations without a step; the league."""
 
-    def __init__(self, watch: RunnerWatch) -> None:
+    def __init__(self, watch: RunnerWatch, league: SlotStats, snapshot_every: int) -> None:
         self.watch = watch
+        self.league = league
+        self.snapshot_every = snapshot_every
         self.history: list[dict[str, Any]] = []
         self.start = time.perf_counter()
         self.env_steps = self.illegal = self.checked = self.empty = 0
@@ -721,8 +783,13 @@ class _Progress:
         """One ``algorithm.train()`` call; returns its metrics row (with ``elapsed_s`` and the restarts)."""
         tick = time.perf_counter()
         self.watch.check(algorithm)
+        probabilities = self.league.env_probabilities()
+        if probabilities is not None:  # uniform: the envs keep their plain draw
+            push_snapshot_probabilities(algorithm, probabilities, self.watch.timeout_s)
         result = algorithm.train()
         row = summarize(result, time.perf_counter() - tick, self.env_steps)
+        self.league.update(result.get("env_runners", {}), row["iteration"], self.snapshot_every)
+        row.update(league_metrics(self.league))
         runners = algorithm.env_runner_group
         row["env_runner_restarts"] = self.watch.restarts
         row["rllib_env_runner_restores"] = runners.num_remote_worker_restarts()
@@ -755,7 +822,7 @@ def _export(config: RLlibConfig, algorithm: Any, run_path: Path, progress: _Prog
     from training.rllib.export import export_weights
 
     final = run_path / "checkpoint"
-    save_checkpoint(algorithm, final)
+    save_checkpoint(algorithm, final, progress.league)
     if not config.checkpoint.export:
         return final, None
     weights = algorithm.learner_group.get_weights(module_ids=[LEARNER])[LEARNER]
