@@ -28,7 +28,6 @@ from training.rllib.league import (
     SLOT_GAMES_METRIC,
     SLOT_SCORE_METRIC,
     SlotStats,
-    pfsp_settings,
     slot_results,
     snapshot_slot,
 )
@@ -75,10 +74,10 @@ def per_slot(assignment: GameAssignment, outcomes: np.ndarray, slots: int) -> tu
 # ---------------------------------------------------------------------------------------------- config
 def test_pfsp_settings_are_the_native_keys():
     pool = PoolConfig(pfsp="variance", pfsp_exponent=3.0, pfsp_prior=0.3, pfsp_prior_games=2.0, pfsp_decay=0.9)
-    assert pfsp_settings(pool) == PFSP(weighting="variance", exponent=3.0, prior=0.3, prior_games=2.0, decay=0.9)
-    assert pfsp_settings(PoolConfig()) == PFSP()
+    assert PFSP.from_config(pool) == PFSP(weighting="variance", exponent=3.0, prior=0.3, prior_games=2.0, decay=0.9)
+    assert PFSP.from_config(PoolConfig()) == PFSP()
     config = load_rllib_config(CONFIG, ["pool.pfsp=hard", "pool.pfsp_exponent=1.5"])
-    assert pfsp_settings(config.pool) == PFSP(weighting="hard", exponent=1.5)
+    assert PFSP.from_config(config.pool) == PFSP(weighting="hard", exponent=1.5)
     with pytest.raises(ConfigError, match=r"pool\.pfsp: must be 'uniform', 'hard' or 'variance'"):
         load_rllib_config(CONFIG, ["pool.pfsp=easy"])
 
@@ -305,7 +304,7 @@ LEAGUE_KEYS = ("league/min_snapshot_win_rate", "league/mean_snapshot_win_rate", 
 @needs_ray
 def test_a_pfsp_run_records_pushes_logs_and_resumes_its_statistics(tmp_path, monkeypatch):
     import training.rllib.train as train_module
-    from training.ppo import _league_scalars
+    from training.pool import league_scalars
 
     updates: list[dict] = []
 
@@ -330,7 +329,7 @@ def test_a_pfsp_run_records_pushes_logs_and_resumes_its_statistics(tmp_path, mon
 
     monkeypatch.setattr(train_module, "SlotStats", RecordingStats)
     config = load_rllib_config(CONFIG, RUN)
-    pfsp = pfsp_settings(config.pool)
+    pfsp = PFSP.from_config(config.pool)
     run_dir = tmp_path / "run"
     train_module.train(config, run_dir=run_dir, on_iteration=on_iteration)
     assert [update["iteration"] for update in updates] == [1, 2]
@@ -356,7 +355,7 @@ def test_a_pfsp_run_records_pushes_logs_and_resumes_its_statistics(tmp_path, mon
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [row["iteration"] for row in rows] == [1, 2]
     for row, update in zip(rows, updates, strict=True):
-        native = _league_scalars(native_pool_with(update["after"], pfsp))
+        native = league_scalars(native_pool_with(update["after"], pfsp))
         assert set(LEAGUE_KEYS) <= set(row)
         for key in LEAGUE_KEYS:
             assert row[key] == pytest.approx(native[key])
@@ -374,5 +373,5 @@ def test_a_pfsp_run_records_pushes_logs_and_resumes_its_statistics(tmp_path, mon
     np.testing.assert_allclose(np.array(pushed[3][0]), [expected, expected])
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [row["iteration"] for row in rows] == [1, 2, 3]
-    native = _league_scalars(native_pool_with(updates[2]["after"], pfsp))
+    native = league_scalars(native_pool_with(updates[2]["after"], pfsp))
     assert rows[2]["league/mean_snapshot_win_rate"] == pytest.approx(native["league/mean_snapshot_win_rate"])

@@ -30,12 +30,15 @@ uniform one of earlier versions).  The counts live with the snapshots in the che
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from training.model import ActorCritic, ModelConfig, model_config_from_dict
+
+if TYPE_CHECKING:
+    from training.config import PoolConfig
 
 KINDS = ("latest", "past", "greedy", "random", "mcts")
 """Opponent kinds, in the order of their integer codes."""
@@ -63,6 +66,17 @@ class PFSP:
     prior_games: float = 4.0
     decay: float = 0.98
 
+    @classmethod
+    def from_config(cls, pool: PoolConfig) -> PFSP:
+        """The settings of a ``pool:`` config section (``pool.pfsp`` and the ``pool.pfsp_*`` keys)."""
+        return cls(
+            weighting=pool.pfsp,
+            exponent=pool.pfsp_exponent,
+            prior=pool.pfsp_prior,
+            prior_games=pool.pfsp_prior_games,
+            decay=pool.pfsp_decay,
+        )
+
     def __post_init__(self) -> None:
         if self.weighting not in PFSP_WEIGHTINGS:
             raise ValueError(f"pool.pfsp: must be one of {', '.join(PFSP_WEIGHTINGS)}, got {self.weighting!r}")
@@ -74,6 +88,19 @@ class PFSP:
         if self.weighting == "variance":
             return win_rates * (1.0 - win_rates)
         return np.ones_like(win_rates)
+
+    def win_rates(self, scores: Sequence[float], games: Sequence[float]) -> np.ndarray:
+        """Estimated win rates from decayed learner scores and game counts (the prior for unplayed opponents)."""
+        scores, games = np.asarray(scores, dtype=np.float64), np.asarray(games, dtype=np.float64)
+        return (scores + self.prior * self.prior_games) / (games + self.prior_games)
+
+    def probabilities(self, scores: Sequence[float], games: Sequence[float]) -> np.ndarray:
+        """The probability of drawing each opponent for a ``past`` game (uniform if all weights are 0)."""
+        weights = self.weights(self.win_rates(scores, games))
+        total = weights.sum()
+        if not total > 0:
+            return np.full(len(weights), 1.0 / len(weights))
+        return weights / total
 
 
 @dataclasses.dataclass
@@ -145,17 +172,11 @@ class OpponentPool:
 
     def win_rates(self) -> np.ndarray:
         """The learner's estimated win rate against each snapshot (the prior for unplayed ones)."""
-        scores, games = np.array(self.scores, dtype=np.float64), np.array(self.games, dtype=np.float64)
-        pfsp = self.pfsp
-        return (scores + pfsp.prior * pfsp.prior_games) / (games + pfsp.prior_games)
+        return self.pfsp.win_rates(self.scores, self.games)
 
     def probabilities(self) -> np.ndarray:
         """The probability of each snapshot being drawn for a ``past`` game (uniform if all weights are 0)."""
-        weights = self.pfsp.weights(self.win_rates())
-        total = weights.sum()
-        if not total > 0:
-            return np.full(len(self.snapshots), 1.0 / len(self.snapshots))
-        return weights / total
+        return self.pfsp.probabilities(self.scores, self.games)
 
     def record(self, assignment: GameAssignment, outcomes: np.ndarray) -> None:
         """Decay every snapshot's counts, then add the learner's results (1 win, 0 draw, -1 loss) of ``past`` games."""
@@ -252,6 +273,24 @@ class OpponentPool:
         size = min(snapshots_per_update, pool_size, int(np.count_nonzero(probabilities)))
         chosen = rng.choice(pool_size, size=size, replace=False, p=probabilities)
         return chosen[rng.choice(size, size=count, p=probabilities[chosen] / probabilities[chosen].sum())]
+
+
+def league_scalars(pool: OpponentPool) -> dict[str, float]:
+    """PFSP diagnostics: the pool's size, the learner's estimated win rates against its snapshots, the draw odds.
+
+    Reads only ``len(pool)``, ``pool.win_rates()`` and ``pool.probabilities()``
+    (the RLlib league's slot statistics have the same three).
+    """
+    if not len(pool):
+        return {"league/snapshots": 0.0}
+    win_rates = pool.win_rates()
+    probabilities = pool.probabilities()
+    return {
+        "league/snapshots": float(len(pool)),
+        "league/min_snapshot_win_rate": float(win_rates.min()),
+        "league/mean_snapshot_win_rate": float(win_rates.mean()),
+        "league/max_snapshot_probability": float(probabilities.max()),
+    }
 
 
 def entry_model_config(entry: Mapping[str, Any], default: ModelConfig) -> ModelConfig:

@@ -54,7 +54,7 @@ from training.config import ConfigError, PPOConfig, TrainConfig, apply_overrides
 from training.cpus import available_cores, oversubscription_warning, update_threads
 from training.metrics import METRICS_FILE, PLOT_FILE, MetricsLogger, elo_scalars, metric_name, plot_learning_curves
 from training.model import ActorCritic, check_state_dict
-from training.pool import KINDS, PFSP, GameAssignment, OpponentPool, entry_model_config
+from training.pool import KINDS, PFSP, GameAssignment, OpponentPool, entry_model_config, league_scalars
 from training.quick_eval import QuickEvalResult, evaluate_policy
 from training.rollout import Rollout
 from training.rundir import RunLock, check_new_run_dir, check_writable
@@ -247,20 +247,6 @@ def _eval_scalars(results: dict[str, QuickEvalResult]) -> dict[str, float]:
     return scalars
 
 
-def _league_scalars(pool: OpponentPool) -> dict[str, float]:
-    """PFSP diagnostics: the pool's size, the learner's estimated win rates against its snapshots, the draw odds."""
-    if not len(pool):
-        return {"league/snapshots": 0.0}
-    win_rates = pool.win_rates()
-    probabilities = pool.probabilities()
-    return {
-        "league/snapshots": float(len(pool)),
-        "league/min_snapshot_win_rate": float(win_rates.min()),
-        "league/mean_snapshot_win_rate": float(win_rates.mean()),
-        "league/max_snapshot_probability": float(probabilities.max()),
-    }
-
-
 def train(
     config: TrainConfig,
     run_dir: str | Path,
@@ -385,13 +371,7 @@ def _setup(config: TrainConfig, log: Any, target: ActorCritic | None = None) -> 
     model = build_model(config)
     model.eval()
     settings = config.pool
-    pfsp = PFSP(
-        weighting=settings.pfsp,
-        exponent=settings.pfsp_exponent,
-        prior=settings.pfsp_prior,
-        prior_games=settings.pfsp_prior_games,
-        decay=settings.pfsp_decay,
-    )
+    pfsp = PFSP.from_config(settings)
     if target is None:
         pool = OpponentPool(config.model, settings.max_snapshots, pfsp=pfsp)
     else:
@@ -528,7 +508,7 @@ class _Session:
             **{f"losses/{key}": value for key, value in losses.items() if key not in ("epochs",)},
             "losses/epochs": losses["epochs"],
             **_eval_scalars(results),
-            **_league_scalars(run.pool),
+            **league_scalars(run.pool),
             **timings,
         }
         self.logger.log(update, run.counters["global_step"], scalars)

@@ -31,15 +31,13 @@ counts, as a new snapshot of the native pool does.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from training.config import PoolConfig
-from training.pool import PFSP, OpponentPool
+from training.pool import PFSP
 
 LEARNER = "learner"
 """Module id of the trained policy."""
@@ -79,12 +77,6 @@ SLOT_GAMES_METRIC = "kahuna_snapshot_{}_games"
 """EnvRunner metric (a sum per iteration): the number of the learner's games against slot k that ended."""
 
 
-def pfsp_settings(pool: PoolConfig) -> PFSP:
-    """The native :class:`PFSP` of ``pool``: field ``weighting`` is ``pool.pfsp``, field ``x`` is ``pool.pfsp_x``."""
-    names = [field.name for field in dataclasses.fields(PFSP)]
-    return PFSP(**{name: getattr(pool, "pfsp" if name == "weighting" else f"pfsp_{name}") for name in names})
-
-
 def snapshot_slot(iteration: int, every: int, slots: int) -> int | None:
     """The slot that takes the learner's weights after ``iteration`` (one every ``every``, round robin), or None."""
     if slots == 0 or iteration % every:
@@ -111,16 +103,21 @@ class SlotStats:
     """PFSP statistics of the snapshot slots: the native pool's counts and estimates, one entry per slot.
 
     ``scores``/``games`` are :class:`training.pool.OpponentPool`'s decayed
-    counts (learner score: a win 1, a draw 1/2); :meth:`win_rates`,
-    :meth:`probabilities` and ``len()`` *are* the native pool's methods (they
-    read only ``pfsp``, ``scores``, ``games`` and the number of ``snapshots``,
-    here the slots' module ids), so the draw odds cannot drift from the native
-    trainer's.
+    counts (learner score: a win 1, a draw 1/2); the estimates and draw odds
+    come from the same :class:`training.pool.PFSP` methods the native pool
+    calls, so they cannot drift from the native trainer's.
     """
 
-    win_rates = OpponentPool.win_rates
-    probabilities = OpponentPool.probabilities
-    __len__ = OpponentPool.__len__
+    def __len__(self) -> int:
+        return len(self.snapshots)
+
+    def win_rates(self) -> np.ndarray:
+        """The learner's estimated win rate against each slot (the prior for unplayed ones)."""
+        return self.pfsp.win_rates(self.scores, self.games)
+
+    def probabilities(self) -> np.ndarray:
+        """The PFSP probability of each slot being drawn for a ``past`` game."""
+        return self.pfsp.probabilities(self.scores, self.games)
 
     def __init__(self, pfsp: PFSP, slots: int) -> None:
         self.pfsp = pfsp

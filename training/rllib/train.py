@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from training.pool import PFSP
 from training.rllib.config import RLlibConfig, config_to_yaml, load_rllib_config
 from training.rllib.errors import RayConnectionError, TrainingError, require_ray
 from training.rllib.league import (
@@ -58,7 +59,6 @@ from training.rllib.league import (
     SNAPSHOT_PREFIX,
     SlotStats,
     league_mapping,
-    pfsp_settings,
     snapshot_ids,
     snapshot_slot,
 )
@@ -146,9 +146,9 @@ def push_snapshot_probabilities(
 
 def league_metrics(stats: SlotStats) -> dict[str, float]:
     """The native trainer's ``league/*`` diagnostics of the slots (its own function, on the slot statistics)."""
-    from training.ppo import _league_scalars
+    from training.pool import league_scalars
 
-    return _league_scalars(stats)  # it reads only len(), win_rates() and probabilities()
+    return league_scalars(stats)  # it reads only len(), win_rates() and probabilities()
 
 
 def _incarnation(runner: Any) -> tuple[int, str]:
@@ -599,7 +599,7 @@ def train(
         watch = RunnerWatch(
             [LEARNER, *snapshot_ids(config.snapshot_slots)], config.fault_tolerance.env_runner_health_probe_timeout_s
         )
-        league = SlotStats(pfsp_settings(config.pool), config.snapshot_slots)
+        league = SlotStats(PFSP.from_config(config.pool), config.snapshot_slots)
         progress = _Progress(watch, league, config.pool.snapshot_every)
         if restore_from is not None:
             algorithm.restore_from_path(str(Path(restore_from).resolve()))
