@@ -83,8 +83,8 @@ def test_shipped_config_loads_with_every_section():
     assert config.ray.address is None
     assert config.env_runners.num_env_runners >= 1
     assert config.learners.num_learners == 0
-    # The native trainer's recipe (configs/default.yaml): board network, island shaping, greedy opponents.
-    native = load_training_config(ROOT / "configs" / "default.yaml")
+    # The native trainer's quick recipe (configs/quick.yaml): board network, island shaping, greedy opponents.
+    native = load_training_config(ROOT / "configs" / "quick.yaml")
     assert config.model == native.model
     assert config.reward == native.reward
     assert config.pool.shares() == native.pool.shares()

@@ -37,7 +37,7 @@ def test_reward_and_pool_are_the_native_trainers_sections():
     assert hints["reward"] is RewardConfig and hints["pool"] is PoolConfig
     keys = ["pool.latest=0.2", "pool.past=0.3", "pool.greedy=0.4", "pool.random=0.1", "reward.island_shaping=0.5"]
     rllib = load_rllib_config(CONFIG, keys)
-    native = load_training_config(ROOT / "configs" / "default.yaml", keys)
+    native = load_training_config(ROOT / "configs" / "quick.yaml", keys)
     assert rllib.pool.shares() == native.pool.shares()
     assert rllib.reward == native.reward
     env_config = rllib.env_config()
@@ -52,7 +52,7 @@ def test_reward_and_pool_are_the_native_trainers_sections():
 
 def test_learning_rate_annealing_uses_the_native_keys():
     rllib = load_rllib_config(CONFIG, ["iterations=10"])
-    native = load_training_config(ROOT / "configs" / "default.yaml")
+    native = load_training_config(ROOT / "configs" / "quick.yaml")
     assert (rllib.ppo.lr, rllib.ppo.anneal_lr, rllib.ppo.min_lr_fraction) == (
         native.ppo.lr,
         native.ppo.anneal_lr,
