@@ -91,6 +91,29 @@ class TrainSummary:
     final_eval: dict[str, QuickEvalResult]
 
 
+def clipped_ppo_terms(
+    ratio: torch.Tensor,
+    advantages: torch.Tensor,
+    new_values: torch.Tensor,
+    old_values: torch.Tensor,
+    returns: torch.Tensor,
+    clip: float,
+    clip_vloss: bool,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-decision clipped policy and value losses (CleanRL's PPO); the loss uses their means.
+
+    ``advantages`` are used as given (normalise them first); the value loss is
+    ``0.5 * (V - R)^2``, with ``clip_vloss`` the larger of that and the loss of
+    ``V`` clipped to within ``clip`` of the sampled ``old_values``.
+    The RLlib Learner (``training.rllib.learner``) calls this too.
+    """
+    policy = torch.max(-advantages * ratio, -advantages * torch.clamp(ratio, 1 - clip, 1 + clip))
+    if not clip_vloss:
+        return policy, 0.5 * (new_values - returns) ** 2
+    clipped_values = old_values + torch.clamp(new_values - old_values, -clip, clip)
+    return policy, 0.5 * torch.max((new_values - returns) ** 2, (clipped_values - returns) ** 2)
+
+
 def ppo_losses(
     logits: torch.Tensor,
     new_values: torch.Tensor,
@@ -116,14 +139,10 @@ def ppo_losses(
     ratio = log_ratio.exp()
     if ppo.norm_adv and len(advantages) > 1:
         advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-    policy_loss = torch.max(
-        -advantages * ratio, -advantages * torch.clamp(ratio, 1 - ppo.clip_coef, 1 + ppo.clip_coef)
-    ).mean()
-    if ppo.clip_vloss:
-        clipped_values = old_values + torch.clamp(new_values - old_values, -ppo.clip_coef, ppo.clip_coef)
-        value_loss = 0.5 * torch.max((new_values - returns) ** 2, (clipped_values - returns) ** 2).mean()
-    else:
-        value_loss = 0.5 * ((new_values - returns) ** 2).mean()
+    policy_terms, value_terms = clipped_ppo_terms(
+        ratio, advantages, new_values, old_values, returns, ppo.clip_coef, ppo.clip_vloss
+    )
+    policy_loss, value_loss = policy_terms.mean(), value_terms.mean()
     entropy_mean = entropy.mean()
     loss = policy_loss - ppo.ent_coef * entropy_mean + ppo.vf_coef * value_loss
     with torch.no_grad():

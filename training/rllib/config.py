@@ -197,6 +197,10 @@ class LearnersConfig:
         )
 
 
+PPO_LOSSES = ("native", "rllib")
+"""Values of ``ppo.loss`` (``training.rllib.learner``)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class PPOConfig:
     """RLlib PPO hyperparameters (RLlib's own names where they are valid YAML keys).
@@ -215,9 +219,15 @@ class PPOConfig:
         entropy_coeff: entropy bonus coefficient.
         clip_param: PPO policy ratio clipping.
         vf_loss_coeff: value loss coefficient.
-        vf_clip_param: value loss clipping (the returns are in [-1, 1]).
+        vf_clip_param: ``loss: rllib`` only: RLlib's cap on the squared value error.
         grad_clip: gradient norm clipping (null: none).
         kl_coeff: initial coefficient of RLlib's adaptive KL penalty (0: no KL loss).
+        loss: ``native``: the native trainer's PPO loss (advantages standardized per minibatch,
+            ``0.5 * (V - R)^2`` clipped around the sampled values, see ``training.rllib.learner``);
+            ``rllib``: RLlib's stock PPO loss.
+        clip_vloss: ``loss: native`` only: clip the value loss around the sampled values
+            (with ``clip_param``, the native ``ppo.clip_vloss``).
+        adam_eps: Adam epsilon (the native ``ppo.adam_eps``; RLlib's own default is 1e-8).
     """
 
     lr: float = 3e-4
@@ -234,6 +244,9 @@ class PPOConfig:
     vf_clip_param: float = 10.0
     grad_clip: float | None = 0.5
     kl_coeff: float = 0.0
+    loss: str = "native"
+    clip_vloss: bool = True
+    adam_eps: float = 1e-5
 
     def __post_init__(self) -> None:
         check_value(self.lr > 0, "ppo.lr", "must be > 0", self.lr)
@@ -257,6 +270,8 @@ class PPOConfig:
             self.grad_clip is None or self.grad_clip > 0, "ppo.grad_clip", "must be > 0 or null", self.grad_clip
         )
         check_value(self.kl_coeff >= 0, "ppo.kl_coeff", "must be >= 0", self.kl_coeff)
+        check_value(self.loss in PPO_LOSSES, "ppo.loss", f"must be one of {', '.join(PPO_LOSSES)}", self.loss)
+        check_value(self.adam_eps > 0, "ppo.adam_eps", "must be > 0", self.adam_eps)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -403,6 +403,7 @@ def build_ppo_config(config: RLlibConfig) -> Any:
     from ray.rllib.algorithms.ppo import PPOConfig
 
     from training.rllib.env import KahunaMultiAgentEnv
+    from training.rllib.learner import ADAM_EPS_KEY, CLIP_VLOSS_KEY, LOSS_KEY, KahunaPPOLearner
 
     ppo = config.ppo
     runners = config.env_runners
@@ -425,6 +426,8 @@ def build_ppo_config(config: RLlibConfig) -> Any:
             num_learners=learners.num_learners,
             num_gpus_per_learner=learners.num_gpus_per_learner,
             num_cpus_per_learner=learners.num_cpus_per_learner if learners.num_learners > 0 else "auto",
+            learner_class=KahunaPPOLearner,
+            learner_config_dict={LOSS_KEY: ppo.loss, ADAM_EPS_KEY: ppo.adam_eps, CLIP_VLOSS_KEY: ppo.clip_vloss},
         )
         .training(
             lr=config.lr_schedule(),
