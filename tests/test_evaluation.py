@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 
 import pytest
@@ -68,6 +69,23 @@ def test_results_are_identical_with_one_and_two_workers():
     two = run_evaluation(entrants, games=2, seed=9, workers=2)
     assert one.pairings == two.pairings
     assert one.ratings == two.ratings
+
+
+def test_workers_hand_each_result_over_as_it_finishes():
+    """The progress bar moves during a multi-worker evaluation, not all at once at its end."""
+    from arena.evaluation import _play_in_workers
+    from kahuna_env.engine import KahunaConfig
+
+    tasks = schedule(["greedy", "mcts:40"], games=8, seed=5)
+    arrivals = []
+    started = time.perf_counter()
+    _play_in_workers(
+        tasks, 2, ("greedy", "mcts:40"), False, KahunaConfig(), False, lambda _: arrivals.append(time.perf_counter())
+    )
+    elapsed = time.perf_counter() - started
+    assert len(arrivals) == 8
+    # Each game takes a noticeable time, so results arriving one by one are spread over the run.
+    assert arrivals[-1] - arrivals[0] > 0.2 * (elapsed - (arrivals[0] - started))
 
 
 def test_a_different_seed_gives_different_games():
