@@ -32,8 +32,8 @@ PLOT_FILE = "learning_curves.png"
 TIME_KEYS = ("charts/SPS", "charts/actions_per_second", "time/")
 """Prefixes of metrics that measure wall time (they differ between otherwise identical runs)."""
 ANCHOR_RATINGS = {"greedy": 917.0, "mcts:50": 1215.0, "mcts": 1426.0}
-"""Fixed Elo ratings of the anchor opponents: the README's ratings table (a Bradley-Terry fit of
-``kahuna-eval`` games between 5 entrants, on the scale where the entrants' mean is 1000)."""
+"""Fixed Elo ratings of the anchor opponents: the earlier README ratings table, kept in docs/EVALUATION.md
+(a Bradley-Terry fit of ``kahuna-eval`` games between 5 entrants, on the scale where their mean is 1000)."""
 
 
 def metric_name(opponent: str) -> str:
