@@ -113,14 +113,11 @@ class KahunaPPOLearner(PPOTorchLearner):
     def _option(self, key: str, default: Any) -> Any:
         return (self.config.learner_config_dict or {}).get(key, default)
 
-    @property
-    def loss_kind(self) -> str:
-        kind = self._option(LOSS_KEY, "native")
-        if kind not in PPO_LOSSES:
-            raise ValueError(f"unknown PPO loss {kind!r}; expected one of {', '.join(PPO_LOSSES)}")
-        return kind
-
     def build(self) -> None:
+        # Read (and checked) once: RLlibConfig validates ppo.loss, but a Learner can be built from any config.
+        self.loss_kind = self._option(LOSS_KEY, "native")
+        if self.loss_kind not in PPO_LOSSES:
+            raise ValueError(f"unknown PPO loss {self.loss_kind!r}; expected one of {', '.join(PPO_LOSSES)}")
         super().build()
         if self.loss_kind == "native" and self._learner_connector is not None:
             pipeline = self._learner_connector
