@@ -44,6 +44,19 @@ def _runner_pids(algorithm) -> list[int]:
     return algorithm.env_runner_group.foreach_env_runner(lambda runner: os.getpid(), local_env_runner=False)
 
 
+def _wait_for_ray_to_restart_runners(algorithm, timeout_s: float = 120.0) -> None:
+    """Block until every EnvRunner actor answers a ping: Ray has finished restarting the killed one.
+
+    Restarting a process takes seconds (a slow CI machine took 4.6 s); RLlib probes its unhealthy
+    runners at the start of each iteration, so without this wait a short run could end before the
+    restarted runner is up and back in service.  The run itself does not depend on it.
+    """
+    import ray
+
+    actors = algorithm.env_runner_group._worker_manager.actors().values()
+    ray.get([actor.ping.remote() for actor in actors], timeout=timeout_s)
+
+
 @pytest.fixture(scope="module")
 def killed_run(tmp_path_factory):
     """A 4-iteration run whose first EnvRunner process is killed after iteration 1."""
@@ -59,6 +72,8 @@ def killed_run(tmp_path_factory):
             seen["pids"] = pids
             os.kill(pids[0], signal.SIGKILL)  # between two iterations: no call to it fails, Ray restarts it
             seen["killed"] = pids[0]
+        if row["iteration"] == 2:
+            _wait_for_ray_to_restart_runners(algorithm)  # RLlib's probe before iteration 3 then restores it
         if row["iteration"] == config.iterations:
             seen["after"] = _runner_pids(algorithm)
             modules = snapshot_ids(config.snapshot_slots)

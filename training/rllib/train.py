@@ -790,6 +790,9 @@ class _Progress:
         if probabilities is not None:  # uniform: the envs keep their plain draw
             push_snapshot_probabilities(algorithm, probabilities, self.watch.timeout_s)
         result = algorithm.train()
+        # RLlib may bring a failed runner back into service during train(): look again now, so the
+        # row's restart count agrees with its healthy-runner count and the runner has the league.
+        self.watch.check(algorithm)
         row = summarize(result, time.perf_counter() - tick, self.env_steps)
         self.league.update(result.get("env_runners", {}), row["iteration"], self.snapshot_every)
         row.update(league_metrics(self.league))
