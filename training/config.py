@@ -313,6 +313,10 @@ class TrainConfig:
         eval: evaluation.
         checkpoint: checkpoints.
         logging: progress bar, TensorBoard, plot.
+        init_from: start the learner (and the league's first snapshot) from this agent's weights: a
+            shipped agent's name (``champion``), an agent file or a training checkpoint, whose network
+            must be ``model``'s (null: fresh weights).  Read once, when the run starts; ``--resume``
+            continues from the run's own checkpoint.
     """
 
     name: str = "kahuna-ppo"
@@ -329,6 +333,7 @@ class TrainConfig:
     eval: EvalConfig = dataclasses.field(default_factory=EvalConfig)
     checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
     logging: LoggingConfig = dataclasses.field(default_factory=LoggingConfig)
+    init_from: str | None = None
 
     def __post_init__(self) -> None:
         check_value(
@@ -350,6 +355,12 @@ class TrainConfig:
         )
         check_value(
             self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be > 0 or null", self.max_minutes
+        )
+        check_value(
+            self.init_from is None or (bool(self.init_from.strip()) and self.init_from.isprintable()),
+            "init_from",
+            "must be null or an agent: a shipped agent's name or the path of an agent file or checkpoint",
+            self.init_from,
         )
         try:
             from kahuna_env.engine import KahunaConfig

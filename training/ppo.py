@@ -50,7 +50,15 @@ from training.checkpoint import (
     save_checkpoint,
 )
 from training.collector import SelfPlayCollector
-from training.config import ConfigError, PPOConfig, TrainConfig, apply_overrides, config_from_dict, config_to_yaml
+from training.config import (
+    ConfigError,
+    PPOConfig,
+    TrainConfig,
+    apply_overrides,
+    config_from_dict,
+    config_to_yaml,
+    plain_value,
+)
 from training.cpus import available_cores, oversubscription_warning, update_threads
 from training.metrics import METRICS_FILE, PLOT_FILE, MetricsLogger, elo_scalars, metric_name, plot_learning_curves
 from training.model import ActorCritic, check_state_dict
@@ -287,10 +295,11 @@ def train(
     update :class:`TrainingDiverged`.
     """
     run_dir = Path(run_dir)
-    # 1. Setup: threads, run directory, lock, network, optimizer, pool.
+    initial = initial_model(config) if config.init_from is not None and not resume else None
+    # 1. Setup: threads, run directory, lock, network (fresh or init_from), optimizer, pool.
     lock = _claim_run_dir(run_dir, resume)
     try:
-        run = _setup(config, log, target)
+        run = _setup(config, log, target, initial)
         # 2. Resume: the checkpoint's network, optimizer, pool and counters (all checked before any write).
         if resume:
             _resume(run, config, run_dir, log)
@@ -377,8 +386,32 @@ def _claim_run_dir(run_dir: Path, resume: bool) -> RunLock:
     return lock
 
 
-def _setup(config: TrainConfig, log: Any, target: ActorCritic | None = None) -> _RunState:
-    """Torch threads, the initial network, the optimizer, an empty pool (or the target's) and zero counters."""
+def initial_model(config: TrainConfig) -> ActorCritic:
+    """The network ``config.init_from`` names (a shipped agent, an agent file or a checkpoint), checked.
+
+    A missing file is a ``FileNotFoundError``, anything else wrong a one-line ``ValueError`` (a
+    :class:`ConfigError` when the network's shape is not the config's ``model``).
+    """
+    from training.agent import load_agent
+
+    source = config.init_from
+    model = load_agent(source).model
+    if model.config != config.model:
+        raise ConfigError(
+            f"init_from: {source} holds a network of {plain_value(dataclasses.asdict(model.config))}, "
+            f"but the config's model is {config.to_dict()['model']}; set model.* to match it"
+        )
+    return model
+
+
+def _setup(
+    config: TrainConfig, log: Any, target: ActorCritic | None = None, initial: ActorCritic | None = None
+) -> _RunState:
+    """Torch threads, the initial network, the optimizer, an empty pool (or the target's) and zero counters.
+
+    With ``initial`` (the ``init_from`` network) the learner starts from its weights and, unless the
+    run has a fixed ``target``, the league starts with it as its first snapshot (update 0).
+    """
     threads = update_threads(config.threads)
     cores = available_cores()
     if config.threads == "auto":
@@ -388,11 +421,16 @@ def _setup(config: TrainConfig, log: Any, target: ActorCritic | None = None) -> 
         log(f"warning: {warning}")
     torch.set_num_threads(threads)
     model = build_model(config)
+    if initial is not None:
+        model.load_state_dict(initial.state_dict())
+        log(f"init_from: the learner starts from {config.init_from}")
     model.eval()
     settings = config.pool
     pfsp = PFSP.from_config(settings)
     if target is None:
         pool = OpponentPool(config.model, settings.max_snapshots, pfsp=pfsp)
+        if initial is not None:
+            pool.add(model, 0)
     else:
         pool = OpponentPool(config.model, 1, deterministic=True, pfsp=pfsp)
         pool.add(target, 0)
@@ -616,6 +654,8 @@ def _save(config: TrainConfig, run: _RunState, run_dir: Path, update: int) -> Pa
 def _export(config: TrainConfig, run: _RunState, run_dir: Path) -> None:
     """``final_agent.pt``, ``final_eval.json`` (when there was a final evaluation) and the learning curves."""
     meta = {"run": config.name, "update": int(run.counters["update"]), "global_step": int(run.counters["global_step"])}
+    if config.init_from is not None:
+        meta["init_from"] = config.init_from
     export_agent(run_dir / FINAL_AGENT, run.model, meta)
     if run.final_eval:
         summary = {name: result.to_dict() for name, result in run.final_eval.items()}

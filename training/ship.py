@@ -21,6 +21,11 @@ key               value
                   outside a git checkout); ``commit_note`` says what it is
 ``training``      ``updates``, ``learner_decisions``, ``actions``, ``games``,
                   ``train_seconds`` (wall time of the whole run)
+``init_from``     for a run started from another agent (its config's ``init_from``):
+                  that agent's name or path and its own provenance (``run``,
+                  ``commit``, ``config``, ``training``, its ``init_from``);
+                  ``total_training`` sums ``learner_decisions`` and
+                  ``train_seconds`` over the whole chain (absent otherwise)
 ``final_eval``    the run's final evaluation (``final_eval.json``)
 ``evaluation``    the ``kahuna-eval --json`` reports given by ``--eval-json`` (repeatable), a list
 ``shipped_at``    UTC time of shipping (ISO 8601)
@@ -164,6 +169,7 @@ def build_meta(
             raise ValueError(f"--eval-json {report_file} is not a kahuna-eval --json report (format {EVAL_FORMAT!r})")
         evaluation.append(report)
     code_dir = Path(__file__).resolve().parent
+    start = _start_provenance(config.get("init_from"))
     meta = {
         "name": name,
         "run": run_dir.resolve().name,
@@ -180,11 +186,41 @@ def build_meta(
             "games": counters["games"],
             "train_seconds": float(counters.get("train_seconds", 0.0)),
         },
+        **start,
         "final_eval": dict(final_eval),
         "evaluation": evaluation,
         "shipped_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
+    if "total_training" in meta:  # the start agent's chain plus this run
+        for key in ("learner_decisions", "train_seconds"):
+            meta["total_training"][key] += meta["training"][key]
     return payload, _plain(meta, "the provenance")
+
+
+_START_KEYS = ("name", "run", "commit", "config", "training", "init_from")
+
+
+def _start_provenance(init_from: Any) -> dict[str, Any]:
+    """``{"init_from": ..., "total_training": ...}`` for a run started from an agent; ``{}`` for a fresh one.
+
+    The start agent is read now (a shipped name or a file): a one-line ``ValueError`` if it is gone.
+    ``total_training`` adds its chain's decisions and seconds to this run's (filled in by the caller).
+    """
+    if init_from is None:
+        return {}
+    from training.agent import load_agent
+
+    try:
+        start_meta = load_agent(init_from).meta or {}
+    except (OSError, ValueError) as error:
+        raise ValueError(f"the run's init_from agent {init_from!r} cannot be read: {first_line(error)}") from None
+    provenance = {key: start_meta[key] for key in _START_KEYS if key in start_meta}
+    provenance["agent"] = init_from
+    chain = start_meta.get("total_training") or start_meta.get("training") or {}
+    return {
+        "init_from": provenance,
+        "total_training": {key: chain.get(key, 0) for key in ("learner_decisions", "train_seconds")},
+    }
 
 
 def ship(

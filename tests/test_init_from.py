@@ -1,0 +1,144 @@
+"""``init_from``: a run that starts from an agent's weights (how the champion is continued across sittings).
+
+The learner and the league's first snapshot start as the named agent; a
+network that does not fit ``model``, a missing file or a bad value is one line
+before anything is written; ``--resume`` continues from the run's own
+checkpoint and never reads ``init_from`` again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from training.checkpoint import export_agent, load_checkpoint
+from training.cli import main
+from training.config import ConfigError, load_config
+from training.model import ActorCritic
+from training.ppo import build_model, initial_model
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+SMOKE = REPOSITORY / "configs" / "smoke.yaml"
+QUICK = [
+    "total_updates=1",
+    "eval.every=0",
+    "eval.final_games=0",
+    "logging.tensorboard=false",
+    "logging.plot=false",
+    "logging.progress=false",
+]
+
+
+def _args(run_dir: Path, *extra: str) -> list[str]:
+    overrides = [item for key in [*QUICK, *extra] for item in ("--set", key)]
+    return ["--config", str(SMOKE), *overrides, "--run-dir", str(run_dir)]
+
+
+@pytest.fixture
+def start_agent(tmp_path) -> Path:
+    """An agent file with the smoke network and weights unlike the smoke run's own seed-7 initialisation."""
+    config = load_config(SMOKE, ["seed=99"])
+    path = tmp_path / "start.pt"
+    export_agent(path, build_model(config), {"run": "start"})
+    return path
+
+
+def _weights(state: dict) -> list[torch.Tensor]:
+    return [value for _, value in sorted(state.items())]
+
+
+def _same(a: dict, b: dict) -> bool:
+    return all(torch.equal(x, y) for x, y in zip(_weights(a), _weights(b), strict=True))
+
+
+def test_init_from_starts_the_learner_and_the_leagues_first_snapshot_from_the_agent(tmp_path, start_agent):
+    assert main(_args(tmp_path / "run", f"init_from={start_agent}")) == 0
+    start = torch.load(start_agent, weights_only=True)["model_state"]
+    checkpoint = load_checkpoint(tmp_path / "run" / "checkpoints" / "latest.pt")
+    first = checkpoint["pool"][0]
+    assert first["update"] == 0 and _same(first["model_state"], start)  # the league starts with the agent
+    assert not _same(checkpoint["model_state"], start)  # and the learner trained on from it
+    assert checkpoint["config"]["init_from"] == str(start_agent)
+
+
+def test_without_init_from_the_league_starts_empty(tmp_path):
+    assert main(_args(tmp_path / "run")) == 0  # the smoke config takes a snapshot after every update
+    assert [entry["update"] for entry in load_checkpoint(tmp_path / "run" / "checkpoints" / "latest.pt")["pool"]] == [1]
+
+
+def test_a_shipped_agent_is_named_by_its_name():
+    config = load_config(REPOSITORY / "configs" / "champion-continue.yaml")
+    assert config.init_from == "champion-v1"
+    model = initial_model(config)
+    assert isinstance(model, ActorCritic) and model.config == config.model
+
+
+def test_a_network_that_does_not_fit_the_model_is_one_line_and_writes_nothing(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    assert main(_args(run_dir, "init_from=champion")) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kahuna-train: error: init_from: champion holds a network of")
+    assert "set model.* to match it" in lines[0]
+    assert not run_dir.exists() or not any(path.name != ".lock" for path in run_dir.rglob("*"))
+
+
+def test_a_missing_agent_is_one_line(tmp_path, capsys):
+    assert main(_args(tmp_path / "run", f"init_from={tmp_path / 'nope.pt'}")) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "nope.pt" in lines[0]
+
+
+@pytest.mark.parametrize("value", ["''", "'   '"])
+def test_an_empty_init_from_is_a_config_error(value):
+    with pytest.raises(ConfigError, match="init_from"):
+        load_config(SMOKE, [f"init_from={value}"])
+
+
+def test_resume_continues_from_the_checkpoint_without_reading_init_from(tmp_path, start_agent):
+    run_dir = tmp_path / "run"
+    assert main(_args(run_dir, f"init_from={start_agent}")) == 0
+    start_agent.unlink()  # gone: a resume that read it again would fail
+    assert main(["--resume", str(run_dir), "--set", "total_updates=2"]) == 0
+    assert load_checkpoint(run_dir / "checkpoints" / "latest.pt")["counters"]["update"] == 2
+
+
+# --------------------------------------------------------------------------------- provenance of a shipped agent
+def _ship_run(tmp_path: Path, init_from: str | None) -> dict:
+    import yaml
+    from test_shipped_agents import make_run
+
+    from training import ship as ship_module
+
+    run = make_run(tmp_path / "run")
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["init_from"] = init_from
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    out = ship_module.ship(run, name="champion", out=tmp_path / "shipped.pt", commit="abc")
+    return torch.load(out, weights_only=True)["meta"]
+
+
+def test_a_shipped_agent_records_the_agent_its_run_started_from(tmp_path):
+    from training.agent import load_agent
+
+    start = load_agent("champion-v1").meta
+    meta = _ship_run(tmp_path, "champion-v1")
+    assert meta["init_from"]["agent"] == "champion-v1"
+    assert meta["init_from"]["training"] == start["training"] and meta["init_from"]["commit"] == start["commit"]
+    assert meta["total_training"] == {
+        "learner_decisions": start["training"]["learner_decisions"] + 1234,  # make_run's counters
+        "train_seconds": start["training"]["train_seconds"] + 12.5,
+    }
+
+
+def test_a_fresh_run_has_no_start_provenance(tmp_path):
+    meta = _ship_run(tmp_path, None)
+    assert "init_from" not in meta and "total_training" not in meta
+
+
+def test_shipping_a_run_whose_start_agent_is_gone_is_one_line(tmp_path):
+    with pytest.raises(ValueError, match=r"init_from agent .*gone\.pt.* cannot be read") as caught:
+        _ship_run(tmp_path, str(tmp_path / "gone.pt"))
+    assert "\n" not in str(caught.value)
+    assert not (tmp_path / "shipped.pt").exists()
