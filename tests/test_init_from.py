@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_training_hardening import quick_args
 
 from training.checkpoint import export_agent, load_checkpoint
 from training.cli import main
@@ -21,19 +22,10 @@ from training.ppo import build_model, initial_model
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 SMOKE = REPOSITORY / "configs" / "smoke.yaml"
-QUICK = [
-    "total_updates=1",
-    "eval.every=0",
-    "eval.final_games=0",
-    "logging.tensorboard=false",
-    "logging.plot=false",
-    "logging.progress=false",
-]
 
 
 def _args(run_dir: Path, *extra: str) -> list[str]:
-    overrides = [item for key in [*QUICK, *extra] for item in ("--set", key)]
-    return ["--config", str(SMOKE), *overrides, "--run-dir", str(run_dir)]
+    return quick_args(run_dir, "logging.progress=false", *extra)  # the smoke recipe, two updates
 
 
 @pytest.fixture
@@ -54,10 +46,11 @@ def _same(a: dict, b: dict) -> bool:
 
 
 def test_init_from_starts_the_learner_and_the_leagues_first_snapshot_from_the_agent(tmp_path, start_agent):
-    assert main(_args(tmp_path / "run", f"init_from={start_agent}")) == 0
+    assert main(_args(tmp_path / "run", f"init_from={start_agent}", "pool.max_snapshots=3")) == 0
     start = torch.load(start_agent, weights_only=True)["model_state"]
     checkpoint = load_checkpoint(tmp_path / "run" / "checkpoints" / "latest.pt")
     first = checkpoint["pool"][0]
+    assert [entry["update"] for entry in checkpoint["pool"]] == [0, 1, 2]
     assert first["update"] == 0 and _same(first["model_state"], start)  # the league starts with the agent
     assert not _same(checkpoint["model_state"], start)  # and the learner trained on from it
     assert checkpoint["config"]["init_from"] == str(start_agent)
@@ -65,7 +58,10 @@ def test_init_from_starts_the_learner_and_the_leagues_first_snapshot_from_the_ag
 
 def test_without_init_from_the_league_starts_empty(tmp_path):
     assert main(_args(tmp_path / "run")) == 0  # the smoke config takes a snapshot after every update
-    assert [entry["update"] for entry in load_checkpoint(tmp_path / "run" / "checkpoints" / "latest.pt")["pool"]] == [1]
+    assert [entry["update"] for entry in load_checkpoint(tmp_path / "run" / "checkpoints" / "latest.pt")["pool"]] == [
+        1,
+        2,
+    ]
 
 
 def test_a_shipped_agent_is_named_by_its_name():
@@ -100,8 +96,8 @@ def test_resume_continues_from_the_checkpoint_without_reading_init_from(tmp_path
     run_dir = tmp_path / "run"
     assert main(_args(run_dir, f"init_from={start_agent}")) == 0
     start_agent.unlink()  # gone: a resume that read it again would fail
-    assert main(["--resume", str(run_dir), "--set", "total_updates=2"]) == 0
-    assert load_checkpoint(run_dir / "checkpoints" / "latest.pt")["counters"]["update"] == 2
+    assert main(["--resume", str(run_dir), "--set", "total_updates=3"]) == 0
+    assert load_checkpoint(run_dir / "checkpoints" / "latest.pt")["counters"]["update"] == 3
 
 
 # --------------------------------------------------------------------------------- provenance of a shipped agent
