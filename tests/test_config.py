@@ -26,7 +26,7 @@ def write(tmp_path: Path, text: str) -> Path:
 
 
 def test_shipped_configs_load():
-    for name in ("default.yaml", "quick.yaml", "champion.yaml", "exploit.yaml", "smoke.yaml"):
+    for name in ("default.yaml", "quick.yaml", "champion.yaml", "champion-continue.yaml", "exploit.yaml", "smoke.yaml"):
         config = load_config(CONFIGS / name)
         assert isinstance(config, TrainConfig)
 
