@@ -51,10 +51,21 @@ def _wait_for_ray_to_restart_runners(algorithm, timeout_s: float = 120.0) -> Non
     runners at the start of each iteration, so without this wait a short run could end before the
     restarted runner is up and back in service.  The run itself does not depend on it.
     """
-    import ray
+    import time
 
-    actors = algorithm.env_runner_group._worker_manager.actors().values()
-    ray.get([actor.ping.remote() for actor in actors], timeout=timeout_s)
+    import ray
+    from ray.exceptions import ActorUnavailableError
+
+    deadline = time.monotonic() + timeout_s
+    for actor in algorithm.env_runner_group._worker_manager.actors().values():
+        while True:  # a restarting actor refuses calls at once ("The actor is restarting"): ask again
+            try:
+                ray.get(actor.ping.remote(), timeout=max(deadline - time.monotonic(), 0.1))
+                break
+            except ActorUnavailableError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
