@@ -420,9 +420,8 @@ def _setup(
     if warning:
         log(f"warning: {warning}")
     torch.set_num_threads(threads)
-    model = build_model(config)
+    model = build_model(config) if initial is None else initial
     if initial is not None:
-        model.load_state_dict(initial.state_dict())
         log(f"init_from: the learner starts from {config.init_from}")
     model.eval()
     settings = config.pool

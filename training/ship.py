@@ -169,7 +169,13 @@ def build_meta(
             raise ValueError(f"--eval-json {report_file} is not a kahuna-eval --json report (format {EVAL_FORMAT!r})")
         evaluation.append(report)
     code_dir = Path(__file__).resolve().parent
-    start = _start_provenance(config.get("init_from"))
+    training = {
+        "updates": counters["update"],
+        "learner_decisions": counters["global_step"],
+        "actions": counters["actions"],
+        "games": counters["games"],
+        "train_seconds": float(counters.get("train_seconds", 0.0)),
+    }
     meta = {
         "name": name,
         "run": run_dir.resolve().name,
@@ -179,32 +185,23 @@ def build_meta(
         "config": dict(config),
         "commit": commit if commit is not None else git_commit(code_dir),
         "commit_note": "git HEAD of the code when the agent was shipped (the run directory does not record its own)",
-        "training": {
-            "updates": counters["update"],
-            "learner_decisions": counters["global_step"],
-            "actions": counters["actions"],
-            "games": counters["games"],
-            "train_seconds": float(counters.get("train_seconds", 0.0)),
-        },
-        **start,
+        "training": training,
+        **_start_provenance(config.get("init_from"), training),
         "final_eval": dict(final_eval),
         "evaluation": evaluation,
         "shipped_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
-    if "total_training" in meta:  # the start agent's chain plus this run
-        for key in ("learner_decisions", "train_seconds"):
-            meta["total_training"][key] += meta["training"][key]
     return payload, _plain(meta, "the provenance")
 
 
 _START_KEYS = ("name", "run", "commit", "config", "training", "init_from")
 
 
-def _start_provenance(init_from: Any) -> dict[str, Any]:
+def _start_provenance(init_from: Any, training: Mapping[str, Any]) -> dict[str, Any]:
     """``{"init_from": ..., "total_training": ...}`` for a run started from an agent; ``{}`` for a fresh one.
 
     The start agent is read now (a shipped name or a file): a one-line ``ValueError`` if it is gone.
-    ``total_training`` adds its chain's decisions and seconds to this run's (filled in by the caller).
+    ``total_training`` adds its chain's decisions and seconds to this run's ``training``.
     """
     if init_from is None:
         return {}
@@ -219,7 +216,7 @@ def _start_provenance(init_from: Any) -> dict[str, Any]:
     chain = start_meta.get("total_training") or start_meta.get("training") or {}
     return {
         "init_from": provenance,
-        "total_training": {key: chain.get(key, 0) for key in ("learner_decisions", "train_seconds")},
+        "total_training": {key: chain.get(key, 0) + training[key] for key in ("learner_decisions", "train_seconds")},
     }
 
 
