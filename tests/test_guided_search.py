@@ -175,10 +175,26 @@ def test_the_value_is_the_critic_undone_of_its_island_shaping():
     assert phi != 0
     legal = game.legal_actions()
     for shaping in (0.0, 1.0):
-        evaluator = NetworkEvaluator(_one_hot_model(legal[0], value=0.2), island_shaping=shaping)
+        evaluator = NetworkEvaluator(_one_hot_model(legal[0], value=0.2), island_shaping=shaping, prior_temperature=1)
         priors, (value,) = evaluator.evaluate([game], [legal])
         assert value == pytest.approx(min(1.0, max(0.0, (0.2 + shaping * phi + 1) / 2)), abs=1e-6)
         assert sum(priors[0]) == pytest.approx(1.0, abs=1e-5) and priors[0][0] > 0.99
+
+
+def test_the_prior_temperature_flattens_the_policy_but_keeps_its_order():
+    game = KahunaGame(seed=3)
+    legal = game.legal_actions()
+    assert len(legal) > 2
+    model = _one_hot_model(legal[1])  # logit 50 on legal[1], 0 elsewhere
+    for temperature in (1.0, 10.0, 50.0):
+        (priors,), _ = NetworkEvaluator(model, prior_temperature=temperature).evaluate([game], [legal])
+        others = [prior for action, prior in zip(legal, priors, strict=True) if action != legal[1]]
+        # softmax(logits / T): the favourite's prior over any other is exp(50 / T).
+        assert priors[1] / others[0] == pytest.approx(np.exp(50.0 / temperature), rel=1e-3)
+        assert max(others) == pytest.approx(min(others)) and sum(priors) == pytest.approx(1.0, abs=1e-5)
+    # The default is the tuned, nearly flat prior (docs/EVALUATION.md).
+    assert NetworkEvaluator(model).prior_temperature == 20.0
+    assert GuidedMCTSAgent(model).exploration == 0.5
 
 
 def test_mixing_with_the_heuristic_and_bad_options(model):
@@ -190,6 +206,9 @@ def test_mixing_with_the_heuristic_and_bad_options(model):
         ({"batch_size": 0}, "batch_size"),
         ({"simulations": 0}, "simulations"),
         ({"island_shaping": float("nan")}, "island_shaping"),
+        ({"prior_temperature": 0}, "prior_temperature"),
+        ({"prior_temperature": float("inf")}, "prior_temperature"),
+        ({"exploration": 0}, "exploration"),
     ):
         with pytest.raises(ValueError, match=message):
             GuidedMCTSAgent(model, **options)

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from kahuna_env.actions import NUM_ACTIONS
-from kahuna_env.agents.mcts import DEFAULT_EXPLORATION, DEFAULT_SIMULATIONS, MCTSAgent
+from kahuna_env.agents.mcts import DEFAULT_SIMULATIONS, MCTSAgent
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
 from training.agent import load_agent
@@ -45,6 +45,15 @@ DEFAULT_VALUE_WEIGHT = 1.0
 """Weight of the network's value in a leaf's value (the rest: the baseline's rollout and evaluation)."""
 DEFAULT_BATCH_SIZE = 4
 """Leaves per forward pass (virtual loss)."""
+DEFAULT_PRIOR_TEMPERATURE = 20.0
+"""Temperature of the softmax that turns the network's logits into the PUCT prior (> 1 flattens it).
+
+The trained policies are peaked (the champion puts more than 0.99 on one
+action in about a third of its decisions), so with the raw softmax the search
+hardly looks past the policy's choice; a flat prior lets the network's value
+decide (measured in docs/EVALUATION.md, "Tuning the guided search")."""
+DEFAULT_GUIDED_EXPLORATION = 0.5
+"""PUCT constant of the guided search (the baseline's is 1.0; tuned with the prior temperature)."""
 DEFAULT_ISLAND_SHAPING = 1.0
 """The island-shaping coefficient the critic was trained with (the default config's ``reward.island_shaping``)."""
 
@@ -58,17 +67,28 @@ class NetworkEvaluator:
             with, undone when mapping its value to a win probability (see the
             module docstring); finite, >= 0.
         win_reward: the terminal reward of a win the critic was trained with (> 0).
+        prior_temperature: the priors are ``softmax(logits / prior_temperature)``
+            over the legal actions (> 0; 1 is the policy itself, the default 20
+            is nearly flat but keeps the policy's order).
 
     Attributes:
         positions: positions evaluated so far; ``calls``: forward passes so far.
     """
 
     def __init__(
-        self, model: ActorCritic, island_shaping: float = DEFAULT_ISLAND_SHAPING, win_reward: float = 1.0
+        self,
+        model: ActorCritic,
+        island_shaping: float = DEFAULT_ISLAND_SHAPING,
+        win_reward: float = 1.0,
+        prior_temperature: float = DEFAULT_PRIOR_TEMPERATURE,
     ) -> None:
         if not isinstance(model, ActorCritic):
             raise ValueError(f"NetworkEvaluator needs an ActorCritic, got {type(model).__name__}")
-        for label, number, positive in (("island_shaping", island_shaping, False), ("win_reward", win_reward, True)):
+        for label, number, positive in (
+            ("island_shaping", island_shaping, False),
+            ("win_reward", win_reward, True),
+            ("prior_temperature", prior_temperature, True),
+        ):
             finite = not isinstance(number, bool) and isinstance(number, (int, float)) and np.isfinite(number)
             if not finite or number < 0 or (positive and number == 0):
                 bound = "> 0" if positive else ">= 0"
@@ -76,6 +96,7 @@ class NetworkEvaluator:
         self.model = model.eval()
         self.island_shaping = float(island_shaping)
         self.win_reward = float(win_reward)
+        self.prior_temperature = float(prior_temperature)
         self.positions = 0
         self.calls = 0
 
@@ -91,7 +112,7 @@ class NetworkEvaluator:
             observations[row] = encode_observation(state, state.current_player)
             masks[row, actions] = True
         logits, values = self.model(torch.from_numpy(observations), torch.from_numpy(masks))
-        probabilities = torch.softmax(logits.float(), dim=1).numpy()
+        probabilities = torch.softmax(logits.float() / self.prior_temperature, dim=1).numpy()
         potentials = island_potentials(observations)
         outcome = (values.float().numpy() + self.island_shaping * potentials) / self.win_reward
         wins = np.clip((outcome + 1.0) / 2.0, 0.0, 1.0)
@@ -111,7 +132,8 @@ class GuidedMCTSAgent(MCTSAgent):
             is the baseline's rollout + evaluation (1.0: the network alone).
         batch_size: leaves per forward pass (default 4).
         island_shaping: see :class:`NetworkEvaluator`.
-        exploration: the PUCT constant.
+        exploration: the PUCT constant (default 0.5).
+        prior_temperature: see :class:`NetworkEvaluator` (default 20).
         rollout_depth: the baseline's rollout length, used only when ``value_weight < 1``.
         seed: seeds the agent's generator (determinizations, rollouts).
         name: the agent's name (default ``"guided:N"``).
@@ -124,8 +146,9 @@ class GuidedMCTSAgent(MCTSAgent):
         value_weight: float = DEFAULT_VALUE_WEIGHT,
         batch_size: int = DEFAULT_BATCH_SIZE,
         island_shaping: float = DEFAULT_ISLAND_SHAPING,
-        exploration: float = DEFAULT_EXPLORATION,
+        exploration: float = DEFAULT_GUIDED_EXPLORATION,
         rollout_depth: int = 0,
+        prior_temperature: float = DEFAULT_PRIOR_TEMPERATURE,
         seed: int | None = None,
         name: str | None = None,
     ) -> None:
@@ -134,7 +157,7 @@ class GuidedMCTSAgent(MCTSAgent):
             exploration=exploration,
             rollout_depth=rollout_depth,
             seed=seed,
-            evaluator=NetworkEvaluator(model, island_shaping=island_shaping),
+            evaluator=NetworkEvaluator(model, island_shaping=island_shaping, prior_temperature=prior_temperature),
             value_weight=value_weight,
             batch_size=batch_size,
         )
