@@ -74,13 +74,17 @@ def run(agent: str, options: dict, opponent: str, games: int, seed: int, workers
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from arena.cli import OneLineParser, even_games, first_line, non_negative_int, positive_int
+    from arena.entrants import resolve_entrant
+    from training.search import load_guided_agent
+
+    parser = OneLineParser(prog="guided_sweep.py", description=__doc__.splitlines()[0])
     parser.add_argument("settings", nargs="+", help="JSON objects of load_guided_agent keyword arguments")
     parser.add_argument("--agent", default="champion", help="the guiding network (default: champion)")
     parser.add_argument("--opponent", default="champion", help="any entrant (default: champion, the raw policy)")
-    parser.add_argument("--games", type=int, default=200, help="games per setting, even (default 200)")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--games", type=even_games, default=200, help="games per setting, even (default 200)")
+    parser.add_argument("--seed", type=non_negative_int, default=1)
+    parser.add_argument("--workers", type=positive_int, default=2)
     args = parser.parse_args(argv)
     settings = []
     for text in args.settings:
@@ -90,6 +94,13 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"setting {text!r} is not JSON: {error}")
         if not isinstance(options, dict):
             parser.error(f"setting {text!r} must be a JSON object of keyword arguments")
+        # Build each agent once here, so that a bad option or file fails before any game.
+        try:
+            trial = dict(options)
+            load_guided_agent(args.agent, simulations=trial.pop("simulations", 50), seed=0, **trial)
+            resolve_entrant(args.opponent, seed=0)
+        except (TypeError, ValueError, OSError) as error:
+            parser.error(f"setting {text}: {first_line(error)}")
         settings.append(options)
     for options in settings:
         print(run(args.agent, options, args.opponent, args.games, args.seed, args.workers), flush=True)
