@@ -28,17 +28,21 @@ from concurrent.futures import ProcessPoolExecutor
 _WORKER: dict = {}
 
 
-def _init(agent: str, options: dict, opponent: str) -> None:
-    import torch
-
+def _build(agent: str, options: dict, opponent: str) -> tuple:
+    """The guided search of ``options`` (``simulations`` default 50) and the opponent."""
     from arena.entrants import resolve_entrant
     from training.search import load_guided_agent
 
-    torch.set_num_threads(1)
     options = dict(options)
     simulations = options.pop("simulations", 50)
-    guided = load_guided_agent(agent, simulations=simulations, seed=0, **options)
-    _WORKER["agents"] = (guided, resolve_entrant(opponent, seed=0))
+    return load_guided_agent(agent, simulations=simulations, seed=0, **options), resolve_entrant(opponent, seed=0)
+
+
+def _init(agent: str, options: dict, opponent: str) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    _WORKER["agents"] = _build(agent, options, opponent)
 
 
 def _play(task):
@@ -75,8 +79,6 @@ def run(agent: str, options: dict, opponent: str, games: int, seed: int, workers
 
 def main(argv: list[str] | None = None) -> int:
     from arena.cli import OneLineParser, even_games, first_line, non_negative_int, positive_int
-    from arena.entrants import resolve_entrant
-    from training.search import load_guided_agent
 
     parser = OneLineParser(prog="guided_sweep.py", description=__doc__.splitlines()[0])
     parser.add_argument("settings", nargs="+", help="JSON objects of load_guided_agent keyword arguments")
@@ -96,9 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"setting {text!r} must be a JSON object of keyword arguments")
         # Build each agent once here, so that a bad option or file fails before any game.
         try:
-            trial = dict(options)
-            load_guided_agent(args.agent, simulations=trial.pop("simulations", 50), seed=0, **trial)
-            resolve_entrant(args.opponent, seed=0)
+            _build(args.agent, options, args.opponent)
         except (TypeError, ValueError, OSError) as error:
             parser.error(f"setting {text}: {first_line(error)}")
         settings.append(options)
