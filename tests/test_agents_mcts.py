@@ -179,7 +179,16 @@ def test_mcts_answers_a_forced_move_without_searching():
 
 @pytest.mark.parametrize(
     "options",
-    [{"simulations": 0}, {"simulations": 2.5}, {"exploration": 0}, {"rollout": "smart"}, {"rollout_depth": -1}],
+    [
+        {"simulations": 0},
+        {"simulations": 2.5},
+        {"exploration": 0},
+        {"rollout": "smart"},
+        {"rollout_depth": -1},
+        {"first_play_penalty": -0.1},
+        {"first_play_penalty": 1.5},
+        {"first_play_penalty": True},
+    ],
 )
 def test_mcts_rejects_bad_parameters(options):
     with pytest.raises(ValueError, match="mcts"):
@@ -216,3 +225,17 @@ def _swapped(game: KahunaGame) -> KahunaGame:
 def test_mcts_module_does_not_import_torch():
     code = "import sys, kahuna_env.agents.mcts; sys.exit(1 if 'torch' in sys.modules else 0)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+def test_first_play_penalty_decides_how_soon_unvisited_moves_are_tried():
+    # An unvisited child counts as the parent's mean less the penalty: a large penalty keeps the
+    # search on the children it has already visited, so fewer distinct root moves get a visit.
+    game = KahunaGame(seed=3)
+    assert len(game.legal_actions()) > 10
+    tried = {}
+    for penalty in (0.0, 0.5):
+        agent = MCTSAgent(simulations=60, seed=0, first_play_penalty=penalty)
+        root = agent.search(game.determinize(game.current_player, np.random.default_rng(0)))
+        tried[penalty] = sum(child.visits > 0 for child in root.children.values())
+    assert MCTSAgent().first_play_penalty == 0.05
+    assert tried[0.5] < tried[0.0]

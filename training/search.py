@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from kahuna_env.actions import NUM_ACTIONS
-from kahuna_env.agents.mcts import DEFAULT_SIMULATIONS, MCTSAgent
+from kahuna_env.agents.mcts import DEFAULT_FIRST_PLAY_PENALTY, DEFAULT_SIMULATIONS, MCTSAgent
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
 from training.agent import load_agent
@@ -134,6 +134,8 @@ class GuidedMCTSAgent(MCTSAgent):
         island_shaping: see :class:`NetworkEvaluator`.
         exploration: the PUCT constant (default 0.5).
         prior_temperature: see :class:`NetworkEvaluator` (default 20).
+        first_play_penalty: an unvisited child counts as its parent's mean value
+            less this (the baseline's first-play urgency, default 0.05).
         rollout_depth: the baseline's rollout length, used only when ``value_weight < 1``.
         seed: seeds the agent's generator (determinizations, rollouts).
         name: the agent's name (default ``"guided:N"``).
@@ -149,6 +151,7 @@ class GuidedMCTSAgent(MCTSAgent):
         exploration: float = DEFAULT_GUIDED_EXPLORATION,
         rollout_depth: int = 0,
         prior_temperature: float = DEFAULT_PRIOR_TEMPERATURE,
+        first_play_penalty: float = DEFAULT_FIRST_PLAY_PENALTY,
         seed: int | None = None,
         name: str | None = None,
     ) -> None:
@@ -160,6 +163,7 @@ class GuidedMCTSAgent(MCTSAgent):
             evaluator=NetworkEvaluator(model, island_shaping=island_shaping, prior_temperature=prior_temperature),
             value_weight=value_weight,
             batch_size=batch_size,
+            first_play_penalty=first_play_penalty,
         )
         self.name = name or f"guided:{simulations}"
 

@@ -81,7 +81,8 @@ DEFAULT_ROLLOUT_DEPTH = 12
 ROLLOUTS = ("heuristic", "random")
 """Known rollout policies."""
 
-_FIRST_PLAY_PENALTY = 0.05
+DEFAULT_FIRST_PLAY_PENALTY = 0.05
+"""First-play urgency: an unvisited child counts as its parent's mean value less this much."""
 _ISLAND_BITS = tuple(1 << i for i in range(NUM_ISLANDS))
 _LINE_A = tuple(A.PAID_ISLANDS[A.REMOVE_AB + line][0] for line in range(27))
 _LINE_B = tuple(A.PAID_ISLANDS[A.REMOVE_AB + line][1] for line in range(27))
@@ -237,7 +238,12 @@ class SearchNode:
         self.children: dict[int, SearchNode] = {}
 
 
-def _select(children: dict[int, SearchNode], legal: list[int], exploration: float) -> int:
+def _select(
+    children: dict[int, SearchNode],
+    legal: list[int],
+    exploration: float,
+    first_play_penalty: float = DEFAULT_FIRST_PLAY_PENALTY,
+) -> int:
     """The PUCT choice among the children available in this determinization (counting their availability)."""
     visited = 0
     value_sum = 0.0
@@ -246,7 +252,7 @@ def _select(children: dict[int, SearchNode], legal: list[int], exploration: floa
         child.available += 1
         visited += child.visits
         value_sum += child.value
-    first_play = (value_sum / visited if visited else 0.5) - _FIRST_PLAY_PENALTY
+    first_play = (value_sum / visited if visited else 0.5) - first_play_penalty
     best_action = legal[0]
     best_score = -math.inf
     for action in legal:
@@ -278,6 +284,8 @@ class MCTSAgent(SeededAgent):
             leaf's value, in [0, 1]; the rest is the baseline's rollout and
             :func:`evaluate` (1: the evaluator alone, no rollout).
         batch_size: guided search: leaves evaluated together (virtual loss), at least 1.
+        first_play_penalty: an unvisited child's value is its parent's mean
+            value less this (first-play urgency), in [0, 1].
 
     Attributes:
         search_seconds: total time spent searching since construction.
@@ -298,6 +306,7 @@ class MCTSAgent(SeededAgent):
         evaluator: LeafEvaluator | None = None,
         value_weight: float = 1.0,
         batch_size: int = 1,
+        first_play_penalty: float = DEFAULT_FIRST_PLAY_PENALTY,
     ) -> None:
         if isinstance(simulations, bool) or not isinstance(simulations, int) or simulations < 1:
             raise ValueError(f"mcts simulations must be a positive integer, got {simulations!r}")
@@ -317,6 +326,13 @@ class MCTSAgent(SeededAgent):
             raise ValueError(f"mcts value_weight must be a number in [0, 1], got {value_weight!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"mcts batch_size must be a positive integer, got {batch_size!r}")
+        if (
+            isinstance(first_play_penalty, bool)
+            or not isinstance(first_play_penalty, (int, float))
+            or not 0.0 <= first_play_penalty <= 1.0
+        ):
+            raise ValueError(f"mcts first_play_penalty must be a number in [0, 1], got {first_play_penalty!r}")
+        self.first_play_penalty = float(first_play_penalty)
         self.evaluator = evaluator
         self.value_weight = float(value_weight)
         self.batch_size = batch_size
@@ -359,6 +375,7 @@ class MCTSAgent(SeededAgent):
         player = game.current_player
         root = SearchNode(1.0)
         exploration = self.exploration
+        penalty = self.first_play_penalty
         # Rollouts draw many scalars: a Python generator seeded from the agent's own is much quicker.
         rollout_rng = random.Random(int(self.rng.integers(2**63)))
         for _ in range(self.simulations):
@@ -376,7 +393,7 @@ class MCTSAgent(SeededAgent):
                         if action not in children:
                             children[action] = SearchNode(prior)
                 # Selection among the children available in this determinization.
-                best_action = _select(children, legal, exploration)
+                best_action = _select(children, legal, exploration, penalty)
                 child = children[best_action]
                 state.step(best_action)
                 path.append((child, mover))
@@ -397,6 +414,7 @@ class MCTSAgent(SeededAgent):
         player = game.current_player
         root = SearchNode(1.0)
         exploration = self.exploration
+        penalty = self.first_play_penalty
         weight = self.value_weight
         rollout_rng = random.Random(int(self.rng.integers(2**63)))
         # The root's children and priors, from one determinization (the searching player's own
@@ -421,7 +439,7 @@ class MCTSAgent(SeededAgent):
                     children = node.children
                     if any(action not in children for action in legal):
                         break
-                    best_action = _select(children, legal, exploration)
+                    best_action = _select(children, legal, exploration, penalty)
                     child = children[best_action]
                     path.append((child, state.current_player))
                     child.visits += 1  # virtual loss until the value arrives
