@@ -125,6 +125,7 @@ def test_overrides_set_any_key():
         ("snapshots.share=0.5", "snapshots: unknown key"),
         ("env.variant=chess", "env: variant must be one of"),
         ("ray.object_store_mb=10", "ray.object_store_mb"),
+        ("env_runners.batch_mode=whole", "env_runners.batch_mode: must be one of truncate_episodes, complete_episodes"),
     ],
 )
 def test_config_errors_name_the_key(override, message):

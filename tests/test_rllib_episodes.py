@@ -173,3 +173,41 @@ def test_every_shape_a_real_env_runner_samples_is_checked(fragment, numpy):
     assert logger.values["kahuna_illegal_actions"] == 0
     # Every action is checked once: all but the ones still hanging at the end (at most one per env).
     assert env_steps - envs <= logger.values["kahuna_actions_checked"] <= env_steps
+
+
+def test_complete_episodes_samples_whole_games_only():
+    from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
+
+    from training.rllib.train import build_ppo_config, check_sampled_actions
+
+    envs = 2
+    config = load_rllib_config(
+        CONFIG,
+        [
+            "model.architecture=mlp",
+            "model.hidden_sizes=[16]",
+            "seed=6",
+            f"env_runners.num_envs_per_env_runner={envs}",
+            "env_runners.rollout_fragment_length=5",
+            "env_runners.batch_mode=complete_episodes",
+            "pool.max_snapshots=2",
+        ],
+    )
+    algo = build_ppo_config(config)
+    assert algo.batch_mode == "complete_episodes"
+    algo.callbacks_on_sample_end = None
+    runner = MultiAgentEnvRunner(config=algo)
+    logger = Logger()
+    try:
+        calls = [runner.sample() for _ in range(2)]  # what the algorithm asks: no step count
+        for samples in calls:
+            check_sampled_actions(samples=samples, metrics_logger=logger)
+    finally:
+        runner.stop()
+    # Whole games only, each from its first step (no chunk of a game cut by an earlier call),
+    # one per game slot a call.
+    for samples in calls:
+        assert len(samples) == envs
+        assert all(episode.is_done and episode.env_t_started == 0 for episode in samples)
+        assert all(len(episode) > 5 for episode in samples)
+    assert logger.values["kahuna_illegal_actions"] == 0

@@ -111,6 +111,10 @@ class KahunaEnvConfig:
         return dataclasses.asdict(self)
 
 
+BATCH_MODES = ("truncate_episodes", "complete_episodes")
+"""``env_runners.batch_mode`` values (RLlib's)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class EnvRunnersConfig:
     """Experience collection (RLlib ``EnvRunner`` actors).
@@ -121,6 +125,11 @@ class EnvRunnersConfig:
         num_cpus_per_env_runner: CPUs Ray reserves for each EnvRunner.
         rollout_fragment_length: env steps per EnvRunner sample call (null: RLlib's
             ``"auto"``, the train batch split over the runners).
+        batch_mode: ``"truncate_episodes"`` (RLlib's default: a sample call returns
+            exactly ``rollout_fragment_length`` steps per game, cutting games and
+            bootstrapping the cut with the value estimate) or ``"complete_episodes"``
+            (a sample call plays on until its games end: whole games only, as the
+            native trainer learns from).
         custom_resource: name of a Ray custom resource each EnvRunner also needs (null:
             none), e.g. ``kahuna_runner`` to place the runners only on nodes started with
             ``ray start --resources='{"kahuna_runner": 8}'``.
@@ -131,6 +140,7 @@ class EnvRunnersConfig:
     num_envs_per_env_runner: int = 1
     num_cpus_per_env_runner: float = 1.0
     rollout_fragment_length: int | None = None
+    batch_mode: str = "truncate_episodes"
     custom_resource: str | None = None
     custom_resource_per_env_runner: float = 1.0
 
@@ -153,6 +163,12 @@ class EnvRunnersConfig:
             "env_runners.rollout_fragment_length",
             "must be >= 1 or null",
             self.rollout_fragment_length,
+        )
+        check_value(
+            self.batch_mode in BATCH_MODES,
+            "env_runners.batch_mode",
+            f"must be one of {', '.join(BATCH_MODES)}",
+            self.batch_mode,
         )
         check_value(
             self.custom_resource is None or bool(self.custom_resource.strip()),

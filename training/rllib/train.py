@@ -420,6 +420,7 @@ def build_ppo_config(config: RLlibConfig) -> Any:
             num_envs_per_env_runner=runners.num_envs_per_env_runner,
             num_cpus_per_env_runner=runners.num_cpus_per_env_runner,
             rollout_fragment_length=runners.rollout_fragment_length or "auto",
+            batch_mode=runners.batch_mode,
             custom_resources_per_env_runner=runners.custom_resources(),
         )
         .learners(
