@@ -17,7 +17,6 @@ milliseconds per move and the wall time.  Results are identical for any
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import multiprocessing
@@ -63,7 +62,9 @@ def run(agent: str, options: dict, opponent: str, games: int, seed: int, workers
     wins = draws = decisions = 0
     think = 0.0
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_init, initargs=(agent, options, opponent)) as pool:
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_init, initargs=(agent, options, opponent)
+    ) as pool:
         for winner, seat, seconds, count in pool.map(_play, tasks):
             draws += winner is None
             wins += winner == seat

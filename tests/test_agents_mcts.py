@@ -239,3 +239,20 @@ def test_first_play_penalty_decides_how_soon_unvisited_moves_are_tried():
         tried[penalty] = sum(child.visits > 0 for child in root.children.values())
     assert MCTSAgent().first_play_penalty == 0.05
     assert tried[0.5] < tried[0.0]
+
+
+def test_lcb_weight_plays_the_best_lower_bound_instead_of_the_most_visits():
+    from kahuna_env.agents.mcts import SearchNode
+
+    root = SearchNode(1.0)
+    root.children = {1: SearchNode(0.5), 2: SearchNode(0.3), 3: SearchNode(0.2)}
+    for action, visits, value in ((1, 10, 5.0), (2, 8, 6.4), (3, 0, 0.0)):
+        root.children[action].visits, root.children[action].value = visits, value
+    assert MCTSAgent(lcb_weight=0.0).choose_move(root) == 1  # most visits
+    # lower bounds: 0.5 - 0.1/sqrt(10) = 0.468 against 0.8 - 0.1/sqrt(8) = 0.765; unvisited never chosen
+    assert MCTSAgent(lcb_weight=0.1).choose_move(root) == 2
+    root.children[3].value = 100.0
+    assert MCTSAgent(lcb_weight=5.0).choose_move(root) in (1, 2)
+    for bad in (-0.1, float("inf"), True):
+        with pytest.raises(ValueError, match="mcts lcb_weight"):
+            MCTSAgent(lcb_weight=bad)

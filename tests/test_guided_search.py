@@ -276,3 +276,34 @@ def test_kahuna_eval_plays_a_small_match_with_a_search_entrant(policy_file, caps
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bad simulation budget" in err
+
+
+def test_opponent_prior_temperature_sharpens_only_the_opponents_nodes(model):
+    from kahuna_env import actions as A
+    from kahuna_env.agents.mcts import _sharpen
+
+    logits = np.array([2.0, 0.5, -1.0, 0.1])
+    flat = np.exp(logits / 20) / np.exp(logits / 20).sum()
+    assert np.allclose(_sharpen(flat.tolist(), 20.0), np.exp(logits) / np.exp(logits).sum())
+    assert _sharpen([1e-300, 1.0], 50.0) == [0.0, 1.0]  # relative to the largest: no 0/0
+    game = KahunaGame(seed=4)
+    trees = {}
+    for temperature in (None, 1.0):
+        agent = GuidedMCTSAgent(model, simulations=200, seed=0, opponent_prior_temperature=temperature)
+        assert agent.opponent_prior_power == (1.0 if temperature is None else 20.0)
+        trees[temperature] = agent.search(game.determinize(game.current_player, np.random.default_rng(0)))
+    # The root (the searcher's own node) keeps the flat prior; the opponent's replies after a draw
+    # (which ends the turn) get the sharp one.
+    roots = [[c.prior for c in trees[t].children.values()] for t in (None, 1.0)]
+    assert roots[0] == roots[1]
+    replies = {
+        t: [c.prior for c in trees[t].children[A.DRAW].children.values()]
+        for t in (None, 1.0)
+        if A.DRAW in trees[t].children
+    }
+    assert len(replies) == 2 and all(len(r) > 3 for r in replies.values())
+    assert max(replies[1.0]) > max(replies[None])
+    with pytest.raises(ValueError, match="opponent_prior_temperature"):
+        GuidedMCTSAgent(model, opponent_prior_temperature=0)
+    with pytest.raises(ValueError, match="mcts opponent_prior_power"):
+        MCTSAgent(opponent_prior_power=float("nan"))

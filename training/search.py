@@ -136,6 +136,10 @@ class GuidedMCTSAgent(MCTSAgent):
         prior_temperature: see :class:`NetworkEvaluator` (default 20).
         first_play_penalty: an unvisited child counts as its parent's mean value
             less this (the baseline's first-play urgency, default 0.05).
+        opponent_prior_temperature: the prior temperature at the nodes where the
+            opponent moves (None, the default: ``prior_temperature`` everywhere).
+        lcb_weight: 0 (default) plays the most visited root move; ``w > 0`` the
+            visited one with the highest ``mean value - w / sqrt(visits)``.
         rollout_depth: the baseline's rollout length, used only when ``value_weight < 1``.
         seed: seeds the agent's generator (determinizations, rollouts).
         name: the agent's name (default ``"guided:N"``).
@@ -152,6 +156,8 @@ class GuidedMCTSAgent(MCTSAgent):
         rollout_depth: int = 0,
         prior_temperature: float = DEFAULT_PRIOR_TEMPERATURE,
         first_play_penalty: float = DEFAULT_FIRST_PLAY_PENALTY,
+        lcb_weight: float = 0.0,
+        opponent_prior_temperature: float | None = None,
         seed: int | None = None,
         name: str | None = None,
     ) -> None:
@@ -164,8 +170,20 @@ class GuidedMCTSAgent(MCTSAgent):
             value_weight=value_weight,
             batch_size=batch_size,
             first_play_penalty=first_play_penalty,
+            lcb_weight=lcb_weight,
+            opponent_prior_power=_power(prior_temperature, opponent_prior_temperature),
         )
         self.name = name or f"guided:{simulations}"
+
+
+def _power(temperature: float, opponent_temperature: float | None) -> float:
+    """The power that turns ``softmax(x / temperature)`` into ``softmax(x / opponent_temperature)``."""
+    if opponent_temperature is None:
+        return 1.0
+    finite = isinstance(opponent_temperature, (int, float)) and not isinstance(opponent_temperature, bool)
+    if not finite or not 0 < opponent_temperature < float("inf"):
+        raise ValueError(f"opponent_prior_temperature must be a finite number > 0, got {opponent_temperature!r}")
+    return float(temperature) / float(opponent_temperature)
 
 
 def load_guided_agent(

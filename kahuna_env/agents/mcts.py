@@ -265,6 +265,16 @@ def _select(
     return best_action
 
 
+def _sharpen(priors: Sequence[float], power: float) -> list[float]:
+    """``priors ** power``, renormalised (relative to the largest, so nothing underflows to all zeros)."""
+    top = max(priors)
+    if top <= 0.0:
+        return list(priors)
+    weights = [(p / top) ** power for p in priors]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
 class MCTSAgent(SeededAgent):
     """Determinized (information-set) MCTS; see the module docstring for the algorithm.
 
@@ -286,6 +296,12 @@ class MCTSAgent(SeededAgent):
         batch_size: guided search: leaves evaluated together (virtual loss), at least 1.
         first_play_penalty: an unvisited child's value is its parent's mean
             value less this (first-play urgency), in [0, 1].
+        opponent_prior_power: guided search: the evaluator's priors at nodes where
+            the searching player's opponent moves are raised to this power and
+            renormalised (> 0; 1 keeps them, above 1 sharpens them).
+        lcb_weight: how the move is chosen: 0 (default) the most visited root
+            child; ``w > 0`` the visited root child with the highest lower bound
+            ``mean value - w / sqrt(visits)`` (most visits break ties).
 
     Attributes:
         search_seconds: total time spent searching since construction.
@@ -307,6 +323,8 @@ class MCTSAgent(SeededAgent):
         value_weight: float = 1.0,
         batch_size: int = 1,
         first_play_penalty: float = DEFAULT_FIRST_PLAY_PENALTY,
+        lcb_weight: float = 0.0,
+        opponent_prior_power: float = 1.0,
     ) -> None:
         if isinstance(simulations, bool) or not isinstance(simulations, int) or simulations < 1:
             raise ValueError(f"mcts simulations must be a positive integer, got {simulations!r}")
@@ -332,7 +350,17 @@ class MCTSAgent(SeededAgent):
             or not 0.0 <= first_play_penalty <= 1.0
         ):
             raise ValueError(f"mcts first_play_penalty must be a number in [0, 1], got {first_play_penalty!r}")
+        if isinstance(lcb_weight, bool) or not isinstance(lcb_weight, (int, float)) or not 0.0 <= lcb_weight < math.inf:
+            raise ValueError(f"mcts lcb_weight must be a finite number >= 0, got {lcb_weight!r}")
+        if (
+            isinstance(opponent_prior_power, bool)
+            or not isinstance(opponent_prior_power, (int, float))
+            or not 0.0 < opponent_prior_power < math.inf
+        ):
+            raise ValueError(f"mcts opponent_prior_power must be a finite number > 0, got {opponent_prior_power!r}")
+        self.opponent_prior_power = float(opponent_prior_power)
         self.first_play_penalty = float(first_play_penalty)
+        self.lcb_weight = float(lcb_weight)
         self.evaluator = evaluator
         self.value_weight = float(value_weight)
         self.batch_size = batch_size
@@ -358,6 +386,20 @@ class MCTSAgent(SeededAgent):
         root = self.search(game)
         self.search_seconds += time.perf_counter() - started
         self.searched_moves += 1
+        return self.choose_move(root)
+
+    def choose_move(self, root: SearchNode) -> int:
+        """The move played after the search of ``root`` (see ``lcb_weight``)."""
+        weight = self.lcb_weight
+        if weight > 0.0 and any(child.visits for child in root.children.values()):
+
+            def bound(item: tuple[int, SearchNode]) -> tuple[float, int]:
+                child = item[1]
+                if not child.visits:
+                    return (-math.inf, 0)
+                return (child.value / child.visits - weight / math.sqrt(child.visits), child.visits)
+
+            return max(root.children.items(), key=bound)[0]
         if self.evaluator is None:
             best = max(root.children.items(), key=lambda item: (item[1].visits, item[1].value))
         else:
@@ -416,6 +458,7 @@ class MCTSAgent(SeededAgent):
         exploration = self.exploration
         penalty = self.first_play_penalty
         weight = self.value_weight
+        power = self.opponent_prior_power
         rollout_rng = random.Random(int(self.rng.integers(2**63)))
         # The root's children and priors, from one determinization (the searching player's own
         # actions do not depend on hidden cards).
@@ -455,6 +498,8 @@ class MCTSAgent(SeededAgent):
             priors, values = evaluator.evaluate(states, [item[1] for item in pending])
             for (state, legal, node, path), state_priors, value in zip(pending, priors, values, strict=True):
                 children = node.children
+                if power != 1.0 and state.current_player != player:
+                    state_priors = _sharpen(state_priors, power)
                 for action, prior in zip(legal, state_priors, strict=True):
                     if action not in children:
                         children[action] = SearchNode(float(prior))
