@@ -195,6 +195,7 @@ def test_the_prior_temperature_flattens_the_policy_but_keeps_its_order():
     # The default is the tuned, nearly flat prior (docs/EVALUATION.md).
     assert NetworkEvaluator(model).prior_temperature == 20.0
     assert GuidedMCTSAgent(model).exploration == 0.5
+    assert GuidedMCTSAgent(model).opponent_prior_power == 20.0 / 5.0  # opponent nodes at temperature 5
 
 
 def test_mixing_with_the_heuristic_and_bad_options(model):

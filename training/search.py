@@ -52,6 +52,13 @@ The trained policies are peaked (the champion puts more than 0.99 on one
 action in about a third of its decisions), so with the raw softmax the search
 hardly looks past the policy's choice; a flat prior lets the network's value
 decide (measured in docs/EVALUATION.md, "Tuning the guided search")."""
+DEFAULT_OPPONENT_PRIOR_TEMPERATURE = 5.0
+"""Prior temperature at the nodes where the searching player's opponent moves.
+
+Sharper than at the searcher's own nodes: the few simulations that reach an
+opponent node go to the replies the network expects, so its value is that of
+a good reply rather than an average over many (measured in docs/EVALUATION.md,
+"Tuning the guided search")."""
 DEFAULT_GUIDED_EXPLORATION = 0.5
 """PUCT constant of the guided search (the baseline's is 1.0; tuned with the prior temperature)."""
 DEFAULT_ISLAND_SHAPING = 1.0
@@ -137,7 +144,7 @@ class GuidedMCTSAgent(MCTSAgent):
         first_play_penalty: an unvisited child counts as its parent's mean value
             less this (the baseline's first-play urgency, default 0.05).
         opponent_prior_temperature: the prior temperature at the nodes where the
-            opponent moves (None, the default: ``prior_temperature`` everywhere).
+            opponent moves (default 5; None: ``prior_temperature`` everywhere).
         lcb_weight: 0 (default) plays the most visited root move; ``w > 0`` the
             visited one with the highest ``mean value - w / sqrt(visits)``.
         rollout_depth: the baseline's rollout length, used only when ``value_weight < 1``.
@@ -157,7 +164,7 @@ class GuidedMCTSAgent(MCTSAgent):
         prior_temperature: float = DEFAULT_PRIOR_TEMPERATURE,
         first_play_penalty: float = DEFAULT_FIRST_PLAY_PENALTY,
         lcb_weight: float = 0.0,
-        opponent_prior_temperature: float | None = None,
+        opponent_prior_temperature: float | None = DEFAULT_OPPONENT_PRIOR_TEMPERATURE,
         seed: int | None = None,
         name: str | None = None,
     ) -> None:
