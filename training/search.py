@@ -6,8 +6,10 @@ positions it encodes each one from the player to move
 (:func:`kahuna_env.observation.encode_observation`, what that player may
 know), runs one forward pass and returns
 
-* **priors**: the softmax of the network's logits over the position's legal
-  actions (the policy it plays, as the PUCT prior ``P``);
+* **priors**: ``softmax(logits / prior_temperature)`` over the position's
+  legal actions (the PUCT prior ``P``: the policy's order, flattened; the
+  search sharpens it again at the opponent's nodes, to
+  ``opponent_prior_temperature``);
 * **values**: the critic's estimate mapped to a win probability for the
   player to move.  The critic is trained on the return ``win * outcome`` (+1
   win, -1 loss, 0 draw) plus potential-based island shaping
