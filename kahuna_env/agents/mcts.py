@@ -29,8 +29,9 @@ How one decision is searched (single-observer ISMCTS, Cowling et al. 2012):
   value from the point of view of the player who took that action; values
   are backed up per player, never by flipping signs level by level.
 
-The move played is the root child with the most visits.  A position with a
-single legal action is answered at once without search.
+The move played is the root child with the most visits (with ``lcb_weight``
+w > 0: the visited child with the highest ``mean - w / sqrt(visits)``).  A
+position with a single legal action is answered at once without search.
 
 **Guided search.**  ``MCTSAgent(evaluator=...)`` replaces the cheap prior and
 (in the proportion ``value_weight``) the rollout-and-:func:`evaluate` leaf value
@@ -44,6 +45,9 @@ the same per-player backup; what changes (:meth:`MCTSAgent.guided_search`):
   determinization) without a child yet: that node is the leaf, evaluated,
   and its missing children are added with the priors of this evaluation
   (an opponent node gains children as determinizations deal it other cards).
+* With ``opponent_prior_power`` p != 1, the priors of a node where the
+  searching player's opponent moves are raised to p and renormalised (the
+  network evaluator's tempered softmax sharpened back for the opponent).
 * Its value is ``value_weight * v + (1 - value_weight) * h``: ``v`` the
   evaluator's win probability for the player to move, ``h`` the baseline's
   rollout-then-:func:`evaluate` value (not computed when ``value_weight`` is 1).
