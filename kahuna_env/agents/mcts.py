@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 import time
 from collections.abc import Sequence
 from typing import Protocol
@@ -271,12 +272,17 @@ def _select(
 
 def _sharpen(priors: Sequence[float], power: float) -> list[float]:
     """``priors ** power``, renormalised (relative to the largest, so nothing underflows to all zeros)."""
-    top = max(priors)
-    if top <= 0.0:
-        return list(priors)
+    top = max(priors)  # > 0: priors sum to 1
     weights = [(p / top) ** power for p in priors]
     total = sum(weights)
     return [w / total for w in weights]
+
+
+def _is_number(value: object, low: float, high: float, *, open_low: bool = False) -> bool:
+    """Whether ``value`` is an int or float, not a bool, in ``[low, high]`` (``(low, high]`` if ``open_low``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return (low < value if open_low else low <= value) and value <= high
 
 
 class MCTSAgent(SeededAgent):
@@ -340,27 +346,15 @@ class MCTSAgent(SeededAgent):
             raise ValueError(f"mcts rollout_depth must be a non-negative integer, got {rollout_depth!r}")
         if evaluator is not None and not callable(getattr(evaluator, "evaluate", None)):
             raise ValueError(f"mcts evaluator must have an evaluate(states, legal) method, got {evaluator!r:.80}")
-        if (
-            isinstance(value_weight, bool)
-            or not isinstance(value_weight, (int, float))
-            or not 0.0 <= value_weight <= 1.0
-        ):
+        if not _is_number(value_weight, 0.0, 1.0):
             raise ValueError(f"mcts value_weight must be a number in [0, 1], got {value_weight!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"mcts batch_size must be a positive integer, got {batch_size!r}")
-        if (
-            isinstance(first_play_penalty, bool)
-            or not isinstance(first_play_penalty, (int, float))
-            or not 0.0 <= first_play_penalty <= 1.0
-        ):
+        if not _is_number(first_play_penalty, 0.0, 1.0):
             raise ValueError(f"mcts first_play_penalty must be a number in [0, 1], got {first_play_penalty!r}")
-        if isinstance(lcb_weight, bool) or not isinstance(lcb_weight, (int, float)) or not 0.0 <= lcb_weight < math.inf:
+        if not _is_number(lcb_weight, 0.0, sys.float_info.max):
             raise ValueError(f"mcts lcb_weight must be a finite number >= 0, got {lcb_weight!r}")
-        if (
-            isinstance(opponent_prior_power, bool)
-            or not isinstance(opponent_prior_power, (int, float))
-            or not 0.0 < opponent_prior_power < math.inf
-        ):
+        if not _is_number(opponent_prior_power, 0.0, sys.float_info.max, open_low=True):
             raise ValueError(f"mcts opponent_prior_power must be a finite number > 0, got {opponent_prior_power!r}")
         self.opponent_prior_power = float(opponent_prior_power)
         self.first_play_penalty = float(first_play_penalty)
@@ -395,15 +389,12 @@ class MCTSAgent(SeededAgent):
     def choose_move(self, root: SearchNode) -> int:
         """The move played after the search of ``root`` (see ``lcb_weight``)."""
         weight = self.lcb_weight
-        if weight > 0.0 and any(child.visits for child in root.children.values()):
-
-            def bound(item: tuple[int, SearchNode]) -> tuple[float, int]:
-                child = item[1]
-                if not child.visits:
-                    return (-math.inf, 0)
-                return (child.value / child.visits - weight / math.sqrt(child.visits), child.visits)
-
-            return max(root.children.items(), key=bound)[0]
+        visited = [(action, child) for action, child in root.children.items() if child.visits]
+        if weight > 0.0 and visited:
+            return max(
+                visited,
+                key=lambda item: (item[1].value / item[1].visits - weight / math.sqrt(item[1].visits), item[1].visits),
+            )[0]
         if self.evaluator is None:
             best = max(root.children.items(), key=lambda item: (item[1].visits, item[1].value))
         else:
