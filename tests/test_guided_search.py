@@ -308,3 +308,58 @@ def test_opponent_prior_temperature_sharpens_only_the_opponents_nodes(model):
         GuidedMCTSAgent(model, opponent_prior_temperature=0)
     with pytest.raises(ValueError, match="mcts opponent_prior_power"):
         MCTSAgent(opponent_prior_power=float("nan"))
+
+
+def test_root_candidates_halve_the_root_by_mean_value(model, monkeypatch):
+    """Sequential halving: the top-m prior actions share the phases evenly, the better half goes on."""
+    game = midgame_positions(1, seed=11)[0]
+    view = game.determinize(game.current_player, np.random.default_rng(0))
+    agent = GuidedMCTSAgent(model, simulations=50, seed=0, root_candidates=8)
+    root = agent.search(view)
+    assert root.visits == 50 == sum(child.visits for child in root.children.values())
+    by_prior = sorted(root.children, key=lambda a: -root.children[a].prior)
+    candidates, others = by_prior[:8], by_prior[8:]
+    assert len(candidates) == 8 and all(root.children[a].visits == 0 for a in others)
+    visits = sorted((root.children[a].visits for a in candidates), reverse=True)
+    # 3 phases: 8 x 2 simulations, then 4 x 4, then the 18 left over to the last 2
+    # (2 + 4 + 9 = 15 visits each).
+    assert visits == [15, 15, 6, 6, 2, 2, 2, 2]
+    finalists = agent.root_finalists
+    assert len(finalists) == 2 and {root.children[a].visits for a in finalists} == {15}
+    means = [root.children[a].value / root.children[a].visits for a in finalists]
+    assert means[0] >= means[1] and agent.choose_move(root) == finalists[0]
+    # Same seed, same tree; a legal move through choose_action.
+    again = GuidedMCTSAgent(model, simulations=50, seed=0, root_candidates=8).search(view)
+    assert {a: c.visits for a, c in again.children.items()} == {a: c.visits for a, c in root.children.items()}
+    assert choose_action(agent, game, np.random.default_rng(1)) in game.legal_actions()
+    # Each phase keeps the better half by the mean values at the end of the phase before.
+    from kahuna_env.agents import mcts
+
+    phases = []
+    original = mcts._Halving.next_phase
+
+    def next_phase(self, node, done):
+        fresh = not self.queue
+        means = {a: node.children[a].value / max(node.children[a].visits, 1) for a in self.candidates}
+        queue = original(self, node, done)
+        if fresh:
+            phases.append((means, list(self.candidates)))
+        return queue
+
+    monkeypatch.setattr(mcts._Halving, "next_phase", next_phase)
+    GuidedMCTSAgent(model, simulations=50, seed=0, root_candidates=8).search(view)
+    assert [len(kept) for _, kept in phases] == [8, 4, 2]
+    for means, kept in phases[1:]:
+        dropped = [a for a in means if a not in kept]
+        assert min(means[a] for a in kept) >= max(means[a] for a in dropped)
+
+
+@pytest.mark.parametrize("bad", [1, -2, 2.0, True, "4"])
+def test_bad_root_candidates_are_one_line_errors(model, bad):
+    with pytest.raises(ValueError, match="mcts root_candidates must be 0 or an integer >= 2"):
+        GuidedMCTSAgent(model, root_candidates=bad)
+
+
+def test_root_candidates_need_the_guided_search():
+    with pytest.raises(ValueError, match="root_candidates needs an evaluator"):
+        MCTSAgent(root_candidates=4)

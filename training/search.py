@@ -149,6 +149,9 @@ class GuidedMCTSAgent(MCTSAgent):
             opponent moves (default 5; None: ``prior_temperature`` everywhere).
         lcb_weight: 0 (default) plays the most visited root move; ``w > 0`` the
             visited one with the highest ``mean value - w / sqrt(visits)``.
+        root_candidates: 0 (default) PUCT at the root; ``m >= 2`` sequential
+            halving over the m root actions the prior ranks highest
+            (:class:`kahuna_env.agents.mcts.MCTSAgent`).
         rollout_depth: the baseline's rollout length, used only when ``value_weight < 1``.
         seed: seeds the agent's generator (determinizations, rollouts).
         name: the agent's name (default ``"guided:N"``).
@@ -167,6 +170,7 @@ class GuidedMCTSAgent(MCTSAgent):
         first_play_penalty: float = DEFAULT_FIRST_PLAY_PENALTY,
         lcb_weight: float = 0.0,
         opponent_prior_temperature: float | None = DEFAULT_OPPONENT_PRIOR_TEMPERATURE,
+        root_candidates: int = 0,
         seed: int | None = None,
         name: str | None = None,
     ) -> None:
@@ -181,6 +185,7 @@ class GuidedMCTSAgent(MCTSAgent):
             first_play_penalty=first_play_penalty,
             lcb_weight=lcb_weight,
             opponent_prior_power=_power(prior_temperature, opponent_prior_temperature),
+            root_candidates=root_candidates,
         )
         self.name = name or f"guided:{simulations}"
 

@@ -57,6 +57,15 @@ the same per-player backup; what changes (:meth:`MCTSAgent.guided_search`):
   spread out.  ``batch_size=1`` is the plain sequential search.
 * With no visits at the root (budget 1 when the only simulation ended in a
   finished game), the highest prior wins.
+* With ``root_candidates`` m >= 2 the root does not select by PUCT but by
+  sequential halving (as in Gumbel MuZero, Danihelka et al. 2022, without the
+  Gumbel noise): the m root actions the prior ranks highest are candidates;
+  each phase gives every candidate the same number of simulations
+  (``simulations // (ceil(log2 m) * candidates)``, at least 1; the phase with two
+  candidates gets all that is left), then keeps the better half by mean
+  value (prior breaking ties).  Below the root the selection is PUCT as
+  usual.  The move is the best remaining candidate by mean value
+  (:attr:`MCTSAgent.root_finalists`).
 """
 
 from __future__ import annotations
@@ -285,6 +294,48 @@ def _is_number(value: object, low: float, high: float, *, open_low: bool = False
     return (low < value if open_low else low <= value) and value <= high
 
 
+class _Halving:
+    """Sequential halving at the root of a guided search (``root_candidates``; see the module docstring)."""
+
+    def __init__(self, root: SearchNode, candidates: int, simulations: int) -> None:
+        self.simulations = simulations
+        # Stable: equal priors keep the legal order.
+        self.candidates = sorted(root.children, key=lambda action: -root.children[action].prior)[:candidates]
+        self.phases = max(1, math.ceil(math.log2(len(self.candidates))))
+        self.queue: list[int] = []
+        self.started = False
+
+    def ranked(self, root: SearchNode) -> list[int]:
+        """The candidates, best first: mean value, then prior (unvisited ones last)."""
+
+        def key(action: int) -> tuple[float, float]:
+            child = root.children[action]
+            return (child.value / child.visits if child.visits else -1.0, child.prior)
+
+        return sorted(self.candidates, key=key, reverse=True)
+
+    def next_phase(self, root: SearchNode, done: int) -> list[int]:
+        """The forced root actions left in this phase, popped from the end; a new phase once it is spent.
+
+        A new phase first keeps the better half of the candidates (all of them
+        in the first phase), then lays out its simulations round robin over
+        them, the better ones first; the phase with two candidates (or fewer)
+        gets all the simulations that are left.
+        """
+        if self.queue:
+            return self.queue
+        if self.started and len(self.candidates) > 2:
+            self.candidates = self.ranked(root)[: math.ceil(len(self.candidates) / 2)]
+        elif self.started:
+            self.candidates = self.ranked(root)
+        self.started = True
+        left = self.simulations - done
+        count = len(self.candidates)
+        total = left if count <= 2 else min(left, count * max(1, self.simulations // (self.phases * count)))
+        self.queue = [self.candidates[i % count] for i in range(total)][::-1]
+        return self.queue
+
+
 class MCTSAgent(SeededAgent):
     """Determinized (information-set) MCTS; see the module docstring for the algorithm.
 
@@ -312,10 +363,15 @@ class MCTSAgent(SeededAgent):
         lcb_weight: how the move is chosen: 0 (default) the most visited root
             child; ``w > 0`` the visited root child with the highest lower bound
             ``mean value - w / sqrt(visits)`` (most visits break ties).
+        root_candidates: guided search: 0 (default) selects by PUCT at the root;
+            ``m >= 2`` runs sequential halving over the m root actions with the
+            highest prior (module docstring) and plays the best by mean value.
 
     Attributes:
         search_seconds: total time spent searching since construction.
         searched_moves: decisions that needed a search (more than one legal action).
+        root_finalists: with ``root_candidates``, the candidates left at the end
+            of the last search, best first (empty before any search).
     """
 
     name = "mcts"
@@ -335,6 +391,7 @@ class MCTSAgent(SeededAgent):
         first_play_penalty: float = DEFAULT_FIRST_PLAY_PENALTY,
         lcb_weight: float = 0.0,
         opponent_prior_power: float = 1.0,
+        root_candidates: int = 0,
     ) -> None:
         if isinstance(simulations, bool) or not isinstance(simulations, int) or simulations < 1:
             raise ValueError(f"mcts simulations must be a positive integer, got {simulations!r}")
@@ -356,6 +413,16 @@ class MCTSAgent(SeededAgent):
             raise ValueError(f"mcts lcb_weight must be a finite number >= 0, got {lcb_weight!r}")
         if not _is_number(opponent_prior_power, 0.0, sys.float_info.max, open_low=True):
             raise ValueError(f"mcts opponent_prior_power must be a finite number > 0, got {opponent_prior_power!r}")
+        if (
+            isinstance(root_candidates, bool)
+            or not isinstance(root_candidates, int)
+            or not (root_candidates == 0 or root_candidates >= 2)
+        ):
+            raise ValueError(f"mcts root_candidates must be 0 or an integer >= 2, got {root_candidates!r}")
+        if root_candidates and evaluator is None:
+            raise ValueError("mcts root_candidates needs an evaluator (it is an option of the guided search)")
+        self.root_candidates = root_candidates
+        self.root_finalists: list[int] = []
         self.opponent_prior_power = float(opponent_prior_power)
         self.first_play_penalty = float(first_play_penalty)
         self.lcb_weight = float(lcb_weight)
@@ -388,6 +455,8 @@ class MCTSAgent(SeededAgent):
 
     def choose_move(self, root: SearchNode) -> int:
         """The move played after the search of ``root`` (see ``lcb_weight``)."""
+        if self.root_candidates and self.root_finalists:
+            return self.root_finalists[0]
         weight = self.lcb_weight
         visited = [(action, child) for action, child in root.children.items() if child.visits]
         if weight > 0.0 and visited:
@@ -462,11 +531,13 @@ class MCTSAgent(SeededAgent):
         (root_priors,), _ = evaluator.evaluate([first], [first_legal])
         for action, prior in zip(first_legal, root_priors, strict=True):
             root.children[action] = SearchNode(float(prior))
+        halving = _Halving(root, self.root_candidates, self.simulations) if self.root_candidates else None
         done = 0
         while done < self.simulations:
+            forced = halving.next_phase(root, done) if halving is not None else None
             # Descend up to batch_size times, with a virtual loss on every edge taken.
             pending: list[tuple[KahunaGame, list[int], SearchNode, list[tuple[SearchNode, int]]]] = []
-            while done < self.simulations and len(pending) < self.batch_size:
+            while done < self.simulations and len(pending) < self.batch_size and (forced is None or forced):
                 done += 1
                 state = self.sample_determinization(game, player)
                 node = root
@@ -477,7 +548,10 @@ class MCTSAgent(SeededAgent):
                     children = node.children
                     if any(action not in children for action in legal):
                         break
-                    best_action = _select(children, legal, exploration, penalty)
+                    if forced is not None and node is root:
+                        best_action = forced.pop()
+                    else:
+                        best_action = _select(children, legal, exploration, penalty)
                     child = children[best_action]
                     path.append((child, state.current_player))
                     child.visits += 1  # virtual loss until the value arrives
@@ -502,6 +576,8 @@ class MCTSAgent(SeededAgent):
                 if weight < 1.0:
                     value0 = weight * value0 + (1.0 - weight) * self._leaf_value(state, rollout_rng)
                 self._back_up(root, path, value0)
+        if halving is not None:
+            self.root_finalists = halving.ranked(root)
         return root
 
     @staticmethod
