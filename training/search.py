@@ -20,7 +20,8 @@ know), runs one forward pass and returns
   ``island_shaping`` (1.0, the default config's; 0 for a run without shaping).
 
 :class:`GuidedMCTSAgent` is an :class:`~kahuna_env.agents.mcts.MCTSAgent` with
-that evaluator; :func:`load_guided_agent` builds one from anything
+that evaluator and, at the root, sequential halving over the policy's top
+``root_candidates`` (4) actions instead of PUCT; :func:`load_guided_agent` builds one from anything
 :func:`training.agent.load_agent` reads (``PATH.pt@mcts:N`` and
 ``champion@mcts:N`` as entrants, see ``arena/entrants.py``).  The agent acts
 through :func:`kahuna_env.agents.choose_action` like every other: it is

@@ -30,7 +30,8 @@ How one decision is searched (single-observer ISMCTS, Cowling et al. 2012):
   are backed up per player, never by flipping signs level by level.
 
 The move played is the root child with the most visits (with ``lcb_weight``
-w > 0: the visited child with the highest ``mean - w / sqrt(visits)``).  A
+w > 0: the visited child with the highest ``mean - w / sqrt(visits)``; with
+``root_candidates``, the best finalist of the halving below).  A
 position with a single legal action is answered at once without search.
 
 **Guided search.**  ``MCTSAgent(evaluator=...)`` replaces the cheap prior and
