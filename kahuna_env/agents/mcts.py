@@ -304,7 +304,6 @@ class _Halving:
         self.candidates = sorted(root.children, key=lambda action: -root.children[action].prior)[:candidates]
         self.phases = max(1, math.ceil(math.log2(len(self.candidates))))
         self.queue: list[int] = []
-        self.started = False
 
     def ranked(self, root: SearchNode) -> list[int]:
         """The candidates, best first: mean value, then prior (unvisited ones last)."""
@@ -325,11 +324,8 @@ class _Halving:
         """
         if self.queue:
             return self.queue
-        if self.started and len(self.candidates) > 2:
+        if done:  # not the first phase (the phase with two candidates already took all that was left)
             self.candidates = self.ranked(root)[: math.ceil(len(self.candidates) / 2)]
-        elif self.started:
-            self.candidates = self.ranked(root)
-        self.started = True
         left = self.simulations - done
         count = len(self.candidates)
         total = left if count <= 2 else min(left, count * max(1, self.simulations // (self.phases * count)))
