@@ -144,7 +144,8 @@ def test_cli_resume_of_missing_run_directory_is_a_clear_error(tmp_path, capsys):
     [
         ("pool.snapshots_per_update=0", r"pool\.snapshots_per_update: must be >= 1 or null, got 0"),
         ("pool.snapshots_per_update=two", r"pool\.snapshots_per_update: expected int or null, got 'two'"),
-        ("ppo.bf16=maybe", r"ppo\.bf16: expected bool"),
+        ("ppo.bf16=maybe", r"ppo\.bf16: must be true, false or 'auto', got 'maybe'"),
+        ("ppo.bf16=1", r"ppo\.bf16: expected bool or str, got 1"),
     ],
 )
 def test_bad_pool_and_precision_values_name_the_key(override, message):
@@ -155,4 +156,5 @@ def test_bad_pool_and_precision_values_name_the_key(override, message):
 def test_snapshots_per_update_and_bf16_read_from_yaml_and_overrides():
     config = load_config(None, ["pool.snapshots_per_update=2", "ppo.bf16=true"])
     assert config.pool.snapshots_per_update == 2 and config.ppo.bf16 is True
+    assert load_config(None, ["ppo.bf16=auto"]).ppo.bf16 == "auto"
     assert load_config(None, ["pool.snapshots_per_update=null"]).pool.snapshots_per_update is None

@@ -23,6 +23,7 @@ import torch
 from training.checkpoint import load_checkpoint
 from training.cli import main
 from training.config import ConfigError, TrainConfig, load_config
+from training import cpus
 from training.cpus import available_cores, cgroup_cpu_limit, oversubscription_warning, update_threads
 from training.rundir import RunLock
 
@@ -393,6 +394,37 @@ def test_oversubscription_is_reported():
     assert oversubscription_warning(threads=2, workers=0, cores=2) is None
     warning = oversubscription_warning(threads=2, workers=1, cores=1)
     assert "only 1 core(s)" in warning and "threads=2" in warning and "rollout.workers=1" in warning
+
+
+@pytest.fixture
+def cpu_bfloat16(monkeypatch):
+    """Set whether the CPU "has" native bfloat16: ``cpu_bfloat16(True)``; the probe's cache is cleared."""
+
+    def fake(native: bool) -> None:
+        cpus.native_bfloat16.cache_clear()
+        monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: native)
+        monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+
+    yield fake
+    cpus.native_bfloat16.cache_clear()
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_bf16_auto_follows_the_cpu_and_true_on_an_emulating_cpu_is_a_warning(cpu_bfloat16, native):
+    cpu_bfloat16(native)
+    assert cpus.use_bf16("auto") is native and cpus.use_bf16(True) is True and cpus.use_bf16(False) is False
+    assert cpus.bf16_message("auto") == f"ppo.bf16: auto -> {str(native).lower()} (" + (
+        "native bfloat16)" if native else "no native bfloat16 on this CPU)"
+    )
+    warning = cpus.bf16_message(True)
+    assert (warning is None) if native else warning.startswith("warning: ppo.bf16 is true but this CPU has no native")
+    assert cpus.bf16_message(False) is None
+
+
+def test_the_trainer_logs_what_bf16_auto_chose(tmp_path, capsys, cpu_bfloat16):
+    cpu_bfloat16(False)
+    assert main(quick_args(tmp_path / "run", "total_updates=1", "ppo.bf16=auto")) == 0
+    assert "ppo.bf16: auto -> false (no native bfloat16 on this CPU)" in capsys.readouterr().out
 
 
 def test_resume_with_a_damaged_metrics_file_is_one_line_and_changes_nothing(run_copy, capsys):

@@ -112,7 +112,9 @@ class PPOConfig:
         adam_eps: Adam epsilon.
         bf16: run the update's forward and backward passes under bfloat16 autocast (CPU); about a
             third faster on CPUs with native bfloat16 (AVX512-BF16, AMX), while the losses, the
-            optimizer and the collection's inference stay float32.
+            optimizer and the collection's inference stay float32.  ``"auto"``: only where the CPU
+            has native bfloat16 (:func:`training.cpus.native_bfloat16`); elsewhere bfloat16 is
+            emulated and makes the update many times slower.
     """
 
     lr: float = 3e-4
@@ -130,7 +132,7 @@ class PPOConfig:
     max_grad_norm: float = 0.5
     target_kl: float | None = None
     adam_eps: float = 1e-5
-    bf16: bool = False
+    bf16: bool | str = False
 
     def __post_init__(self) -> None:
         check_value(self.lr > 0, "ppo.lr", "must be > 0", self.lr)
@@ -138,6 +140,7 @@ class PPOConfig:
         check_value(0 < self.gamma <= 1, "ppo.gamma", "must be in (0, 1]", self.gamma)
         check_value(0 <= self.gae_lambda <= 1, "ppo.gae_lambda", "must be in [0, 1]", self.gae_lambda)
         check_value(self.update_epochs >= 1, "ppo.update_epochs", "must be >= 1", self.update_epochs)
+        check_value(self.bf16 in (True, False, "auto"), "ppo.bf16", "must be true, false or 'auto'", self.bf16)
         check_value(self.minibatch_size >= 1, "ppo.minibatch_size", "must be >= 1", self.minibatch_size)
         check_value(self.clip_coef > 0, "ppo.clip_coef", "must be > 0", self.clip_coef)
         check_value(self.ent_coef >= 0, "ppo.ent_coef", "must be >= 0", self.ent_coef)

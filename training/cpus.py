@@ -10,13 +10,20 @@ Collection and the update never overlap: during collection this process and
 each of the ``rollout.workers`` worker processes run one thread each; during
 the update the workers wait and torch uses ``threads``.  So the update may use
 every available core, and collection needs ``workers + 1`` of them.
+
+``ppo.bf16: auto`` asks :func:`native_bfloat16`: bfloat16 autocast speeds the
+update up only on CPUs that compute in bfloat16 natively; elsewhere torch
+emulates it and the update runs several times slower than in float32.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from pathlib import Path
+
+import torch
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
@@ -79,3 +86,29 @@ def oversubscription_warning(threads: int, workers: int, cores: int) -> str | No
         f"only {cores} core(s) available to this process but {' and '.join(problems)}: the processes will "
         "compete for cores and run slower; see docs/TRAINING.md, 'Busy machines'"
     )
+
+
+@functools.cache
+def native_bfloat16() -> bool:
+    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX tiles), as torch reports it."""
+    probes = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(bool(getattr(torch.cpu, probe, lambda: False)()) for probe in probes)
+
+
+def use_bf16(setting: bool | str) -> bool:
+    """``ppo.bf16`` resolved: ``true`` / ``false`` as given, ``"auto"`` as :func:`native_bfloat16`."""
+    return native_bfloat16() if setting == "auto" else bool(setting)
+
+
+def bf16_message(setting: bool | str) -> str | None:
+    """The line the trainer logs about ``ppo.bf16``: what ``auto`` chose, or a warning; None for false."""
+    native = native_bfloat16()
+    if setting == "auto":
+        why = "native bfloat16" if native else "no native bfloat16 on this CPU"
+        return f"ppo.bf16: auto -> {str(native).lower()} ({why})"
+    if setting is True and not native:
+        return (
+            "warning: ppo.bf16 is true but this CPU has no native bfloat16 (AVX512-BF16 or AMX): the "
+            "update will run several times slower than in float32; set ppo.bf16 to auto or false"
+        )
+    return None

@@ -59,7 +59,7 @@ from training.config import (
     config_to_yaml,
     plain_value,
 )
-from training.cpus import available_cores, oversubscription_warning, update_threads
+from training.cpus import available_cores, bf16_message, oversubscription_warning, update_threads, use_bf16
 from training.metrics import METRICS_FILE, PLOT_FILE, MetricsLogger, elo_scalars, metric_name, plot_learning_curves
 from training.model import ActorCritic, check_state_dict
 from training.pool import KINDS, PFSP, GameAssignment, OpponentPool, entry_model_config, league_scalars
@@ -184,6 +184,7 @@ def ppo_update(
     totals: dict[str, float] = {}
     steps = 0
     epochs = 0
+    bf16 = use_bf16(ppo.bf16)
     model.train()
     for _ in range(ppo.update_epochs):
         epochs += 1
@@ -191,7 +192,7 @@ def ppo_update(
         kl_sum, kl_steps = 0.0, 0
         for start in range(0, count, ppo.minibatch_size):
             index = permutation[start : start + ppo.minibatch_size]
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=ppo.bf16):
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
                 logits, new_values = model(observations[index], masks[index])
             loss, parts = ppo_losses(
                 logits.float(),
@@ -419,6 +420,9 @@ def _setup(
     warning = oversubscription_warning(threads, config.rollout.workers, cores)
     if warning:
         log(f"warning: {warning}")
+    precision = bf16_message(config.ppo.bf16)
+    if precision:
+        log(precision)
     torch.set_num_threads(threads)
     model = build_model(config) if initial is None else initial
     if initial is not None:
