@@ -69,7 +69,7 @@ def test_the_fit_moves_the_policy_towards_the_search_and_keeps_the_best_held_out
 
 def test_one_game_is_too_little_to_hold_out(data):
     one = data.subset(np.flatnonzero(data.games == 0))
-    with pytest.raises(ValueError, match="too little data to fit: .* in 1 game"):
+    with pytest.raises(ValueError, match=r"too little data to fit: .* in 1 game"):
         fit_student(load_agent("champion").model, one, FitSettings(epochs=1))
 
 
@@ -85,7 +85,8 @@ def test_the_cli_writes_a_loadable_agent_with_its_provenance(tmp_path, capsys):
     shipped = load_agent("champion").meta["total_training"]
     spent = meta["distill"]["generate_seconds"] + meta["distill"]["fit_seconds"]
     assert meta["total_training"]["train_seconds"] == pytest.approx(shipped["train_seconds"] + spent)
-    assert meta["total_training"]["distill_decisions"] == meta["distill"]["decisions"] == len(np.load(out / "data.npz")["actions"])
+    recorded = len(np.load(out / "data.npz")["actions"])
+    assert meta["total_training"]["distill_decisions"] == meta["distill"]["decisions"] == recorded
     assert "held-out agreement with the search" in capsys.readouterr().out
     # An existing agent is never overwritten.
     assert_refused(capsys, [*args], "exists already; choose another --out", out)

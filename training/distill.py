@@ -211,7 +211,7 @@ def _losses(
 
 
 def fit_student(model: ActorCritic, data: Decisions, fit: FitSettings) -> tuple[ActorCritic, dict[str, Any]]:
-    """Fit ``model`` (in place) to the search's moves in ``data``; returns it at its best held-out epoch and a report."""
+    """Fit ``model`` (in place) to the search's moves in ``data``; returns it at its best held-out epoch + a report."""
     generator = torch.Generator().manual_seed(fit.seed)
     game_ids = np.unique(data.games)
     held = set(game_ids[: max(1, round(len(game_ids) * fit.holdout))].tolist()) if len(game_ids) > 1 else set()
@@ -296,7 +296,8 @@ def _opponents(text: str, simulations: int) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    for label, number, positive in (("--lr", args.lr, True), ("--kl", args.kl, False), ("--value-coef", args.value_coef, False)):
+    numbers = (("--lr", args.lr, True), ("--kl", args.kl, False), ("--value-coef", args.value_coef, False))
+    for label, number, positive in numbers:
         if not np.isfinite(number) or number < 0 or (positive and number == 0):
             exit_with_error(PROGRAM, f"{label} must be a finite number {'> 0' if positive else '>= 0'}, got {number}")
     try:
