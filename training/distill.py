@@ -135,13 +135,8 @@ def _play_games(task: tuple[str, int, int, list[str], list[int]]) -> Decisions:
     for game in games:
         deal, teacher_seed, opponent_seed, choice_seed = game_seeds(seed, game)
         teacher = _Recorder(GuidedMCTSAgent(network, simulations=simulations, seed=teacher_seed))
-        teacher.reset(teacher_seed)
         name = opponent_of(game, opponents)
-        if name == SELF:
-            opponent: Agent = teacher
-        else:
-            opponent = make_agent(name, seed=opponent_seed)
-            opponent.reset(opponent_seed)
+        opponent = teacher if name == SELF else make_agent(name, seed=opponent_seed)
         rng = np.random.default_rng(choice_seed)
         seats = [teacher, opponent] if game % 2 == 0 else [opponent, teacher]
         play(KahunaGame(seed=deal), [agent_chooser(agent, rng) for agent in seats])
@@ -170,8 +165,7 @@ def generate(
         with multiprocessing.get_context("spawn").Pool(workers) as pool:
             parts = pool.map(_play_games, tasks)
     data = Decisions.concatenate(parts)
-    order = np.lexsort((np.arange(len(data)), data.games))  # game order, whatever the chunking
-    return data.subset(order)
+    return data.subset(np.argsort(data.games, kind="stable"))  # game order, whatever the chunking
 
 
 @dataclasses.dataclass(frozen=True)
