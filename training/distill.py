@@ -50,9 +50,8 @@ import torch
 import torch.nn.functional as F
 
 from arena.cli import OneLineParser, check_writable, exit_with_error, first_line, non_negative_int, positive_int
-from arena.match import agent_chooser, play
 from kahuna_env.actions import NUM_ACTIONS
-from kahuna_env.agents import Agent, make_agent
+from kahuna_env.agents import Agent, choose_action, make_agent
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE
 from training.agent import load_agent
@@ -139,7 +138,9 @@ def _play_games(task: tuple[str, int, int, list[str], list[int]]) -> Decisions:
         opponent = teacher if name == SELF else make_agent(name, seed=opponent_seed)
         rng = np.random.default_rng(choice_seed)
         seats = [teacher, opponent] if game % 2 == 0 else [opponent, teacher]
-        play(KahunaGame(seed=deal), [agent_chooser(agent, rng) for agent in seats])
+        board = KahunaGame(seed=deal)
+        while not board.is_over:
+            board.step(int(choose_action(seats[board.current_player], board, rng)))
         if teacher.rows:
             observations, masks, actions = zip(*teacher.rows, strict=True)
             parts.append(
