@@ -45,8 +45,12 @@ def play_games_batched(
     game_config: KahunaConfig,
     win_reward: float = 1.0,
     record_potentials: bool = False,
+    record_logits: bool = False,
 ) -> PlayedGames:
-    """Play the games of ``batch`` to the end on the batched engine; see the module docstring."""
+    """Play the games of ``batch`` to the end on the batched engine; see the module docstring.
+
+    ``record_logits``: keep the masked logits of every learner decision (``PlayedGames.logits``).
+    """
     n = len(batch.games)
     rng = np.random.default_rng(batch.rng_seed)
     generator = torch.Generator().manual_seed(batch.torch_seed)
@@ -64,7 +68,7 @@ def play_games_batched(
     rows = np.arange(n)
     is_past, is_greedy, is_random, is_mcts = (kinds == k for k in (KIND_PAST, KIND_GREEDY, KIND_RANDOM, KIND_MCTS))
 
-    storage = _Storage(capacity=max(n, 1) * 150)
+    storage = _Storage(capacity=max(n, 1) * 150, logits=record_logits)
     last_row = np.full((n, 2), -1, dtype=np.int64)  # each seat's latest stored decision
     winners = np.full(n, -1, dtype=np.int8)
     actions = np.zeros(n, dtype=np.intp)
@@ -93,7 +97,11 @@ def play_games_batched(
             if record_potentials:
                 storage.potentials[stored] = island_potentials(storage.observations[stored])
             chosen, log_probs, values = sample_actions(
-                model, storage.observations[stored], storage.masks[stored], generator
+                model,
+                storage.observations[stored],
+                storage.masks[stored],
+                generator,
+                None if storage.logits is None else storage.logits[stored],
             )
             storage.actions[stored] = chosen
             storage.log_probs[stored] = log_probs

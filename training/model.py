@@ -107,17 +107,24 @@ def sample_from_logits(logits: torch.Tensor, uniform: torch.Tensor) -> torch.Ten
 
 @torch.inference_mode()
 def sample_actions(
-    model: ActorCritic, observations: np.ndarray, masks: np.ndarray, generator: torch.Generator
+    model: ActorCritic,
+    observations: np.ndarray,
+    masks: np.ndarray,
+    generator: torch.Generator,
+    logits_out: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sample from ``model``'s masked policy with ``generator``: actions, their log-probabilities, values.
 
     The one sampler of the project: training collection, sampled evaluation
     and :class:`~training.agent.PolicyAgent` all draw through
-    :func:`sample_from_logits`.
+    :func:`sample_from_logits`.  ``logits_out`` (``(len(observations), 179)``
+    float32), if given, receives the masked logits the actions were drawn from.
     """
     logits, values = model(torch.from_numpy(observations), torch.from_numpy(masks))
     actions = sample_from_logits(logits, torch.rand(logits.shape, generator=generator))
     log_probs = torch.log_softmax(logits, dim=1).gather(1, actions.unsqueeze(1)).squeeze(1)
+    if logits_out is not None:
+        logits_out[:] = logits.numpy()
     return actions.numpy(), log_probs.numpy(), values.numpy()
 
 

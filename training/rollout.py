@@ -138,8 +138,9 @@ class Rollout:
 class _Storage:
     """Growable preallocated arrays for the learner's decisions."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, logits: bool = False) -> None:
         self.size = 0
+        self.logits = np.zeros((capacity, NUM_ACTIONS), dtype=np.float32) if logits else None
         self.observations = np.zeros((capacity, OBSERVATION_SIZE), dtype=np.float32)
         self.masks = np.zeros((capacity, NUM_ACTIONS), dtype=bool)
         self.actions = np.zeros(capacity, dtype=np.int64)
@@ -161,6 +162,8 @@ class _Storage:
             for name in ("trajectory", "potentials"):
                 array = getattr(self, name)
                 setattr(self, name, np.concatenate([array, np.zeros(grow, dtype=array.dtype)]))
+            if self.logits is not None:
+                self.logits = np.concatenate([self.logits, np.zeros((grow, NUM_ACTIONS), dtype=np.float32)])
         self.size = start + count
         return start
 
@@ -178,6 +181,7 @@ class _Storage:
             trajectory=self.trajectory[:n],
             potentials=self.potentials[:n],
             stats=stats,
+            logits=None if self.logits is None else self.logits[:n],
         )
 
 
@@ -240,7 +244,8 @@ class GameBatch:
 class PlayedGames:
     """The learner's decisions from one :class:`GameBatch`, before advantages (row ``i`` is one decision).
 
-    ``rewards`` hold the terminal rewards only; ``potentials`` the shaping potentials (zeros when off).
+    ``rewards`` hold the terminal rewards only; ``potentials`` the shaping potentials (zeros when off);
+    ``logits`` the masked logits each decision was sampled from, where the collection recorded them.
     ``stats["outcomes"]`` is the learner's result of each game of the batch (in ``batch.games`` order,
     1 win, 0 draw, -1 loss; seat 0's for self-play games).
     """
@@ -255,6 +260,7 @@ class PlayedGames:
     trajectory: np.ndarray
     potentials: np.ndarray
     stats: dict[str, Any]
+    logits: np.ndarray | None = None
 
 
 def snapshot_actions(

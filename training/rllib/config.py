@@ -113,6 +113,8 @@ class KahunaEnvConfig:
 
 BATCH_MODES = ("truncate_episodes", "complete_episodes")
 """``env_runners.batch_mode`` values (RLlib's)."""
+SAMPLERS = ("env", "batched")
+"""``env_runners.sampler`` values: RLlib's env runner over the env, or the batched-engine runner."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +136,11 @@ class EnvRunnersConfig:
             none), e.g. ``kahuna_runner`` to place the runners only on nodes started with
             ``ray start --resources='{"kahuna_runner": 8}'``.
         custom_resource_per_env_runner: how much of ``custom_resource`` each EnvRunner takes.
+        sampler: ``"env"`` (RLlib's ``MultiAgentEnvRunner`` stepping one
+            :class:`~training.rllib.env.KahunaMultiAgentEnv` per game) or ``"batched"``
+            (:class:`~training.rllib.batched_runner.KahunaBatchedEnvRunner`: whole games on the
+            batched engine, several times the env steps/s; ``batch_mode`` does not apply, a
+            sample call always returns whole games).
     """
 
     num_env_runners: int = 2
@@ -143,6 +150,7 @@ class EnvRunnersConfig:
     batch_mode: str = "truncate_episodes"
     custom_resource: str | None = None
     custom_resource_per_env_runner: float = 1.0
+    sampler: str = "env"
 
     def __post_init__(self) -> None:
         check_value(self.num_env_runners >= 0, "env_runners.num_env_runners", "must be >= 0", self.num_env_runners)
@@ -181,6 +189,9 @@ class EnvRunnersConfig:
             "env_runners.custom_resource_per_env_runner",
             "must be > 0",
             self.custom_resource_per_env_runner,
+        )
+        check_value(
+            self.sampler in SAMPLERS, "env_runners.sampler", f"must be one of {', '.join(SAMPLERS)}", self.sampler
         )
 
     def custom_resources(self) -> dict[str, float]:
@@ -244,6 +255,9 @@ class PPOConfig:
         clip_vloss: ``loss: native`` only: clip the value loss around the sampled values
             (with ``clip_param``, the native ``ppo.clip_vloss``).
         adam_eps: Adam epsilon (the native ``ppo.adam_eps``; RLlib's own default is 1e-8).
+        bf16: the native ``ppo.bf16``: ``true`` runs the learner's forward passes (and so their
+            backward passes) under bfloat16 autocast on a CPU learner, the losses in float32;
+            ``auto``: only where the CPU has native bfloat16; sampling always runs in float32.
     """
 
     lr: float = 3e-4
@@ -263,9 +277,11 @@ class PPOConfig:
     loss: str = "native"
     clip_vloss: bool = True
     adam_eps: float = 1e-5
+    bf16: bool | str = False
 
     def __post_init__(self) -> None:
         check_value(self.lr > 0, "ppo.lr", "must be > 0", self.lr)
+        check_value(self.bf16 in (True, False, "auto"), "ppo.bf16", "must be true, false or 'auto'", self.bf16)
         check_value(0 <= self.min_lr_fraction <= 1, "ppo.min_lr_fraction", "must be in [0, 1]", self.min_lr_fraction)
         check_value(0 < self.gamma <= 1, "ppo.gamma", "must be in (0, 1]", self.gamma)
         check_value(0 <= self.gae_lambda <= 1, "ppo.gae_lambda", "must be in [0, 1]", self.gae_lambda)

@@ -54,6 +54,8 @@ LOSS_KEY = "kahuna_loss"
 ADAM_EPS_KEY = "kahuna_adam_eps"
 """``learner_config_dict`` key: Adam's epsilon (``ppo.adam_eps``)."""
 CLIP_VLOSS_KEY = "kahuna_clip_vloss"
+BF16_KEY = "kahuna_bf16"
+"""``learner_config_dict`` key: True runs the trained modules' forward passes under bfloat16 autocast (CPU)."""
 """``learner_config_dict`` key: clip the value loss around the sampled values (``ppo.clip_vloss``, native loss)."""
 
 
@@ -63,6 +65,9 @@ class RawAdvantages(GeneralAdvantageEstimation):
     Writes ``advantages`` (raw GAE), ``value_targets`` (advantages + values) and
     ``vf_preds`` (the values of the network the batch was collected for, before
     any gradient step of this iteration) into every trained module's batch.
+    Where the episodes carry ``vf_preds`` already (the batched sampler records
+    the values it sampled with, as the native trainer does), those are used
+    instead of a second forward pass over the batch.
     The Kahuna module is not recurrent, so there is no zero padding to undo.
     """
 
@@ -74,8 +79,12 @@ class RawAdvantages(GeneralAdvantageEstimation):
             if module.is_stateful():
                 raise ValueError(f"module {module_id!r} is recurrent; ppo.loss=native supports feed-forward modules")
             module_batch = batch[module_id]
-            with torch.no_grad():
-                values_tensor = module.compute_values(module_batch)
+            sampled = module_batch.get(Columns.VF_PREDS)
+            if sampled is not None:  # recorded by the sampler (the batched runner) with these very weights
+                values_tensor = torch.as_tensor(sampled).reshape(-1).float()
+            else:
+                with torch.no_grad():
+                    values_tensor = module.compute_values(module_batch)
             values = convert_to_numpy(values_tensor).astype(np.float32)
             lengths = [len(e) for e in episodes_list if e.module_id in (None, module_id)]
             targets = compute_value_targets(
@@ -119,6 +128,11 @@ class KahunaPPOLearner(PPOTorchLearner):
         if self.loss_kind not in PPO_LOSSES:
             raise ValueError(f"unknown PPO loss {self.loss_kind!r}; expected one of {', '.join(PPO_LOSSES)}")
         super().build()
+        bf16 = bool(self._option(BF16_KEY, False)) and torch.device(self._device).type == "cpu"
+        for _, wrapped in self.module.items():
+            module = wrapped.unwrapped()
+            if hasattr(module, "train_bf16"):
+                module.train_bf16 = bf16
         if self.loss_kind == "native" and self._learner_connector is not None:
             pipeline = self._learner_connector
             if not any(type(piece) is GeneralAdvantageEstimation for piece in pipeline.connectors):

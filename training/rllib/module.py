@@ -76,6 +76,10 @@ class KahunaRLModule(TorchRLModule, ValueFunctionAPI):
     the "embeddings", so PPO does not run the network twice.
     """
 
+    train_bf16 = False
+    """Run the training forward pass under bfloat16 autocast (set by the Learner from ``ppo.bf16``); the
+    outputs are float32 again, so the loss is computed in float32, as in the native trainer."""
+
     def setup(self) -> None:
         check_spaces(self.observation_space, self.action_space)
         self.net = ActorCritic(model_config_of(self.model_config))
@@ -89,8 +93,9 @@ class KahunaRLModule(TorchRLModule, ValueFunctionAPI):
         return {Columns.ACTION_DIST_INPUTS: logits}
 
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        logits, values = self._run(batch)
-        return {Columns.ACTION_DIST_INPUTS: logits, Columns.EMBEDDINGS: values}
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.train_bf16):
+            logits, values = self._run(batch)
+        return {Columns.ACTION_DIST_INPUTS: logits.float(), Columns.EMBEDDINGS: values.float()}
 
     def compute_values(self, batch: dict[str, Any], embeddings: Any | None = None) -> torch.Tensor:
         """State values ``(B,)``; ``embeddings`` from ``forward_train`` already are the values."""

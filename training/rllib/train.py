@@ -397,13 +397,23 @@ def module_spec(config: RLlibConfig) -> Any:
     return MultiRLModuleSpec(rl_module_specs=specs)
 
 
+def _env_runner_class(sampler: str) -> Any:
+    """The EnvRunner class of ``env_runners.sampler`` (None: RLlib's own ``MultiAgentEnvRunner``)."""
+    if sampler == "batched":
+        from training.rllib.batched_runner import KahunaBatchedEnvRunner
+
+        return KahunaBatchedEnvRunner
+    return None
+
+
 def build_ppo_config(config: RLlibConfig) -> Any:
     """RLlib's ``PPOConfig`` (new API stack) for ``config``."""
     require_ray()
     from ray.rllib.algorithms.ppo import PPOConfig
 
+    from training.cpus import use_bf16
     from training.rllib.env import KahunaMultiAgentEnv
-    from training.rllib.learner import ADAM_EPS_KEY, CLIP_VLOSS_KEY, LOSS_KEY, KahunaPPOLearner
+    from training.rllib.learner import ADAM_EPS_KEY, BF16_KEY, CLIP_VLOSS_KEY, LOSS_KEY, KahunaPPOLearner
 
     ppo = config.ppo
     runners = config.env_runners
@@ -422,13 +432,19 @@ def build_ppo_config(config: RLlibConfig) -> Any:
             rollout_fragment_length=runners.rollout_fragment_length or "auto",
             batch_mode=runners.batch_mode,
             custom_resources_per_env_runner=runners.custom_resources(),
+            env_runner_cls=_env_runner_class(runners.sampler),
         )
         .learners(
             num_learners=learners.num_learners,
             num_gpus_per_learner=learners.num_gpus_per_learner,
             num_cpus_per_learner=learners.num_cpus_per_learner if learners.num_learners > 0 else "auto",
             learner_class=KahunaPPOLearner,
-            learner_config_dict={LOSS_KEY: ppo.loss, ADAM_EPS_KEY: ppo.adam_eps, CLIP_VLOSS_KEY: ppo.clip_vloss},
+            learner_config_dict={
+                LOSS_KEY: ppo.loss,
+                ADAM_EPS_KEY: ppo.adam_eps,
+                CLIP_VLOSS_KEY: ppo.clip_vloss,
+                BF16_KEY: use_bf16(ppo.bf16),
+            },
         )
         .training(
             lr=config.lr_schedule(),
