@@ -6,7 +6,9 @@
 Runs ``kahuna-rllib`` once per runner count (in that order, one after the other, in a temporary
 run directory), reads each run's ``metrics.jsonl`` and prints the env steps per second of iteration
 wall time (sampling and learning together) over every iteration but the first (which includes
-start-up), and each count's ratio to the first.  Needs the ``rllib`` extra and a quiet machine:
+start-up), the same per second of sampling alone (RLlib's sampling timer: how the sampling
+scales, apart from the learner, which the runners wait for), and each count's ratio to the first.
+Needs the ``rllib`` extra and a quiet machine:
 other jobs on the same cores change the figures.
 """
 
@@ -56,12 +58,17 @@ def measure(config: Path, runners: int, iterations: int, settings: list[str], ru
     steady = rows[1:]
     steps = steady[-1]["env_steps"] - rows[0]["env_steps"]
     seconds = sum(row["iteration_s"] for row in steady)
+    sample_s = sum(row.get("sample_s") or 0.0 for row in steady)
+    learn_s = sum(row.get("learn_s") or 0.0 for row in steady)
     return {
         "runners": runners,
         "iterations": len(steady),
         "env_steps": steps,
         "seconds": seconds,
         "env_steps_per_s": steps / seconds,
+        "sample_s": sample_s,
+        "learn_s": learn_s,
+        "sampled_per_s": steps / sample_s if sample_s else float("nan"),
         "wall_s": time.monotonic() - start,
     }
 
@@ -81,12 +88,22 @@ def main(argv: list[str] | None = None) -> int:
             for i, r in enumerate(args.runners)
         ]
     base = results[0]["env_steps_per_s"]
-    print(f"{'runners':>7}  {'iterations':>10}  {'env steps':>10}  {'seconds':>8}  {'env steps/s':>11}  {'ratio':>6}")
+    base_sampled = results[0]["sampled_per_s"]
+    print(
+        f"{'runners':>7}  {'iterations':>10}  {'env steps':>10}  {'seconds':>8}  {'env steps/s':>11}  {'ratio':>6}"
+        f"  {'sampling s':>10}  {'learning s':>10}  {'sampled/s':>10}  {'ratio':>6}"
+    )
     for row in results:
         print(
             f"{row['runners']:>7}  {row['iterations']:>10}  {row['env_steps']:>10,}  {row['seconds']:>8.1f}"
             f"  {row['env_steps_per_s']:>11,.0f}  {row['env_steps_per_s'] / base:>5.2f}x"
+            f"  {row['sample_s']:>10.1f}  {row['learn_s']:>10.1f}  {row['sampled_per_s']:>10,.0f}"
+            f"  {row['sampled_per_s'] / base_sampled:>5.2f}x"
         )
+    print(
+        "env steps/s: per second of iteration wall time (sampling + learning); sampled/s: per second of "
+        "sampling alone (RLlib's smoothed env_runner_sampling_timer, metrics.jsonl sample_s)"
+    )
     return 0
 
 

@@ -386,13 +386,14 @@ def test_module_rejects_other_observation_sizes():
 
 
 # ---------------------------------------------------------------------------------------------- local training
-@pytest.fixture(scope="module")
-def trained_run(tmp_path_factory):
+@pytest.fixture(scope="module", params=["batched", "env"])
+def trained_run(request, tmp_path_factory):
+    """A tiny run with each sampler: the batched-engine EnvRunner (the shipped config's) and RLlib's own."""
     if not HAS_RAY:
         pytest.skip(f"the rllib extra is not installed ({INSTALL_HINT})")
     from training.rllib.train import train
 
-    config = load_rllib_config(CONFIG, TINY_RUN)
+    config = load_rllib_config(CONFIG, [*TINY_RUN, f"env_runners.sampler={request.param}"])
     return train(config, run_dir=tmp_path_factory.mktemp("rllib") / "run")
 
 
@@ -412,11 +413,15 @@ def test_training_runs_on_local_ray_with_two_env_runners(trained_run):
     history = trained_run.history
     assert [row["iteration"] for row in history] == [1, 2]
     assert all(row["entropy"] is not None and row["vf_loss"] is not None for row in history)
+    assert all(row["sample_s"] > 0 and row["learn_s"] > 0 for row in history)  # RLlib's timers of the two phases
     # ppo.anneal_lr: RLlib's schedule over iterations x train_batch_size env steps, down to 0.2 x lr.
     assert 2e-4 - 1e-9 <= history[1]["lr"] < history[0]["lr"] < 1e-3
     lines = (trained_run.run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 2
-    assert load_rllib_config(trained_run.run_dir / "config.yaml") == load_rllib_config(CONFIG, TINY_RUN)
+    sampler = load_rllib_config(trained_run.run_dir / "config.yaml").env_runners.sampler
+    assert load_rllib_config(trained_run.run_dir / "config.yaml") == load_rllib_config(
+        CONFIG, [*TINY_RUN, f"env_runners.sampler={sampler}"]
+    )
     for name in ("iter_000001", "iter_000002"):
         assert (trained_run.run_dir / "checkpoints" / name / "rllib_checkpoint.json").is_file()
 

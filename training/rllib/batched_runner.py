@@ -25,7 +25,9 @@ What a sample call returns
     in a ``past`` game, ``kahuna_snapshot``, so the driver's callbacks and
     PFSP statistics read the same keys as from the env.  Waves of games are
     played until the learner decisions reach the requested number of
-    timesteps (a sample call overshoots by part of a wave, never cuts).
+    timesteps: each wave has 5% more games than the decisions still wanted take on average, so
+    a call overshoots by a few percent and never cuts a game (``num_envs_per_env_runner`` is not
+    used).
 
 What counts as an env step
     A learner decision.  A snapshot's moves are played inside the wave (the
@@ -90,6 +92,8 @@ from training.rollout import GameBatch, PlayedGames, shaping_rewards, trajectory
 
 MAX_WAVE_GAMES = 2048
 """At most this many games are played side by side in one wave."""
+WAVE_MARGIN = 1.05
+"""A wave plays this many times the games that the learner decisions still wanted take on average."""
 _FIRST_GUESS_DECISIONS_PER_GAME = 60.0
 """Learner decisions per game assumed before the first wave has measured it."""
 
@@ -220,8 +224,8 @@ class KahunaBatchedEnvRunner(MultiAgentEnvRunner):
             ):
                 if num_episodes is not None:
                     games = max(1, math.ceil((num_episodes - len(episodes)) / 1.5))
-                else:
-                    games = max(self.num_envs, math.ceil((num_timesteps - steps) / self._decisions_per_game))
+                else:  # a little more than enough, so that a second, small (slow per decision) wave is rare
+                    games = math.ceil(WAVE_MARGIN * (num_timesteps - steps) / self._decisions_per_game)
                 wave = self._play_wave(min(games, MAX_WAVE_GAMES))
                 episodes += wave
                 steps += sum(len(episode) for episode in wave)
