@@ -6,8 +6,9 @@
 Runs ``kahuna-rllib`` once per runner count (in that order, one after the other, in a temporary
 run directory), reads each run's ``metrics.jsonl`` and prints the env steps per second of iteration
 wall time (sampling and learning together) over every iteration but the first (which includes
-start-up), the same per second of sampling alone (RLlib's sampling timer: how the sampling
-scales, apart from the learner, which the runners wait for), and each count's ratio to the first.
+start-up), the same per second of sampling alone (``sample_s`` of the metrics, the iteration's
+time outside the learner update: how the sampling scales, apart from the learner, which the
+runners wait for), and each count's ratio to the first.
 Needs the ``rllib`` extra and a quiet machine:
 other jobs on the same cores change the figures.
 """
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(
         "env steps/s: per second of iteration wall time (sampling + learning); sampled/s: per second of "
-        "sampling alone (RLlib's smoothed env_runner_sampling_timer, metrics.jsonl sample_s)"
+        "sampling alone (metrics.jsonl sample_s: an iteration's time outside the learner update)"
     )
     return 0
 

@@ -542,8 +542,6 @@ def summarize(result: dict, seconds: float, env_steps_before: int) -> dict[str, 
         "env_steps": env_steps,
         "decisions_per_s": (env_steps - env_steps_before) / seconds if seconds > 0 else None,
         "iteration_s": seconds,
-        "sample_s": _number(_get(result, "timers", "env_runner_sampling_timer")),
-        "learn_s": _number(_get(result, "timers", "learner_update_timer")),
         "episodes": int(_number(runners.get("num_episodes_lifetime")) or 0),
         "episode_len_mean": _number(runners.get("episode_len_mean")),
         "score_vs_snapshot": _number(runners.get(SNAPSHOT_SCORE_METRIC)),
@@ -779,6 +777,31 @@ def _log_start(config: RLlibConfig, run_path: Path, log: Callable[[str], None]) 
     )
 
 
+class _UpdateClock:
+    """The wall time the algorithm's learner group spends in ``update`` (its ``update`` method, wrapped)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._group: Any = None
+
+    def install(self, algorithm: Any) -> None:
+        """Time ``algorithm.learner_group.update`` from now on (once per learner group)."""
+        group = algorithm.learner_group
+        if group is self._group:
+            return
+        update = group.update
+
+        def timed_update(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return update(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - start
+
+        group.update = timed_update
+        self._group = group
+
+
 class _Progress:
     """The running totals of a run: env steps, checked and illegal actions, iterations without a step; the league."""
 
@@ -787,6 +810,7 @@ class _Progress:
         self.league = league
         self.snapshot_every = snapshot_every
         self.history: list[dict[str, Any]] = []
+        self.clock = _UpdateClock()
         self.start = time.perf_counter()
         self.env_steps = self.illegal = self.checked = self.empty = 0
 
@@ -808,11 +832,18 @@ class _Progress:
         probabilities = self.league.env_probabilities()
         if probabilities is not None:  # uniform: the envs keep their plain draw
             push_snapshot_probabilities(algorithm, probabilities, self.watch.timeout_s)
+        self.clock.install(algorithm)
+        self.clock.seconds = 0.0
+        train_start = time.perf_counter()
         result = algorithm.train()
+        train_seconds = time.perf_counter() - train_start
         # RLlib may bring a failed runner back into service during train(): look again now, so the
         # row's restart count agrees with its healthy-runner count and the runner has the league.
         self.watch.check(algorithm)
         row = summarize(result, time.perf_counter() - tick, self.env_steps)
+        # The learner's update calls, and the rest of train(): sampling (with the weight syncs around it).
+        row["learn_s"] = self.clock.seconds
+        row["sample_s"] = train_seconds - self.clock.seconds
         self.league.update(result.get("env_runners", {}), row["iteration"], self.snapshot_every)
         row.update(league_metrics(self.league))
         runners = algorithm.env_runner_group
