@@ -415,7 +415,9 @@ def test_training_runs_on_local_ray_with_two_env_runners(trained_run):
     assert all(row["entropy"] is not None and row["vf_loss"] is not None for row in history)
     assert all(row["sample_s"] > 0 and row["learn_s"] > 0 for row in history)  # RLlib's timers of the two phases
     # ppo.anneal_lr: RLlib's schedule over iterations x train_batch_size env steps, down to 0.2 x lr.
-    assert 2e-4 - 1e-9 <= history[1]["lr"] < history[0]["lr"] < 1e-3
+    assert 2e-4 - 1e-9 <= history[1]["lr"] <= history[0]["lr"] < 1e-3
+    if trained_run.env_steps < 2 * 256 * 1.5:  # the batched sampler's whole games may overshoot the whole schedule
+        assert history[1]["lr"] < history[0]["lr"]
     lines = (trained_run.run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 2
     sampler = load_rllib_config(trained_run.run_dir / "config.yaml").env_runners.sampler

@@ -26,7 +26,8 @@ CONFIG = ROOT / "configs" / "rllib.yaml"
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("ray") is None, reason=f"the rllib extra is not installed ({INSTALL_HINT})"
 )
-SMALL = ["model.architecture=mlp", "model.hidden_sizes=[16]", "pool.max_snapshots=1"]
+# float32 (ppo.bf16=false): the loss formulas are compared to the native trainer's exactly.
+SMALL = ["model.architecture=mlp", "model.hidden_sizes=[16]", "pool.max_snapshots=1", "ppo.bf16=false"]
 
 
 def build_learner(*overrides: str):
