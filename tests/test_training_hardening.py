@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from training import cpus
 from training.checkpoint import load_checkpoint
 from training.cli import main
 from training.config import ConfigError, TrainConfig, load_config
-from training import cpus
 from training.cpus import available_cores, cgroup_cpu_limit, oversubscription_warning, update_threads
 from training.rundir import RunLock
 
