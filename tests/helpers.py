@@ -158,3 +158,23 @@ def midgame_positions(count: int, seed: int = 0) -> list[KahunaGame]:
         if not game.is_over and len(game.legal_actions()) > 1:
             positions.append(game)
     return positions
+
+
+def local_algorithm(runner: Any) -> Any:
+    """A stand-in for an RLlib Algorithm whose only EnvRunner is ``runner`` in this process.
+
+    Enough for the driver-side helpers that reach the runners through
+    ``algorithm.env_runner_group`` (e.g. ``training.rllib.train.push_snapshot_probabilities``).
+    """
+
+    class Group:
+        local_env_runner = runner
+
+        @staticmethod
+        def num_remote_env_runners() -> int:
+            return 0
+
+    class Algorithm:
+        env_runner_group = Group()
+
+    return Algorithm()

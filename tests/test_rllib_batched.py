@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import local_algorithm
 
 from training.rllib.config import ConfigError, load_rllib_config
 from training.rllib.errors import INSTALL_HINT
@@ -200,18 +201,8 @@ def test_a_runner_samples_whole_games_counts_learner_decisions_and_follows_the_p
     )
     runner = KahunaBatchedEnvRunner(config=build_ppo_config(config))
 
-    class Group:
-        local_env_runner = runner
-
-        @staticmethod
-        def num_remote_env_runners():
-            return 0
-
-    class Algorithm:
-        env_runner_group = Group()
-
     try:
-        push_snapshot_probabilities(Algorithm(), [0.0, 0.0, 1.0])
+        push_snapshot_probabilities(local_algorithm(runner), [0.0, 0.0, 1.0])
         episodes = runner.sample(num_timesteps=600)
         metrics = runner.get_metrics()
         with pytest.raises(ValueError, match="explore=False is not supported"):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import local_algorithm
 
 from training.config import PoolConfig
 from training.model import ActorCritic, ModelConfig
@@ -245,18 +246,8 @@ def test_pushed_probabilities_reach_the_runners_envs_and_the_slot_metrics():
     )
     runner = MultiAgentEnvRunner(config=build_ppo_config(config))
 
-    class Group:
-        local_env_runner = runner
-
-        @staticmethod
-        def num_remote_env_runners():
-            return 0
-
-    class Algorithm:
-        env_runner_group = Group()
-
     try:
-        push_snapshot_probabilities(Algorithm(), [0.0, 0.5, 0.5])
+        push_snapshot_probabilities(local_algorithm(runner), [0.0, 0.5, 0.5])
         envs = [env.unwrapped for env in runner.env.envs]
         assert len(envs) == 2
         for env in envs:
