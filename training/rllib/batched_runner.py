@@ -147,6 +147,7 @@ def seat_episodes(
     starts = np.r_[0, np.cumsum(lengths)[:-1]] if len(lengths) else np.zeros(0, dtype=np.int64)
     masks = played.masks.astype(np.float32)
     no_moves = np.zeros(masks.shape[1], dtype=np.float32)
+    spaces = {agent: (observation_space(), action_space()) for agent in AGENTS}
     episodes = []
     for start, length in zip(starts.tolist(), lengths.tolist(), strict=True):
         rows = order[start : start + length]
@@ -156,7 +157,7 @@ def seat_episodes(
         kind = KINDS[int(batch.kinds[game])]
         outcome = round(float(played.rewards[rows[-1]]) / env.win)
         info: dict[str, Any] = {"kahuna_opponent": kind, "kahuna_score": (outcome + 1) / 2}
-        if int(batch.kinds[game]) == KIND_PAST:
+        if kind == "past":
             info["kahuna_snapshot"] = int(batch.snapshots[game])
         observations = [
             {agent: {"observations": played.observations[row], "action_mask": masks[row]}} for row in rows.tolist()
@@ -179,8 +180,8 @@ def seat_episodes(
             ],
             terminateds={agent: True, "__all__": True},
             len_lookback_buffer=0,
-            observation_space={agent: observation_space()},
-            action_space={agent: action_space()},
+            observation_space={agent: spaces[agent][0]},
+            action_space={agent: spaces[agent][1]},
             agent_to_module_mapping_fn=mapping_fn,
         )
         episodes.append(episode.to_numpy())
@@ -226,9 +227,9 @@ class KahunaBatchedEnvRunner(MultiAgentEnvRunner):
                     games = max(1, math.ceil((num_episodes - len(episodes)) / 1.5))
                 else:  # a little more than enough, so that a second, small (slow per decision) wave is rare
                     games = math.ceil(WAVE_MARGIN * (num_timesteps - steps) / self._decisions_per_game)
-                wave = self._play_wave(min(games, MAX_WAVE_GAMES))
+                wave, decisions = self._play_wave(min(games, MAX_WAVE_GAMES))
                 episodes += wave
-                steps += sum(len(episode) for episode in wave)
+                steps += decisions
             make_callback(
                 "on_sample_end",
                 callbacks_objects=self._callbacks,
@@ -238,7 +239,8 @@ class KahunaBatchedEnvRunner(MultiAgentEnvRunner):
         self._time_after_sampling = time.perf_counter()
         return episodes
 
-    def _play_wave(self, games: int) -> list[MultiAgentEpisode]:
+    def _play_wave(self, games: int) -> tuple[list[MultiAgentEpisode], int]:
+        """Play ``games`` games; their seat episodes and the number of learner decisions in them."""
         env = kahuna_env_of(self)
         batch = draw_games(env, games, self._games_rng)
         learner = self.module[LEARNER].net
@@ -253,13 +255,13 @@ class KahunaBatchedEnvRunner(MultiAgentEnvRunner):
             record_logits=True,
         )
         episodes = seat_episodes(batch, played, env, self.config.policy_mapping_fn)
-        self._decisions_per_game = max(1.0, len(played.actions) / games)
-        self._log_wave(episodes)
-        return episodes
+        steps = len(played.actions)
+        self._decisions_per_game = max(1.0, steps / games)
+        self._log_wave(episodes, steps)
+        return episodes, steps
 
-    def _log_wave(self, episodes: list[MultiAgentEpisode]) -> None:
-        """RLlib's sampling counters for finished ``episodes``, their callbacks, and the episode statistics."""
-        steps = sum(len(episode) for episode in episodes)
+    def _log_wave(self, episodes: list[MultiAgentEpisode], steps: int) -> None:
+        """RLlib's sampling counters for finished ``episodes`` (``steps`` decisions), their callbacks, statistics."""
         self.metrics.log_value(NUM_ENV_STEPS_SAMPLED, steps, reduce="sum")
         self.metrics.log_value(NUM_ENV_STEPS_SAMPLED_LIFETIME, steps, reduce="lifetime_sum", with_throughput=True)
         self.metrics.log_value(NUM_EPISODES, len(episodes), reduce="sum")

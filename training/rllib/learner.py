@@ -54,9 +54,9 @@ LOSS_KEY = "kahuna_loss"
 ADAM_EPS_KEY = "kahuna_adam_eps"
 """``learner_config_dict`` key: Adam's epsilon (``ppo.adam_eps``)."""
 CLIP_VLOSS_KEY = "kahuna_clip_vloss"
+"""``learner_config_dict`` key: clip the value loss around the sampled values (``ppo.clip_vloss``, native loss)."""
 BF16_KEY = "kahuna_bf16"
 """``learner_config_dict`` key: True runs the trained modules' forward passes under bfloat16 autocast (CPU)."""
-"""``learner_config_dict`` key: clip the value loss around the sampled values (``ppo.clip_vloss``, native loss)."""
 
 
 class RawAdvantages(GeneralAdvantageEstimation):
