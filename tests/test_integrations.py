@@ -122,9 +122,17 @@ def _tianshou_rows(closing_step: bool, steps: int) -> list[tuple[list[str], np.n
     buffer = ReplayBuffer(steps + 10)
     collector = Collector(algorithm, DummyVectorEnv([get_env]), buffer)
     collector.reset(reset_buffer=True, gym_reset_kwargs={"seed": 0})
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        collector.collect(n_step=steps)
+    # Tianshou's random players draw from numpy's global generator: seed it (and put it back after),
+    # so the games are the same on every run (unseeded, a drawn game now and then made Tianshou's
+    # buffer fail to store the info's "winner": None after int winners).
+    global_state = np.random.get_state()
+    np.random.seed(0)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            collector.collect(n_step=steps)
+    finally:
+        np.random.set_state(global_state)
     data = buffer[np.arange(len(buffer))]
     episodes, start = [], 0
     for index in np.flatnonzero(data.terminated | data.truncated):
