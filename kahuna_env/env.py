@@ -174,7 +174,8 @@ the point difference, which may be 0 or even favour the loser.  Use
 the other player instead.
 
 At the end, `infos[agent]` holds `{"scores": [p0, p1], "final_points": [p0,
-p1], "winner": 0 | 1 | None}` (player indices, `None` for a draw); before that
+p1], "winner": 0 | 1 | -1}` (player indices, -1 for a draw: always an int, so
+that frameworks stacking infos into arrays can store every game); before that
 it is an empty dict (with `observation="flat"`, plus `"action_mask"` always).
 
 ## Rendering
@@ -360,8 +361,14 @@ def final_rewards(game: KahunaGame, reward: str) -> tuple[float, float]:
 
 
 def final_info(game: KahunaGame) -> dict[str, Any]:
-    """The info dict of a finished game: ``scores``, ``final_points`` and ``winner`` (a new dict each call)."""
-    return {"scores": game.scores, "final_points": game.final_points, "winner": game.winner}
+    """The info dict of a finished game: ``scores``, ``final_points`` and ``winner`` (a new dict each call).
+
+    ``winner`` is the winner's player index, or -1 for a draw (always an int, unlike the engine's
+    ``game.winner``, which is ``None`` for a draw): frameworks that stack infos into arrays, such as
+    Tianshou's replay buffer or Gymnasium's vector envs, cannot store ``None`` after an int.
+    """
+    winner = game.winner
+    return {"scores": game.scores, "final_points": game.final_points, "winner": -1 if winner is None else winner}
 
 
 def start_game(config: KahunaConfig, game_seed: int, options: Mapping[str, Any] | None) -> KahunaGame:

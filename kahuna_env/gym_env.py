@@ -53,7 +53,7 @@ the same learner actions.  ``reset(options={"position": d})`` starts from a
 position (docs/RULES.md, "Positions"), as in the AEC environment.
 
 ``info`` holds ``{"seat": s, "action_mask": mask}`` on every reset and step,
-plus ``scores``, ``final_points`` and ``winner`` (player indices) at the end.
+plus ``scores``, ``final_points`` and ``winner`` (player indices, -1 for a draw) at the end.
 ``render()`` draws the spectator's view of :mod:`kahuna_env.render` (both
 hands).
 

@@ -122,7 +122,7 @@ def test_episode_reward_is_the_win_loss_result_of_the_learning_seat() -> None:
         assert terminated
         assert all(reward == 0 for reward in rewards[:-1])
         winner = infos[-1]["winner"]
-        assert rewards[-1] == (0.0 if winner is None else 1.0 if winner == seat else -1.0)
+        assert rewards[-1] == (0.0 if winner == -1 else 1.0 if winner == seat else -1.0)
 
 
 def test_score_reward_is_the_point_difference_from_the_learners_side() -> None:

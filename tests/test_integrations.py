@@ -19,8 +19,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import final_turns_position, game_at
 
 import kahuna_env
+from kahuna_env import actions as A
+from kahuna_env.engine import KahunaGame
 from kahuna_env.env import AGENTS
 
 ECOSYSTEM = Path(__file__).resolve().parent.parent / "docs" / "ECOSYSTEM.md"
@@ -123,8 +126,7 @@ def _tianshou_rows(closing_step: bool, steps: int) -> list[tuple[list[str], np.n
     collector = Collector(algorithm, DummyVectorEnv([get_env]), buffer)
     collector.reset(reset_buffer=True, gym_reset_kwargs={"seed": 0})
     # Tianshou's random players draw from numpy's global generator: seed it (and put it back after),
-    # so the games are the same on every run (unseeded, a drawn game now and then made Tianshou's
-    # buffer fail to store the info's "winner": None after int winners).
+    # so the games are the same on every run.
     global_state = np.random.get_state()
     np.random.seed(0)
     try:
@@ -155,6 +157,34 @@ def test_tianshou_records_each_seats_final_reward_in_its_own_rows_with_closing_s
             results.append(own[-1])
         assert results[0] == -results[1]
     assert any(rewards.any() for _, rewards in episodes)
+
+
+def test_tianshou_buffer_stores_a_drawn_game_after_a_decided_one() -> None:
+    """The final infos stay storable: Tianshou's buffer builds an int array from the first ``winner``
+    it sees and could not store a draw's winner if it were ``None`` (a crash in long runs)."""
+    needs("tianshou")
+    from tianshou.data import Batch, ReplayBuffer
+
+    from kahuna_env.env import final_info
+
+    decided = KahunaGame.from_dict(final_turns_position(1))
+    decided.step(A.PASS)
+    drawn = game_at(
+        bridges={"ALOA-BARI": 0, "ALOA-DUDA": 0, "HUNA-LALE": 1, "IFFI-LALE": 1},
+        hands=(["ALOA"], ["KAHU"]),
+        face_up=[None, None, None],
+        pile=[],
+        round=3,
+        final_turns_left=1,
+        scores=[0, 0],
+    )
+    drawn.step(A.PASS)
+    assert decided.winner == 0 and drawn.winner is None
+    buffer = ReplayBuffer(8)
+    for info in ({}, final_info(decided), {}, final_info(drawn)):
+        row = Batch(obs=np.zeros(2), act=0, rew=0.0, terminated=False, truncated=False, obs_next=np.zeros(2), info=info)
+        buffer.add(Batch.stack([row]))
+    assert np.ravel(buffer.info.winner[[1, 3]]).tolist() == [0, -1]
 
 
 def test_without_closing_step_tianshou_gives_the_result_to_the_mover_only() -> None:
