@@ -116,6 +116,46 @@ def test_hard_weighting_favours_the_slot_the_learner_loses_to():
     assert probabilities is not None and np.argmax(probabilities) == 0 and np.argmin(probabilities) == 2
 
 
+# ---------------------------------------------------------------------------------------------- snapshots per update
+def test_snapshots_per_update_plays_each_iteration_against_that_many_slots_uniformly():
+    stats = SlotStats(PFSP(), 5, snapshots_per_update=2, seed=3)
+    chosen_sets = set()
+    for iteration in range(1, 41):
+        odds = np.array(stats.env_probabilities(iteration))
+        chosen = np.flatnonzero(odds)
+        assert len(chosen) == 2 and np.allclose(odds[chosen], 0.5)
+        assert stats.env_probabilities(iteration) == odds.tolist()  # the same for the same iteration (resumes)
+        chosen_sets.add(tuple(chosen))
+    assert len(chosen_sets) > 3 and set().union(*chosen_sets) == set(range(5))
+    assert SlotStats(PFSP(), 5, snapshots_per_update=9, seed=3).env_probabilities(1) == [0.2] * 5  # all of them
+    assert SlotStats(PFSP(), 5, seed=3).env_probabilities(1) is None  # without the key: the plain uniform draw
+
+
+def test_snapshots_per_update_with_pfsp_renormalises_the_chosen_slots_odds_as_the_native_pool():
+    pfsp = PFSP(weighting="hard", decay=1.0)
+    stats = SlotStats(pfsp, 4, snapshots_per_update=2, seed=0)
+    stats.record([0.0, 2.0, 6.0, 8.0], [8.0, 8.0, 8.0, 8.0])
+    probabilities = stats.probabilities()
+    counts, mean_odds = np.zeros(4), np.zeros(4)
+    for iteration in range(1, 401):
+        odds = np.array(stats.env_probabilities(iteration))
+        chosen = np.flatnonzero(odds)
+        assert len(chosen) == 2
+        np.testing.assert_allclose(odds[chosen], probabilities[chosen] / probabilities[chosen].sum())
+        counts[chosen] += 1
+        mean_odds += odds / 400
+    # Chosen without replacement with the PFSP probabilities: slot 0, the hardest, most often.
+    assert counts[0] == counts.max() and counts[3] == counts.min()
+    # Each game's slot then has the native pool's odds (its games over many updates of 2 snapshots each).
+    native = native_pool(pfsp, 4)
+    native.scores, native.games = list(stats.scores), list(stats.games)
+    rng = np.random.default_rng(1)
+    draws = np.concatenate(
+        [native.assign(10, {"past": 1.0}, rng, snapshots_per_update=2).snapshots for _ in range(400)]
+    )
+    np.testing.assert_allclose(np.bincount(draws, minlength=4) / len(draws), mean_odds, atol=0.04)
+
+
 def test_counts_decay_once_per_iteration():
     stats = SlotStats(PFSP(weighting="hard", decay=0.8, prior=0.5, prior_games=4.0), 2)
     stats.record([3.0, 0.0], [4.0, 2.0])
@@ -366,3 +406,35 @@ def test_a_pfsp_run_records_pushes_logs_and_resumes_its_statistics(tmp_path, mon
     assert [row["iteration"] for row in rows] == [1, 2, 3]
     native = league_scalars(native_pool_with(updates[2]["after"], pfsp))
     assert rows[2]["league/mean_snapshot_win_rate"] == pytest.approx(native["league/mean_snapshot_win_rate"])
+
+
+@needs_ray
+def test_a_run_with_snapshots_per_update_plays_each_iteration_against_the_slots_it_chose(tmp_path, monkeypatch):
+    import training.rllib.train as train_module
+
+    games_per_slot: dict[int, np.ndarray] = {}
+
+    class RecordingStats(SlotStats):
+        def update(self, runner_metrics, iteration, every):
+            games_per_slot[iteration] = slot_results(runner_metrics, len(self))[1]
+            super().update(runner_metrics, iteration, every)
+
+    odds_seen: dict[int, list] = {}
+
+    def on_iteration(algorithm, row):  # the odds the envs drew this iteration's slots with
+        odds_seen[row["iteration"]] = algorithm.env_runner_group.foreach_env_runner(
+            lambda runner: [env.unwrapped.slot_probabilities.tolist() for env in runner.env.envs],
+            local_env_runner=False,
+        )
+
+    monkeypatch.setattr(train_module, "SlotStats", RecordingStats)
+    settings = [*RUN, "pool.pfsp=uniform", "pool.max_snapshots=3", "pool.snapshots_per_update=1", "seed=6"]
+    train_module.train(load_rllib_config(CONFIG, settings), run_dir=tmp_path / "run", on_iteration=on_iteration)
+    expected = SlotStats(PFSP(), 3, snapshots_per_update=1, seed=6)
+    assert sorted(odds_seen) == sorted(games_per_slot) == [1, 2]
+    for iteration, odds in odds_seen.items():
+        chosen = expected.env_probabilities(iteration)
+        assert sorted(chosen) == [0.0, 0.0, 1.0]
+        np.testing.assert_allclose(np.array(odds), [[chosen] * 2])
+        games, slot = games_per_slot[iteration], int(np.argmax(chosen))
+        assert games[slot] >= 1 and games.sum() == games[slot]  # every past game against the chosen slot

@@ -264,15 +264,31 @@ class OpponentPool:
         if self.pfsp.weighting == "uniform":
             if snapshots_per_update is None:
                 return rng.integers(pool_size, size=count)
-            size = min(snapshots_per_update, pool_size)
-            chosen = rng.choice(pool_size, size=size, replace=False)
-            return chosen[rng.integers(size, size=count)]
+            chosen = choose_update_snapshots(None, pool_size, snapshots_per_update, rng)
+            return chosen[rng.integers(len(chosen), size=count)]
         probabilities = self.probabilities()
         if snapshots_per_update is None:
             return rng.choice(pool_size, size=count, p=probabilities)
-        size = min(snapshots_per_update, pool_size, int(np.count_nonzero(probabilities)))
-        chosen = rng.choice(pool_size, size=size, replace=False, p=probabilities)
-        return chosen[rng.choice(size, size=count, p=probabilities[chosen] / probabilities[chosen].sum())]
+        chosen = choose_update_snapshots(probabilities, pool_size, snapshots_per_update, rng)
+        return chosen[rng.choice(len(chosen), size=count, p=probabilities[chosen] / probabilities[chosen].sum())]
+
+
+def choose_update_snapshots(
+    probabilities: np.ndarray | None, pool_size: int, snapshots_per_update: int, rng: np.random.Generator
+) -> np.ndarray:
+    """The distinct snapshots one update plays against (``pool.snapshots_per_update``).
+
+    ``min(snapshots_per_update, pool_size)`` of them (and no more than have a
+    nonzero probability), drawn without replacement: uniformly when
+    ``probabilities`` is None, else with those PFSP probabilities.  The
+    native pool then draws each game's snapshot among them; the RLlib driver
+    turns them into the slot odds it pushes to the envs
+    (:meth:`training.rllib.league.SlotStats.env_probabilities`).
+    """
+    if probabilities is None:
+        return rng.choice(pool_size, size=min(snapshots_per_update, pool_size), replace=False)
+    size = min(snapshots_per_update, pool_size, int(np.count_nonzero(probabilities)))
+    return rng.choice(pool_size, size=size, replace=False, p=probabilities)
 
 
 def league_scalars(pool: OpponentPool) -> dict[str, float]:

@@ -390,8 +390,9 @@ class RLlibConfig:
             ``max_snapshots`` is the number of snapshot modules (slots, round robin);
             ``pfsp`` and ``pfsp_*`` weight the slots of ``past`` games as the native pool
             weights its snapshots (counts decayed once per iteration, a slot's reset when it
-            takes a new snapshot); ``snapshots_per_update`` must stay null (each slot is its
-            own module anyway).
+            takes a new snapshot); ``snapshots_per_update`` chooses that many slots per
+            iteration (as the native pool chooses an update's snapshots) and plays the
+            iteration's ``past`` games against them only.
         fault_tolerance: restarts of failed EnvRunners.
         checkpoint: checkpoints and export.
     """
@@ -421,12 +422,6 @@ class RLlibConfig:
             self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be > 0 or null", self.max_minutes
         )
         check_value(bool(self.output_dir), "output_dir", "must be a non-empty path", self.output_dir)
-        check_value(
-            self.pool.snapshots_per_update is None,
-            "pool.snapshots_per_update",
-            "must be null for RLlib runs (every snapshot slot is its own module)",
-            self.pool.snapshots_per_update,
-        )
 
     @property
     def snapshot_slots(self) -> int:

@@ -26,7 +26,10 @@ for every finished ``past`` game), and gives the slot probabilities by the
 native pool's own formulas; the driver pushes them into every env
 (:meth:`training.rllib.env.KahunaMultiAgentEnv.set_snapshot_probabilities`)
 before each iteration.  A slot that takes a new snapshot starts with fresh
-counts, as a new snapshot of the native pool does.
+counts, as a new snapshot of the native pool does.  With
+``pool.snapshots_per_update = n`` each iteration plays against ``n`` slots
+only, chosen as the native pool chooses an update's snapshots (the other
+slots get odds 0 for that iteration).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from training.pool import PFSP
+from training.pool import PFSP, choose_update_snapshots
 
 LEARNER = "learner"
 """Module id of the trained policy."""
@@ -119,8 +122,12 @@ class SlotStats:
         """The PFSP probability of each slot being drawn for a ``past`` game."""
         return self.pfsp.probabilities(self.scores, self.games)
 
-    def __init__(self, pfsp: PFSP, slots: int) -> None:
+    def __init__(self, pfsp: PFSP, slots: int, snapshots_per_update: int | None = None, seed: int = 0) -> None:
         self.pfsp = pfsp
+        self.snapshots_per_update = snapshots_per_update
+        """``pool.snapshots_per_update``: the slots one iteration plays against (None: all of them)."""
+        self.seed = seed
+        """Seeds the choice of each iteration's slots (with the iteration number: resumes draw the same)."""
         self.snapshots = snapshot_ids(slots)
         self.scores = [0.0] * slots
         """Decayed learner score against each slot."""
@@ -145,11 +152,27 @@ class SlotStats:
         if slot is not None:
             self.reset(slot)
 
-    def env_probabilities(self) -> list[float] | None:
-        """What the envs draw the slot of a ``past`` game with: None (uniform, the plain draw) or the PFSP odds."""
-        if self.pfsp.weighting == "uniform" or not len(self):
+    def env_probabilities(self, iteration: int = 1) -> list[float] | None:
+        """What the envs draw the slot of a ``past`` game with in ``iteration``: None (uniform, the plain
+        draw) or the slot odds.
+
+        Without ``snapshots_per_update`` the odds are the PFSP probabilities. With it, the iteration
+        first chooses that many distinct slots as the native pool chooses an update's snapshots
+        (:func:`training.pool.choose_update_snapshots`, from a generator seeded by ``seed`` and
+        ``iteration``), and the odds are theirs renormalised (uniform among them without PFSP); the
+        other slots get 0.
+        """
+        if not len(self):
             return None
-        return [float(p) for p in self.probabilities()]
+        uniform = self.pfsp.weighting == "uniform"
+        if self.snapshots_per_update is None:
+            return None if uniform else [float(p) for p in self.probabilities()]
+        probabilities = None if uniform else self.probabilities()
+        rng = np.random.default_rng([self.seed, iteration])
+        chosen = choose_update_snapshots(probabilities, len(self), self.snapshots_per_update, rng)
+        odds = np.zeros(len(self))
+        odds[chosen] = 1.0 if probabilities is None else probabilities[chosen]
+        return [float(p) for p in odds / odds.sum()]
 
     def state(self) -> dict[str, list[float]]:
         """The counts as plain data (saved with each checkpoint)."""

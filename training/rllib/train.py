@@ -619,7 +619,9 @@ def train(
         watch = RunnerWatch(
             [LEARNER, *snapshot_ids(config.snapshot_slots)], config.fault_tolerance.env_runner_health_probe_timeout_s
         )
-        league = SlotStats(PFSP.from_config(config.pool), config.snapshot_slots)
+        league = SlotStats(
+            PFSP.from_config(config.pool), config.snapshot_slots, config.pool.snapshots_per_update, config.seed
+        )
         progress = _Progress(watch, league, config.pool.snapshot_every)
         if restore_from is not None:
             algorithm.restore_from_path(str(Path(restore_from).resolve()))
@@ -829,8 +831,8 @@ class _Progress:
         """One ``algorithm.train()`` call; returns its metrics row (with ``elapsed_s`` and the restarts)."""
         tick = time.perf_counter()
         self.watch.check(algorithm)
-        probabilities = self.league.env_probabilities()
-        if probabilities is not None:  # uniform: the envs keep their plain draw
+        probabilities = self.league.env_probabilities(algorithm.iteration + 1)
+        if probabilities is not None:  # uniform over every slot: the envs keep their plain draw
             push_snapshot_probabilities(algorithm, probabilities, self.watch.timeout_s)
         self.clock.install(algorithm)
         self.clock.seconds = 0.0
