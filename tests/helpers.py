@@ -84,6 +84,20 @@ def final_turns_position(turns_left: int) -> dict[str, Any]:
     )
 
 
+def drawn_final_turn_position() -> dict[str, Any]:
+    """Round 3, the last turn, player 0 to act: player 0 controls ALOA and player 1 LALE, scores 0 : 0,
+    and no tie-break decides, so a pass ends the game in a draw."""
+    return position(
+        bridges={"ALOA-BARI": 0, "ALOA-DUDA": 0, "HUNA-LALE": 1, "IFFI-LALE": 1},
+        hands=(["ALOA"], ["KAHU"]),
+        face_up=[None, None, None],
+        pile=[],
+        round=3,
+        final_turns_left=1,
+        scores=[0, 0],
+    )
+
+
 def game_at(*args: Any, seed: int = 0, **kwargs: Any) -> KahunaGame:
     """``KahunaGame.from_dict(position(...))``."""
     return KahunaGame.from_dict(position(*args, **kwargs), seed=seed)

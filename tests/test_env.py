@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import LINE, final_turns_position, position
+from helpers import LINE, drawn_final_turn_position, final_turns_position, position
 from pettingzoo.test import api_test, seed_test
 from pettingzoo.utils import wrappers
 
@@ -440,21 +440,8 @@ def test_final_infos_carry_scores_and_winner() -> None:
         assert environment.infos[agent] == {"scores": [4, 2], "final_points": [3, 0], "winner": 0}
 
 
-# A full tie: both players control two islands, scores 0 : 0 and no tie-break decides; player 0 passes
-# the last turn of the game.
-DRAWN_FINAL_TURN = position(
-    bridges={"ALOA-BARI": 0, "ALOA-DUDA": 0, "HUNA-LALE": 1, "IFFI-LALE": 1},
-    hands=(["ALOA"], ["KAHU"]),
-    face_up=[None, None, None],
-    pile=[],
-    round=3,
-    final_turns_left=1,
-    scores=[0, 0],
-)
-
-
 def test_a_draw_reports_winner_minus_one_in_the_infos_and_zero_rewards() -> None:
-    environment = env_at(DRAWN_FINAL_TURN)
+    environment = env_at(drawn_final_turn_position())
     environment.step(A.PASS)
     assert environment.game.is_over and environment.game.winner is None  # the engine's draw is None
     assert environment.rewards == {"player_0": 0.0, "player_1": 0.0}

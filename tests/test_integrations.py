@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import final_turns_position, game_at
+from helpers import drawn_final_turn_position, final_turns_position
 
 import kahuna_env
 from kahuna_env import actions as A
@@ -169,15 +169,7 @@ def test_tianshou_buffer_stores_a_drawn_game_after_a_decided_one() -> None:
 
     decided = KahunaGame.from_dict(final_turns_position(1))
     decided.step(A.PASS)
-    drawn = game_at(
-        bridges={"ALOA-BARI": 0, "ALOA-DUDA": 0, "HUNA-LALE": 1, "IFFI-LALE": 1},
-        hands=(["ALOA"], ["KAHU"]),
-        face_up=[None, None, None],
-        pile=[],
-        round=3,
-        final_turns_left=1,
-        scores=[0, 0],
-    )
+    drawn = KahunaGame.from_dict(drawn_final_turn_position())
     drawn.step(A.PASS)
     assert decided.winner == 0 and drawn.winner is None
     buffer = ReplayBuffer(8)

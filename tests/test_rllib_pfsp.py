@@ -329,6 +329,16 @@ RUN = [
     "checkpoint.every=1",
     "checkpoint.export=false",
 ]
+
+
+def runner_slot_odds(algorithm) -> list:
+    """The slot odds of every env of every remote EnvRunner (``[runner][env][slot]``)."""
+    return algorithm.env_runner_group.foreach_env_runner(
+        lambda runner: [env.unwrapped.slot_probabilities.tolist() for env in runner.env.envs],
+        local_env_runner=False,
+    )
+
+
 LEAGUE_KEYS = ("league/min_snapshot_win_rate", "league/mean_snapshot_win_rate", "league/max_snapshot_probability")
 
 
@@ -353,10 +363,7 @@ def test_a_pfsp_run_records_pushes_logs_and_resumes_its_statistics(tmp_path, mon
     pushed: dict[int, list] = {}
 
     def on_iteration(algorithm, row):  # the odds the envs drew this iteration's slots with
-        pushed[row["iteration"]] = algorithm.env_runner_group.foreach_env_runner(
-            lambda runner: [env.unwrapped.slot_probabilities.tolist() for env in runner.env.envs],
-            local_env_runner=False,
-        )
+        pushed[row["iteration"]] = runner_slot_odds(algorithm)
 
     monkeypatch.setattr(train_module, "SlotStats", RecordingStats)
     config = load_rllib_config(CONFIG, RUN)
@@ -422,10 +429,7 @@ def test_a_run_with_snapshots_per_update_plays_each_iteration_against_the_slots_
     odds_seen: dict[int, list] = {}
 
     def on_iteration(algorithm, row):  # the odds the envs drew this iteration's slots with
-        odds_seen[row["iteration"]] = algorithm.env_runner_group.foreach_env_runner(
-            lambda runner: [env.unwrapped.slot_probabilities.tolist() for env in runner.env.envs],
-            local_env_runner=False,
-        )
+        odds_seen[row["iteration"]] = runner_slot_odds(algorithm)
 
     monkeypatch.setattr(train_module, "SlotStats", RecordingStats)
     settings = [*RUN, "pool.pfsp=uniform", "pool.max_snapshots=3", "pool.snapshots_per_update=1", "seed=6"]

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from helpers import LINE, game_at, position
+from helpers import LINE, drawn_final_turn_position, game_at, position
 
 from kahuna_env import actions as A
 from kahuna_env.board import ISLAND_ID, ISLANDS, MAJORITY
@@ -442,15 +442,7 @@ def test_tie_on_totals_and_final_points_goes_to_more_bridges():
 
 
 def test_full_tie_is_a_draw():
-    game = game_at(
-        bridges={"ALOA-BARI": 0, "ALOA-DUDA": 0, "HUNA-LALE": 1, "IFFI-LALE": 1},
-        hands=(["ALOA"], ["KAHU"]),
-        face_up=[None, None, None],
-        pile=[],
-        round=3,
-        final_turns_left=1,
-        scores=[0, 0],
-    )
+    game = KahunaGame.from_dict(drawn_final_turn_position())
     game.step(A.PASS)
     assert game.is_over and game.winner is None
 
