@@ -1,0 +1,116 @@
+"""Speed of the two halves of a training update: the PPO update, and the policy's forward passes in collection.
+
+    python benchmarks/ppo_update.py [--config configs/default.yaml] [--decisions 39000] [--repeats 3]
+                                    [--rows 16 256] [--seed 0]
+
+Update: ``training.ppo.ppo_update`` with the config's network and PPO settings
+(``update_epochs``, ``minibatch_size``, ``bf16``; ``threads`` torch threads) on
+a synthetic rollout of ``--decisions`` decisions (random observations, about
+a fifth of the actions legal): the same shapes and the same work as one
+update of that config, whose rollouts hold about 38,000 learner decisions
+with ``configs/default.yaml``.  One warm-up update, then ``--repeats`` timed ones.
+
+Forward: ``training.model.sample_actions`` on one thread (as each collection
+process runs it) for each ``--rows`` batch size: 16 is about a snapshot's
+games in one tick of the default config, 256 about the learner's.
+
+Every rate is printed per repeat, then the best (the least disturbed by other
+load on the machine) and the median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+import torch
+
+from kahuna_env.actions import NUM_ACTIONS
+from kahuna_env.observation import OBSERVATION_SIZE
+from training.config import load_config
+from training.model import sample_actions
+from training.ppo import build_model, ppo_update
+from training.rollout import Rollout
+
+
+def synthetic_rollout(decisions: int, seed: int) -> Rollout:
+    """A rollout of ``decisions`` random decisions with the real arrays' shapes and dtypes."""
+    rng = np.random.default_rng(seed)
+    masks = rng.random((decisions, NUM_ACTIONS)) < 0.2
+    masks[:, 0] = True
+    legal_counts = masks.sum(axis=1)
+    # A uniformly drawn legal action per row: the k-th legal one, k < that row's count.
+    picks = (rng.random(decisions) * legal_counts).astype(np.int64)
+    actions = np.argmax(np.cumsum(masks, axis=1) > picks[:, None], axis=1).astype(np.int64)
+    return Rollout(
+        observations=rng.random((decisions, OBSERVATION_SIZE), dtype=np.float32),
+        masks=masks,
+        actions=actions,
+        log_probs=-np.log(legal_counts).astype(np.float32),
+        values=rng.standard_normal(decisions).astype(np.float32),
+        rewards=np.zeros(decisions, dtype=np.float32),
+        dones=np.zeros(decisions, dtype=bool),
+        trajectory=np.zeros(decisions, dtype=np.int64),
+        advantages=rng.standard_normal(decisions).astype(np.float32),
+        returns=rng.standard_normal(decisions).astype(np.float32),
+        stats={},
+    )
+
+
+def report(label: str, values: list[float], unit: str) -> None:
+    print(f"{label}: best {min(values):.4f} {unit}, median {statistics.median(values):.4f} {unit}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the benchmark and print the times."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", default="configs/default.yaml", help="run configuration (network, ppo, threads)")
+    parser.add_argument("--decisions", type=int, default=39000, help="decisions in the synthetic rollout")
+    parser.add_argument("--repeats", type=int, default=3, help="timed updates (and forward measurements)")
+    parser.add_argument("--rows", type=int, nargs="*", default=[16, 256], help="forward-pass batch sizes")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.decisions < 1 or args.repeats < 1 or any(rows < 1 for rows in args.rows):
+        parser.error("--decisions, --repeats and every --rows must be at least 1")
+    config = load_config(args.config)
+    threads = config.threads if isinstance(config.threads, int) else torch.get_num_threads()
+    rollout = synthetic_rollout(args.decisions, args.seed)
+    model = build_model(config)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.ppo.lr, eps=config.ppo.adam_eps)
+    generator = torch.Generator().manual_seed(args.seed)
+    ppo = config.ppo
+    print(
+        f"{args.config}: {config.model.architecture} network {list(config.model.hidden_sizes)}, "
+        f"{args.decisions:,} decisions, {ppo.update_epochs} epochs of minibatches of {ppo.minibatch_size}, "
+        f"bf16 {ppo.bf16}, {threads} thread(s)"
+    )
+    torch.set_num_threads(threads)
+    ppo_update(model, optimizer, rollout, ppo, generator)  # warm-up
+    seconds = []
+    for repeat in range(args.repeats):
+        start = time.perf_counter()
+        ppo_update(model, optimizer, rollout, ppo, generator)
+        seconds.append(time.perf_counter() - start)
+        print(f"  update {repeat + 1}: {seconds[-1]:.3f} s  ({args.decisions / seconds[-1]:,.0f} decisions/s)")
+    report("ppo_update", seconds, "s")
+
+    torch.set_num_threads(1)
+    for rows in args.rows:
+        observations = np.ascontiguousarray(rollout.observations[:rows])
+        masks = np.ascontiguousarray(rollout.masks[:rows])
+        calls = max(20, 20000 // rows)
+        sample_actions(model, observations, masks, generator)  # warm-up
+        per_call = []
+        for _ in range(args.repeats):
+            start = time.perf_counter()
+            for _ in range(calls):
+                sample_actions(model, observations, masks, generator)
+            per_call.append((time.perf_counter() - start) / calls * 1e3)
+        print(f"  forward of {rows} rows, 1 thread: " + ", ".join(f"{ms:.3f}" for ms in per_call) + " ms per call")
+        report(f"forward {rows} rows", per_call, "ms")
+
+
+if __name__ == "__main__":
+    main()
