@@ -10,6 +10,7 @@ from kahuna_env.agents.greedy import best_actions
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import encode_observation
 from kahuna_env.vector import KahunaBatch
+from training import batched_rollout
 from training.batched_rollout import play_games_batched
 from training.collector import SelfPlayCollector, play_function
 from training.config import ConfigError, RolloutConfig
@@ -203,3 +204,28 @@ def test_an_unknown_backend_is_refused_in_one_line():
         RolloutConfig(backend="gpu")
     with pytest.raises(ValueError, match="unknown rollout backend 'gpu'"):
         play_function("gpu")
+
+
+@pytest.mark.parametrize("argmax", [False, True], ids=["sampled", "argmax"])
+def test_stacked_snapshots_play_the_games_of_one_pass_per_snapshot(monkeypatch, argmax):
+    """Several snapshots answer in one stacked pass, with the noise drawn per snapshot as one pass each would."""
+    torch.manual_seed(8)
+    model = ActorCritic(MODEL_CONFIG).eval()
+    snapshots = [ActorCritic(MODEL_CONFIG).eval() for _ in range(3)]
+    batch = _batch([KIND_PAST] * 9 + [KIND_GREEDY] * 3, seed=17, snapshot_argmax=argmax)
+    batch.snapshots[:9] = [0, 1, 2, 2, 0, 1, 2, 0, 1]
+    calls = []
+    original = batched_rollout.StackedNetworks
+
+    def counting(networks):
+        calls.append(len(networks))
+        return original(networks)
+
+    monkeypatch.setattr(batched_rollout, "StackedNetworks", counting)
+    stacked = play_games_batched(batch, model, snapshots, KahunaConfig())
+    monkeypatch.setattr(batched_rollout, "StackedNetworks", lambda networks: None)  # one pass per snapshot
+    separate = play_games_batched(batch, model, snapshots, KahunaConfig())
+    assert calls == [3]
+    np.testing.assert_array_equal(stacked.actions, separate.actions)
+    np.testing.assert_array_equal(stacked.observations, separate.observations)
+    np.testing.assert_array_equal(stacked.stats["outcomes"], separate.stats["outcomes"])

@@ -14,7 +14,7 @@ from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, encode_observation
 from training.collector import SelfPlayCollector
 from training.config import PPOConfig
-from training.model import ActorCritic, ModelConfig, sample_actions
+from training.model import MASKED_LOGIT, ActorCritic, ModelConfig, StackedNetworks, sample_actions
 from training.pool import KIND_GREEDY, KIND_LATEST, KIND_PAST, OpponentPool, split_counts
 from training.ppo import ppo_losses, ppo_update
 from training.rollout import (
@@ -327,3 +327,39 @@ def test_bf16_update_matches_the_float32_update_closely(self_play_rollout):
     assert stats16["entropy"] == pytest.approx(stats32["entropy"], rel=0.02)
     assert not torch.equal(weights16, weights32)  # it did run in lower precision
     assert (weights16 - weights32).abs().max() < 1e-2
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        ModelConfig(hidden_sizes=(32,)),
+        ModelConfig(hidden_sizes=(48, 24), activation="relu", architecture="board", line_width=8),
+    ],
+    ids=["mlp", "board"],
+)
+def test_stacked_networks_give_each_network_its_own_outputs(config):
+    torch.manual_seed(3)
+    networks = [ActorCritic(config).eval() for _ in range(3)]
+    for network in networks:  # weights far from the initialisation, so every layer matters
+        for parameter in network.parameters():
+            torch.nn.init.normal_(parameter, std=0.3)
+    observations = torch.rand(3, 5, OBSERVATION_SIZE)
+    masks = torch.rand(3, 5, NUM_ACTIONS) < 0.3
+    logits, values = StackedNetworks(networks)(observations, masks)
+    assert logits.shape == (3, 5, NUM_ACTIONS) and values.shape == (3, 5)
+    for k, network in enumerate(networks):
+        with torch.no_grad():
+            own_logits, own_values = network(observations[k], masks[k])
+        torch.testing.assert_close(logits[k], own_logits, rtol=1e-5, atol=1e-4)
+        torch.testing.assert_close(values[k], own_values, rtol=1e-5, atol=1e-4)
+        assert torch.equal(logits[k] == MASKED_LOGIT, ~masks[k])
+
+
+def test_stacked_networks_refuse_mixed_shapes_and_misshapen_inputs():
+    with pytest.raises(ValueError, match="one shape"):
+        StackedNetworks([ActorCritic(ModelConfig(hidden_sizes=(8,))), ActorCritic(ModelConfig(hidden_sizes=(16,)))])
+    with pytest.raises(ValueError, match="at least one"):
+        StackedNetworks([])
+    stacked = StackedNetworks([ActorCritic(ModelConfig(hidden_sizes=(8,))) for _ in range(2)])
+    with pytest.raises(ValueError, match=r"\(networks, rows, 246\)"):
+        stacked(torch.rand(3, 4, OBSERVATION_SIZE), torch.ones(3, 4, NUM_ACTIONS, dtype=torch.bool))

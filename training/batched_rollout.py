@@ -9,7 +9,9 @@ game takes one action, as in the scalar backend:
   the current policy over their observations (all of them computed at once by
   the batched engine); every decision is stored with its trajectory id
   ``2 * game + seat``;
-* snapshot games: one batched forward pass per snapshot in use;
+* snapshot games: one forward pass of all the batch's snapshots stacked
+  (:class:`~training.model.StackedNetworks`: one batched product per layer),
+  each snapshot sampling its own games as one pass per snapshot would;
 * ``greedy`` / ``random`` games: the batched baselines
   (:class:`~kahuna_env.agents.batched.BatchedGreedy` picks among exactly the
   scalar greedy's best actions), array work over all their games at once;
@@ -33,7 +35,7 @@ from kahuna_env.agents import choose_action, make_agent
 from kahuna_env.agents.batched import BatchedGreedy, BatchedRandom
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.vector import KahunaBatch
-from training.model import ActorCritic, sample_actions
+from training.model import ActorCritic, StackedNetworks, sample_actions, sample_from_logits
 from training.pool import KIND_GREEDY, KIND_MCTS, KIND_PAST, KIND_RANDOM
 from training.rollout import GameBatch, PlayedGames, _Storage, island_potentials, result_stats, snapshot_actions
 
@@ -67,6 +69,12 @@ def play_games_batched(
     game_number = np.asarray(batch.games, dtype=np.int64)
     rows = np.arange(n)
     is_past, is_greedy, is_random, is_mcts = (kinds == k for k in (KIND_PAST, KIND_GREEDY, KIND_RANDOM, KIND_MCTS))
+    # The snapshots this batch plays against, stacked when there are several of one shape.
+    used = np.unique(snapshot_of[is_past]).tolist()
+    stacked = None
+    if len(used) > 1 and len({snapshots[s].config for s in used}) == 1:
+        stacked = StackedNetworks([snapshots[s] for s in used])
+    stack_position = {snapshot: position for position, snapshot in enumerate(used)}
 
     storage = _Storage(capacity=max(n, 1) * 150, logits=record_logits)
     last_row = np.full((n, 2), -1, dtype=np.int64)  # each seat's latest stored decision
@@ -107,16 +115,29 @@ def play_games_batched(
             storage.log_probs[stored] = log_probs
             storage.values[stored] = values
             actions[group] = chosen
-        # Snapshots: one batched forward pass per snapshot in use.
+        # Snapshots: one stacked forward pass for all of them (or one pass per snapshot in use).
         if past_turn.any():
-            for snapshot in np.unique(snapshot_of[past_turn]):
-                group = np.flatnonzero(past_turn & (snapshot_of == snapshot))
-                actions[group] = snapshot_actions(
-                    snapshots[snapshot],
-                    observations[group],
-                    np.ascontiguousarray(masks[group]),
+            in_use = np.unique(snapshot_of[past_turn])
+            groups = [np.flatnonzero(past_turn & (snapshot_of == snapshot)) for snapshot in in_use]
+            if stacked is None:
+                for snapshot, group in zip(in_use, groups, strict=True):
+                    actions[group] = snapshot_actions(
+                        snapshots[snapshot],
+                        observations[group],
+                        np.ascontiguousarray(masks[group]),
+                        generator,
+                        batch.snapshot_argmax,
+                    )
+            else:
+                stacked_snapshot_actions(
+                    stacked,
+                    [stack_position[s] for s in in_use],
+                    groups,
+                    observations,
+                    masks,
                     generator,
                     batch.snapshot_argmax,
+                    actions,
                 )
         # Baselines: greedy and random over all their games at once; mcts one game at a time.
         greedy_turn = opponent_turn & is_greedy
@@ -147,3 +168,34 @@ def play_games_batched(
             **result_stats(game_number, kinds, learner, winners),
         }
     )
+
+
+def stacked_snapshot_actions(
+    stacked: StackedNetworks,
+    positions: list[int],
+    groups: list[np.ndarray],
+    observations: np.ndarray,
+    masks: np.ndarray,
+    generator: torch.Generator,
+    argmax: bool,
+    actions: np.ndarray,
+) -> None:
+    """Set ``actions[groups[i]]`` to the actions of the stack's network ``positions[i]`` on those games.
+
+    One forward pass of all the stacked networks over their rows (padded to the largest group);
+    then each group, in order, draws its noise from ``generator`` exactly as :func:`snapshot_actions`
+    would (one ``(rows, 179)`` uniform draw per group), or takes its most likely legal actions.
+    """
+    rows = max(len(group) for group in groups)
+    padded_observations = np.zeros((stacked.size, rows, observations.shape[1]), dtype=np.float32)
+    padded_masks = np.zeros((stacked.size, rows, masks.shape[1]), dtype=bool)
+    for position, group in zip(positions, groups, strict=True):
+        padded_observations[position, : len(group)] = observations[group]
+        padded_masks[position, : len(group)] = masks[group]
+    logits, _ = stacked(torch.from_numpy(padded_observations), torch.from_numpy(padded_masks))
+    for position, group in zip(positions, groups, strict=True):
+        own = logits[position, : len(group)]
+        if argmax:
+            actions[group] = own.argmax(dim=1).numpy()
+        else:
+            actions[group] = sample_from_logits(own, torch.rand(own.shape, generator=generator)).numpy()

@@ -185,40 +185,137 @@ class ActorCritic(nn.Module):
         self.register_buffer("line_ends", _LINE_ENDS, persistent=False)
 
     def _island_features(self, observation: torch.Tensor) -> torch.Tensor:
-        """``(batch, 12, _ISLAND_FEATURES)`` per-island features; see :func:`_island_feature_map`."""
+        """``(..., 12, _ISLAND_FEATURES)`` per-island features; see :func:`_island_feature_map`."""
         # Every feature is an affine function of the observation, so one product computes them all
         # (no gradient flows into the observation, so this costs nothing in the backward pass).
-        features = torch.addmm(self.island_offset, observation, self.island_map)
-        return features.view(observation.shape[0], NUM_ISLANDS, _ISLAND_FEATURES)
+        features = torch.addmm(self.island_offset, observation.reshape(-1, OBSERVATION_SIZE), self.island_map)
+        return features.view(*observation.shape[:-1], NUM_ISLANDS, _ISLAND_FEATURES)
 
     def forward(self, observation: torch.Tensor, action_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked logits ``(batch, 179)`` and values ``(batch,)``; ``action_mask`` is nonzero where legal."""
-        hidden = self.trunk(observation)
+        return self._forward(observation, action_mask, _OWN_WEIGHTS)
+
+    def _forward(
+        self, observation: torch.Tensor, action_mask: torch.Tensor, weights: _OwnWeights | StackedNetworks
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The forward pass with the layers' weights from ``weights``: this network's own, or a stack's.
+
+        Written over the last dimensions only, so that the leading ones may be ``(batch,)`` or,
+        for :class:`StackedNetworks`, ``(networks, batch)``.
+        """
+        hidden = weights.sequential(self.trunk, observation)
         if self.config.architecture == "mlp":
-            return masked_logits(self.policy_head(hidden), action_mask), self.value_head(hidden).squeeze(-1)
-        batch = observation.shape[0]
+            logits = weights.linear(self.policy_head, hidden)
+            return masked_logits(logits, action_mask), weights.linear(self.value_head, hidden).squeeze(-1)
+        lead = observation.shape[:-1]
         islands = self._island_features(observation)
         # Each line's input: its own three features, then the features of its two islands.
         # (Slices, a concatenation and index_select: the same values as one fancy index, faster.)
-        own = torch.cat([observation[:, _LINES_MINE_TO_OPPONENT], observation[:, _CLAIM]], dim=1)
-        own = own.view(batch, 3, NUM_LINES).transpose(1, 2)
-        ends = islands.index_select(1, self.line_ends).view(batch, NUM_LINES, 2 * _ISLAND_FEATURES)
-        line_features = torch.cat([own, ends], dim=2)  # (batch, 27, 3 + 2 * 14)
+        own = torch.cat([observation[..., _LINES_MINE_TO_OPPONENT], observation[..., _CLAIM]], dim=-1)
+        own = own.view(*lead, 3, NUM_LINES).transpose(-1, -2)
+        ends = islands.index_select(-2, self.line_ends).view(*lead, NUM_LINES, 2 * _ISLAND_FEATURES)
+        line_features = torch.cat([own, ends], dim=-1)  # (..., 27, 3 + 2 * 14)
         # W [own; island a; island b] with the three input blocks' weights side by side.
-        weight = torch.cat([self.line_own.weight, self.line_from_a.weight, self.line_from_b.weight], dim=1)
-        bias = self.line_own.bias + self.line_from_a.bias + self.line_from_b.bias
-        line_input = F.linear(line_features, weight, bias) + self.line_from_trunk(hidden).unsqueeze(1)
-        line_embedding = self.line_net(self.activation(line_input))  # (batch, 27, line_width)
-        line_logits = self.line_head(line_embedding).transpose(1, 2)  # (batch, 6 groups, 27 lines)
-        island_input = self.island_from_self(islands) + self.island_from_trunk(hidden).unsqueeze(1)
-        discard_logits = self.island_head(self.activation(island_input)).squeeze(2)  # (batch, 12)
+        blocks = [weights.parameters(layer) for layer in (self.line_own, self.line_from_a, self.line_from_b)]
+        weight = torch.cat([block[0] for block in blocks], dim=-1)
+        bias = blocks[0][1] + blocks[1][1] + blocks[2][1]
+        line_input = weights.affine(line_features, weight, bias)
+        line_input = line_input + weights.linear(self.line_from_trunk, hidden).unsqueeze(-2)
+        line_embedding = weights.sequential(self.line_net, self.activation(line_input))  # (..., 27, line_width)
+        line_logits = weights.linear(self.line_head, line_embedding).transpose(-1, -2)  # (..., 6 groups, 27 lines)
+        island_input = weights.linear(self.island_from_self, islands)
+        island_input = island_input + weights.linear(self.island_from_trunk, hidden).unsqueeze(-2)
+        discard_logits = weights.linear(self.island_head, self.activation(island_input)).squeeze(-1)  # (..., 12)
         # Action-id order: the five per-line groups, the discards, draw/take/pass, the free bridges.
         logits = torch.cat(
-            [line_logits[:, :5].reshape(batch, 5 * NUM_LINES), discard_logits, self.turn_head(hidden), line_logits[:, 5]],
-            dim=1,
+            [
+                line_logits[..., :5, :].reshape(*lead, 5 * NUM_LINES),
+                discard_logits,
+                weights.linear(self.turn_head, hidden),
+                line_logits[..., 5, :],
+            ],
+            dim=-1,
         )
-        value = self.value_head(self.value_net(torch.cat([hidden, line_embedding.mean(dim=1)], dim=1)))
+        summary = torch.cat([hidden, line_embedding.mean(dim=-2)], dim=-1)
+        value = weights.linear(self.value_head, weights.sequential(self.value_net, summary))
         return masked_logits(logits, action_mask), value.squeeze(-1)
+
+
+class _OwnWeights:
+    """:meth:`ActorCritic._forward` with the network's own layers (its ordinary forward pass)."""
+
+    @staticmethod
+    def parameters(layer: nn.Linear) -> tuple[torch.Tensor, torch.Tensor]:
+        return layer.weight, layer.bias
+
+    @staticmethod
+    def affine(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, weight, bias)
+
+    @staticmethod
+    def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        return layer(x)
+
+    @staticmethod
+    def sequential(layers: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
+        return layers(x)
+
+
+_OWN_WEIGHTS = _OwnWeights()
+
+
+class StackedNetworks:
+    """Several networks of one shape evaluated together: one batched product per layer instead of one per network.
+
+    ``stacked(observations, masks)`` with ``(networks, rows, 246)`` observations and
+    ``(networks, rows, 179)`` masks returns ``(networks, rows, 179)`` masked logits
+    and ``(networks, rows)`` values, network ``k``'s outputs on its own rows (up to
+    float rounding: the products run as batched matrix products).  Inference only.
+    Collection uses it for the snapshot opponents of a tick, whose few rows each
+    would otherwise cost one small forward pass per snapshot.
+    """
+
+    def __init__(self, networks: list[ActorCritic]) -> None:
+        if not networks:
+            raise ValueError("StackedNetworks needs at least one network")
+        configs = {network.config for network in networks}
+        if len(configs) != 1:
+            raise ValueError(f"StackedNetworks needs networks of one shape, got {len(configs)} different configs")
+        self.template = networks[0]
+        self.size = len(networks)
+        modules = [dict(network.named_modules()) for network in networks]
+        self._stacked: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        for name, layer in modules[0].items():
+            if isinstance(layer, nn.Linear):
+                weight = torch.stack([m[name].weight.detach() for m in modules])  # (networks, out, in)
+                bias = torch.stack([m[name].bias.detach() for m in modules])  # (networks, out)
+                self._stacked[id(layer)] = (weight, bias)
+
+    def parameters(self, layer: nn.Linear) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._stacked[id(layer)]
+
+    @staticmethod
+    def affine(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+        rows = x.reshape(x.shape[0], -1, x.shape[-1])  # (networks, rows, in)
+        out = torch.baddbmm(bias.unsqueeze(1), rows, weight.transpose(1, 2))
+        return out.view(*x.shape[:-1], weight.shape[1])
+
+    def linear(self, layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+        return self.affine(x, *self._stacked[id(layer)])
+
+    def sequential(self, layers: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
+        for layer in layers:
+            x = self.linear(layer, x) if isinstance(layer, nn.Linear) else layer(x)
+        return x
+
+    @torch.inference_mode()
+    def __call__(self, observation: torch.Tensor, action_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if observation.dim() != 3 or observation.shape[0] != self.size:
+            raise ValueError(
+                f"StackedNetworks of {self.size} networks takes (networks, rows, 246) observations, "
+                f"got shape {tuple(observation.shape)}"
+            )
+        return self.template._forward(observation, action_mask, self)
 
 
 def _island_feature_map() -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,7 +1,7 @@
-"""Speed of the two halves of a training update: the PPO update, and the policy's forward passes in collection.
+"""Speed of the two halves of a training update: collection and the PPO update.
 
-    python benchmarks/ppo_update.py [--config configs/default.yaml] [--decisions 39000] [--repeats 3]
-                                    [--rows 16 256] [--seed 0]
+    python benchmarks/training_speed.py [--config configs/default.yaml] [--decisions 39000] [--repeats 3]
+                                        [--rows 16 256] [--games 256] [--seed 0]
 
 Update: ``training.ppo.ppo_update`` with the config's network and PPO settings
 (``update_epochs``, ``minibatch_size``, ``bf16``; ``threads`` torch threads) on
@@ -13,6 +13,12 @@ with ``configs/default.yaml``.  One warm-up update, then ``--repeats`` timed one
 Forward: ``training.model.sample_actions`` on one thread (as each collection
 process runs it) for each ``--rows`` batch size: 16 is about a snapshot's
 games in one tick of the default config, 256 about the learner's.
+
+Collection: ``training.batched_rollout.play_games_batched`` on one thread
+(one collection process's share) of ``--games`` games split among the
+opponent kinds by the config's ``pool`` shares, the ``past`` games against
+``pool.snapshots_per_update`` snapshots (fresh networks of the config's
+shape, each seeded differently, as are the learner's weights), on the batched engine.
 
 Every rate is printed per repeat, then the best (the least disturbed by other
 load on the machine) and the median.
@@ -28,11 +34,14 @@ import numpy as np
 import torch
 
 from kahuna_env.actions import NUM_ACTIONS
+from kahuna_env.engine import KahunaConfig
 from kahuna_env.observation import OBSERVATION_SIZE
-from training.config import load_config
-from training.model import sample_actions
+from training.batched_rollout import play_games_batched
+from training.config import TrainConfig, load_config
+from training.model import ActorCritic, sample_actions
+from training.pool import OpponentPool
 from training.ppo import build_model, ppo_update
-from training.rollout import Rollout
+from training.rollout import GameBatch, Rollout
 
 
 def synthetic_rollout(decisions: int, seed: int) -> Rollout:
@@ -70,6 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--decisions", type=int, default=39000, help="decisions in the synthetic rollout")
     parser.add_argument("--repeats", type=int, default=3, help="timed updates (and forward measurements)")
     parser.add_argument("--rows", type=int, nargs="*", default=[16, 256], help="forward-pass batch sizes")
+    parser.add_argument("--games", type=int, default=256, help="games of the collection measurement (0: skip it)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.decisions < 1 or args.repeats < 1 or any(rows < 1 for rows in args.rows):
@@ -110,6 +120,42 @@ def main(argv: list[str] | None = None) -> None:
             per_call.append((time.perf_counter() - start) / calls * 1e3)
         print(f"  forward of {rows} rows, 1 thread: " + ", ".join(f"{ms:.3f}" for ms in per_call) + " ms per call")
         report(f"forward {rows} rows", per_call, "ms")
+
+    if args.games:
+        collection(config, model, args.games, args.repeats, args.seed)
+
+
+def collection(config: TrainConfig, model: ActorCritic, games: int, repeats: int, seed: int) -> None:
+    """Time one process's collection of ``games`` games with the config's opponent mix (one thread)."""
+    pool = OpponentPool(config.model, config.pool.max_snapshots)
+    for index in range(config.pool.snapshots_per_update or 1):
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed + 1 + index)
+            pool.add(ActorCritic(config.model), index)
+    shares = {kind: getattr(config.pool, kind) for kind in ("latest", "past", "greedy", "random")}
+    game_config = KahunaConfig(variant=config.env.variant, discard_rule=config.env.discard_rule)
+    seconds = []
+    for repeat in range(repeats + 1):  # the first is a warm-up
+        rng = np.random.default_rng(seed + repeat)
+        assignment = pool.assign(games, shares, rng, config.pool.snapshots_per_update)
+        batch = GameBatch(
+            games=np.arange(games),
+            seeds=rng.integers(2**63, size=games),
+            kinds=assignment.kinds,
+            learner_seats=assignment.learner_seats,
+            snapshots=assignment.snapshots,
+            rng_seed=int(rng.integers(2**63)),
+            torch_seed=int(rng.integers(2**63)),
+        )
+        start = time.perf_counter()
+        played = play_games_batched(batch, model, pool.snapshots, game_config, record_potentials=True)
+        if repeat:
+            seconds.append(time.perf_counter() - start)
+            print(
+                f"  collection of {games} games, 1 thread: {seconds[-1]:.3f} s "
+                f"({len(played.actions) / seconds[-1]:,.0f} learner decisions/s)"
+            )
+    report(f"collection of {games} games", seconds, "s")
 
 
 if __name__ == "__main__":
