@@ -1,7 +1,7 @@
 """Speed of the two halves of a training update: collection and the PPO update.
 
     python benchmarks/training_speed.py [--config configs/default.yaml] [--decisions 39000] [--repeats 3]
-                                        [--rows 16 256] [--games 256] [--seed 0]
+                                        [--rows 16 256] [--games 256] [--checkpoint PATH] [--seed 0]
 
 Update: ``training.ppo.ppo_update`` with the config's network and PPO settings
 (``update_epochs``, ``minibatch_size``, ``bf16``; ``threads`` torch threads) on
@@ -17,8 +17,11 @@ games in one tick of the default config, 256 about the learner's.
 Collection: ``training.batched_rollout.play_games_batched`` on one thread
 (one collection process's share) of ``--games`` games split among the
 opponent kinds by the config's ``pool`` shares, the ``past`` games against
-``pool.snapshots_per_update`` snapshots (fresh networks of the config's
-shape, each seeded differently, as are the learner's weights), on the batched engine.
+``pool.snapshots_per_update`` snapshots: fresh networks of the config's shape
+(each seeded differently, as are the learner's weights), or with
+``--checkpoint RUN/checkpoints/latest.pt`` a training checkpoint's network and
+pool.  Each repeat plays the same games with the snapshots' stacked forward
+pass (as training does) and with one pass per snapshot, interleaved.
 
 Every rate is printed per repeat, then the best (the least disturbed by other
 load on the machine) and the median.
@@ -36,9 +39,11 @@ import torch
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.observation import OBSERVATION_SIZE
+from training import batched_rollout
 from training.batched_rollout import play_games_batched
+from training.checkpoint import load_checkpoint
 from training.config import TrainConfig, load_config
-from training.model import ActorCritic, sample_actions
+from training.model import ActorCritic, model_from_payload, sample_actions
 from training.pool import OpponentPool
 from training.ppo import build_model, ppo_update
 from training.rollout import GameBatch, Rollout
@@ -80,6 +85,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timed updates (and forward measurements)")
     parser.add_argument("--rows", type=int, nargs="*", default=[16, 256], help="forward-pass batch sizes")
     parser.add_argument("--games", type=int, default=256, help="games of the collection measurement (0: skip it)")
+    parser.add_argument(
+        "--checkpoint", help="collection with this training checkpoint's network and pool (default: fresh networks)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.decisions < 1 or args.repeats < 1 or any(rows < 1 for rows in args.rows):
@@ -122,19 +130,31 @@ def main(argv: list[str] | None = None) -> None:
         report(f"forward {rows} rows", per_call, "ms")
 
     if args.games:
-        collection(config, model, args.games, args.repeats, args.seed)
+        collection(config, model, args.games, args.repeats, args.seed, args.checkpoint)
 
 
-def collection(config: TrainConfig, model: ActorCritic, games: int, repeats: int, seed: int) -> None:
-    """Time one process's collection of ``games`` games with the config's opponent mix (one thread)."""
+def collection(
+    config: TrainConfig, model: ActorCritic, games: int, repeats: int, seed: int, checkpoint: str | None
+) -> None:
+    """Time one process's collection of ``games`` games with the config's opponent mix (one thread).
+
+    Each repeat plays the same games twice: with the snapshots' stacked pass (as training does)
+    and with one forward pass per snapshot (as before the stacked pass), interleaved.
+    """
     pool = OpponentPool(config.model, config.pool.max_snapshots)
-    for index in range(config.pool.snapshots_per_update or 1):
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed + 1 + index)
-            pool.add(ActorCritic(config.model), index)
+    if checkpoint is None:
+        for index in range(config.pool.snapshots_per_update or 1):
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed + 1 + index)
+                pool.add(ActorCritic(config.model), index)
+    else:
+        payload = load_checkpoint(checkpoint)
+        model = model_from_payload(payload, checkpoint)
+        pool.load_state(payload["pool"])
     shares = {kind: getattr(config.pool, kind) for kind in ("latest", "past", "greedy", "random")}
     game_config = KahunaConfig(variant=config.env.variant, discard_rule=config.env.discard_rule)
-    seconds = []
+    stacked = batched_rollout.StackedNetworks
+    seconds: dict[str, list[float]] = {"stacked": [], "one pass per snapshot": []}
     for repeat in range(repeats + 1):  # the first is a warm-up
         rng = np.random.default_rng(seed + repeat)
         assignment = pool.assign(games, shares, rng, config.pool.snapshots_per_update)
@@ -147,15 +167,23 @@ def collection(config: TrainConfig, model: ActorCritic, games: int, repeats: int
             rng_seed=int(rng.integers(2**63)),
             torch_seed=int(rng.integers(2**63)),
         )
-        start = time.perf_counter()
-        played = play_games_batched(batch, model, pool.snapshots, game_config, record_potentials=True)
-        if repeat:
-            seconds.append(time.perf_counter() - start)
-            print(
-                f"  collection of {games} games, 1 thread: {seconds[-1]:.3f} s "
-                f"({len(played.actions) / seconds[-1]:,.0f} learner decisions/s)"
-            )
-    report(f"collection of {games} games", seconds, "s")
+        for label, times in seconds.items():
+            # No stack makes play_games_batched fall back to one pass per snapshot.
+            batched_rollout.StackedNetworks = stacked if label == "stacked" else lambda networks: None
+            try:
+                start = time.perf_counter()
+                played = play_games_batched(batch, model, pool.snapshots, game_config, record_potentials=True)
+                elapsed = time.perf_counter() - start
+            finally:
+                batched_rollout.StackedNetworks = stacked
+            if repeat:
+                times.append(elapsed)
+                print(
+                    f"  collection of {games} games ({label}), 1 thread: {elapsed:.3f} s "
+                    f"({len(played.actions) / elapsed:,.0f} learner decisions/s)"
+                )
+    for label, times in seconds.items():
+        report(f"collection of {games} games, {label}", times, "s")
 
 
 if __name__ == "__main__":
