@@ -22,7 +22,7 @@ from arena.cli import first_line
 from kahuna_env.agents import BASELINE_NAMES, BASELINES, Agent, make_agent
 from kahuna_env.agents.mcts import DEFAULT_SIMULATIONS
 
-NAMED_AGENTS = ("champion", "champion-v1")
+NAMED_AGENTS = ("champion", "champion-v2", "champion-v1")
 """Named network agents :func:`training.agent.load_agent` knows (shipped with the package)."""
 SEARCH_SUFFIX = "@mcts"
 """``SOURCE@mcts`` / ``SOURCE@mcts:N``: the search guided by the network ``SOURCE``."""

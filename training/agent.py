@@ -24,7 +24,11 @@ from kahuna_env.agents.base import SeededAgent
 from kahuna_env.engine import KahunaGame
 from training.model import ActorCritic, model_from_payload, sample_from_logits
 
-SHIPPED_AGENTS: dict[str, str] = {"champion": "champion.pt", "champion-v1": "champion-v1.pt"}
+SHIPPED_AGENTS: dict[str, str] = {
+    "champion": "champion.pt",
+    "champion-v2": "champion-v2.pt",
+    "champion-v1": "champion-v1.pt",
+}
 """Agents shipped with the package: name -> file name in ``training/agents/`` (package data)."""
 SHIPPED_AGENTS_DIR = "agents"
 """Folder of the shipped agents inside the ``training`` package."""
