@@ -73,16 +73,19 @@ def test_one_game_is_too_little_to_hold_out(data):
         fit_student(load_agent("champion").model, one, FitSettings(epochs=1))
 
 
-def test_the_cli_writes_a_loadable_agent_with_its_provenance(tmp_path, capsys):
+# champion was trained from fresh weights (meta "training"); champion-v2 continued champion-v1 ("total_training").
+@pytest.mark.parametrize("student", ["champion", "champion-v2"])
+def test_the_cli_writes_a_loadable_agent_with_its_provenance(tmp_path, capsys, student):
     out = tmp_path / "distilled"
     args = ["--games", "4", "--simulations", str(SIMULATIONS), "--workers", "0", "--epochs", "1", "--out", str(out)]
-    assert main(args) == 0
+    assert main([*args, "--student", student]) == 0
     agent = load_agent(out / "agent.pt")
     meta = agent.meta
-    assert meta["distill"]["teacher"] == f"champion@mcts:{SIMULATIONS}"
+    assert meta["distill"]["teacher"] == f"{student}@mcts:{SIMULATIONS}"
     assert meta["distill"]["opponents"] == ["greedy", f"mcts:{SIMULATIONS}", "self"]
-    assert meta["student_meta"]["name"] == "champion"
-    shipped = load_agent("champion").meta["total_training"]
+    assert meta["student_meta"]["name"] == student
+    student_meta = load_agent(student).meta
+    shipped = student_meta.get("total_training") or student_meta["training"]
     spent = meta["distill"]["generate_seconds"] + meta["distill"]["fit_seconds"]
     assert meta["total_training"]["train_seconds"] == pytest.approx(shipped["train_seconds"] + spent)
     recorded = len(np.load(out / "data.npz")["actions"])

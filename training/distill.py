@@ -23,7 +23,8 @@ Usage::
 3. **Write** ``OUT/agent.pt`` (the agent file format of :mod:`training.model`)
    whose ``meta`` records the student's own provenance, the teacher, the
    data, the fit and the wall time of both stages (``distill``), and adds that
-   time and the positions to ``total_training`` when the student had one;
+   time and the positions to the student's ``total_training`` (its
+   ``training`` when it was trained from fresh weights) in ``total_training``;
    ``OUT/data.npz`` (the decisions) and ``OUT/distill.json`` (the summary:
    held-out agreement with the search before and after, per epoch).
 
@@ -349,7 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "student_meta": source_meta,
         "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
-    total = source_meta.get("total_training")
+    # The student's whole training: its chain's total when it started from another agent, else its own run.
+    total = source_meta.get("total_training") or source_meta.get("training")
     if isinstance(total, dict):
         meta["total_training"] = {
             **total,
