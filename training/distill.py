@@ -58,7 +58,7 @@ from kahuna_env.observation import OBSERVATION_SIZE
 from training.agent import load_agent
 from training.model import ActorCritic, agent_payload
 from training.search import GuidedMCTSAgent
-from training.ship import git_commit
+from training.ship import git_commit, whole_training
 
 PROGRAM = "kahuna-distill"
 SELF = "self"
@@ -350,9 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "student_meta": source_meta,
         "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
-    # The student's whole training: its chain's total when it started from another agent, else its own run.
-    total = source_meta.get("total_training") or source_meta.get("training")
-    if isinstance(total, dict):
+    total = whole_training(source_meta)
+    if isinstance(total, dict) and total:
         meta["total_training"] = {
             **total,
             "train_seconds": float(total.get("train_seconds", 0.0)) + generate_seconds + fit_seconds,

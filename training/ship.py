@@ -197,6 +197,12 @@ def build_meta(
 _START_KEYS = ("name", "run", "commit", "config", "training", "init_from")
 
 
+def whole_training(meta: Mapping[str, Any]) -> Any:
+    """An agent's training over its whole chain: ``total_training`` when it started from another agent,
+    else its own run's ``training``; ``{}`` when its ``meta`` has neither."""
+    return meta.get("total_training") or meta.get("training") or {}
+
+
 def _start_provenance(init_from: Any, training: Mapping[str, Any]) -> dict[str, Any]:
     """``{"init_from": ..., "total_training": ...}`` for a run started from an agent; ``{}`` for a fresh one.
 
@@ -213,7 +219,7 @@ def _start_provenance(init_from: Any, training: Mapping[str, Any]) -> dict[str, 
         raise ValueError(f"the run's init_from agent {init_from!r} cannot be read: {first_line(error)}") from None
     provenance = {key: start_meta[key] for key in _START_KEYS if key in start_meta}
     provenance["agent"] = init_from
-    chain = start_meta.get("total_training") or start_meta.get("training") or {}
+    chain = whole_training(start_meta)
     return {
         "init_from": provenance,
         "total_training": {key: chain.get(key, 0) + training[key] for key in ("learner_decisions", "train_seconds")},
