@@ -8,7 +8,7 @@
 #   benchmarks/ratings.sh --print DEFAULT_AGENT ...                       # print the command, run nothing
 #
 # DEFAULT_AGENT is the agent of a run of configs/default.yaml (runs/ is not in git, so it is a parameter).
-# 8 entrants, 28 pairings, 2,800 games; mcts:1000 dominates the time (44-64 minutes with 2 workers
+# 8 entrants, 28 pairings, 2,800 games; mcts:1000 dominates the time (44-72 minutes with 2 workers
 # on the README's 2-core machines; see the README's "Ratings").  Results are identical for any --workers.
 set -euo pipefail
 
