@@ -22,9 +22,9 @@ Usage::
    the epoch with the lowest one is kept.
 3. **Write** ``OUT/agent.pt`` (the agent file format of :mod:`training.model`)
    whose ``meta`` records the student's own provenance, the teacher, the
-   data, the fit and the wall time of both stages (``distill``), and adds that
-   time and the positions to the student's ``total_training`` (its
-   ``training`` when it was trained from fresh weights) in ``total_training``;
+   data, the fit and the wall time of both stages (``distill``), and in
+   ``total_training`` the student's whole training (:func:`training.ship.whole_training`)
+   plus that time and the positions;
    ``OUT/data.npz`` (the decisions) and ``OUT/distill.json`` (the summary:
    held-out agreement with the search before and after, per epoch).
 
