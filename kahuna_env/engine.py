@@ -99,6 +99,7 @@ __all__ = [
     "IllegalActionError",
     "KahunaConfig",
     "KahunaGame",
+    "check_seed",
     "describe_action",
 ]
 
@@ -316,8 +317,12 @@ _get_lists = operator.attrgetter(*_LIST_FIELDS)
 _get_pairs = operator.attrgetter(*_PAIR_FIELDS)
 
 
-def _check_seed(seed: object) -> None:
-    """A seed is ``None`` or a non-negative integer (numpy integers too), as ``numpy.random.default_rng`` takes."""
+def check_seed(seed: object) -> None:
+    """A seed is ``None`` or a non-negative integer (numpy integers too), as ``numpy.random.default_rng`` takes.
+
+    Anything else (a str, a float, a bool, a negative number) is a one-line ``ValueError``; every
+    seeded object of ``kahuna_env`` (``KahunaGame``, ``KahunaBatch``, the vector env) checks through here.
+    """
     if seed is None:
         return
     if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
@@ -358,7 +363,7 @@ class KahunaGame:
     __slots__ = _FIELD_NAMES
 
     def __init__(self, config: KahunaConfig | Mapping[str, Any] | None = None, seed: int | None = None) -> None:
-        _check_seed(seed)
+        check_seed(seed)
         self._init_empty(as_config(config), seed)
         deck = [island for island in range(NUM_ISLANDS) for _ in range(CARDS_PER_ISLAND)]
         order = self._generator().permutation(NUM_CARDS)
@@ -1067,7 +1072,7 @@ class KahunaGame:
         which a player has no bridge on the board is a finished game
         (premature end) and loads as such.
         """
-        _check_seed(seed)
+        check_seed(seed)
         return cls._from_position(parse_position(position, as_config), seed)
 
     @classmethod
