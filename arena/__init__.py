@@ -13,3 +13,7 @@
 Importing the arena does not import torch: only an entrant that is an agent
 file loads :mod:`training` (and torch), when it is built.
 """
+
+from kahuna_env.version import __version__
+
+__all__ = ["__version__"]

@@ -11,13 +11,22 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import IO, NoReturn
+from typing import IO, Any, NoReturn
 
 from kahuna_env.engine import DISCARD_RULES, VARIANTS
+from kahuna_env.version import __version__
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are a single line (no usage dump), exit code 2."""
+    """An ``ArgumentParser`` whose errors are a single line (no usage dump), exit code 2.
+
+    Every tool built on it answers ``--version`` with ``PROG VERSION`` (kahuna-rl's version, exit code 0).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "--version" not in self._option_string_actions:
+            self.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
 
     def error(self, message: str) -> NoReturn:
         """Print ``PROG: error: MESSAGE`` and exit with code 2."""

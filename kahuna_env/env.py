@@ -8,6 +8,7 @@ of bridges, island cards and majorities.
 |--------------------|--------------------------------------------------------------------------|
 | Actions            | Discrete                                                                 |
 | Parallel API       | `kahuna_env.parallel_env()` (turn based: one action applied per step)     |
+| PettingZoo id      | `pettingzoo.make("aec", "kahuna-v0")`, `"parallel"`; `from kahuna_env import kahuna_v0` |
 | Manual Control     | No                                                                       |
 | Agents             | `agents = ['player_0', 'player_1']`                                      |
 | Num Agents         | 2                                                                        |
@@ -42,6 +43,7 @@ env = kahuna_env.env(
     render_mode=None,            # "ansi", "rgb_array" or "human"
     observation="dict",          # or "flat": the Box alone, the mask in infos[agent]["action_mask"]
     closing_step=False,          # or True: the player who did not end the game gets one closing step
+    max_cycles=None,             # or n: both agents truncated after n actions of an unfinished game
 )
 env.reset(seed=42)
 for agent in env.agent_iter():
@@ -125,9 +127,13 @@ observation followed by player 1's hand, the pile's cards per island, player
 ### Legal Actions Mask
 
 `observation["action_mask"]` is an `int8` vector of 179 entries, 1 where the
-action is legal.  It is all zeros for the agent that is not to act, and for
-both agents once the game is over (except a pending closing step's
-`CLOSING_ACTION`).  `env.unwrapped.action_mask(agent)` returns it too.
+action is legal.  The agent that is not to act gets `WAITING_MASK`, which
+allows `CLOSING_ACTION` (PASS) alone: it is never asked to act in the AEC env
+(and its action is ignored in the parallel env, which hands it the same
+mask), so a masked sampler always has a choice and PettingZoo's `api_test`
+sees no empty mask.  Once the game is over (or truncated) both masks are all
+zeros, except a pending closing step's `CLOSING_ACTION`.
+`env.unwrapped.action_mask(agent)` returns it too.
 
 With `observation="flat"` the observation space is the `Box` alone
 (`Box(0, 1, (246,), float32)`, what SuperSuit's observation wrappers need) and
@@ -178,6 +184,19 @@ p1], "winner": 0 | 1 | -1}` (player indices, -1 for a draw: always an int, so
 that frameworks stacking infos into arrays can store every game); before that
 it is an empty dict (with `observation="flat"`, plus `"action_mask"` always).
 
+## Truncation
+
+`max_cycles=n` (PettingZoo's keyword; `None`, the default, means no limit)
+truncates an unfinished game after `n` actions (the actions of both players
+counted together, one per `step`; a turn is several actions): both agents get
+`truncations[agent] = True`, a reward of 0 and all-zero masks, and the
+`agent_iter()` loop ends as after a finished game.  `pettingzoo.make("aec",
+"kahuna-v0", max_cycles=n)` passes it through.  PettingZoo's
+`max_cycles_test` itself does not apply to a game like Kahuna: it steps with
+unmasked random actions (an illegal action ends a Kahuna game at once) and
+expects every agent to act once per cycle, while a Kahuna turn is several
+actions by one player.
+
 ## Rendering
 
 `render_mode="ansi"` returns a compact text board; `"rgb_array"` a picture of
@@ -188,7 +207,7 @@ that picture in a pygame window when a display exists (`DISPLAY` or
 
 ## Version History
 
-* v0: Initial release (0.1.0).
+* v0: Initial release (0.1.0); the waiting agent's mask allows PASS alone (it was all zeros), `max_cycles`.
 """
 
 from __future__ import annotations
@@ -220,10 +239,21 @@ RENDER_MODES: tuple[str, ...] = ("ansi", "rgb_array", "human")
 OBSERVATION_MODES: tuple[str, ...] = ("dict", "flat")
 """Values of the ``observation`` keyword: a ``Dict`` with the mask, or the ``Box`` alone (mask in the infos)."""
 CLOSING_ACTION = PASS
-"""The one action the mask allows on a closing step (``closing_step=True``) and on a parallel env's waiting turn.
+"""The one action the mask allows on a closing step (``closing_step=True``) and to the agent that is not to act.
 
 Whatever action is given there is ignored: the game is over (closing step) or it is not the agent's turn.
 """
+
+
+def _waiting_mask() -> np.ndarray:
+    mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
+    mask[CLOSING_ACTION] = 1
+    mask.flags.writeable = False
+    return mask
+
+
+WAITING_MASK = _waiting_mask()
+"""The action mask of the agent that is not to act (read-only): :data:`CLOSING_ACTION` alone."""
 
 
 def env(**kwargs: Any) -> AECEnv:
@@ -452,6 +482,8 @@ class raw_env(AECEnv, EzPickle):
             the mask in ``infos[agent]["action_mask"]``).
         closing_step: ``False``, or ``True`` for one extra step of the player who did not end
             the game, so that each seat gets its final reward on a step of its own.
+        max_cycles: ``None`` (no limit) or a positive int: an unfinished game is truncated for
+            both agents after that many actions (PettingZoo's keyword).
 
     An illegal action raises :class:`kahuna_env.engine.IllegalActionError`;
     the game is left unchanged.  The engine is :attr:`game`.
@@ -475,6 +507,7 @@ class raw_env(AECEnv, EzPickle):
         render_mode: str | None = None,
         observation: str = "dict",
         closing_step: bool = False,
+        max_cycles: int | None = None,
     ) -> None:
         EzPickle.__init__(
             self,
@@ -486,6 +519,7 @@ class raw_env(AECEnv, EzPickle):
             render_mode=render_mode,
             observation=observation,
             closing_step=closing_step,
+            max_cycles=max_cycles,
         )
         super().__init__()
         where = "kahuna_env.env()"
@@ -497,6 +531,14 @@ class raw_env(AECEnv, EzPickle):
             raise ValueError(f"{where}: observation must be one of {list(OBSERVATION_MODES)}, got {observation!r}")
         if not isinstance(closing_step, bool):
             raise ValueError(f"{where}: closing_step must be True or False, got {closing_step!r}")
+        if max_cycles is not None and (
+            isinstance(max_cycles, bool) or not isinstance(max_cycles, (int, np.integer)) or max_cycles < 1
+        ):
+            raise ValueError(f"{where}: max_cycles must be None or a positive int, got {max_cycles!r}")
+        self.max_cycles: int | None = None if max_cycles is None else int(max_cycles)
+        """Actions after which an unfinished game is truncated (``None``: no limit)."""
+        self.num_steps = 0
+        """Actions applied in the current game (what :attr:`max_cycles` counts)."""
         self.observation_mode = observation
         """``"dict"`` or ``"flat"`` (the ``observation`` keyword)."""
         self.closing_step = closing_step
@@ -548,6 +590,7 @@ class raw_env(AECEnv, EzPickle):
         self.agent_selection = AGENTS[self.game.current_player]
         self.last_action = None
         self.closing_agent = None
+        self.num_steps = 0
         if self.observation_mode == "flat":
             self._set_info_masks()
         if self.render_mode == "human":
@@ -564,21 +607,23 @@ class raw_env(AECEnv, EzPickle):
         return {"observation": encode_observation(game, player), "action_mask": self.action_mask(agent)}
 
     def action_mask(self, agent: str) -> np.ndarray:
-        """``agent``'s action mask (int8, 179): its legal actions when it is to act, else all zeros.
+        """``agent``'s action mask (int8, 179): its legal actions when it is to act, else :data:`WAITING_MASK`.
 
-        On a closing step (``closing_step=True``) the closing agent's mask allows
-        :data:`CLOSING_ACTION` alone.
+        Once the game is over or truncated both masks are all zeros, except that on a closing
+        step (``closing_step=True``) the closing agent's mask allows :data:`CLOSING_ACTION` alone.
         """
         game = self.game
         if game is None:
             raise RuntimeError("action_mask(): call reset() first")
         mask = bytearray(NUM_ACTIONS)
-        if game.is_over:
+        if game.is_over or self.truncations[agent]:
             if agent == self.closing_agent:
                 mask[CLOSING_ACTION] = 1
         elif AGENT_INDEX[agent] == game.current_player:
             for action in game.legal_actions():
                 mask[action] = 1
+        else:
+            mask[CLOSING_ACTION] = 1
         return np.frombuffer(mask, dtype=np.int8)
 
     def _set_info_masks(self) -> None:
@@ -606,6 +651,7 @@ class raw_env(AECEnv, EzPickle):
         # Rewards stay zero until the end, so nothing else needs updating on an ordinary step.
         game.step(action)
         self.last_action = action
+        self.num_steps += 1
         if game.is_over:
             if self.closing_step:
                 self._finish_mover(game)
@@ -613,6 +659,8 @@ class raw_env(AECEnv, EzPickle):
                 self._finish(game)
         else:
             self.agent_selection = AGENTS[game.current_player]
+            if self.max_cycles is not None and self.num_steps >= self.max_cycles:
+                self.truncations = {agent: True for agent in self.agents}
         if self.observation_mode == "flat":
             self._set_info_masks()
         if self.render_mode == "human":

@@ -9,10 +9,12 @@ parallel vectorization, AgileRL's vector env, ...):
   agent that is to act (:attr:`KahunaParallelEnv.acting_agent`, also the
   ``my_turn`` feature of its observation); the other agent's action is
   ignored and may be anything, or missing;
-* the agent that is not to act gets a well-defined mask that allows
+* the agent that is not to act gets the AEC env's waiting mask
+  (:data:`~kahuna_env.env.WAITING_MASK`), which allows
   :data:`~kahuna_env.env.CLOSING_ACTION` (PASS, 151) alone, so a masked
   sampler always has something to sample and its "choice" carries no policy
-  gradient (its probability is 1); the acting agent's mask is its legal actions;
+  gradient (its probability is 1); the acting agent's mask is its legal actions
+  (every mask is the AEC env's ``observe(agent)["action_mask"]``);
 * both agents get an observation, a reward, ``terminations``/``truncations``
   and an info on every step; rewards are 0 until the game ends, then both
   agents' final rewards come on the same (last) step and both agents are done;
@@ -25,10 +27,12 @@ parallel vectorization, AgileRL's vector env, ...):
   for the other (``kahuna_env.env()``'s ``TerminateIllegalWrapper``).
 
 Options are those of :func:`kahuna_env.env` (``observation="flat"`` puts the
-mask in ``infos[agent]["action_mask"]``; ``closing_step`` is not needed here
-and is refused).  ``metadata["is_parallelizable"]`` of the AEC env stays
-``False``: PettingZoo's generic ``aec_to_parallel`` would be wrong for a game
-whose turns are several actions; this module is the parallel version.
+mask in ``infos[agent]["action_mask"]``; ``max_cycles=n`` truncates both
+agents after ``n`` steps of an unfinished game; ``closing_step`` is not needed
+here and is refused).  ``metadata["is_parallelizable"]`` is ``True`` here (this
+is the parallel version, as PettingZoo's own parallel wrappers say) and
+``False`` on the AEC env: PettingZoo's generic ``aec_to_parallel`` would be
+wrong for a game whose turns are several actions.
 """
 
 from __future__ import annotations
@@ -39,20 +43,10 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from kahuna_env.actions import NUM_ACTIONS
-from kahuna_env.env import AGENT_INDEX, AGENTS, CLOSING_ACTION, env
+from kahuna_env.env import AGENT_INDEX, AGENTS, WAITING_MASK, env
 from kahuna_env.observation import encode_observation
 
-
-def _waiting_mask() -> np.ndarray:
-    mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
-    mask[CLOSING_ACTION] = 1
-    return mask
-
-
-WAITING_MASK = _waiting_mask()
-"""The action mask of the agent that is not to act (read-only): :data:`~kahuna_env.env.CLOSING_ACTION` alone."""
-WAITING_MASK.flags.writeable = False
+__all__ = ["WAITING_MASK", "KahunaParallelEnv", "parallel_env"]
 
 
 class KahunaParallelEnv(ParallelEnv):
@@ -64,7 +58,7 @@ class KahunaParallelEnv(ParallelEnv):
         self.aec_env = env(**options)
         raw = self.aec_env.unwrapped
         self._raw = raw
-        self.metadata = dict(raw.metadata)
+        self.metadata = {**raw.metadata, "is_parallelizable": True}
         self.possible_agents = list(AGENTS)
         self.agents: list[str] = []
         self.render_mode = raw.render_mode
@@ -132,21 +126,15 @@ class KahunaParallelEnv(ParallelEnv):
     @property
     def acting_agent(self) -> str | None:
         """The agent whose action the next :meth:`step` applies (``None`` before a reset and once the game is over)."""
-        game = self._raw.game
-        if game is None or game.is_over:
+        raw = self._raw
+        game = raw.game
+        if game is None or game.is_over or not self.agents:
             return None
-        return self._raw.agent_selection
+        return raw.agent_selection
 
     # ------------------------------------------------------------------ internals
-    def _acting(self, agent: str) -> bool:
-        return self.acting_agent == agent
-
     def _mask(self, agent: str) -> np.ndarray:
-        if self._acting(agent):
-            return self._raw.action_mask(agent)
-        if self._raw.game.is_over:
-            return np.zeros(NUM_ACTIONS, dtype=np.int8)
-        return WAITING_MASK.copy()
+        return self._raw.action_mask(agent)
 
     def _observations(self) -> dict[str, Any]:
         raw = self._raw

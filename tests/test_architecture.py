@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("kahuna_env", "training", "arena", "kahuna_web")
 
 RULES_RANK = {
+    "kahuna_env.version": -1,
     "kahuna_env.board": 0,
     "kahuna_env.actions": 1,
     "kahuna_env.positions": 2,
@@ -46,6 +47,8 @@ RULES_RANK = {
     "kahuna_env.parallel": 10,
     "kahuna_env.vector_env": 10.5,
     "kahuna_env.gym_vector": 11,
+    "kahuna_env.kahuna_v0": 11,
+    "kahuna_env.sb3": 11.5,
     "kahuna_env": 12,
 }
 """Rank of each module of the rules layer: a module imports only modules of a lower rank.

@@ -17,7 +17,7 @@ import kahuna_env
 from kahuna_env import actions as A
 from kahuna_env.board import DEGREE, ISLAND_ID, NUM_ISLANDS, NUM_LINES
 from kahuna_env.engine import IllegalActionError, KahunaGame
-from kahuna_env.env import AGENTS, raw_env
+from kahuna_env.env import AGENTS, WAITING_MASK, raw_env
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, STATE_SIZE, encode_state
 
 API_CYCLES = 1000  # agent_iter runs 2 * API_CYCLES steps: whole games (the longest seen is ~150 actions)
@@ -186,9 +186,11 @@ def test_observation_of_the_agent_to_act_has_the_engine_mask() -> None:
     assert expected.sum() > 0
 
 
-def test_observation_of_the_waiting_agent_has_an_all_zero_mask() -> None:
+def test_observation_of_the_waiting_agent_allows_the_closing_action_alone() -> None:
     environment = env_at(MID_GAME)
-    assert not environment.observe("player_1")["action_mask"].any()
+    mask = environment.observe("player_1")["action_mask"]
+    assert np.flatnonzero(mask).tolist() == [A.PASS]
+    assert np.array_equal(mask, WAITING_MASK)
 
 
 def test_observe_is_from_each_agents_side() -> None:
@@ -634,8 +636,8 @@ def test_flat_observation_is_the_box_with_the_mask_in_the_infos() -> None:
         assert info["action_mask"].dtype == np.int8
         assert np.array_equal(info["action_mask"], expected["action_mask"])
         other = AGENTS[1 - AGENTS.index(agent)]
-        if other in flat.infos:
-            assert not flat.infos[other]["action_mask"].any()
+        if other in flat.infos and not (termination or truncation):
+            assert np.array_equal(flat.infos[other]["action_mask"], WAITING_MASK)
         action = None if termination or truncation else int(rng.choice(np.flatnonzero(info["action_mask"])))
         flat.step(action)
         dict_env.step(action)
@@ -726,3 +728,61 @@ def test_generic_aec_to_parallel_still_refuses_and_parallel_env_is_the_way() -> 
     with pytest.raises(AssertionError):
         aec_to_parallel(kahuna_env.env())
     assert callable(kahuna_env.parallel_env)
+
+
+# ---------------------------------------------------------------------------------------------- PettingZoo conventions
+def test_kahuna_v0_module_holds_the_three_entry_points() -> None:
+    from kahuna_env import kahuna_v0
+
+    assert kahuna_v0.env is kahuna_env.env and kahuna_v0.raw_env is raw_env
+    assert kahuna_v0.parallel_env is kahuna_env.parallel_env
+    assert str(kahuna_v0.env()) == kahuna_v0.raw_env.metadata["name"] == "kahuna_v0"
+
+
+@pytest.mark.parametrize("name", ["kahuna-v0", "kahuna_v0", "kahuna"])
+def test_pettingzoo_make_builds_the_registered_envs(name: str) -> None:
+    import pettingzoo
+
+    aec = pettingzoo.make("aec", name, observation="flat")
+    assert isinstance(aec.unwrapped, raw_env) and aec.unwrapped.observation_mode == "flat"
+    parallel = pettingzoo.make("parallel", name, max_cycles=5)
+    assert isinstance(parallel, pettingzoo.ParallelEnv) and parallel.unwrapped.max_cycles == 5
+    api_test(pettingzoo.make("aec", name), num_cycles=100)
+
+
+def test_max_cycles_truncates_both_agents_after_that_many_actions() -> None:
+    environment = kahuna_env.env(max_cycles=7)
+    environment.reset(seed=3)
+    rng = np.random.default_rng(3)
+    steps = 0
+    for _agent in environment.agent_iter():
+        observation, reward, termination, truncation, _ = environment.last()
+        if termination or truncation:
+            assert truncation and not termination and reward == 0.0 and not observation["action_mask"].any()
+            environment.step(None)
+            continue
+        environment.step(int(rng.choice(np.flatnonzero(observation["action_mask"]))))
+        steps += 1
+    assert steps == 7 and environment.unwrapped.num_steps == 7
+    assert not environment.unwrapped.game.is_over
+    environment.reset(seed=3)  # a new game starts the count again
+    assert environment.unwrapped.num_steps == 0 and not any(environment.truncations.values())
+
+
+def test_max_cycles_envs_pass_the_pettingzoo_tests() -> None:
+    api_test(kahuna_env.env(max_cycles=9), num_cycles=200)
+    seed_test(lambda: kahuna_env.env(max_cycles=9), num_cycles=100)
+
+
+@pytest.mark.parametrize("value", [0, -1, 2.5, True, "10"])
+def test_a_bad_max_cycles_is_a_clear_error(value: object) -> None:
+    with pytest.raises(ValueError, match="max_cycles must be None or a positive int"):
+        kahuna_env.env(max_cycles=value)
+
+
+def test_pettingzoo_render_test_passes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pettingzoo.test import render_test
+
+    monkeypatch.delenv("DISPLAY", raising=False)  # "human" prints the text board instead of opening a window
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    render_test(kahuna_env.env)

@@ -108,8 +108,38 @@ def test_spaces_state_and_options_come_from_the_aec_env() -> None:
     assert env.action_space("player_0").n == A.NUM_ACTIONS
     env.reset(seed=2)
     assert env.unwrapped.config.variant == "planning" and env.state().shape == env.state_space.shape
-    assert env.metadata["name"] == "kahuna_v0"
+    assert env.metadata["name"] == "kahuna_v0" and env.metadata["is_parallelizable"] is True
     with pytest.raises(ValueError, match="closing_step"):
         kahuna_env.parallel_env(closing_step=True)
     with pytest.raises(ValueError, match="variant"):
         kahuna_env.parallel_env(variant="nope")
+
+
+def test_every_mask_is_the_aec_envs_mask_of_the_same_state() -> None:
+    env = kahuna_env.parallel_env()
+    aec = kahuna_env.env()
+    observations, _ = env.reset(seed=6)
+    aec.reset(seed=6)
+    rng = np.random.default_rng(6)
+    while env.agents:
+        for agent in AGENTS:
+            assert np.array_equal(observations[agent]["action_mask"], aec.observe(agent)["action_mask"])
+        acting = env.acting_agent
+        action = int(rng.choice(np.flatnonzero(observations[acting]["action_mask"])))
+        observations, *_ = env.step({agent: action if agent == acting else CLOSING_ACTION for agent in env.agents})
+        aec.step(action)
+    for agent in AGENTS:  # the game is over: both masks are all zeros, as in the AEC env
+        assert not observations[agent]["action_mask"].any() and not aec.observe(agent)["action_mask"].any()
+
+
+def test_max_cycles_truncates_the_parallel_env_after_that_many_steps() -> None:
+    env = kahuna_env.parallel_env(max_cycles=4)
+    observations, _ = env.reset(seed=1)
+    steps = 0
+    while env.agents:
+        actions = {agent: env.action_space(agent).sample(observations[agent]["action_mask"]) for agent in env.agents}
+        observations, rewards, terminations, truncations, _ = env.step(actions)
+        steps += 1
+    assert steps == 4 and all(truncations.values()) and not any(terminations.values())
+    assert rewards == {agent: 0.0 for agent in AGENTS} and env.acting_agent is None
+    parallel_api_test(kahuna_env.parallel_env(max_cycles=4), num_cycles=50)
