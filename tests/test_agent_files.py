@@ -1,7 +1,9 @@
-"""Crafted and foreign agent files (issue 10, item 7): ``load_agent`` answers each with one ValueError line.
+"""Crafted and foreign agent files (issue 10 item 7, issue 34 item 4): ``load_agent`` refuses each in one line.
 
-Nothing is built before the file's types and shapes are checked against its
-state dict, so a small file that declares a huge network is refused at once.
+The declared architecture is bounded (layers, widths, parameters) before any
+network is built, and the file's types, layouts and shapes are checked
+against its state dict, so a small file that declares a huge network is
+refused at once.
 """
 
 from __future__ import annotations
@@ -57,13 +59,16 @@ def test_text_csv_and_garbage_files_are_one_line(tmp_path, content):
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"model_config": 7}, "model_config must be a mapping of options, got int 7"),
-        ({"model_config": {"hidden_sizes": 5}}, "model.hidden_sizes must be a non-empty list of positive integers"),
+        ({"model_config": 7}, "model_config must be a mapping of options, got int"),
+        ({"model_config": {"hidden_sizes": 5}}, "model.hidden_sizes must be a non-empty list of integers in [1, 8192]"),
         (
             {"model_config": {"hidden_sizes": {8: "x"}}},
-            "model.hidden_sizes must be a non-empty list of positive integers",
+            "model.hidden_sizes must be a non-empty list of integers in [1, 8192]",
         ),
-        ({"model_config": {"hidden_sizes": "8"}}, "model.hidden_sizes must be a non-empty list of positive integers"),
+        (
+            {"model_config": {"hidden_sizes": "8"}},
+            "model.hidden_sizes must be a non-empty list of integers in [1, 8192]",
+        ),
         ({"model_config": {"activation": ["relu"]}}, "model.activation must be one of"),
         ({"model_config": {"depth": 3}}, "unknown model option(s) ['depth']"),
         ({"model_state": "weights"}, "model_state must be a mapping of parameter names to tensors"),
@@ -77,13 +82,96 @@ def test_wrong_types_are_one_line(tmp_path, changes, message):
 
 
 def test_a_file_declaring_a_huge_network_is_refused_at_once(tmp_path):
-    crafted = payload(model_config={"hidden_sizes": [60000, 60000]})
+    crafted = payload(model_config={"hidden_sizes": [6000, 6000]})
     start = time.perf_counter()
     message = refusal(saved(tmp_path, crafted))
-    assert time.perf_counter() - start < 2.0
-    assert "does not fit model_config (architecture mlp, hidden_sizes [60000, 60000])" in message
-    assert "wrong shape: trunk.0.weight (8, 246) instead of (60000, 246)" in message
+    assert time.perf_counter() - start < 60  # generous: it takes milliseconds; nothing is allocated
+    assert "does not fit model_config (architecture mlp, hidden_sizes [6000, 6000])" in message
+    assert "wrong shape: trunk.0.weight (8, 246) instead of (6000, 246)" in message
     assert "missing: trunk.2.weight, trunk.2.bias" in message
+
+
+class _NothingBuilt:
+    """Stands in for ActorCritic: a refused file must not build any network, not even a shape-only one."""
+
+    def __init__(self, *args, **kwargs):
+        raise AssertionError("a network was built for a file that should be refused from its declaration alone")
+
+
+@pytest.mark.parametrize(
+    ("model_config", "message"),
+    [
+        ({"hidden_sizes": [2] * 60000}, "model.hidden_sizes declares 60000 layers; at most 16 allowed"),
+        ({"hidden_sizes": [60000, 60000]}, "model.hidden_sizes must be a non-empty list of integers in [1, 8192]"),
+        ({"hidden_sizes": [8192] * 4}, "the network declares 204,849,332 parameters; at most 50,000,000 allowed"),
+        ({"architecture": "board", "line_width": 10**12}, "model.line_width must be an integer in [2, 8192]"),
+        ({"architecture": "board", "line_width": 2**40 + 1}, "model.line_width must be an integer in [2, 8192]"),
+    ],
+)
+def test_a_declared_architecture_beyond_the_bounds_is_refused_before_anything_is_built(
+    tmp_path, monkeypatch, model_config, message
+):
+    # Issue 34, item 4: [2] * 60000 took 41 s and 672 MB; line_width 10**12 was a RuntimeError traceback.
+    import training.model
+
+    path = saved(tmp_path, payload(model_config=model_config))
+    monkeypatch.setattr(training.model, "ActorCritic", _NothingBuilt)
+    text = refusal(path)
+    assert message in text
+    assert len(text) < 300  # the 60,000 sizes are not echoed
+
+
+def test_the_parameter_bound_is_computed_exactly_without_building_the_network():
+    from training.model import MAX_PARAMETERS, parameter_count
+
+    for config in (
+        ModelConfig(hidden_sizes=(8,)),
+        ModelConfig(hidden_sizes=(256, 128), architecture="board", line_width=32),
+        ModelConfig(hidden_sizes=(7, 9, 11), architecture="board", line_width=3, activation="relu"),
+    ):
+        assert parameter_count(config) == sum(p.numel() for p in ActorCritic(config).parameters())
+    with pytest.raises(ValueError, match="at most 50,000,000 allowed"):
+        ModelConfig(hidden_sizes=(8192, 8192))
+    assert parameter_count(ModelConfig(hidden_sizes=(4096, 4096))) < MAX_PARAMETERS  # still allowed
+
+
+@pytest.mark.parametrize("layout", ["sparse_coo", "sparse_csr"])
+def test_a_sparse_weight_is_one_line_not_a_traceback(tmp_path, layout):
+    state = dict(payload()["model_state"])
+    weight = state["trunk.0.weight"]
+    state["trunk.0.weight"] = weight.to_sparse() if layout == "sparse_coo" else weight.to_sparse_csr()
+    assert "not dense tensors: trunk.0.weight" in refusal(saved(tmp_path, payload(model_state=state)))
+
+
+def test_a_foreign_file_is_refused_without_echoing_its_bytes(tmp_path):
+    path = tmp_path / "secret.pt"
+    path.write_bytes(b"password=hunter2\n")
+    message = refusal(path)
+    assert "hunter2" not in message and "password" not in message
+
+
+@pytest.mark.parametrize("program", ["kahuna-eval", "kahuna-play"])
+def test_crafted_files_are_one_line_in_the_command_line_tools(tmp_path, program, capsys):
+    from arena.eval_cli import main as eval_main
+    from arena.play import main as play_main
+
+    crafted = [
+        payload(model_config={"hidden_sizes": [2] * 60000}),
+        payload(model_config={"architecture": "board", "line_width": 10**12}),
+    ]
+    state = dict(payload()["model_state"])
+    state["trunk.0.weight"] = state["trunk.0.weight"].to_sparse()
+    crafted.append(payload(model_state=state))
+    for index, values in enumerate(crafted):
+        path = saved(tmp_path, values, f"crafted{index}.pt")
+        with pytest.raises(SystemExit) as stop:
+            if program == "kahuna-eval":
+                eval_main(["random", str(path), "--games", "2", "--no-progress"])
+            else:
+                play_main(["--opponent", str(path), "--seed", "1"], stdin=__import__("io").StringIO("quit\n"))
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"{program}: error: {path}") and err.count("\n") == 1, err
 
 
 def test_state_dict_mismatches_name_the_keys(tmp_path):
@@ -100,7 +188,7 @@ def test_state_dict_mismatches_name_the_keys(tmp_path):
 def test_non_tensor_and_integer_weights_are_refused(tmp_path):
     state = dict(payload()["model_state"])
     state["value_head.bias"] = [0.0]
-    assert "not tensors: value_head.bias" in refusal(saved(tmp_path, payload(model_state=state), "a.pt"))
+    assert "not dense tensors: value_head.bias" in refusal(saved(tmp_path, payload(model_state=state), "a.pt"))
     state["value_head.bias"] = torch.zeros(1, dtype=torch.int64)
     assert "holds torch.int64 values" in refusal(saved(tmp_path, payload(model_state=state), "b.pt"))
 

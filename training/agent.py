@@ -86,9 +86,8 @@ def read_policy_file(path: str | Path) -> dict[str, Any]:
         raise ValueError(f"{file} cannot be read: {error.strerror or error}") from None
     if not head.startswith(b"PK\x03\x04"):
         # torch.save writes a zip archive; text, CSV and other files would fail deep inside torch.load.
-        raise ValueError(
-            f"{file} is not a readable checkpoint: not a torch file (those are zip archives; it starts with {head!r})"
-        )
+        # The file's bytes are never echoed: the message may reach a web page or a log.
+        raise ValueError(f"{file} is not a readable checkpoint: not a torch file (those are zip archives)")
     try:
         payload = torch.load(file, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import torch
@@ -40,6 +40,15 @@ MASKED_LOGIT = -1e9
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU}
 ARCHITECTURES = ("mlp", "board")
 _ISLAND_FEATURES = 14
+MAX_HIDDEN_LAYERS = 16
+"""Most hidden layers a :class:`ModelConfig` may declare (the project's networks have one or two)."""
+MAX_WIDTH = 8192
+"""Widest hidden layer (``hidden_sizes`` entries and ``line_width``) a :class:`ModelConfig` may declare."""
+MAX_PARAMETERS = 50_000_000
+"""Most parameters a :class:`ModelConfig` may declare (200 MB of float32; the default network has about 0.2M).
+
+Checked arithmetically (:func:`parameter_count`) before anything is built, so a
+crafted agent file declaring a huge network is refused at once."""
 # The "board" network assembles its logits in action-id order: five per-line groups, the discards,
 # draw/take/pass, then the free bridges.
 assert (A.PLACE_A, A.DISCARD, A.DRAW, A.FREE_BRIDGE, NUM_ACTIONS) == (0, 5 * 27, 5 * 27 + 12, 5 * 27 + 17, 179)
@@ -65,18 +74,54 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         # A mapping or a string would silently become its keys or characters: only lists and tuples.
+        # Sizes are bounded here, before any network (even a shape-only one) is built: a crafted
+        # agent file declaring 60,000 layers or a width of 10**12 is refused at once.
         sizes = tuple(self.hidden_sizes) if isinstance(self.hidden_sizes, (list, tuple)) else ()
-        if not sizes or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes):
+        if len(sizes) > MAX_HIDDEN_LAYERS:
+            raise ValueError(f"model.hidden_sizes declares {len(sizes)} layers; at most {MAX_HIDDEN_LAYERS} allowed")
+        if not sizes or any(isinstance(s, bool) or not isinstance(s, int) or not 1 <= s <= MAX_WIDTH for s in sizes):
             raise ValueError(
-                f"model.hidden_sizes must be a non-empty list of positive integers, got {self.hidden_sizes!r}"
+                f"model.hidden_sizes must be a non-empty list of integers in [1, {MAX_WIDTH}], "
+                f"got {_short(self.hidden_sizes)}"
             )
         object.__setattr__(self, "hidden_sizes", sizes)
         if not isinstance(self.activation, str) or self.activation not in _ACTIVATIONS:
-            raise ValueError(f"model.activation must be one of {sorted(_ACTIVATIONS)}, got {self.activation!r}")
+            raise ValueError(f"model.activation must be one of {sorted(_ACTIVATIONS)}, got {_short(self.activation)}")
         if not isinstance(self.architecture, str) or self.architecture not in ARCHITECTURES:
-            raise ValueError(f"model.architecture must be one of {list(ARCHITECTURES)}, got {self.architecture!r}")
-        if isinstance(self.line_width, bool) or not isinstance(self.line_width, int) or self.line_width < 2:
-            raise ValueError(f"model.line_width must be an integer >= 2, got {self.line_width!r}")
+            raise ValueError(
+                f"model.architecture must be one of {list(ARCHITECTURES)}, got {_short(self.architecture)}"
+            )
+        width = self.line_width
+        if isinstance(width, bool) or not isinstance(width, int) or not 2 <= width <= MAX_WIDTH:
+            raise ValueError(f"model.line_width must be an integer in [2, {MAX_WIDTH}], got {_short(width)}")
+        count = parameter_count(self)
+        if count > MAX_PARAMETERS:
+            raise ValueError(f"the network declares {count:,} parameters; at most {MAX_PARAMETERS:,} allowed")
+
+
+def _short(value: object) -> str:
+    """A bounded description of a value for an error message (never more than 40 characters of it)."""
+    text = repr(value) if not isinstance(value, (list, tuple)) or len(value) <= 8 else f"a list of {len(value)} items"
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def parameter_count(config: ModelConfig) -> int:
+    """The number of parameters of the network ``config`` describes, computed without building it."""
+
+    def linear(width_in: int, width_out: int) -> int:
+        return width_in * width_out + width_out
+
+    sizes = [OBSERVATION_SIZE, *config.hidden_sizes]
+    count = sum(linear(a, b) for a, b in itertools.pairwise(sizes))
+    width = sizes[-1]
+    if config.architecture == "mlp":
+        return count + linear(width, NUM_ACTIONS) + linear(width, 1)
+    line, half = config.line_width, config.line_width // 2
+    count += linear(3, line) + 2 * linear(_ISLAND_FEATURES, line) + linear(width, line)  # the per-line input
+    count += linear(line, line) + linear(line, 6)  # line_net, line_head
+    count += linear(_ISLAND_FEATURES, half) + linear(width, half) + linear(half, 1)  # the island network
+    count += linear(width, 5) + linear(width + line, line) + linear(line, 1)  # turn head, value network
+    return count
 
 
 def _mlp(sizes: list[int], activation: str) -> nn.Sequential:
@@ -151,6 +196,28 @@ class ActorCritic(nn.Module):
     to all of them, which makes learning much more sample-efficient.
     """
 
+    # Shapes and observation slices as constants that TorchScript reads (see _scripted_forward).
+    __constants__ = (
+        "_observation_width",
+        "_num_islands",
+        "_num_lines",
+        "_island_width",
+        "_own_start",
+        "_own_stop",
+        "_claim_start",
+        "_claim_stop",
+        "_masked_logit",
+    )
+    _observation_width: Final[int] = OBSERVATION_SIZE
+    _num_islands: Final[int] = NUM_ISLANDS
+    _num_lines: Final[int] = NUM_LINES
+    _island_width: Final[int] = _ISLAND_FEATURES
+    _own_start: Final[int] = OBSERVATION_LAYOUT["lines_mine"].start
+    _own_stop: Final[int] = OBSERVATION_LAYOUT["lines_opponent"].stop
+    _claim_start: Final[int] = OBSERVATION_LAYOUT["claim"].start
+    _claim_stop: Final[int] = OBSERVATION_LAYOUT["claim"].stop
+    _masked_logit: Final[float] = MASKED_LOGIT
+
     def __init__(self, config: ModelConfig | None = None) -> None:
         super().__init__()
         self.config = config or ModelConfig()
@@ -192,9 +259,58 @@ class ActorCritic(nn.Module):
         return features.view(*observation.shape[:-1], NUM_ISLANDS, _ISLAND_FEATURES)
 
     def forward(self, observation: torch.Tensor, action_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Masked logits ``(batch, 179)`` and values ``(batch,)``; ``action_mask`` is nonzero where legal."""
+        """Masked logits ``(batch, 179)`` and values ``(batch,)``; ``action_mask`` is nonzero where legal.
+
+        ``torch.jit.script(model)`` compiles :meth:`_scripted_forward` instead (the same operations).
+        """
+        if torch.jit.is_scripting():
+            return self._scripted_forward(observation, action_mask)
         return self._forward(observation, action_mask, _OWN_WEIGHTS)
 
+    def _scripted_forward(
+        self, observation: torch.Tensor, action_mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`_forward` with the network's own layers, written so that TorchScript compiles it.
+
+        The same operations in the same order (no weights object, ``hasattr`` for the architecture),
+        so the scripted network's outputs are bit-identical to the eager ones (tests/test_export.py).
+        """
+        hidden = self.trunk(observation)
+        if not hasattr(self, "line_head"):  # architecture "mlp" (a compile-time test in TorchScript)
+            logits = self.policy_head(hidden).masked_fill(~action_mask.to(torch.bool), self._masked_logit)
+            return logits, self.value_head(hidden).squeeze(-1)
+        lead = list(observation.shape[:-1])
+        islands = torch.addmm(self.island_offset, observation.reshape(-1, self._observation_width), self.island_map)
+        islands = islands.view(lead + [self._num_islands, self._island_width])
+        own = torch.cat(
+            [observation[..., self._own_start : self._own_stop], observation[..., self._claim_start : self._claim_stop]], dim=-1
+        )
+        own = own.view(lead + [3, self._num_lines]).transpose(-1, -2)
+        ends = islands.index_select(-2, self.line_ends).view(lead + [self._num_lines, 2 * self._island_width])
+        line_features = torch.cat([own, ends], dim=-1)
+        weight = torch.cat([self.line_own.weight, self.line_from_a.weight, self.line_from_b.weight], dim=-1)
+        bias = self.line_own.bias + self.line_from_a.bias + self.line_from_b.bias
+        line_input = F.linear(line_features, weight, bias)
+        line_input = line_input + self.line_from_trunk(hidden).unsqueeze(-2)
+        line_embedding = self.line_net(self.activation(line_input))
+        line_logits = self.line_head(line_embedding).transpose(-1, -2)
+        island_input = self.island_from_self(islands)
+        island_input = island_input + self.island_from_trunk(hidden).unsqueeze(-2)
+        discard_logits = self.island_head(self.activation(island_input)).squeeze(-1)
+        logits = torch.cat(
+            [
+                line_logits[..., :5, :].reshape(lead + [5 * self._num_lines]),
+                discard_logits,
+                self.turn_head(hidden),
+                line_logits[..., 5, :],
+            ],
+            dim=-1,
+        )
+        summary = torch.cat([hidden, line_embedding.mean(dim=-2)], dim=-1)
+        value = self.value_head(self.value_net(summary))
+        return logits.masked_fill(~action_mask.to(torch.bool), self._masked_logit), value.squeeze(-1)
+
+    @torch.jit.unused
     def _forward(
         self, observation: torch.Tensor, action_mask: torch.Tensor, weights: _OwnWeights | StackedNetworks
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -360,11 +476,11 @@ _LINE_ENDS = torch.tensor(LINES, dtype=torch.int64).view(-1)
 def model_config_from_dict(values: Any) -> ModelConfig:
     """Build a :class:`ModelConfig` from a mapping; anything else, an unknown key or a bad value is a ``ValueError``."""
     if not isinstance(values, Mapping):
-        raise ValueError(f"model_config must be a mapping of options, got {type(values).__name__} {values!r:.60}")
+        raise ValueError(f"model_config must be a mapping of options, got {type(values).__name__}")
     known = {field.name for field in dataclasses.fields(ModelConfig)}
     unknown = sorted(set(map(str, values)) - known)
     if unknown:
-        raise ValueError(f"unknown model option(s) {unknown}; known: {sorted(known)}")
+        raise ValueError(f"unknown model option(s) {_short(unknown)}; known: {sorted(known)}")
     return ModelConfig(**values)
 
 
@@ -405,7 +521,8 @@ def check_state_dict(state: Any, config: ModelConfig) -> None:
     problems = []
     missing = [key for key in expected if key not in state]
     unexpected = [key for key in state if key not in expected]
-    not_tensors = [key for key in expected if key in state and not isinstance(state[key], torch.Tensor)]
+    # Only dense tensors: a sparse, quantized or nested one would fail deep inside torch.
+    not_tensors = [key for key in expected if key in state and not _is_dense_tensor(state[key])]
     mismatched = [
         f"{key} {tuple(state[key].shape)} instead of {expected[key]}"
         for key in expected
@@ -414,7 +531,7 @@ def check_state_dict(state: Any, config: ModelConfig) -> None:
     for label, keys in (
         ("missing", missing),
         ("unexpected", unexpected),
-        ("not tensors", not_tensors),
+        ("not dense tensors", not_tensors),
         ("wrong shape", mismatched),
     ):
         if keys:
@@ -430,6 +547,16 @@ def check_state_dict(state: Any, config: ModelConfig) -> None:
             raise ValueError(f"model_state[{key!r}] holds NaN or infinite weights (a diverged run?)")
 
 
+def _is_dense_tensor(value: Any) -> bool:
+    return (
+        isinstance(value, torch.Tensor)
+        and value.layout == torch.strided
+        and not value.is_quantized
+        and not getattr(value, "is_nested", False)
+        and value.device.type == "cpu"
+    )
+
+
 def _describe(config: ModelConfig) -> str:
     return f"(architecture {config.architecture}, hidden_sizes {list(config.hidden_sizes)})"
 
@@ -437,17 +564,20 @@ def _describe(config: ModelConfig) -> str:
 def model_from_payload(payload: Mapping[str, Any], source: str = "policy file") -> ActorCritic:
     """Rebuild the network from an agent-format dict; any problem is a one-line ``ValueError`` naming ``source``.
 
-    Types, shapes and values are checked against the state dict before the
-    network is built, so a crafted file cannot make it allocate more than the
-    file itself holds.
+    The declared architecture is bounded first (:data:`MAX_HIDDEN_LAYERS`,
+    :data:`MAX_WIDTH`, :data:`MAX_PARAMETERS`, checked arithmetically by
+    :class:`ModelConfig`), then types, layouts, shapes and values of the state
+    dict are checked against it before the network is built, so a crafted file
+    cannot make it allocate more than the file itself holds (or spend long
+    finding out), and no error echoes the file's bytes.
     """
     if not isinstance(payload, Mapping) or payload.get("format") != AGENT_FORMAT:
         found = payload.get("format") if isinstance(payload, Mapping) else type(payload).__name__
-        raise ValueError(f"{source} is not a Kahuna agent file (format {found!r:.60}, expected {AGENT_FORMAT!r})")
+        raise ValueError(f"{source} is not a Kahuna agent file (format {_short(found)}, expected {AGENT_FORMAT!r})")
     if payload.get("observation_size") != OBSERVATION_SIZE or payload.get("num_actions") != NUM_ACTIONS:
         raise ValueError(
-            f"{source} was made for observations of size {payload.get('observation_size')!r:.30} and "
-            f"{payload.get('num_actions')!r:.30} actions; this version uses {OBSERVATION_SIZE} and {NUM_ACTIONS}"
+            f"{source} was made for observations of size {_short(payload.get('observation_size'))} and "
+            f"{_short(payload.get('num_actions'))} actions; this version uses {OBSERVATION_SIZE} and {NUM_ACTIONS}"
         )
     try:
         config = model_config_from_dict(payload.get("model_config"))
