@@ -269,7 +269,23 @@ def test_lock_held_by_another_process_is_released_when_it_ends(tmp_path):
         ("pool.latest=.inf", r"pool\.latest: must be a finite number, got inf"),
         ("name=a/b", r"name: must be a non-empty printable name"),
         ("name=..", r"name: must be a non-empty printable name"),
-        ("threads=0", r"threads: must be an integer >= 1 or 'auto'"),
+        ("threads=0", r"threads: must be an integer in \[1, 256\] or 'auto'"),
+        # Issue 34, item 5: budgets and sizes without an upper bound were accepted and hung the run.
+        ("pool.mcts_simulations=99999999999999999999999", r"pool\.mcts_simulations: must be in \[1, 100000\]"),
+        ("eval.opponents=[mcts:99999999999999999999999]", r"eval\.opponents: entries must be .* 1 <= N <= 100000"),
+        ("eval.opponents=[mcts:1" + "0" * 5000 + "]", r"eval\.opponents: entries must be"),
+        ("rollout.num_games=10000000", r"rollout\.num_games: must be in \[2, 1000000\]"),
+        ("total_updates=100000000000", r"total_updates: must be in \[1, 10000000\]"),
+        ("threads=100000", r"threads: must be an integer in \[1, 256\]"),
+        ("max_minutes=1e12", r"max_minutes: must be in \(0, 5256000\] or null"),
+        ("eval.games=10000000", r"eval\.games: must be in \[2, 1000000\]"),
+        ("eval.final_games=10000000", r"eval\.final_games: must be in \[0, 1000000\]"),
+        ("ppo.update_epochs=1000000", r"ppo\.update_epochs: must be in \[1, 10000\]"),
+        ("ppo.minibatch_size=1000000000000", r"ppo\.minibatch_size: must be in \[1, 100000000\]"),
+        ("pool.max_snapshots=1000000", r"pool\.max_snapshots: must be in \[1, 10000\]"),
+        ("pool.snapshots_per_update=1000000", r"pool\.snapshots_per_update: must be in \[1, 10000\] or null"),
+        ("model.hidden_sizes=[100000]", r"model\.hidden_sizes must be a non-empty list of integers in \[1, 8192\]"),
+        ("model.line_width=1000000000000", r"model\.line_width must be an integer in \[2, 8192\]"),
         ("model.hidden_sizes={0: x, 2: y}", r"model\.hidden_sizes: expected a list of int"),
         ("eval.opponents={0: x, 2: y}", r"eval\.opponents: expected a list of str"),
     ],
@@ -277,6 +293,20 @@ def test_lock_held_by_another_process_is_released_when_it_ends(tmp_path):
 def test_bad_values_are_rejected_with_bounds(override, message):
     with pytest.raises(ConfigError, match=message):
         load_config(None, [override])
+
+
+def test_rollout_workers_are_bounded_even_with_many_games():
+    with pytest.raises(ConfigError, match=r"rollout\.workers: must be <= 256, got 1000"):
+        load_config(None, ["rollout.num_games=10000", "rollout.workers=1000"])
+
+
+def test_an_unbounded_search_budget_is_one_line_before_training(tmp_path, capsys):
+    # The issue's command: accepted, then the run hung in its first mcts game.
+    run_dir = tmp_path / "run"
+    args = quick_args(run_dir, "pool.mcts=0.2", "pool.mcts_simulations=99999999999999999999999")
+    assert main(args) == 2
+    assert "pool.mcts_simulations: must be in [1, 100000], got 99999999999999999999999" in one_error_line(capsys)
+    assert not run_dir.exists()
 
 
 def test_nul_in_the_run_name_is_rejected(tmp_path):
@@ -318,6 +348,58 @@ def test_resume_with_damaged_counters_or_optimizer_state_is_one_line(run_copy, c
     before = snapshot(run_copy)
     assert main(["--resume", str(run_copy), "--set", "total_updates=3"]) == 2
     assert message in one_error_line(capsys)
+    assert snapshot(run_copy) == before
+
+
+def _pool_entry(run_dir: Path, **changes) -> dict:
+    """A pool entry of the run's latest.pt (its first snapshot) with ``changes``."""
+    payload = torch.load(run_dir / "checkpoints" / "latest.pt", weights_only=True)
+    return {**payload["pool"][0], **changes}
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        # Issue 34, item 7: [1] was a TypeError traceback on --resume, 'abc' a line without the file's name,
+        # NaN and negative counts were accepted and skewed the PFSP draw.
+        ({"pfsp_score": [1]}, "pool[0]: pfsp_score must be a number, got list"),
+        ({"pfsp_score": "abc"}, "pool[0]: pfsp_score must be a number, got str"),
+        ({"pfsp_games": float("nan")}, "pool[0]: pfsp_games must be a finite number >= 0, got nan"),
+        ({"pfsp_score": -1.0}, "pool[0]: pfsp_score must be a finite number >= 0, got -1.0"),
+        ({"pfsp_score": 5.0, "pfsp_games": 2.0}, "pool[0]: pfsp_score 5.0 exceeds pfsp_games 2.0"),
+        ({"update": -3}, "pool[0]: update must be an integer >= 0"),
+    ],
+)
+def test_resume_with_damaged_pool_counts_is_one_line_naming_the_file(run_copy, capsys, changes, message):
+    damage(run_copy, "pool", [_pool_entry(run_copy, **changes)])
+    for numbered in (run_copy / "checkpoints").glob("update_*.pt"):
+        shutil.copy(run_copy / "checkpoints" / "latest.pt", numbered)
+    before = snapshot(run_copy)
+    assert main(["--resume", str(run_copy), "--set", "total_updates=3"]) == 2
+    line = one_error_line(capsys)
+    assert message in line and str(run_copy / "checkpoints" / "latest.pt") in line, line
+    assert snapshot(run_copy) == before
+
+
+def test_resume_with_a_pool_larger_than_max_snapshots_is_one_line(run_copy, capsys):
+    # The smoke config keeps at most 2 snapshots.
+    damage(run_copy, "pool", [_pool_entry(run_copy, update=update) for update in range(3)])
+    for numbered in (run_copy / "checkpoints").glob("update_*.pt"):
+        shutil.copy(run_copy / "checkpoints" / "latest.pt", numbered)
+    before = snapshot(run_copy)
+    assert main(["--resume", str(run_copy), "--set", "total_updates=3"]) == 2
+    line = one_error_line(capsys)
+    assert "the pool holds 3 snapshots, more than its config's pool.max_snapshots 2" in line
+    assert str(run_copy / "checkpoints" / "latest.pt") in line
+    assert snapshot(run_copy) == before
+
+
+def test_resume_lowering_max_snapshots_below_the_pool_is_one_line(run_copy, capsys):
+    before = snapshot(run_copy)
+    assert len(torch.load(run_copy / "checkpoints" / "latest.pt", weights_only=True)["pool"]) == 2
+    assert main(["--resume", str(run_copy), "--set", "total_updates=3", "--set", "pool.max_snapshots=1"]) == 2
+    line = one_error_line(capsys)
+    assert "the pool holds 2 snapshots, more than pool.max_snapshots 1" in line and "latest.pt" in line
     assert snapshot(run_copy) == before
 
 

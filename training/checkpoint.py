@@ -41,6 +41,7 @@ import torch
 
 from training.agent import read_policy_file
 from training.model import ActorCritic, agent_payload
+from training.pool import pool_entry_problem
 
 CHECKPOINT_FORMAT = "kahuna-checkpoint-v1"
 LATEST_CHECKPOINT = "latest.pt"
@@ -123,8 +124,10 @@ def export_agent(path: str | Path, model: ActorCritic, meta: Mapping[str, Any] |
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """Read a training checkpoint safely: ``FileNotFoundError`` if missing, a one-line ``ValueError`` if damaged.
 
-    Checks the keys, the counters and the shape of the pool and optimizer
-    state (the weights are checked against the config when they are loaded).
+    Checks the keys, the counters, the optimizer state's shape and the pool
+    (at most its config's ``pool.max_snapshots`` entries, each with an update
+    and finite, non-negative PFSP counts: :func:`pool_entry_problem`); the
+    weights are checked against the config when they are loaded.
     """
     payload = read_policy_file(path)
     if payload.get("checkpoint_format") != CHECKPOINT_FORMAT:
@@ -165,6 +168,14 @@ def _state_problem(payload: Mapping[str, Any]) -> str | None:
         isinstance(entry, Mapping) and isinstance(entry.get("update"), int) and "model_state" in entry for entry in pool
     ):
         return "pool must be a list of {'update': int, 'model_state': state_dict}"
+    pool_config = payload["config"].get("pool")
+    capacity = pool_config.get("max_snapshots") if isinstance(pool_config, Mapping) else None
+    if isinstance(capacity, int) and not isinstance(capacity, bool) and len(pool) > capacity:
+        return f"the pool holds {len(pool)} snapshots, more than its config's pool.max_snapshots {capacity}"
+    for index, entry in enumerate(pool):
+        problem = pool_entry_problem(entry)
+        if problem:
+            return f"pool[{index}]: {problem}"
     return None
 
 

@@ -33,6 +33,24 @@ class ConfigError(ValueError):
 
 MAX_SEED = 2**63 - 1
 """Largest seed: torch's generators take 64-bit seeds (numpy would take any size, torch fails past 2**64)."""
+# Upper bounds of the budget and size keys: a typo (an extra zero, a pasted number) is refused up
+# front instead of hanging a run or exhausting memory.  Each is far above any sensible setting.
+MAX_SIMULATIONS = 100_000
+"""Largest search budget (``pool.mcts_simulations``, ``eval.opponents`` ``mcts:N``): about 20 s per move."""
+MAX_UPDATES = 10_000_000
+"""Largest ``total_updates``."""
+MAX_GAMES = 1_000_000
+"""Largest number of games per update (``rollout.num_games``) or per evaluation opponent (``eval.*games``)."""
+MAX_WORKERS = 256
+"""Largest number of processes or threads (``rollout.workers``, ``threads``)."""
+MAX_SNAPSHOTS = 10_000
+"""Largest opponent pool (``pool.max_snapshots``, ``pool.snapshots_per_update``)."""
+MAX_EPOCHS = 10_000
+"""Largest ``ppo.update_epochs``."""
+MAX_MINIBATCH = 100_000_000
+"""Largest ``ppo.minibatch_size``."""
+MAX_MINUTES = 10 * 365 * 24 * 60
+"""Largest ``max_minutes`` (ten years)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,8 +82,11 @@ class RolloutConfig:
     backend: str = "vector"
 
     def __post_init__(self) -> None:
-        check_value(self.num_games >= 2, "rollout.num_games", "must be >= 2", self.num_games)
+        check_value(
+            2 <= self.num_games <= MAX_GAMES, "rollout.num_games", f"must be in [2, {MAX_GAMES}]", self.num_games
+        )
         check_value(0 <= self.workers < self.num_games, "rollout.workers", "must be in [0, num_games)", self.workers)
+        check_value(self.workers <= MAX_WORKERS, "rollout.workers", f"must be <= {MAX_WORKERS}", self.workers)
         check_value(
             self.backend in ("scalar", "vector"), "rollout.backend", "must be 'scalar' or 'vector'", self.backend
         )
@@ -139,9 +160,19 @@ class PPOConfig:
         check_value(0 <= self.min_lr_fraction <= 1, "ppo.min_lr_fraction", "must be in [0, 1]", self.min_lr_fraction)
         check_value(0 < self.gamma <= 1, "ppo.gamma", "must be in (0, 1]", self.gamma)
         check_value(0 <= self.gae_lambda <= 1, "ppo.gae_lambda", "must be in [0, 1]", self.gae_lambda)
-        check_value(self.update_epochs >= 1, "ppo.update_epochs", "must be >= 1", self.update_epochs)
+        check_value(
+            1 <= self.update_epochs <= MAX_EPOCHS,
+            "ppo.update_epochs",
+            f"must be in [1, {MAX_EPOCHS}]",
+            self.update_epochs,
+        )
         check_value(self.bf16 in (True, False, "auto"), "ppo.bf16", "must be true, false or 'auto'", self.bf16)
-        check_value(self.minibatch_size >= 1, "ppo.minibatch_size", "must be >= 1", self.minibatch_size)
+        check_value(
+            1 <= self.minibatch_size <= MAX_MINIBATCH,
+            "ppo.minibatch_size",
+            f"must be in [1, {MAX_MINIBATCH}]",
+            self.minibatch_size,
+        )
         check_value(self.clip_coef > 0, "ppo.clip_coef", "must be > 0", self.clip_coef)
         check_value(self.ent_coef >= 0, "ppo.ent_coef", "must be >= 0", self.ent_coef)
         check_value(self.vf_coef >= 0, "ppo.vf_coef", "must be >= 0", self.vf_coef)
@@ -198,13 +229,23 @@ class PoolConfig:
             check_value(getattr(self, name) >= 0, f"pool.{name}", "must be >= 0", getattr(self, name))
         total = sum(getattr(self, name) for name in SHARE_KINDS)
         check_value(total > 0, "pool", "shares latest+past+greedy+random+mcts must be > 0", total)
-        check_value(self.mcts_simulations >= 1, "pool.mcts_simulations", "must be >= 1", self.mcts_simulations)
-        check_value(self.snapshot_every >= 1, "pool.snapshot_every", "must be >= 1", self.snapshot_every)
-        check_value(self.max_snapshots >= 1, "pool.max_snapshots", "must be >= 1", self.max_snapshots)
         check_value(
-            self.snapshots_per_update is None or self.snapshots_per_update >= 1,
+            1 <= self.mcts_simulations <= MAX_SIMULATIONS,
+            "pool.mcts_simulations",
+            f"must be in [1, {MAX_SIMULATIONS}]",
+            self.mcts_simulations,
+        )
+        check_value(self.snapshot_every >= 1, "pool.snapshot_every", "must be >= 1", self.snapshot_every)
+        check_value(
+            1 <= self.max_snapshots <= MAX_SNAPSHOTS,
+            "pool.max_snapshots",
+            f"must be in [1, {MAX_SNAPSHOTS}]",
+            self.max_snapshots,
+        )
+        check_value(
+            self.snapshots_per_update is None or 1 <= self.snapshots_per_update <= MAX_SNAPSHOTS,
             "pool.snapshots_per_update",
-            "must be >= 1 or null",
+            f"must be in [1, {MAX_SNAPSHOTS}] or null",
             self.snapshots_per_update,
         )
         check_value(
@@ -250,14 +291,16 @@ class EvalConfig:
 
     def __post_init__(self) -> None:
         check_value(self.every >= 0, "eval.every", "must be >= 0", self.every)
-        check_value(self.games >= 2, "eval.games", "must be >= 2", self.games)
+        check_value(2 <= self.games <= MAX_GAMES, "eval.games", f"must be in [2, {MAX_GAMES}]", self.games)
         check_value(0 <= self.seed <= MAX_SEED, "eval.seed", f"must be in [0, {MAX_SEED}]", self.seed)
-        check_value(self.final_games >= 0, "eval.final_games", "must be >= 0", self.final_games)
+        check_value(
+            0 <= self.final_games <= MAX_GAMES, "eval.final_games", f"must be in [0, {MAX_GAMES}]", self.final_games
+        )
         for name in self.opponents:
             check_value(
                 _is_baseline_name(name),
                 "eval.opponents",
-                "entries must be 'random', 'greedy', 'mcts' or 'mcts:N' with N >= 1",
+                f"entries must be 'random', 'greedy', 'mcts' or 'mcts:N' with 1 <= N <= {MAX_SIMULATIONS}",
                 name,
             )
         unique = len(set(self.opponents)) == len(self.opponents)
@@ -349,15 +392,23 @@ class TrainConfig:
             self.name,
         )
         check_value(0 <= self.seed <= MAX_SEED, "seed", f"must be in [0, {MAX_SEED}]", self.seed)
-        check_value(self.total_updates >= 1, "total_updates", "must be >= 1", self.total_updates)
         check_value(
-            self.threads == "auto" or (isinstance(self.threads, int) and self.threads >= 1),
+            1 <= self.total_updates <= MAX_UPDATES,
+            "total_updates",
+            f"must be in [1, {MAX_UPDATES}]",
+            self.total_updates,
+        )
+        check_value(
+            self.threads == "auto" or (isinstance(self.threads, int) and 1 <= self.threads <= MAX_WORKERS),
             "threads",
-            "must be an integer >= 1 or 'auto'",
+            f"must be an integer in [1, {MAX_WORKERS}] or 'auto'",
             self.threads,
         )
         check_value(
-            self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be > 0 or null", self.max_minutes
+            self.max_minutes is None or 0 < self.max_minutes <= MAX_MINUTES,
+            "max_minutes",
+            f"must be in (0, {MAX_MINUTES}] or null",
+            self.max_minutes,
         )
         check_value(
             self.init_from is None or (bool(self.init_from.strip()) and self.init_from.isprintable()),
@@ -381,7 +432,9 @@ def _is_baseline_name(name: str) -> bool:
     base, colon, budget = name.partition(":")
     if base in ("random", "greedy", "mcts") and not colon:
         return True
-    return base == "mcts" and budget.isascii() and budget.isdigit() and int(budget) >= 1
+    # The length test first: int() of a 10,000-digit string is refused by Python itself.
+    digits = budget.isascii() and budget.isdigit() and len(budget) <= len(str(MAX_SIMULATIONS))
+    return base == "mcts" and digits and 1 <= int(budget) <= MAX_SIMULATIONS
 
 
 def check_value(condition: bool, key: str, requirement: str, value: object) -> None:

@@ -30,6 +30,7 @@ uniform one of earlier versions).  The counts live with the snapshots in the che
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -205,7 +206,20 @@ class OpponentPool:
         return entries
 
     def load_state(self, entries: list[Mapping[str, Any]]) -> None:
-        """Restore the pool from :meth:`state`'s output (entries without PFSP counts, from older runs, start at 0)."""
+        """Restore the pool from :meth:`state`'s output (entries without PFSP counts, from older runs, start at 0).
+
+        A ``ValueError`` (one line), with the pool unchanged, for more entries than
+        ``max_snapshots`` or an entry whose update or PFSP counts are not valid
+        (:func:`pool_entry_problem`).
+        """
+        if len(entries) > self.max_snapshots:
+            raise ValueError(
+                f"the pool holds {len(entries)} snapshots, more than pool.max_snapshots {self.max_snapshots}"
+            )
+        for index, entry in enumerate(entries):
+            problem = pool_entry_problem(entry)
+            if problem:
+                raise ValueError(f"pool[{index}]: {problem}")
         self.snapshots, self.updates, self.scores, self.games = [], [], [], []
         for entry in entries:
             snapshot = ActorCritic(entry_model_config(entry, self.model_config))
@@ -314,3 +328,27 @@ def entry_model_config(entry: Mapping[str, Any], default: ModelConfig) -> ModelC
     if "model_config" in entry:
         return model_config_from_dict(entry["model_config"])
     return default
+
+
+def pool_entry_problem(entry: Mapping[str, Any]) -> str | None:
+    """What is wrong with a checkpoint pool entry's update and PFSP counts (None if nothing).
+
+    ``update`` is an integer >= 0; ``pfsp_score`` and ``pfsp_games`` (absent in
+    older checkpoints: 0) finite numbers >= 0 with the score at most the games
+    (a score counts a win as 1 and a draw as 1/2 of the decayed games).
+    """
+    update = entry.get("update")
+    if isinstance(update, bool) or not isinstance(update, int) or update < 0:
+        return f"update must be an integer >= 0, got {type(update).__name__}"
+    counts = {}
+    for key in ("pfsp_score", "pfsp_games"):
+        value = entry.get(key, 0.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"{key} must be a number, got {type(value).__name__}"
+        if not math.isfinite(value) or value < 0:
+            return f"{key} must be a finite number >= 0, got {value!r}"
+        counts[key] = float(value)
+    if counts["pfsp_score"] > counts["pfsp_games"] * (1 + 1e-9) + 1e-9:
+        return f"pfsp_score {counts['pfsp_score']!r} exceeds pfsp_games {counts['pfsp_games']!r}"
+    return None
+

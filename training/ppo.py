@@ -450,6 +450,11 @@ def _resume(run: _RunState, config: TrainConfig, run_dir: Path, log: Any) -> Non
         log(note)
     try:
         check_state_dict(checkpoint["model_state"], run.model.config)
+        if len(checkpoint["pool"]) > config.pool.max_snapshots:
+            raise ValueError(
+                f"the pool holds {len(checkpoint['pool'])} snapshots, more than pool.max_snapshots "
+                f"{config.pool.max_snapshots}"
+            )
         for entry in checkpoint["pool"]:
             check_state_dict(entry["model_state"], entry_model_config(entry, run.model.config))
     except ValueError as error:
