@@ -18,6 +18,8 @@ whole evaluation with an :class:`EvaluationError` (one line), never a hang.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import multiprocessing
 import time
 from collections.abc import Callable, Sequence
@@ -27,28 +29,43 @@ from pathlib import Path
 from typing import Any
 
 from arena.cli import first_line
-from arena.entrants import entrant_label, is_checkpoint_spec, resolve_entrant
+from arena.entrants import NAMED_AGENTS, entrant_label, is_checkpoint_spec, resolve_entrant, split_search
 from arena.match import GameResult, GameTask, check_games, play_game, schedule
 from arena.records import RECORD_FORMAT, game_record, write_record
 from arena.report import EvaluationReport, PairingResult, Rating, summarize
+from arena.store import Entrant, ResultsStore, StoredGame
+from kahuna_env.agents import BASELINES
+from kahuna_env.agents.mcts import DEFAULT_SIMULATIONS
 from kahuna_env.engine import KahunaConfig
 
 __all__ = [
     "RECORD_FORMAT",
     "EvaluationError",
+    "EvaluationInterrupted",
     "EvaluationReport",
     "PairingResult",
     "Rating",
     "check_entrants",
+    "entrant_identity",
     "game_record",
+    "play_tasks",
     "resolve_entrant",
     "run_evaluation",
+    "stored_game",
     "summarize",
 ]
 
 
 class EvaluationError(RuntimeError):
     """A game or a worker process failed during an evaluation; the message is one line."""
+
+
+class EvaluationInterrupted(KeyboardInterrupt):
+    """Ctrl-C during an evaluation: ``report`` summarizes the games finished before it (their records are written)."""
+
+    def __init__(self, report: EvaluationReport) -> None:
+        super().__init__("evaluation interrupted")
+        self.report = report
 
 
 class WorkerError(RuntimeError):
@@ -106,11 +123,12 @@ def _play_in_workers(
     sampled: bool,
     config: KahunaConfig,
     record: bool,
-    on_result: Callable[[GameResult], None],
+    on_result: Callable[[GameResult], bool | None],
 ) -> None:
     """Play ``tasks`` in ``workers`` spawned processes, handing each result to ``on_result`` as it arrives.
 
-    The first failure (a worker that cannot build the entrants, a failed
+    When ``on_result`` returns true the games not yet started are cancelled
+    (those running finish first).  The first failure (a worker that cannot build the entrants, a failed
     game, a worker process that dies) cancels the games not yet started and
     raises :class:`EvaluationError`.
     """
@@ -125,7 +143,8 @@ def _play_in_workers(
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
-                on_result(future.result())
+                if on_result(future.result()):
+                    return  # the caller has what it needs: the games not started are cancelled below
     except WorkerError as error:
         raise EvaluationError(str(error)) from None
     except BrokenProcessPool:
@@ -134,7 +153,92 @@ def _play_in_workers(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+# ---------------------------------------------------------------------------------------------- the store
+def file_sha256(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes (read in chunks: an agent file of any size in bounded memory)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _named_agent_file(name: str) -> Path:
+    """Where the shipped agent ``name`` lies, found without importing :mod:`training` (nor torch)."""
+    spec = importlib.util.find_spec("training")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"shipped agent {name!r}: the training package is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / "agents" / f"{name}.pt"
+
+
+def entrant_identity(spec: str, sampled: bool = False) -> Entrant:
+    """The results store's identity of an entrant: its content, with ``spec`` as the label.
+
+    A baseline is ``baseline:SPEC`` (``mcts`` and ``mcts:200`` are one
+    entrant); an agent file or a shipped agent is ``sha256:`` of the file's
+    bytes (the same file under two paths is one entrant); a search guided by
+    a network appends ``@mcts:N``; a policy that samples its moves appends
+    ``#sampled``.  Raises ``FileNotFoundError`` for a missing file.
+    """
+    if spec.partition(":")[0] in BASELINES:
+        base, _, budget = spec.partition(":")
+        canonical = f"mcts:{budget or DEFAULT_SIMULATIONS}" if base == "mcts" else spec
+        return Entrant(key=f"baseline:{canonical}", label=spec, kind="baseline")
+    source, simulations = split_search(spec)
+    path = _named_agent_file(source) if source in NAMED_AGENTS else Path(source)
+    key = f"sha256:{file_sha256(path)}"
+    if simulations is not None:
+        return Entrant(key=f"{key}@mcts:{simulations}", label=spec, kind="search")
+    return Entrant(key=f"{key}#sampled" if sampled else key, label=spec, kind="file")
+
+
+def stored_game(result: GameResult) -> StoredGame:
+    """A game's result as the results store keeps it (seat 0's score, every seed, time per move)."""
+    task = result.task
+    per_move = tuple(
+        result.think_seconds[seat] / result.decisions[seat] if result.decisions[seat] else None for seat in (0, 1)
+    )
+    return StoredGame(
+        game_index=task.index,
+        game_seed=task.game_seed,
+        result=0.5 if result.winner is None else float(result.winner == 0),
+        score0=result.scores[0],
+        score1=result.scores[1],
+        moves=result.moves,
+        agent_seeds=task.agent_seeds,
+        choice_seed=task.choice_seed,
+        seconds_per_move=(per_move[0], per_move[1]),
+    )
+
+
 # ---------------------------------------------------------------------------------------------- driver
+def play_tasks(
+    tasks: Sequence[GameTask],
+    entrants: Sequence[str],
+    workers: int,
+    sampled: bool,
+    config: KahunaConfig,
+    record: bool,
+    on_result: Callable[[GameResult], bool | None],
+) -> None:
+    """Play ``tasks`` (in this process for ``workers == 1``), handing each result to ``on_result``.
+
+    ``on_result`` returning true stops the play: no further game is started.
+    A failure is an :class:`EvaluationError` (one line).
+    """
+    if workers > 1:
+        _play_in_workers(tasks, workers, entrants, sampled, config, record, on_result)
+        return
+    agents = _build_agents(entrants, sampled)
+    for task in tasks:
+        try:
+            result = _play_task(agents, task, config, record)
+        except WorkerError as error:
+            raise EvaluationError(str(error)) from None
+        if on_result(result):
+            return
+
+
 def check_entrants(entrants: Sequence[str], sampled: bool = False) -> None:
     """Resolve every entrant once (loading checkpoints) so that bad names or files fail before any game.
 
@@ -159,6 +263,8 @@ def run_evaluation(
     sampled: bool = False,
     record_dir: str | Path | None = None,
     progress: bool = False,
+    store: ResultsStore | None = None,
+    source: str = "kahuna-eval",
 ) -> EvaluationReport:
     """Play a seat-balanced round robin and summarize it.
 
@@ -171,11 +277,15 @@ def run_evaluation(
         sampled: policy entrants sample their moves instead of the argmax.
         record_dir: write every game as a JSON record there (:mod:`arena.records`).
         progress: show a tqdm progress bar on stderr.
+        store: write every game to this results store as it finishes (one transaction per game).
+        source: the tool named in the store's session (``kahuna-eval``, ``kahuna-ratings``, ...).
 
     Raises ``ValueError`` for bad arguments and entrants (before any game is
     played), ``FileNotFoundError`` for a missing checkpoint,
     :class:`EvaluationError` when a game or a worker fails, ``OSError`` when
-    the records cannot be written.
+    the records cannot be written, and :class:`EvaluationInterrupted` (a
+    ``KeyboardInterrupt``) on Ctrl-C, carrying the report of the games
+    finished so far (whose records are written).
     """
     entrants = tuple(entrants)
     check_games(games)
@@ -189,32 +299,31 @@ def run_evaluation(
     if record:
         Path(record_dir).mkdir(parents=True, exist_ok=True)
     tasks = schedule(entrants, games, seed)
+    save = _store_writer(store, entrants, sampled, config, seed, source)
     started = time.perf_counter()
     results: list[GameResult] = []
     from tqdm import tqdm
 
-    with tqdm(total=len(tasks), desc="games", unit="game", disable=not progress, dynamic_ncols=True) as bar:
+    interrupted = False
+    try:
+        with tqdm(total=len(tasks), desc="games", unit="game", disable=not progress, dynamic_ncols=True) as bar:
 
-        def collect(result: GameResult) -> None:
-            results.append(result)
-            bar.update(1)
+            def collect(result: GameResult) -> None:
+                results.append(result)
+                save(result)
+                bar.update(1)
 
-        if workers == 1:
-            agents = _build_agents(entrants, sampled)
-            for task in tasks:
-                try:
-                    collect(_play_task(agents, task, config, record))
-                except WorkerError as error:
-                    raise EvaluationError(str(error)) from None
-        else:
-            _play_in_workers(tasks, workers, entrants, sampled, config, record, collect)
+            play_tasks(tasks, entrants, workers, sampled, config, record, collect)
+    except KeyboardInterrupt:
+        # The finished games are kept: their records are written and the report is raised with them.
+        interrupted = True
     elapsed = time.perf_counter() - started
     results.sort(key=lambda r: (r.task.pairing, r.task.index))
     if record:
         for result in results:
             write_record(Path(record_dir) / _record_name(entrants, result), _record(entrants, result, config))
     pairings, ratings = summarize(entrants, games, results)
-    return EvaluationReport(
+    report = EvaluationReport(
         entrants=entrants,
         games_per_pairing=games,
         seed=seed,
@@ -225,6 +334,32 @@ def run_evaluation(
         elapsed=elapsed,
         workers=workers,
     )
+    if interrupted:
+        raise EvaluationInterrupted(report)
+    return report
+
+
+def _store_writer(
+    store: ResultsStore | None,
+    entrants: Sequence[str],
+    sampled: bool,
+    config: KahunaConfig,
+    seed: int,
+    source: str,
+) -> Callable[[GameResult], None]:
+    """A function writing one game to ``store`` (nothing without a store); the session starts now."""
+    if store is None:
+        return lambda result: None
+    identities = [entrant_identity(spec, sampled) for spec in entrants]
+    session = store.start_session(
+        source, config.to_dict(), base_seed=seed, sampled=sampled, command=" ".join(entrants)
+    )
+
+    def save(result: GameResult) -> None:
+        seat0, seat1 = result.task.seats
+        store.add_game(session, identities[seat0], identities[seat1], stored_game(result))
+
+    return save
 
 
 def _record_name(entrants: Sequence[str], result: GameResult) -> str:
