@@ -279,14 +279,20 @@ class ActorCritic(nn.Module):
         if not hasattr(self, "line_head"):  # architecture "mlp" (a compile-time test in TorchScript)
             logits = self.policy_head(hidden).masked_fill(~action_mask.to(torch.bool), self._masked_logit)
             return logits, self.value_head(hidden).squeeze(-1)
+        # TorchScript has no starred lists: shapes are built with ``lead + [...]`` here.
         lead = list(observation.shape[:-1])
         islands = torch.addmm(self.island_offset, observation.reshape(-1, self._observation_width), self.island_map)
-        islands = islands.view(lead + [self._num_islands, self._island_width])
+        islands = islands.view(lead + [self._num_islands, self._island_width])  # noqa: RUF005
         own = torch.cat(
-            [observation[..., self._own_start : self._own_stop], observation[..., self._claim_start : self._claim_stop]], dim=-1
+            [
+                observation[..., self._own_start : self._own_stop],
+                observation[..., self._claim_start : self._claim_stop],
+            ],
+            dim=-1,
         )
-        own = own.view(lead + [3, self._num_lines]).transpose(-1, -2)
-        ends = islands.index_select(-2, self.line_ends).view(lead + [self._num_lines, 2 * self._island_width])
+        own = own.view(lead + [3, self._num_lines]).transpose(-1, -2)  # noqa: RUF005
+        ends = islands.index_select(-2, self.line_ends)
+        ends = ends.view(lead + [self._num_lines, 2 * self._island_width])  # noqa: RUF005
         line_features = torch.cat([own, ends], dim=-1)
         weight = torch.cat([self.line_own.weight, self.line_from_a.weight, self.line_from_b.weight], dim=-1)
         bias = self.line_own.bias + self.line_from_a.bias + self.line_from_b.bias
@@ -299,7 +305,7 @@ class ActorCritic(nn.Module):
         discard_logits = self.island_head(self.activation(island_input)).squeeze(-1)
         logits = torch.cat(
             [
-                line_logits[..., :5, :].reshape(lead + [5 * self._num_lines]),
+                line_logits[..., :5, :].reshape(lead + [5 * self._num_lines]),  # noqa: RUF005
                 discard_logits,
                 self.turn_head(hidden),
                 line_logits[..., 5, :],
