@@ -142,24 +142,27 @@ def _mle_lambda(values: np.ndarray, probabilities: np.ndarray, target: float) ->
     weight stays positive finds it (vectorised over the leading axes).
     """
     shifted = values - target
-    low = np.full(probabilities.shape[:-1], -1.0 / shifted.max())
-    high = np.full(probabilities.shape[:-1], -1.0 / shifted.min())
+    flat = probabilities.reshape(-1, probabilities.shape[-1])
+    low = np.full(flat.shape[0], -1.0 / shifted.max())
+    high = np.full(flat.shape[0], -1.0 / shifted.min())
     # First-order solution as the start: lambda = (mean - target) / E[(x - target)^2].
-    lam = (probabilities * shifted).sum(axis=-1) / (probabilities * shifted**2).sum(axis=-1)
+    lam = (flat * shifted).sum(axis=-1) / (flat * shifted**2).sum(axis=-1)
     lam = np.clip(lam, low / 2.0, high / 2.0)
-    for _ in range(30):  # Newton steps kept inside the bracket [low, high] (bisection where Newton leaves it)
-        weights = 1.0 + lam[..., None] * shifted
-        value = (probabilities * shifted / weights).sum(axis=-1)
-        slope = -(probabilities * shifted**2 / weights**2).sum(axis=-1)
-        low = np.where(value > 0, lam, low)
-        high = np.where(value > 0, high, lam)
-        step = lam - value / slope
-        inside = (step > low) & (step < high)
-        updated = np.where(inside, step, (low + high) / 2.0)
-        if np.all(np.abs(updated - lam) < 1e-7):  # the LLR is stationary in lambda: its error is second order
-            return updated
-        lam = updated
-    return lam
+    todo = np.arange(flat.shape[0])
+    for _ in range(100):  # Newton steps kept inside the bracket [low, high] (bisection where Newton leaves it)
+        p, x = flat[todo], lam[todo]
+        weights = 1.0 + x[:, None] * shifted
+        value = (p * shifted / weights).sum(axis=-1)
+        slope = -(p * shifted**2 / weights**2).sum(axis=-1)
+        lower = np.where(value > 0, x, low[todo])
+        upper = np.where(value > 0, high[todo], x)
+        step = x - value / slope
+        updated = np.where((step > lower) & (step < upper), step, (lower + upper) / 2.0)
+        low[todo], high[todo], lam[todo] = lower, upper, updated
+        todo = todo[np.abs(updated - x) >= 1e-9]  # the LLR is stationary in lambda: its error is second order
+        if todo.size == 0:
+            break
+    return lam.reshape(probabilities.shape[:-1])
 
 
 def pentanomial_llr(counts: np.ndarray | Sequence[float], elo0: float, elo1: float) -> np.ndarray | float:
