@@ -40,21 +40,52 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
 from kahuna_env.agents import Agent
+from kahuna_env.engine import KahunaConfig, check_seed
+from kahuna_env.env import start_game
 from kahuna_env.gym_env import KahunaSingleAgentEnv
+from kahuna_env.vector import _is_sequence, _seed_list
 from kahuna_env.vector_env import KahunaVectorEnv, is_batched_opponent
 
 BACKENDS: tuple[str, ...] = ("auto", "batch", "scalar")
 """Values of :func:`make_vector_env`'s ``backend`` keyword (the default first)."""
 
 
+def _check_reset(where: str, num_envs: int, config: KahunaConfig | None, seed: object, options: object) -> None:
+    """Check a vector ``reset``'s seeds (and position, given the config) before any sub-environment resets.
+
+    The scalar backends reset their sub-environments one after another: without this, a seed list
+    with a bad last entry would reseed the earlier ones before the error.
+    """
+    if seed is not None:
+        try:
+            if _is_sequence(seed):
+                _seed_list(seed, num_envs, "seed", allow_none=True)
+            else:
+                check_seed(seed)
+        except ValueError as error:
+            raise ValueError(f"{where}.reset(): {error}") from None
+    positioned = options is not None and (not isinstance(options, Mapping) or options.get("position") is not None)
+    if config is not None and positioned:
+        start_game(config, 0, options)  # type: ignore[arg-type]  # a bad position: one line, nothing reset
+
+
 class KahunaSyncVectorEnv(SyncVectorEnv):
     """``SyncVectorEnv`` of :class:`KahunaSingleAgentEnv` with :meth:`action_masks`."""
+
+    config: KahunaConfig | None = None
+    """The sub-environments' rules (set by :func:`make_vector_env`): ``reset`` checks a position against them first."""
+
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """``SyncVectorEnv.reset``, after checking every seed and the position: a refused one resets nothing."""
+        _check_reset(type(self).__name__, self.num_envs, self.config, seed, options)
+        return super().reset(seed=seed, options=options)
 
     def action_masks(self) -> np.ndarray:
         """The sub-environments' masks, bool ``(num_envs, 179)`` (what sb3-contrib's masked policies read)."""
@@ -63,6 +94,14 @@ class KahunaSyncVectorEnv(SyncVectorEnv):
 
 class KahunaAsyncVectorEnv(AsyncVectorEnv):
     """``AsyncVectorEnv`` of :class:`KahunaSingleAgentEnv` with :meth:`action_masks`."""
+
+    config: KahunaConfig | None = None
+    """The sub-environments' rules (set by :func:`make_vector_env`): ``reset`` checks a position against them first."""
+
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """``AsyncVectorEnv.reset``, after checking every seed and the position: a refused one resets nothing."""
+        _check_reset(type(self).__name__, self.num_envs, self.config, seed, options)
+        return super().reset(seed=seed, options=options)
 
     def action_masks(self) -> np.ndarray:
         """The sub-environments' masks, bool ``(num_envs, 179)``."""
@@ -111,8 +150,13 @@ def make_vector_env(
                 f"(got asynchronous={asynchronous!r}, autoreset_mode={autoreset_mode!r}); use backend='scalar'"
             )
         return KahunaVectorEnv(int(num_envs), **env_options)
-    KahunaSingleAgentEnv(**env_options).close()  # a bad option fails here, in this process, with its message
+    probe = KahunaSingleAgentEnv(**env_options)  # a bad option fails here, in this process, with its message
+    probe.close()
     env_fns = [functools.partial(_sub_env, **env_options) for _ in range(int(num_envs))]
+    envs: KahunaSyncVectorEnv | KahunaAsyncVectorEnv
     if asynchronous:
-        return KahunaAsyncVectorEnv(env_fns, autoreset_mode=autoreset_mode)
-    return KahunaSyncVectorEnv(env_fns, autoreset_mode=autoreset_mode)
+        envs = KahunaAsyncVectorEnv(env_fns, autoreset_mode=autoreset_mode)
+    else:
+        envs = KahunaSyncVectorEnv(env_fns, autoreset_mode=autoreset_mode)
+    envs.config = probe.config
+    return envs

@@ -93,10 +93,14 @@ from kahuna_env.board import (
     NUM_LINES,
     STARTING_HAND,
 )
-from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame, as_config
+from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame, as_config, check_seed
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SCALE, OBSERVATION_SIZE, STATE_SIZE
 
-__all__ = ["KahunaBatch", "StepResult", "sample_set_bits"]
+__all__ = ["MAX_GAMES", "KahunaBatch", "StepResult", "sample_set_bits"]
+
+MAX_GAMES = 2**20
+"""The largest batch, 1,048,576 games: a game's state, mask, observation buffer and generators take about
+2.5 KB, so this many hold about 2.5 GB.  A larger ``n`` is a ``ValueError`` before anything is allocated."""
 
 # --- static tables ---------------------------------------------------------------------------
 _LA = np.array([a for a, _ in LINES], dtype=np.intp)
@@ -233,6 +237,49 @@ def _counts(names: Sequence[str]) -> list[int]:
     return out
 
 
+def _is_sequence(value: object) -> bool:
+    """A list, tuple, range or numpy array (not a str, bytes or mapping, which iterate as something else)."""
+    return isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes, Mapping))
+
+
+def _short(value: object) -> str:
+    """``repr(value)``, cut to 60 characters (an error message never echoes a whole hostile value)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _games(positions: Sequence[Any]) -> list[KahunaGame]:
+    """Every position validated by ``KahunaGame.from_dict``; a bad one is a one-line ``ValueError`` naming it."""
+    games = []
+    for k, position in enumerate(positions):
+        try:
+            games.append(KahunaGame.from_dict(position))
+        except (TypeError, ValueError, KeyError) as error:
+            raise ValueError(f"positions[{k}]: {error}") from None
+    return games
+
+
+def _seed_list(values: object, count: int, name: str, allow_none: bool = False) -> list[int | None]:
+    """``values`` as ``count`` seeds, each checked by the engine's :func:`check_seed` (None only if ``allow_none``).
+
+    Checks every entry before the caller changes anything; a bad one is a one-line ``ValueError``
+    naming it (``seeds[1]: seed must be None or a non-negative integer, got 2.7``).
+    """
+    if not _is_sequence(values):
+        raise ValueError(f"{name} must be a sequence of {count} seeds, got {_short(values)}")
+    seeds = list(values)  # type: ignore[call-overload]
+    if len(seeds) != count:
+        raise ValueError(f"{name} must be a sequence of {count} seeds (one per game), got {len(seeds)}")
+    for k, seed in enumerate(seeds):
+        if seed is None and not allow_none:
+            raise ValueError(f"{name}[{k}]: seed must be a non-negative integer, got None")
+        try:
+            check_seed(seed)
+        except ValueError as error:
+            raise ValueError(f"{name}[{k}]: {error}") from None
+    return [None if seed is None else int(seed) for seed in seeds]
+
+
 class KahunaBatch:
     """``n`` games of Kahuna stepped together (see the module docstring for the layout).
 
@@ -262,28 +309,27 @@ class KahunaBatch:
 
     # ------------------------------------------------------------------ construction
     def _allocate(self, n: int, config: Any, seed: Any, auto_reset: bool) -> None:
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"n must be a positive integer, got {n!r}")
+        # Every argument is checked before anything is allocated or written.
+        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_GAMES:
+            raise ValueError(f"n must be an integer in 1..{MAX_GAMES} (MAX_GAMES), got {_short(n)}")
         n = int(n)
-        self.n = n
         if config is None or isinstance(config, (KahunaConfig, Mapping)):
             configs = [as_config(config)] * n
-        else:
+        elif _is_sequence(config) and len(config) == n:
             configs = [as_config(c) for c in config]
-            if len(configs) != n:
-                raise ValueError(f"config must be one config or a sequence of {n}, got {len(configs)}")
-        self.configs: list[KahunaConfig] = configs
+        else:
+            size = len(config) if _is_sequence(config) else type(config).__name__
+            raise ValueError(f"config must be one config or a sequence of {n}, got {size}")
         if seed is None:
             seeds = [int(s) for s in np.random.SeedSequence().generate_state(n, dtype=np.uint64)]
-        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            seeds = [int(seed) + i for i in range(n)]
+        elif _is_sequence(seed):
+            seeds = _seed_list(seed, n, "seed")
         else:
-            seeds = [int(s) for s in seed]
-            if len(seeds) != n:
-                raise ValueError(f"seed must be None, an int or a sequence of {n} ints, got {len(seeds)}")
-        if any(s < 0 for s in seeds):
-            raise ValueError("seeds must be non-negative integers")
-        self.seeds: list[int] = seeds
+            check_seed(seed)  # KahunaGame's check and message: a str, float, bool or negative number is refused
+            seeds = [int(seed) + i for i in range(n)]
+        self.n = n
+        self.configs: list[KahunaConfig] = configs
+        self.seeds: list[int] = seeds  # type: ignore[assignment]
         """The slot seeds: slot ``i`` draws the seed of each game it deals from ``default_rng(seeds[i])``."""
         self._seeders: list[np.random.Generator] = [np.random.default_rng(s) for s in seeds]
         self.game_seeds: list[int | None] = [None] * n
@@ -344,13 +390,15 @@ class KahunaBatch:
         exactly as ``KahunaGame.from_dict(positions[i], seed=seeds[i])``; they are
         also the slot seeds of the games dealt after a reset.
         """
-        games = [KahunaGame.from_dict(position) for position in positions]
-        if not games:
-            raise ValueError("from_dicts needs at least one position")
+        if not _is_sequence(positions):
+            raise ValueError(f"positions must be a sequence of position dicts, got {type(positions).__name__}")
+        if not 1 <= len(positions) <= MAX_GAMES:
+            raise ValueError(f"from_dicts needs 1..{MAX_GAMES} (MAX_GAMES) positions, got {len(positions)}")
+        if seeds is not None:
+            _seed_list(seeds, len(positions), "seeds")
+        games = _games(positions)
         dicts = [game.to_dict() for game in games]  # the canonical, complete form
         batch = cls.__new__(cls)
-        if seeds is not None and len(seeds) != len(dicts):
-            raise ValueError(f"seeds must be None or {len(dicts)} ints, got {len(seeds)}")
         batch._allocate(len(dicts), [game.config for game in games], seeds, auto_reset)
         batch.game_seeds = list(batch.seeds) if seeds is not None else [None] * len(dicts)
         batch._load(np.arange(len(dicts)), dicts)
@@ -365,11 +413,17 @@ class KahunaBatch:
         """Replace the games at ``indices`` by positions (validated), as ``KahunaGame.from_dict(position, seed)``.
 
         Without ``seeds`` each game's reshuffles draw from a seed taken from its slot's seeder.
+        Atomic: the indices (distinct ints in ``0..n-1``), the positions and the seeds are all checked
+        before any slot changes, so a refused call (``ValueError``, ``IndexError``) changes nothing.
         """
-        indices = np.asarray(indices, dtype=np.intp).reshape(-1)
+        indices = self._indices(indices, distinct=True)
+        if not _is_sequence(positions):
+            raise ValueError(f"positions must be a sequence of position dicts, got {type(positions).__name__}")
         if len(indices) != len(positions):
             raise ValueError(f"{len(indices)} indices but {len(positions)} positions")
-        games = [KahunaGame.from_dict(position) for position in positions]
+        if seeds is not None:
+            seeds = _seed_list(seeds, len(indices), "seeds", allow_none=True)
+        games = _games(positions)
         if seeds is None:
             seeds = self._new_game_seeds(indices)
         for i, game, seed in zip(indices.tolist(), games, seeds, strict=True):
@@ -480,13 +534,43 @@ class KahunaBatch:
         ``game_seeds`` each seed is the next draw of the slot's seeder (a caller
         with its own seeding, e.g. a Gymnasium env drawing a seat and an
         opponent seed per episode too, passes its seeds here).
+        Atomic: the indices (distinct ints in ``0..n-1``) and the seeds are checked before any slot changes.
         """
-        indices = self._rows if indices is None else np.asarray(indices, dtype=np.intp).reshape(-1)
+        indices = self._rows if indices is None else self._indices(indices, distinct=True)
         if game_seeds is not None:
-            game_seeds = [int(seed) for seed in game_seeds]
-            if len(game_seeds) != len(indices) or any(seed < 0 for seed in game_seeds):
-                raise ValueError(f"game_seeds must be {len(indices)} non-negative integers")
+            game_seeds = _seed_list(game_seeds, len(indices), "game_seeds")  # type: ignore[assignment]
         self._deal(indices, game_seeds)
+
+    def _indices(self, indices: object, distinct: bool = False) -> np.ndarray:
+        """``indices`` as an intp array of game indices, checked: ints (not bools or floats) in ``0..n-1``.
+
+        A bad one is a ``ValueError`` (not an int, or twice when ``distinct``) or an ``IndexError``
+        (out of range; a negative index does not count from the end).  Once per call, never per step.
+        """
+        if isinstance(indices, np.ndarray):
+            if indices.ndim != 1 or (indices.size and (indices.dtype == bool or indices.dtype.kind not in "iu")):
+                raise ValueError(
+                    f"indices must be a 1-D array of integer game indices, got {indices.dtype} {indices.shape}"
+                )
+            bad = np.flatnonzero((indices < 0) | (indices >= self.n))
+            if len(bad):
+                raise IndexError(f"game index {indices[bad[0]]} out of range 0..{self.n - 1}")
+            rows = indices.astype(np.intp)
+        elif _is_sequence(indices):
+            for index in indices:  # type: ignore[union-attr]
+                if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
+                    raise ValueError(f"a game index must be an integer, got {_short(index)}")
+                if not 0 <= index < self.n:
+                    raise IndexError(f"game index {index} out of range 0..{self.n - 1}")
+            rows = np.array(indices, dtype=np.intp).reshape(-1)
+        else:
+            raise ValueError(f"indices must be a sequence of game indices, got {_short(indices)}")
+        if distinct and len(rows) > 1:
+            ordered = np.sort(rows)
+            twice = ordered[1:][ordered[1:] == ordered[:-1]]
+            if len(twice):
+                raise ValueError(f"game index {twice[0]} given twice")
+        return rows
 
     # ------------------------------------------------------------------ queries
     def __len__(self) -> int:
@@ -953,7 +1037,7 @@ class KahunaBatch:
     # ------------------------------------------------------------------ positions and single games
     def to_dicts(self, indices: Sequence[int] | np.ndarray | None = None) -> list[dict[str, Any]]:
         """The positions of the given games (all when None), each as ``KahunaGame.to_dict`` writes it."""
-        indices = self._rows if indices is None else np.asarray(indices, dtype=np.intp).reshape(-1)
+        indices = self._rows if indices is None else self._indices(indices)
         owner = self.owner[indices].tolist()
         hand = self.hand[indices].tolist()
         known = self.known[indices].tolist()
@@ -1010,7 +1094,4 @@ class KahunaBatch:
         replay game ``i`` exactly, chance included, play its actions in
         ``KahunaGame(config, seed=game_seeds[i])``.
         """
-        i = int(i)
-        if not 0 <= i < self.n:
-            raise IndexError(f"game index {i} out of range 0..{self.n - 1}")
-        return KahunaGame.from_dict(self.to_dicts([i])[0], seed=seed)
+        return KahunaGame.from_dict(self.to_dicts(self._indices([i]))[0], seed=seed)

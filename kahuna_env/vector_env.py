@@ -73,7 +73,7 @@ from gymnasium.vector.utils import batch_space
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import Agent, choose_action
 from kahuna_env.agents.batched import BATCHED_BASELINES, BatchedAgent, make_batched_agent
-from kahuna_env.engine import IllegalActionError, KahunaGame
+from kahuna_env.engine import IllegalActionError, KahunaGame, check_seed
 from kahuna_env.env import start_game
 from kahuna_env.gym_env import (
     ILLEGAL_ACTION_REWARD,
@@ -82,11 +82,25 @@ from kahuna_env.gym_env import (
     KahunaSingleAgentEnv,
     OpponentSpec,
 )
-from kahuna_env.vector import KahunaBatch
+from kahuna_env.vector import KahunaBatch, _is_sequence, _seed_list
 
 __all__ = ["KahunaVectorEnv", "is_batched_opponent"]
 
 _WHERE = "KahunaVectorEnv"
+
+_RESET_STATE = (
+    "batch",
+    "seats",
+    "episode_seeds",
+    "_env_rngs",
+    "opponents",
+    "_opponent_rngs",
+    "batched_opponent",
+    "_np_random",
+    "_np_random_seed",
+    "_started",
+)
+"""Everything a ``reset`` may change: saved before it and put back if it fails (a refused reset changes nothing)."""
 
 
 def is_batched_opponent(opponent: object) -> bool:
@@ -122,6 +136,8 @@ class KahunaVectorEnv(VectorEnv):
         n = int(num_envs)
         self.num_envs = n
         self.render_mode = None
+        self.autoreset_mode = AutoresetMode.SAME_STEP
+        """Same-step auto-reset, an attribute as on Gymnasium's own vector envs (TorchRL's wrapper reads it)."""
         self.seat_option = template.seat_option
         self.observation_mode = template.observation_mode
         self.illegal_action = template.illegal_action
@@ -162,30 +178,34 @@ class KahunaVectorEnv(VectorEnv):
         ``seed``: an int ``s`` (sub-environment ``i`` gets ``s + i``), a list of ``num_envs`` ints or
         None (keep each generator; fresh entropy the first time).  ``options={"position": d}`` starts
         every sub-environment from that position, as the scalar wrapper's ``reset`` does.
+
+        Atomic: the seeds and the position are checked before anything changes, and a reset that
+        fails later (the opponent ends the game from the position, an opponent raises) puts back
+        every generator, seat, opponent and game, so a refused reset changes nothing.
         """
         n = self.num_envs
-        if seed is None:
-            seeds: list[int | None] = [None] * n
-        elif isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            seeds = [int(seed) + i for i in range(n)]
-            super().reset(seed=int(seed))
-        else:
-            seeds = list(seed)
-            if len(seeds) != n:
-                raise ValueError(f"{_WHERE}.reset(): seed must be None, an int or a list of {n}, got {len(seeds)}")
-        for i, s in enumerate(seeds):
-            if s is not None or self._env_rngs[i] is None:
-                self._env_rngs[i], _ = seeding.np_random(s)
-        if self.batched_opponent is not None and seed is not None:
-            first = seeds[0] if seeds[0] is not None else 0
-            self.batched_opponent.reset(seed=int(np.random.default_rng([int(first), n]).integers(2**63)))
-        self._deal(np.arange(n), options)
-        self._play_opponents()
-        if self.batch.over.any():
-            raise ValueError(
-                "reset(): the game ended before the learning seat could act (the opponent finished it from the "
-                "given position); choose a position where the learner moves first"
-            )
+        seeds = self._reset_seeds(seed)
+        position = self._reset_position(options)
+        saved = self._save()
+        try:
+            if seed is not None and not _is_sequence(seed):
+                super().reset(seed=int(seed))
+            for i, s in enumerate(seeds):
+                if s is not None or self._env_rngs[i] is None:
+                    self._env_rngs[i], _ = seeding.np_random(s)
+            if self.batched_opponent is not None and seed is not None:
+                first = seeds[0] if seeds[0] is not None else 0
+                self.batched_opponent.reset(seed=int(np.random.default_rng([int(first), n]).integers(2**63)))
+            self._deal(np.arange(n), position)
+            self._play_opponents()
+            if self.batch.over.any():
+                raise ValueError(
+                    "reset(): the game ended before the learning seat could act (the opponent finished it from the "
+                    "given position); choose a position where the learner moves first"
+                )
+        except BaseException:
+            self._restore(saved)
+            raise
         self._started = True
         masks = self.batch.legal_masks().view(np.int8)
         return self._observations(masks), self._info(masks)
@@ -284,6 +304,38 @@ class KahunaVectorEnv(VectorEnv):
         return self.batch.game(i)
 
     # ------------------------------------------------------------------ internals
+    def _reset_seeds(self, seed: object) -> list[int | None]:
+        """The per-sub-environment seeds of ``reset(seed=...)``, every one checked before anything changes."""
+        n = self.num_envs
+        if seed is None:
+            return [None] * n
+        try:
+            if _is_sequence(seed):
+                return _seed_list(seed, n, "seed", allow_none=True)
+            check_seed(seed)  # KahunaGame's check: a str, a float, a bool or a negative number is refused
+        except ValueError as error:
+            raise ValueError(f"{_WHERE}.reset(): {error}") from None
+        return [int(seed) + i for i in range(n)]  # type: ignore[call-overload]
+
+    def _reset_position(self, options: object) -> dict[str, Any] | None:
+        """The position of ``reset(options=...)``, validated once (a one-line ``ValueError``), or None for a deal."""
+        if options is None:
+            return None
+        game = start_game(self.config, 0, options)  # type: ignore[arg-type]  # checks options and the position
+        return None if options.get("position") is None else game.to_dict()  # type: ignore[attr-defined]
+
+    def _save(self) -> dict[str, Any]:
+        """A deep copy of everything :meth:`reset` changes (:data:`_RESET_STATE`)."""
+        return copy.deepcopy({name: getattr(self, name) for name in _RESET_STATE})
+
+    def _restore(self, saved: dict[str, Any]) -> None:
+        """Put back what :meth:`_save` saved; the batch keeps its identity (a caller may hold ``env.batch``)."""
+        batch = saved.pop("batch")
+        self.batch.__dict__.clear()
+        self.batch.__dict__.update(batch.__dict__)
+        for name, value in saved.items():
+            setattr(self, name, value)
+
     def _draw_seeds(self, i: int) -> EpisodeSeeds:
         """What an episode of sub-environment ``i`` draws, as ``KahunaSingleAgentEnv._draw_seeds``."""
         rng = self._env_rngs[i]
@@ -292,8 +344,11 @@ class KahunaVectorEnv(VectorEnv):
         seat = int(rng.integers(2)) if self.seat_option == "random" else int(self.seat_option)
         return EpisodeSeeds(game_seed, seat, int(rng.integers(2**63)), int(rng.integers(2**63)))
 
-    def _deal(self, rows: np.ndarray, options: dict[str, Any] | None = None) -> None:
-        """Deal the next episode of the sub-environments ``rows`` (the opponents play it in :meth:`_play_opponents`)."""
+    def _deal(self, rows: np.ndarray, position: dict[str, Any] | None = None) -> None:
+        """Deal the next episode of the sub-environments ``rows`` (the opponents play it in :meth:`_play_opponents`).
+
+        ``position``: a position validated by :meth:`_reset_position` to start from instead of a new deal.
+        """
         seeds = [self._draw_seeds(i) for i in rows.tolist()]
         for i, s in zip(rows.tolist(), seeds, strict=True):
             self.episode_seeds[i] = s
@@ -301,11 +356,10 @@ class KahunaVectorEnv(VectorEnv):
             if self.opponents:
                 self.opponents[i].reset(seed=s.opponent)
                 self._opponent_rngs[i] = np.random.default_rng(s.opponent_rng)
-        if options is None:
+        if position is None:
             self.batch.reset(rows, game_seeds=[s.game for s in seeds])
         else:
-            games = [start_game(self.config, s.game, options) for s in seeds]
-            self.batch.set_positions(rows, [g.to_dict() for g in games], seeds=[s.game for s in seeds])
+            self.batch.set_positions(rows, [position] * len(rows), seeds=[s.game for s in seeds])
 
     def _end(
         self, rows: np.ndarray, rewards: np.ndarray, terminated: np.ndarray, finals: list[tuple[np.ndarray, np.ndarray]]
