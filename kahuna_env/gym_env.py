@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from importlib.metadata import entry_points
 from typing import Any, ClassVar, NamedTuple
 
 import gymnasium
@@ -122,13 +123,50 @@ OpponentSpec = str | Agent | Callable[[np.ndarray, np.ndarray], int]
 """An opponent: a baseline name, an :class:`~kahuna_env.agents.Agent`, or ``(observation, mask) -> action``."""
 
 
+OPPONENT_PLUGINS = "kahuna_env.opponents"
+"""Entry-point group of named opponents beyond the baselines: ``NAME = "module:factory"``, ``factory(NAME)``
+returning an :class:`~kahuna_env.agents.Agent`.  kahuna-rl declares the shipped agents there
+(``champion = "training.agent:load_agent"``), so ``gymnasium.make("Kahuna-v0", opponent="champion")``
+works without ``kahuna_env`` importing torch or ``training``: the group is read only when a name is not a
+baseline, and only that entry point is loaded."""
+
+
+def plugin_opponent_names() -> list[str]:
+    """The names declared in the :data:`OPPONENT_PLUGINS` entry-point group (sorted)."""
+    return sorted({entry.name for entry in entry_points(group=OPPONENT_PLUGINS)})
+
+
+def _plugin_opponent(name: str, where: str) -> Agent | None:
+    """The opponent an entry point of :data:`OPPONENT_PLUGINS` names ``name`` builds, or ``None``."""
+    found = [entry for entry in entry_points(group=OPPONENT_PLUGINS) if entry.name == name]
+    if not found:
+        return None
+    try:
+        agent = found[0].load()(name)
+    except (ImportError, OSError, ValueError) as error:
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"{where}: opponent {name!r} ({found[0].value}) cannot be loaded: {message}") from None
+    if not isinstance(agent, Agent):
+        raise ValueError(f"{where}: opponent {name!r} ({found[0].value}) did not build an Agent")
+    return agent
+
+
 def make_opponent(opponent: object, where: str = "KahunaSingleAgentEnv") -> Agent:
-    """An :class:`~kahuna_env.agents.Agent` from an opponent spec; anything else is a ``ValueError``."""
+    """An :class:`~kahuna_env.agents.Agent` from an opponent spec; anything else is a ``ValueError``.
+
+    A name is a baseline (``"random"``, ``"greedy"``, ``"mcts:200"``) or, failing that, a name declared in
+    the :data:`OPPONENT_PLUGINS` entry-point group (the shipped agents, ``"champion"``).
+    """
     if isinstance(opponent, str):
         try:
             return make_agent(opponent)
         except ValueError as error:
-            raise ValueError(f"{where}: opponent {error}") from None
+            plugin = _plugin_opponent(opponent, where)
+            if plugin is not None:
+                return plugin
+            named = plugin_opponent_names()
+            also = f"; named agents: {', '.join(named)}" if named else ""
+            raise ValueError(f"{where}: opponent {error}{also}") from None
     if isinstance(opponent, Agent):
         return opponent
     if callable(opponent):

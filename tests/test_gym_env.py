@@ -322,3 +322,47 @@ def test_maskable_ppo_trains_without_an_illegal_action() -> None:
     model.learn(total_timesteps=2048)
     assert model.num_timesteps >= 2048
     assert len(environment.get_episode_rewards()) >= 5  # whole games were played
+
+
+# ---------------------------------------------------------------------------------------------- named opponents
+def test_a_shipped_agent_is_an_opponent_by_name() -> None:
+    pytest.importorskip("torch")
+    from kahuna_env.gym_env import plugin_opponent_names
+
+    assert {"champion", "champion-v2", "champion-v1"} <= set(plugin_opponent_names())
+    environment = gymnasium.make("Kahuna-v0", opponent="champion", seat=1)
+    assert type(environment.unwrapped.opponent).__name__ == "PolicyAgent"
+    observation, _info = environment.reset(seed=0)
+    action = int(np.flatnonzero(observation["action_mask"])[0])
+    environment.step(action)  # the champion answers inside step
+    vector = gymnasium.make_vec("Kahuna-v0", num_envs=2, opponent="champion", backend="batch")
+    observations, _ = vector.reset(seed=0)
+    assert observations["action_mask"].any(axis=1).all()
+
+
+def test_an_unknown_opponent_name_lists_the_baselines_and_the_named_agents() -> None:
+    with pytest.raises(ValueError, match=r"opponent unknown agent 'nobody'.*named agents: champion"):
+        gymnasium.make("Kahuna-v0", opponent="nobody")
+
+
+def test_baseline_opponents_load_neither_torch_nor_training() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, gymnasium, kahuna_env, kahuna_env.sb3\n"
+        "gymnasium.make('Kahuna-v0', opponent='greedy').reset(seed=0)\n"
+        "gymnasium.make_vec('Kahuna-v0', num_envs=2, opponent='mcts:2').reset(seed=0)\n"
+        "print(sorted(m for m in ('torch', 'training', 'stable_baselines3') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_native_vector_env_has_gymnasiums_autoreset_mode_attribute() -> None:
+    from gymnasium.vector import AutoresetMode
+
+    envs = gymnasium.make_vec("Kahuna-v0", num_envs=2)
+    assert type(envs).__name__ == "KahunaVectorEnv"
+    assert envs.autoreset_mode == envs.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP

@@ -347,51 +347,13 @@ def test_maskable_ppo_trains_on_the_native_vector_env() -> None:
     pytest.importorskip("sb3_contrib")
     torch = pytest.importorskip("torch")
     from sb3_contrib import MaskablePPO
-    from stable_baselines3.common.vec_env import VecEnv, VecMonitor
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    from kahuna_env.sb3 import VecEnv
 
     torch.set_num_threads(1)
-
-    class GymnasiumVecEnv(VecEnv):
-        """SB3's VecEnv interface over a Gymnasium vector env with same-step auto-reset (docs/ECOSYSTEM.md)."""
-
-        def __init__(self, envs: gymnasium.vector.VectorEnv) -> None:
-            self.envs = envs
-            self._actions = None
-            super().__init__(envs.num_envs, envs.single_observation_space, envs.single_action_space)
-
-        def reset(self) -> np.ndarray:
-            observations, _ = self.envs.reset(seed=self._seeds[0] if any(s is not None for s in self._seeds) else None)
-            self._reset_seeds()
-            return observations
-
-        def step_async(self, actions: np.ndarray) -> None:
-            self._actions = actions
-
-        def step_wait(self) -> tuple:
-            observations, rewards, terminated, truncated, infos = self.envs.step(self._actions)
-            dones = terminated | truncated
-            out = [{} for _ in range(self.num_envs)]
-            for i in np.flatnonzero(dones).tolist():
-                out[i] = {"terminal_observation": infos["final_obs"][i], "TimeLimit.truncated": bool(truncated[i])}
-            return observations, rewards.astype(np.float32), dones, out
-
-        def env_method(self, name: str, *args: Any, indices: Any = None, **kwargs: Any) -> list:
-            return list(self.envs.call(name, *args, **kwargs))
-
-        def close(self) -> None:
-            self.envs.close()
-
-        def get_attr(self, name: str, indices: Any = None) -> list:
-            return [getattr(self.envs, name)] * self.num_envs
-
-        def set_attr(self, name: str, value: Any, indices: Any = None) -> None:
-            setattr(self.envs, name, value)
-
-        def env_is_wrapped(self, wrapper_class: Any, indices: Any = None) -> list:
-            return [False] * self.num_envs
-
     envs = gymnasium.make_vec("Kahuna-v0", num_envs=8, opponent="greedy", seat="random", observation="flat")
-    vec_env = VecMonitor(GymnasiumVecEnv(envs))
+    vec_env = VecMonitor(VecEnv(envs))  # the public adapter (kahuna_env.sb3)
     model = MaskablePPO("MlpPolicy", vec_env, n_steps=32, batch_size=64, n_epochs=1, seed=0)
     model.learn(512)
     assert model.num_timesteps >= 512 and len(model.ep_info_buffer) >= 1
