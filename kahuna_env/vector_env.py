@@ -138,8 +138,6 @@ class KahunaVectorEnv(VectorEnv):
         self.render_mode = None
         self.autoreset_mode = AutoresetMode.SAME_STEP
         """Same-step auto-reset, an attribute as on Gymnasium's own vector envs (TorchRL's wrapper reads it)."""
-        self.autoreset_mode = AutoresetMode.SAME_STEP
-        """Same-step auto-reset, an attribute as on Gymnasium's own vector envs (TorchRL's wrapper reads it)."""
         self.seat_option = template.seat_option
         self.observation_mode = template.observation_mode
         self.illegal_action = template.illegal_action
