@@ -31,6 +31,10 @@ key               value
 ``shipped_at``    UTC time of shipping (ISO 8601)
 ================  ============================================================
 
+Beside the agent file it writes its model card, ``NAME.md`` (intended use,
+training, evaluation with intervals, limitations, licence), generated from
+that ``meta`` by :mod:`training.model_card`.
+
 By default the file goes to the source tree's ``training/agents/`` under its
 registered name (:data:`training.agent.SHIPPED_AGENTS`), the package data that
 ``load_agent(name)`` reads.  Bad input (a missing or incomplete run directory,
@@ -257,7 +261,11 @@ def ship(
     reports = [eval_json] if isinstance(eval_json, (str, Path)) else list(eval_json)
     payload, meta = build_meta(Path(run_dir), name, [Path(report) for report in reports], commit)
     model = model_from_payload(payload, source=str(Path(run_dir) / "final_agent.pt"))
-    return export_agent(target, model, meta)
+    path = export_agent(target, model, meta)
+    from training.model_card import write_model_card
+
+    write_model_card(path, meta, name)  # NAME.md beside the agent file (training/model_card.py)
+    return path
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -271,6 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         exit_with_error(PROGRAM, str(error), code=1)
     size = path.stat().st_size
     print(f"{args.name}: {args.run_dir}/final_agent.pt written to {path} ({size:,} bytes) with its provenance")
+    print(f"{args.name}: model card written to {path.with_suffix('.md')}")
     return 0
 
 
