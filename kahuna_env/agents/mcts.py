@@ -29,6 +29,11 @@ How one decision is searched (single-observer ISMCTS, Cowling et al. 2012):
   value from the point of view of the player who took that action; values
   are backed up per player, never by flipping signs level by level.
 
+**Cancellation.**  A search whose :attr:`MCTSAgent.cancel` flag is set (by
+another thread: a server whose client left) raises :class:`SearchCancelled`
+before its next simulation; the flag is only read, so a search that is not
+cancelled plays exactly as without one.
+
 The move played is the root child with the most visits (with ``lcb_weight``
 w > 0: the visited child with the highest ``mean - w / sqrt(visits)``; with
 ``root_candidates``, the best finalist of the halving below).  A
@@ -214,6 +219,16 @@ def evaluate(game: KahunaGame) -> float:
 
 
 # ---------------------------------------------------------------------------------------------- evaluators
+class CancelFlag(Protocol):
+    """What a search asks of its cancel flag (a :class:`threading.Event` is one): is the move still wanted?"""
+
+    def is_set(self) -> bool: ...
+
+
+class SearchCancelled(Exception):
+    """Raised by a search whose cancel flag was set: nobody wants its move any more (no move is returned)."""
+
+
 class LeafEvaluator(Protocol):
     """What a guided search asks of a position evaluator (a network, say; see ``training/search.py``).
 
@@ -369,6 +384,9 @@ class MCTSAgent(SeededAgent):
         searched_moves: decisions that needed a search (more than one legal action).
         root_finalists: with ``root_candidates``, the candidates left at the end
             of the last search, best first (empty before any search).
+        cancel: a :class:`CancelFlag` (e.g. a :class:`threading.Event`) read before
+            every simulation: once set, the search raises :class:`SearchCancelled`
+            (``None``, the default: never cancelled).
     """
 
     name = "mcts"
@@ -434,6 +452,7 @@ class MCTSAgent(SeededAgent):
         super().__init__(seed)
         self.search_seconds = 0.0
         self.searched_moves = 0
+        self.cancel: CancelFlag | None = None
 
     def act(self, observation: np.ndarray | None, action_mask: np.ndarray, game: KahunaGame | None = None) -> int:
         """Search from the (determinized) ``game`` and return the most visited legal action."""
@@ -471,6 +490,11 @@ class MCTSAgent(SeededAgent):
         """One determinization for a simulation: ``view.determinize(player, self.rng)``."""
         return view.determinize(player, self.rng)
 
+    def _check_cancel(self) -> None:
+        """Raise :class:`SearchCancelled` if the :attr:`cancel` flag is set."""
+        if self.cancel is not None and self.cancel.is_set():
+            raise SearchCancelled("the search was cancelled: its move is no longer wanted")
+
     def search(self, game: KahunaGame) -> SearchNode:
         """Run the simulations from ``game`` (seen by its current player) and return the root node."""
         if self.evaluator is not None:
@@ -482,6 +506,7 @@ class MCTSAgent(SeededAgent):
         # Rollouts draw many scalars: a Python generator seeded from the agent's own is much quicker.
         rollout_rng = random.Random(int(self.rng.integers(2**63)))
         for _ in range(self.simulations):
+            self._check_cancel()
             state = self.sample_determinization(game, player)
             node = root
             path: list[tuple[SearchNode, int]] = []  # (node, player who took the action leading to it)
@@ -535,6 +560,7 @@ class MCTSAgent(SeededAgent):
             # Descend up to batch_size times, with a virtual loss on every edge taken.
             pending: list[tuple[KahunaGame, list[int], SearchNode, list[tuple[SearchNode, int]]]] = []
             while done < self.simulations and len(pending) < self.batch_size and (forced is None or forced):
+                self._check_cancel()
                 done += 1
                 state = self.sample_determinization(game, player)
                 node = root
