@@ -17,18 +17,27 @@ route                                        what it does
 ``POST /api/results``                        an uploaded ``kahuna-eval --json`` file, as tables
 ===========================================  =====================================================
 
-Every refusal is a 4xx with ``{"error": "one line"}`` and leaves every game
-unchanged.  POST bodies must be JSON (``Content-Type: application/json``,
-which a foreign web page cannot send without a CORS permission this server
-never grants) and at most ``max_upload`` bytes (413 beyond).  When bound to
-a loopback address the server answers only requests whose ``Host`` is a
-loopback name (no DNS rebinding).
+Every refusal is a 4xx with ``{"error": "one line"}`` (503 when the server
+is full or stopping) and leaves every game unchanged; no answer shows an
+absolute server path or a file's content.  POST bodies must be JSON
+(``Content-Type: application/json``, which a foreign web page cannot send
+without a CORS permission this server never grants; no NaN or Infinity) and
+at most ``max_upload`` bytes (413 beyond).  When bound to a loopback address
+the server answers only requests whose ``Host`` is a loopback name (no DNS
+rebinding).  A searching agent thinks in the bounded :class:`BotQueue`, and
+stops within a simulation when its client leaves, its game is abandoned or
+the server stops (docs/WEB.md, Threat model).
+
+:func:`create_app` builds the application from four groups of routes (the
+page, play, records, results), each a function below.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +48,28 @@ from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from arena.cli import first_line
+from arena.entrants import folder_label, parse_entrant
 from arena.records import read_record
 from kahuna_env.engine import DISCARD_RULES, VARIANTS
+from kahuna_web.compute import DEFAULT_WAITING, DEFAULT_WORKERS, BotQueue
 from kahuna_web.results import results_tables
-from kahuna_web.sessions import SessionStore, WebError, list_agent_files, replay_frames
+from kahuna_web.sessions import (
+    DEFAULT_GAME_LIMIT,
+    DEFAULT_IDLE_SECONDS,
+    DEFAULT_MAX_GUIDED_SIMULATIONS,
+    DEFAULT_MAX_SIMULATIONS,
+    DEFAULT_PER_CLIENT,
+    PlaySession,
+    SessionStore,
+    WebError,
+    list_agent_files,
+    parse_json,
+    replay_frames,
+)
 from kahuna_web.views import board_geometry
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -55,13 +78,28 @@ DEFAULT_MAX_UPLOAD = 2 * 1024 * 1024
 """Largest request body accepted, in bytes (a long record is about 2 kB)."""
 MAX_LISTED_RECORDS = 500
 """At most this many records of ``--records DIR`` are listed."""
-OPPONENT_CHOICES = ("greedy", "random", "mcts:50", "mcts", "mcts:800", "champion", "champion@mcts:50")
-"""Opponents offered in the page's list: the baselines and the shipped champion, raw and guiding a search
-(any entrant string can be typed)."""
+MAX_NAME_LENGTH = 255
+"""Longest record name accepted in a request (a file name's limit on most systems)."""
+OPPONENT_CHOICES = (
+    "greedy",
+    "random",
+    "mcts:50",
+    "mcts",
+    "mcts:800",
+    "champion",
+    "champion@mcts:25",
+    "champion@mcts:50",
+)
+"""Opponents the page's list may offer: the baselines and the shipped champion, raw and guiding a search; only
+those within the server's simulation caps are offered (any entrant string can be typed)."""
 CSP = "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 """The page's Content-Security-Policy: its own files only, no inline scripts, not framed by other sites."""
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]", "testserver")
-"""``Host`` names accepted when the server listens on a loopback address (``testserver``: the test client)."""
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+"""``Host`` names accepted when the server listens on a loopback address."""
+DISCONNECT_POLL = 0.1
+"""Seconds between two checks that the client waiting for an agent's move is still there."""
+ABANDON_WAIT = 5.0
+"""Seconds ``abandon`` waits for a cancelled computation to return (it takes at most one simulation)."""
 
 
 def _error(message: str, status: int) -> JSONResponse:
@@ -72,9 +110,11 @@ async def read_json(request: Request, limit: int) -> Any:
     """The request body as JSON; :class:`WebError` for a wrong type (415), too large (413) or not JSON (400)."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind != "application/json":
-        raise WebError(f"the request body must be JSON (Content-Type: application/json), got {kind or 'none'!r}", 415)
+        raise WebError(
+            f"the request body must be JSON (Content-Type: application/json), got {kind[:40] or 'none'!r}", 415
+        )
     length = request.headers.get("content-length", "")
-    if length.isdigit() and int(length) > limit:
+    if length.isascii() and length.isdigit() and len(length) < 20 and int(length) > limit:
         raise WebError(f"upload too large: {int(length)} bytes, at most {limit} bytes", 413)
     body = bytearray()
     async for chunk in request.stream():
@@ -86,34 +126,31 @@ async def read_json(request: Request, limit: int) -> Any:
     except UnicodeDecodeError:
         raise WebError("the upload is not UTF-8 text", 400) from None
     try:
-        return json.loads(text)
+        return parse_json(text)
     except RecursionError:
         raise WebError("the upload is not usable JSON: nested too deeply", 400) from None
     except ValueError as error:
         raise WebError(f"the upload is not JSON: {first_line(error)}", 400) from None
 
 
-def create_app(
-    records_dir: str | Path | None = None,
-    results: Sequence[dict[str, Any]] = (),
-    agents_dir: str | Path | None = None,
-    max_upload: int = DEFAULT_MAX_UPLOAD,
-    allowed_hosts: Sequence[str] | None = LOOPBACK_HOSTS,
-) -> Starlette:
-    """The application.
+def offered_opponents(max_simulations: int, max_guided_simulations: int) -> list[str]:
+    """The :data:`OPPONENT_CHOICES` within the simulation caps (what the page's list offers)."""
+    offered = []
+    for choice in OPPONENT_CHOICES:
+        try:
+            parse_entrant(choice, None, max_simulations, max_guided_simulations)
+        except ValueError:
+            continue
+        offered.append(choice)
+    return offered
 
-    Args:
-        records_dir: folder of game records offered for replay (``None``: none).
-        results: ``kahuna-eval --json`` tables already read (:func:`kahuna_web.results.read_results`).
-        agents_dir: the only folder agent files may be loaded from (``None``: baselines only).
-        max_upload: largest request body in bytes.
-        allowed_hosts: ``Host`` header names answered (``None``: any, for a server on a public address).
-    """
-    records = Path(records_dir) if records_dir is not None else None
-    agents = Path(agents_dir) if agents_dir is not None else None
-    store = SessionStore(agents_dir=agents)
-    loaded_results = list(results)
 
+def _client(request: Request) -> str:
+    return request.client.host if request.client is not None else "unknown"
+
+
+# ------------------------------------------------------------------------------------------------ the page
+def _page_routes(store: SessionStore, records: Path | None, agents: Path | None, max_upload: int) -> list[BaseRoute]:
     async def index(request: Request) -> Response:
         return FileResponse(
             STATIC / "index.html", headers={"Cache-Control": "no-store", "Content-Security-Policy": CSP}
@@ -123,56 +160,103 @@ def create_app(
         return JSONResponse(
             {
                 **board_geometry(),
-                "opponents": list(OPPONENT_CHOICES),
-                "agent_files": list_agent_files(agents),
-                "agents_dir": str(agents) if agents is not None else None,
+                "opponents": offered_opponents(store.max_simulations, store.max_guided_simulations),
+                "max_simulations": store.max_simulations,
+                "max_guided_simulations": store.max_guided_simulations,
+                "agent_files": await run_in_threadpool(list_agent_files, agents),
+                "agents_dir": folder_label(agents) if agents is not None else None,
                 "variants": list(VARIANTS),
                 "discard_rules": list(DISCARD_RULES),
                 "max_upload": max_upload,
-                "records_dir": str(records) if records is not None else None,
+                "records_dir": folder_label(records) if records is not None else None,
             }
         )
 
-    async def new_game(request: Request) -> Response:
-        params = await read_json(request, max_upload)
-        session, steps = await run_in_threadpool(store.new_game, params)
-        return JSONResponse(session.response(steps), status_code=201)
+    return [Route("/", index), Route("/api/board", board), Mount("/static", StaticFiles(directory=STATIC))]
 
-    async def get_game(request: Request) -> Response:
-        session = store.get(request.path_params["game"])
-        return JSONResponse(session.response())
 
-    def _locked(session: Any, work: Any) -> Any:
-        if not session.lock.acquire(blocking=False):
-            raise WebError("a move of this game is still being played; wait for it", 409)
+# ------------------------------------------------------------------------------------------------ play
+async def _compute(request: Request, bots: BotQueue, session: PlaySession, work: Callable[[], Any]) -> Any:
+    """Run ``work`` (a move of ``session``) holding the game's lock: in the bot queue when the agent searches.
+
+    409 if the game is busy, 503 if the queue is full.  A client that leaves
+    while it waits cancels the computation (the game is then abandoned).
+    """
+    if not session.lock.acquire(blocking=False):
+        raise WebError("a move of this game is still being played; wait for it", 409)
+
+    def job() -> Any:
         try:
             return work()
         finally:
             session.lock.release()
+
+    if not session.searches:
+        return await run_in_threadpool(job)
+    try:
+        future = bots.submit(job)
+    except WebError:
+        session.lock.release()
+        raise
+    waiting = asyncio.wrap_future(future)
+    try:
+        while True:
+            done, _ = await asyncio.wait({waiting}, timeout=DISCONNECT_POLL)
+            if done:
+                return waiting.result()
+            if not session.cancel.is_set() and await request.is_disconnected():
+                session.cancel.set()  # nobody waits for this move any more: the search stops
+    except asyncio.CancelledError:  # the server gave up on the request
+        session.cancel.set()
+        raise
+
+
+def _play_routes(store: SessionStore, bots: BotQueue, max_upload: int) -> list[BaseRoute]:
+    async def new_game(request: Request) -> Response:
+        params = await read_json(request, max_upload)
+        session = await run_in_threadpool(store.open_game, params, _client(request))
+        try:
+            data = await _compute(request, bots, session, lambda: session.response(session.advance()))
+        except WebError:
+            store.discard(session)
+            raise
+        return JSONResponse(data, status_code=201)
+
+    async def get_game(request: Request) -> Response:
+        return JSONResponse(store.get(request.path_params["game"]).response())
 
     async def move(request: Request) -> Response:
         session = store.get(request.path_params["game"])
         body = await read_json(request, max_upload)
         if not isinstance(body, dict) or set(body) != {"action"}:
             raise WebError('a move is {"action": ACTION_ID}')
-
-        def work() -> dict[str, Any]:
-            return session.response(session.move(body["action"]))
-
-        return JSONResponse(await run_in_threadpool(_locked, session, work))
+        return JSONResponse(
+            await _compute(request, bots, session, lambda: session.response(session.move(body["action"])))
+        )
 
     async def abandon(request: Request) -> Response:
         session = store.get(request.path_params["game"])
-
-        def work() -> dict[str, Any]:
+        session.cancel.set()  # a computation of the game stops within a simulation
+        for _ in range(int(ABANDON_WAIT / 0.02)):
+            if session.lock.acquire(blocking=False):
+                break
+            await asyncio.sleep(0.02)
+        else:
+            raise WebError("the agent's move is still being stopped; try again", 409)
+        try:
             session.abandon()
-            return session.response()
-
-        return JSONResponse(await run_in_threadpool(_locked, session, work))
+            return JSONResponse(session.response())
+        finally:
+            session.lock.release()
 
     async def record(request: Request) -> Response:
         session = store.get(request.path_params["game"])
-        data = await run_in_threadpool(_locked, session, session.record)
+        if not session.lock.acquire(blocking=False):
+            raise WebError("a move of this game is still being played; wait for it", 409)
+        try:
+            data = session.record()
+        finally:
+            session.lock.release()
         opponent = "".join(c if c.isalnum() or c in "-_." else "_" for c in session.opponent_name)[:40]
         name = f"kahuna-web-{opponent}-seed{session.seed}.json"
         return Response(
@@ -181,17 +265,39 @@ def create_app(
             headers={"Content-Disposition": f'attachment; filename="{name}"'},
         )
 
-    def _record_path(name: str) -> Path:
-        if records is None:
-            raise WebError("no records folder: start kahuna-serve with --records DIR", 404)
-        path = (records / name).resolve()
-        if "/" in name or "\\" in name or path.parent != records.resolve():
-            raise WebError(f"{name!r} is not a record of the records folder {records}", 403)
-        if not path.is_file():
-            raise WebError(f"no record {name!r} in {records}", 404)
-        return path
+    return [
+        Route("/api/games", new_game, methods=["POST"]),
+        Route("/api/games/{game}", get_game),
+        Route("/api/games/{game}/move", move, methods=["POST"]),
+        Route("/api/games/{game}/abandon", abandon, methods=["POST"]),
+        Route("/api/games/{game}/record", record),
+    ]
 
-    def _list_records() -> list[dict[str, Any]]:
+
+# ------------------------------------------------------------------------------------------------ records
+def record_path(records: Path | None, name: str) -> Path:
+    """The record ``name`` of the records folder; :class:`WebError` 400/403/404 (no path shown) otherwise."""
+    if records is None:
+        raise WebError("no records folder: start kahuna-serve with --records DIR", 404)
+    shown = repr(name[:60])
+    if len(name) > MAX_NAME_LENGTH or any(ord(char) < 32 or ord(char) == 127 for char in name):
+        raise WebError(f"bad record name {shown}: at most {MAX_NAME_LENGTH} characters, no control characters")
+    folder = folder_label(records)
+    try:
+        path = (records / name).resolve()
+        inside = "/" not in name and "\\" not in name and path.parent == records.resolve()
+        found = inside and path.is_file()
+    except (OSError, RuntimeError, ValueError):  # a name the system refuses, a link loop
+        path, inside, found = records, True, False
+    if not inside:
+        raise WebError(f"{shown} is not a record of the records folder {folder}", 403)
+    if not found:
+        raise WebError(f"no record {shown} in {folder}", 404)
+    return path
+
+
+def _record_routes(records: Path | None, max_upload: int) -> list[BaseRoute]:
+    def listed() -> list[dict[str, Any]]:
         if records is None or not records.is_dir():
             return []
         out = []
@@ -202,24 +308,25 @@ def create_app(
             try:
                 data = read_record(path)
             except (OSError, ValueError) as error:
-                entry["error"] = first_line(error)
+                entry["error"] = first_line(error).replace(str(path), path.name)
             else:
                 entry.update(players=data["players"], actions=len(data["actions"]), result=data["result"])
             out.append(entry)
         return out
 
     async def list_records(request: Request) -> Response:
-        listed = await run_in_threadpool(_list_records)
-        return JSONResponse({"records_dir": str(records) if records else None, "records": listed})
+        shown = folder_label(records) if records is not None else None
+        return JSONResponse({"records_dir": shown, "records": await run_in_threadpool(listed)})
 
     async def open_record(request: Request) -> Response:
-        path = _record_path(request.path_params["name"])
+        name = request.path_params["name"]
+        path = record_path(records, name)
 
         def work() -> dict[str, Any]:
             try:
                 data = read_record(path)
             except (OSError, ValueError) as error:
-                raise WebError(first_line(error), 422) from None
+                raise WebError(first_line(error).replace(str(path), path.name), 422) from None
             return replay_frames(data, path.name)
 
         return JSONResponse(await run_in_threadpool(work))
@@ -228,35 +335,94 @@ def create_app(
         data = await read_json(request, max_upload)
         return JSONResponse(await run_in_threadpool(replay_frames, data, "the uploaded record"))
 
+    return [
+        Route("/api/records", list_records),
+        Route("/api/records/{name}", open_record),
+        Route("/api/replay", upload_record, methods=["POST"]),
+    ]
+
+
+# ------------------------------------------------------------------------------------------------ results
+def _results_routes(results: list[dict[str, Any]], max_upload: int) -> list[BaseRoute]:
     async def list_results(request: Request) -> Response:
-        return JSONResponse({"results": loaded_results})
+        return JSONResponse({"results": results})
 
     async def upload_results(request: Request) -> Response:
         data = await read_json(request, max_upload)
         return JSONResponse(results_tables(data, "the uploaded file"))
 
-    async def web_error(request: Request, error: Exception) -> Response:
-        assert isinstance(error, WebError)
-        return _error(str(error), error.status)
+    return [Route("/api/results", list_results), Route("/api/results", upload_results, methods=["POST"])]
 
-    async def http_error(request: Request, error: Exception) -> Response:
-        assert isinstance(error, HTTPException)
-        return _error(str(error.detail), error.status_code)
+
+# ------------------------------------------------------------------------------------------------ the application
+async def _web_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, WebError)
+    return _error(str(error), error.status)
+
+
+async def _http_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, HTTPException)
+    return _error(str(error.detail), error.status_code)
+
+
+async def _internal_error(request: Request, error: Exception) -> Response:
+    return _error("internal error: the request failed on the server (its log says why)", 500)
+
+
+def create_app(
+    records_dir: str | Path | None = None,
+    results: Sequence[dict[str, Any]] = (),
+    agents_dir: str | Path | None = None,
+    max_upload: int = DEFAULT_MAX_UPLOAD,
+    allowed_hosts: Sequence[str] | None = LOOPBACK_HOSTS,
+    max_simulations: int = DEFAULT_MAX_SIMULATIONS,
+    max_guided_simulations: int = DEFAULT_MAX_GUIDED_SIMULATIONS,
+    store: SessionStore | None = None,
+    bots: BotQueue | None = None,
+) -> Starlette:
+    """The application.
+
+    Args:
+        records_dir: folder of game records offered for replay (``None``: none).
+        results: ``kahuna-eval --json`` tables already read (:func:`kahuna_web.results.read_results`).
+        agents_dir: the only folder agent files may be loaded from (``None``: baselines and shipped agents only).
+        max_upload: largest request body in bytes.
+        allowed_hosts: ``Host`` header names answered (``None``: any, for a server on a public address).
+        max_simulations: largest ``mcts:N`` budget of an opponent.
+        max_guided_simulations: largest ``SOURCE@mcts:N`` budget of an opponent.
+        store: the games (default: a :class:`SessionStore` with the folder and caps above and its
+            default game limits); ``max_simulations`` and ``max_guided_simulations`` then are the store's.
+        bots: the bot queue (default: :data:`~kahuna_web.compute.DEFAULT_WORKERS` workers,
+            :data:`~kahuna_web.compute.DEFAULT_WAITING` waiting).
+
+    ``app.state.cancel_all()`` stops every agent's thinking at once (the server
+    calls it from its signal handler); the application's shutdown does the
+    same and ends the bot queue.
+    """
+    records = Path(records_dir) if records_dir is not None else None
+    agents = Path(agents_dir) if agents_dir is not None else None
+    if store is None:
+        store = SessionStore(
+            agents_dir=agents,
+            limit=DEFAULT_GAME_LIMIT,
+            per_client=DEFAULT_PER_CLIENT,
+            idle_seconds=DEFAULT_IDLE_SECONDS,
+            max_simulations=max_simulations,
+            max_guided_simulations=max_guided_simulations,
+        )
+    queue = bots if bots is not None else BotQueue(DEFAULT_WORKERS, DEFAULT_WAITING)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        store.cancel_all()
+        await run_in_threadpool(queue.stop)
 
     routes = [
-        Route("/", index),
-        Route("/api/board", board),
-        Route("/api/games", new_game, methods=["POST"]),
-        Route("/api/games/{game}", get_game),
-        Route("/api/games/{game}/move", move, methods=["POST"]),
-        Route("/api/games/{game}/abandon", abandon, methods=["POST"]),
-        Route("/api/games/{game}/record", record),
-        Route("/api/records", list_records),
-        Route("/api/records/{name}", open_record),
-        Route("/api/replay", upload_record, methods=["POST"]),
-        Route("/api/results", list_results),
-        Route("/api/results", upload_results, methods=["POST"]),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        *_page_routes(store, records, agents, max_upload),
+        *_play_routes(store, queue, max_upload),
+        *_record_routes(records, max_upload),
+        *_results_routes(list(results), max_upload),
     ]
     middleware = []
     if allowed_hosts is not None:
@@ -264,7 +430,10 @@ def create_app(
     app = Starlette(
         routes=routes,
         middleware=middleware,
-        exception_handlers={WebError: web_error, HTTPException: http_error},
+        exception_handlers={WebError: _web_error, HTTPException: _http_error, Exception: _internal_error},
+        lifespan=lifespan,
     )
     app.state.store = store
+    app.state.bots = queue
+    app.state.cancel_all = store.cancel_all
     return app

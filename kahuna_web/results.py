@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kahuna_web.sessions import WebError
+from kahuna_web.sessions import WebError, parse_json
 
 RESULTS_FORMAT = "kahuna-eval-v1"
 """``format`` of the files ``kahuna-eval --json`` writes."""
@@ -85,6 +85,14 @@ def results_tables(data: Any, source: str = "results") -> dict[str, Any]:
     entrants = data["entrants"]
     if not isinstance(entrants, list) or not all(isinstance(e, str) for e in entrants):
         raise WebError(f"{source}: 'entrants' must be a list of strings", 422)
+    for key, check, wanted in (
+        ("games_per_pairing", _count, "a count"),
+        ("total_games", _count, "a count"),
+        ("seed", _count, "a non-negative integer"),
+        ("config", lambda value: isinstance(value, Mapping), "an object"),
+    ):
+        if data.get(key) is not None and not check(data[key]):
+            raise WebError(f"{source}: {key!r} must be {wanted} or null, got {json.dumps(data[key])[:40]}", 422)
     pairings = _rows(data, "pairings", _PAIRING_FIELDS, source)
     for row, raw in zip(pairings, data["pairings"], strict=True):
         speed = raw.get("games_per_second")
@@ -110,7 +118,7 @@ def read_results(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as error:
         raise ValueError(f"cannot read results file {path}: {getattr(error, 'strerror', None) or error}") from None
     try:
-        data = json.loads(text)
+        data = parse_json(text)
     except (ValueError, RecursionError) as error:
         reason = str(error).splitlines()[0] if str(error) else "nested too deeply"
         raise ValueError(f"{path} is not JSON: {reason}") from None

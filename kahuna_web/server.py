@@ -9,10 +9,14 @@ Examples::
 The server binds to 127.0.0.1 unless ``--host`` says otherwise and prints
 the address.  Agent-file opponents are loaded only from the ``--agents``
 folder (default ``runs/`` when it exists); baselines (``random``,
-``greedy``, ``mcts``, ``mcts:N``) are always available.  Needs the ``web``
-extra (``pip install -e ".[web]"``).  Bad arguments (a missing records
-folder, an unreadable results file, a port in use) are one line on stderr,
-exit code 2.
+``greedy``, ``mcts``, ``mcts:N``) and the shipped agents are always
+available, search budgets up to ``--max-simulations`` (``mcts:N``) and
+``--max-guided-simulations`` (``champion@mcts:N``).  Ctrl-C or SIGTERM stops
+the server within a couple of seconds whatever it is computing (every
+search is cancelled at once), and the port can be used again at once.
+Needs the ``web`` extra (``pip install -e ".[web]"``).  Bad arguments (a
+missing records folder, an unreadable results file, a port in use) are one
+line on stderr, exit code 2.
 """
 
 from __future__ import annotations
@@ -23,12 +27,17 @@ import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 from arena.cli import OneLineParser, exit_with_error, first_line
+from kahuna_web.sessions import DEFAULT_MAX_GUIDED_SIMULATIONS, DEFAULT_MAX_SIMULATIONS
 
 PROGRAM = "kahuna-serve"
 DEFAULT_AGENTS_DIR = Path("runs")
 """The agents folder used when ``--agents`` is not given and it exists."""
+GRACEFUL_SECONDS = 1
+"""After Ctrl-C, how long requests still being answered may take before they are dropped."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,6 +65,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-upload-kb", type=int, default=2048, metavar="KB", help="largest upload accepted (default 2048 kB)"
     )
+    parser.add_argument(
+        "--max-simulations",
+        type=int,
+        default=DEFAULT_MAX_SIMULATIONS,
+        metavar="N",
+        help=f"largest mcts:N budget of an opponent (default {DEFAULT_MAX_SIMULATIONS}: a turn within about 2 s)",
+    )
+    parser.add_argument(
+        "--max-guided-simulations",
+        type=int,
+        default=DEFAULT_MAX_GUIDED_SIMULATIONS,
+        metavar="N",
+        help=f"largest budget of a network-guided search such as champion@mcts:N "
+        f"(default {DEFAULT_MAX_GUIDED_SIMULATIONS}: a turn within about 2 s)",
+    )
     return parser
 
 
@@ -69,26 +93,67 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port`` with ``SO_REUSEADDR`` (a restart binds at once); ``OSError`` if taken.
+
+    ``SO_REUSEADDR`` lets a new server take the port while connections of the
+    previous one linger (TIME_WAIT); a port another server listens on is still refused.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)  # connections made before the server runs wait in line rather than being refused
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    if not 0 <= args.port <= 65535:
+        exit_with_error(PROGRAM, f"--port must be in 0..65535, got {args.port}")
+    if args.max_upload_kb < 1:
+        exit_with_error(PROGRAM, f"--max-upload-kb must be at least 1, got {args.max_upload_kb}")
+    for option, value in (
+        ("--max-simulations", args.max_simulations),
+        ("--max-guided-simulations", args.max_guided_simulations),
+    ):
+        if not 1 <= value <= 10**6:
+            exit_with_error(PROGRAM, f"{option} must be in 1..1000000, got {value}")
+    if args.records is not None and not args.records.is_dir():
+        exit_with_error(PROGRAM, f"--records {args.records} is not a folder")
+    if args.agents is not None and not args.agents.is_dir():
+        exit_with_error(PROGRAM, f"--agents {args.agents} is not a folder")
+
+
+def serve(app: Any, sock: socket.socket) -> None:
+    """Run ``app`` on the bound ``sock`` until Ctrl-C or SIGTERM, cancelling every search the moment one arrives."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            app.state.cancel_all()  # lock-free: safe in a signal handler
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SECONDS)
+    Server(config).run(sockets=[sock])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``kahuna-serve`` until interrupted; returns the exit code."""
     args = build_parser().parse_args(argv)
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401
 
         from kahuna_web.app import LOOPBACK_HOSTS, create_app
     except ImportError as error:
         exit_with_error(PROGRAM, f'needs the web extra (pip install -e ".[web]"): {first_line(error)}')
     from kahuna_web.results import read_results
 
-    if not 0 <= args.port <= 65535:
-        exit_with_error(PROGRAM, f"--port must be in 0..65535, got {args.port}")
-    if args.max_upload_kb < 1:
-        exit_with_error(PROGRAM, f"--max-upload-kb must be at least 1, got {args.max_upload_kb}")
-    if args.records is not None and not args.records.is_dir():
-        exit_with_error(PROGRAM, f"--records {args.records} is not a folder")
+    _check_arguments(args)
     agents = args.agents
-    if agents is not None and not agents.is_dir():
-        exit_with_error(PROGRAM, f"--agents {agents} is not a folder")
     if agents is None and DEFAULT_AGENTS_DIR.is_dir():
         agents = DEFAULT_AGENTS_DIR
     results = []
@@ -98,12 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as error:
             exit_with_error(PROGRAM, f"--results: {first_line(error)}")
     try:  # a port in use is one line here rather than a log message from the server
-        family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-        with socket.socket(family, socket.SOCK_STREAM) as probe:
-            probe.bind((args.host, args.port))
-            port = probe.getsockname()[1]
+        sock = listening_socket(args.host, args.port)
     except OSError as error:
         exit_with_error(PROGRAM, f"cannot listen on {args.host}:{args.port}: {error.strerror or error}")
+    port = sock.getsockname()[1]
     loopback = is_loopback(args.host)
     app = create_app(
         records_dir=args.records,
@@ -111,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         agents_dir=agents,
         max_upload=args.max_upload_kb * 1024,
         allowed_hosts=(*LOOPBACK_HOSTS, args.host) if loopback else None,
+        max_simulations=args.max_simulations,
+        max_guided_simulations=args.max_guided_simulations,
     )
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"Kahuna board at http://{shown}:{port}/  (Ctrl-C stops it)")
@@ -119,8 +184,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(f"Listening on {args.host}: other machines on the network can connect (there is no login).")
     print(f"Agent files: {'from ' + str(agents) if agents is not None else 'none (baselines only; --agents DIR)'}")
+    print(
+        f"Search budgets: mcts:N up to {args.max_simulations}, guided SOURCE@mcts:N up to {args.max_guided_simulations}"
+    )
     sys.stdout.flush()
-    uvicorn.run(app, host=args.host, port=port, log_level="warning")
+    try:
+        serve(app, sock)
+    except KeyboardInterrupt:  # uvicorn raises the Ctrl-C it handled again once it has stopped
+        pass
+    finally:
+        sock.close()
+    print("kahuna-serve stopped", file=sys.stderr)
     return 0
 
 

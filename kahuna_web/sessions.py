@@ -13,34 +13,59 @@ game is over or abandoned.
 
 Every bad request raises :class:`WebError` with a one-line message and the
 HTTP status the server answers with; the game is left unchanged.
+
+Opponents resolve through :func:`arena.entrants.resolve_entrant`, the one
+entrant parser of every tool, with the allowed agents folder and this
+server's simulation caps: an agent file counts only inside the folder (links
+and ``..`` resolved; nothing outside it is looked at), anything else that
+names a file is 403.  A game's agent thinks only when asked (a new game whose
+agent opens, a move) and stops within a simulation once the game's
+:class:`CancelFlag` is set (the page left, the game was abandoned, the
+server is stopping); the game is then abandoned.  The
+:class:`SessionStore` holds at most ``limit`` games, at most ``per_client``
+per client address (a client's new game replaces its own least recently used
+one, never another client's), and forgets games idle for ``idle_seconds``.
 """
 
 from __future__ import annotations
 
 import collections
+import json
 import secrets
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from arena.cli import first_line
-from arena.entrants import NAMED_AGENTS, SEARCH_SUFFIX, is_checkpoint_spec, resolve_entrant, split_search
+from arena.entrants import EntrantRefused, resolve_entrant
 from arena.match import Chooser, agent_chooser, play
 from arena.play import game_seeds
 from arena.records import check_record, game_record, game_result
 from arena.replay import ReplayError, replay
 from kahuna_env.actions import check_action, describe_action
-from kahuna_env.agents import BASELINES, Agent
+from kahuna_env.agents import Agent, MCTSAgent
+from kahuna_env.agents.mcts import SearchCancelled
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
 from kahuna_web.views import action_line, public_action_text, result_text, seat_view, spectator_view
 
 MAX_SEED = 2**63 - 1
 """Largest play seed the page may ask for."""
-MAX_SPEC_LENGTH = 500
+MAX_SPEC_LENGTH = 255
 """Longest entrant string accepted."""
+DEFAULT_MAX_SIMULATIONS = 800
+"""Largest ``mcts:N`` budget the web accepts by default: its slowest turn here about 2 s (docs/WEB.md, Budgets)."""
+DEFAULT_MAX_GUIDED_SIMULATIONS = 25
+"""Largest ``SOURCE@mcts:N`` budget by default (a guided simulation costs a forward pass; same measure)."""
+DEFAULT_GAME_LIMIT = 256
+"""Games held at most, all clients together."""
+DEFAULT_PER_CLIENT = 16
+"""Games held at most per client address (its new game replaces its own least recently used one)."""
+DEFAULT_IDLE_SECONDS = 30 * 60.0
+"""A game nobody touched for this long is forgotten."""
 MAX_AGENT_FILES = 200
 """At most this many agent files are listed from the allowed directory."""
 AGENT_SUFFIXES = (".pt",)
@@ -57,6 +82,19 @@ class WebError(ValueError):
         self.status = status
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def parse_json(text: str) -> Any:
+    """``json.loads`` refusing ``NaN``, ``Infinity`` and ``-Infinity`` (a one-line ``ValueError``, as bad JSON is).
+
+    Python's ``json`` reads them by default, but they are not JSON: a value
+    holding one cannot be sent back (every later answer showing it would fail).
+    """
+    return json.loads(text, parse_constant=_refuse_constant)
+
+
 # ------------------------------------------------------------------------------------------------ opponents
 def _within(path: Path, root: Path) -> bool:
     try:
@@ -64,31 +102,6 @@ def _within(path: Path, root: Path) -> bool:
     except ValueError:
         return False
     return True
-
-
-def agent_file(spec: str, agents_dir: Path | None) -> Path:
-    """The agent file an entrant string names, if it lies inside ``agents_dir``; :class:`WebError` otherwise.
-
-    A relative path is looked up in ``agents_dir`` and then from the working
-    directory (so ``runs/x/final_agent.pt`` works with ``--agents runs``);
-    symbolic links and ``..`` are resolved before the check.  403 for a path
-    outside the directory (or when no directory is allowed), 404 for a file
-    that is not there.
-    """
-    if agents_dir is None:
-        raise WebError(
-            f"agent files are not allowed: {spec!r} (start kahuna-serve with --agents DIR to allow a directory)", 403
-        )
-    root = agents_dir.resolve()
-    raw = Path(spec)
-    candidates = [raw] if raw.is_absolute() else [agents_dir / raw, raw]
-    inside = [c.resolve() for c in candidates if _within(c.resolve(), root)]
-    for path in inside:
-        if path.is_file():
-            return path
-    if not inside:
-        raise WebError(f"{spec!r} is outside the allowed agents directory {agents_dir}", 403)
-    raise WebError(f"agent file not found in {agents_dir}: {spec!r}", 404)
 
 
 def list_agent_files(agents_dir: Path | None) -> list[str]:
@@ -105,31 +118,48 @@ def list_agent_files(agents_dir: Path | None) -> list[str]:
     return found
 
 
-def resolve_opponent(spec: Any, agents_dir: Path | None, seed: int | None) -> Agent:
-    """Build the agent an entrant string names, agent files only from ``agents_dir``; :class:`WebError` if bad."""
+def resolve_opponent(
+    spec: Any,
+    agents_dir: Path | None,
+    seed: int | None,
+    max_simulations: int = DEFAULT_MAX_SIMULATIONS,
+    max_guided_simulations: int = DEFAULT_MAX_GUIDED_SIMULATIONS,
+) -> Agent:
+    """Build the agent an entrant string names, with :func:`arena.entrants.resolve_entrant`; :class:`WebError` if bad.
+
+    Agent files only from ``agents_dir`` (403 for anything outside it, or for
+    any file when it is ``None``; 404 for a file of the folder that is not
+    there), search budgets at most ``max_simulations`` (``mcts:N``) and
+    ``max_guided_simulations`` (``SOURCE@mcts:N``), 400 for anything else
+    that is wrong.  Messages never show a file's content or an absolute path.
+    """
     if not isinstance(spec, str) or not spec.strip():
         raise WebError(f"'opponent' must be a non-empty string, got {_short(spec)}")
     spec = spec.strip()
     if len(spec) > MAX_SPEC_LENGTH:
         raise WebError(f"'opponent' is too long ({len(spec)} characters, at most {MAX_SPEC_LENGTH})")
-    name = spec
-    if spec.partition(":")[0] not in BASELINES and is_checkpoint_spec(spec):
-        # A shipped agent (champion) loads by name, a file only from agents_dir; either may guide a search.
-        try:
-            source, simulations = split_search(spec)
-        except ValueError as error:
-            raise WebError(first_line(error)) from None
-        if source not in NAMED_AGENTS:
-            source = str(agent_file(source, agents_dir))
-        name = source if simulations is None else f"{source}{SEARCH_SUFFIX}:{simulations}"
     try:
-        return resolve_entrant(name, seed=seed)
+        return resolve_entrant(
+            spec,
+            seed=seed,
+            agents_dir=agents_dir,
+            max_simulations=max_simulations,
+            max_guided_simulations=max_guided_simulations,
+        )
+    except EntrantRefused as error:
+        hint = " (start kahuna-serve with --agents DIR to allow a folder)" if agents_dir is None else ""
+        raise WebError(first_line(error) + hint, 403) from None
     except FileNotFoundError as error:
         raise WebError(first_line(error), 404) from None
     except ImportError as error:
-        raise WebError(f"cannot load agent file {spec!r}: {first_line(error)} (agent files need torch)") from None
+        raise WebError(f"cannot load agent file {_short(spec)}: {first_line(error)} (agent files need torch)") from None
     except ValueError as error:
-        raise WebError(first_line(error)) from None
+        message = first_line(error)
+        if "simulation budget too large" in message:
+            message += " on this server (kahuna-serve --max-simulations / --max-guided-simulations)"
+        raise WebError(message) from None
+    except OSError as error:
+        raise WebError(f"cannot read agent file {_short(spec)}: {error.strerror or 'unreadable'}") from None
 
 
 # ------------------------------------------------------------------------------------------------ games
@@ -139,8 +169,8 @@ def _short(value: Any, limit: int = 60) -> str:
 
 
 def _digits_to_int(value: Any) -> Any:
-    """A string of ASCII digits (spaces around allowed) as an int; anything else unchanged."""
-    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+    """A string of at most 30 ASCII digits (spaces around allowed) as an int; anything else unchanged."""
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit() and len(value.strip()) <= 30:
         return int(value.strip())
     return value
 
@@ -170,13 +200,55 @@ def parse_config(params: Mapping[str, Any]) -> KahunaConfig:
         raise WebError(f"bad rule options: {first_line(error)}") from None
 
 
+class CancelFlag:
+    """A one-way flag another thread may set, read by a search before every simulation.
+
+    A plain attribute rather than a :class:`threading.Event`: setting it takes
+    no lock, so a signal handler may set it whatever the thread it interrupts holds.
+    """
+
+    __slots__ = ("_set",)
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        """Raise the flag (it is never lowered)."""
+        self._set = True
+
+    def is_set(self) -> bool:
+        """Whether the flag was raised."""
+        return self._set
+
+
 class PlaySession:
-    """One game of a person in ``seat`` against an agent, as ``kahuna-play`` would set it up."""
+    """One game of a person in ``seat`` against an agent, as ``kahuna-play`` would set it up.
+
+    Attributes:
+        cancel: set to stop the agent's thinking (within a simulation); the game is then abandoned.
+        client: the address of the client that started the game.
+        last_used: the store's clock when the game was last asked for.
+        lock: held while a move of the game is being computed.
+    """
 
     def __init__(
-        self, session_id: str, opponent: Agent, opponent_name: str, seat: int, seed: int, config: KahunaConfig
+        self,
+        session_id: str,
+        opponent: Agent,
+        opponent_name: str,
+        seat: int,
+        seed: int,
+        config: KahunaConfig,
+        client: str = "",
     ) -> None:
         self.id = session_id
+        self.client = client
+        self.last_used = 0.0
+        self.cancel = CancelFlag()
+        self.searches = isinstance(opponent, MCTSAgent)
+        """Whether the agent searches (its moves are computed in the bounded bot queue)."""
+        if isinstance(opponent, MCTSAgent):
+            opponent.cancel = self.cancel
         self.opponent_name = opponent_name
         self.seat = seat
         self.seed = seed
@@ -219,7 +291,10 @@ class PlaySession:
             chosen, pending[0] = pending[0], None
             return chosen
 
-        choosers: list[Chooser] = [self._opponent_chooser, self._opponent_chooser]
+        def agent(game: KahunaGame) -> int | None:
+            return None if self.cancel.is_set() else self._opponent_chooser(game)
+
+        choosers: list[Chooser] = [agent, agent]
         choosers[self.seat] = person
         steps: list[dict[str, Any]] = []
 
@@ -235,11 +310,15 @@ class PlaySession:
             play(self.game, choosers, after)
         except IllegalActionError as error:
             raise WebError(first_line(error), 422) from None
+        except SearchCancelled:
+            pass  # the flag is set: abandoned below
+        if self.cancel.is_set():
+            self.abandon()
         return steps
 
     def move(self, action: Any) -> list[dict[str, Any]]:
         """The person plays ``action`` (an action id); :class:`WebError` for a bad or illegal one, state unchanged."""
-        if self.abandoned:
+        if self.abandoned or self.cancel.is_set():
             raise WebError("this game was abandoned; start a new game", 409)
         if self.game.is_over:
             raise WebError("the game is over; start a new game", 409)
@@ -303,22 +382,44 @@ class PlaySession:
 
 
 class SessionStore:
-    """The games in progress, at most ``limit`` (the oldest is dropped first)."""
+    """The games in progress: at most ``limit``, at most ``per_client`` per client, none idle for ``idle_seconds``.
 
-    def __init__(self, agents_dir: Path | None = None, limit: int = 64) -> None:
+    A client's new game beyond ``per_client`` replaces that client's least
+    recently used game (one not being computed); another client's games are
+    never touched.  When ``limit`` games are held and none has been idle too
+    long, a new game is refused (503).  ``clock`` (seconds) is the time the
+    idle expiry uses.
+    """
+
+    def __init__(
+        self,
+        agents_dir: Path | None = None,
+        limit: int = DEFAULT_GAME_LIMIT,
+        per_client: int = DEFAULT_PER_CLIENT,
+        idle_seconds: float = DEFAULT_IDLE_SECONDS,
+        max_simulations: int = DEFAULT_MAX_SIMULATIONS,
+        max_guided_simulations: int = DEFAULT_MAX_GUIDED_SIMULATIONS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.agents_dir = agents_dir
         self.limit = limit
+        self.per_client = per_client
+        self.idle_seconds = idle_seconds
+        self.max_simulations = max_simulations
+        self.max_guided_simulations = max_guided_simulations
+        self.clock = clock
         self._sessions: collections.OrderedDict[str, PlaySession] = collections.OrderedDict()
         self._lock = threading.Lock()
 
-    def new_game(self, params: Any) -> tuple[PlaySession, list[dict[str, Any]]]:
-        """Start a game from a request body (opponent, seat, seed, variant, discard_rule, handicap).
+    def open_game(self, params: Any, client: str = "") -> PlaySession:
+        """Check a new-game request (opponent, seat, seed, variant, discard_rule, handicap) and hold the game.
 
-        Returns the session and the agent's opening steps (when it moves first).
+        The agent has not moved yet: :meth:`PlaySession.advance` plays its
+        opening actions (when it holds the first turn or a handicap setup).
         """
         if not isinstance(params, Mapping):
             raise WebError("a new game needs a JSON object with 'opponent', 'seat', 'seed' and rule options")
-        unknown = sorted(str(key) for key in params if key not in NEW_GAME_FIELDS)
+        unknown = sorted(str(key)[:40] for key in params if key not in NEW_GAME_FIELDS)
         if unknown:
             raise WebError(f"unknown field(s) {', '.join(map(repr, unknown))}; known: {', '.join(NEW_GAME_FIELDS)}")
         seat = _int_field(params, "seat", 0, 1, 0)
@@ -327,23 +428,65 @@ class SessionStore:
             seed = secrets.randbits(32)
         config = parse_config(params)
         spec = params.get("opponent", "greedy")
-        opponent = resolve_opponent(spec, self.agents_dir, seed)
+        opponent = resolve_opponent(spec, self.agents_dir, seed, self.max_simulations, self.max_guided_simulations)
         assert seat is not None
-        session = PlaySession(secrets.token_urlsafe(12), opponent, spec.strip(), seat, seed, config)
-        steps = session.advance()  # the agent moves first when it holds the first turn (or a handicap setup)
+        session = PlaySession(secrets.token_urlsafe(12), opponent, spec.strip(), seat, seed, config, client)
+        self._hold(session)
+        return session
+
+    def new_game(self, params: Any, client: str = "") -> tuple[PlaySession, list[dict[str, Any]]]:
+        """:meth:`open_game`, then the agent's opening steps, in the calling thread."""
+        session = self.open_game(params, client)
+        return session, session.advance()
+
+    def _hold(self, session: PlaySession) -> None:
         with self._lock:
+            now = self.clock()
+            session.last_used = now
+            for old in [s for s in self._sessions.values() if now - s.last_used > self.idle_seconds]:
+                if not old.lock.locked():
+                    self._drop(old)
+            own = [s for s in self._sessions.values() if s.client == session.client]
+            if len(own) >= self.per_client:
+                replaceable = [s for s in own if not s.lock.locked()]
+                if not replaceable:
+                    raise WebError(
+                        f"{self.per_client} games of this address are being computed; wait for one of them", 429
+                    )
+                self._drop(min(replaceable, key=lambda s: s.last_used))
+            if len(self._sessions) >= self.limit:
+                raise WebError(f"the server holds {self.limit} games in progress; try again later", 503)
             self._sessions[session.id] = session
-            while len(self._sessions) > self.limit:
-                self._sessions.popitem(last=False)
-        return session, steps
+
+    def _drop(self, session: PlaySession) -> None:
+        session.cancel.set()
+        self._sessions.pop(session.id, None)
+
+    def discard(self, session: PlaySession) -> None:
+        """Forget ``session`` (a game whose opening could not be computed), stopping its agent."""
+        with self._lock:
+            self._drop(session)
 
     def get(self, session_id: str) -> PlaySession:
-        """The session ``session_id``; :class:`WebError` 404 if there is none (ended or dropped)."""
+        """The session ``session_id``; :class:`WebError` 404 if there is none (ended, replaced or forgotten)."""
         with self._lock:
             session = self._sessions.get(session_id)
+            if session is not None:
+                session.last_used = self.clock()
         if session is None:
-            raise WebError(f"no game {session_id!r} on this server (it ended or the server restarted)", 404)
+            raise WebError(f"no game {session_id[:40]!r} on this server (it ended or the server restarted)", 404)
         return session
+
+    def cancel_all(self) -> None:
+        """Stop every agent's thinking (the server is stopping); takes no lock, so a signal handler may call it."""
+        for _ in range(10):  # another thread may change the dict while it is copied
+            try:
+                sessions = list(self._sessions.values())
+            except RuntimeError:
+                continue
+            for session in sessions:
+                session.cancel.set()
+            return
 
 
 # ------------------------------------------------------------------------------------------------ replays

@@ -37,9 +37,14 @@ from kahuna_web.views import public_action_text, seat_view
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def local_client(app, **options):
+    """Starlette's test client, sending ``Host: 127.0.0.1`` (the server answers loopback names only)."""
+    return TestClient(app, base_url="http://127.0.0.1", **options)
+
+
 @pytest.fixture
 def client():
-    with TestClient(create_app()) as test_client:
+    with local_client(create_app()) as test_client:
         yield test_client
 
 
@@ -127,7 +132,7 @@ def test_an_illegal_move_is_refused_and_changes_nothing(client):
 
 
 def test_oversized_uploads_are_refused(tmp_path):
-    with TestClient(create_app(max_upload=1000)) as small:
+    with local_client(create_app(max_upload=1000)) as small:
         for url in ("/api/replay", "/api/results", "/api/games"):
             response = small.post(url, content=b" " * 2000, headers={"Content-Type": "application/json"})
             assert response.status_code == 413 and "too large" in response.json()["error"], url
@@ -165,7 +170,7 @@ def test_agent_files_come_only_from_the_allowed_folder(tmp_path):
     outside = tmp_path / "outside.pt"
     torch.save(agent_payload(ActorCritic(ModelConfig(hidden_sizes=(8,)))), outside)
     (agents / "escape.pt").symlink_to(outside)
-    with TestClient(create_app(agents_dir=agents)) as client:
+    with local_client(create_app(agents_dir=agents)) as client:
         assert client.get("/api/board").json()["agent_files"] == ["run/tiny.pt"]
         data = new_game(client, opponent="run/tiny.pt", seat=1)
         assert data["opponent"] == "run/tiny.pt" and data["steps"]
@@ -177,7 +182,7 @@ def test_agent_files_come_only_from_the_allowed_folder(tmp_path):
         ):
             response = client.post("/api/games", json={"opponent": spec})
             assert response.status_code == status, spec
-            words = "outside the allowed agents directory" if status == 403 else "not found"
+            words = "outside the allowed agents folder" if status == 403 else "not found"
             assert words in response.json()["error"]
 
 
@@ -185,8 +190,9 @@ def test_the_shipped_champion_and_guided_search_are_opponents_without_an_agents_
     torch = pytest.importorskip("torch")
     from training.model import ActorCritic, ModelConfig, agent_payload
 
-    with TestClient(create_app()) as client:
-        assert {"champion", "champion@mcts:50"} <= set(client.get("/api/board").json()["opponents"])
+    with local_client(create_app()) as client:
+        offered = set(client.get("/api/board").json()["opponents"])
+        assert {"champion", "champion@mcts:25"} <= offered and "champion@mcts:50" not in offered  # over the cap
         for spec in ("champion", "champion@mcts:2"):
             data = new_game(client, opponent=spec, seat=1)
             assert data["opponent"] == spec and data["steps"]
@@ -201,7 +207,7 @@ def test_the_shipped_champion_and_guided_search_are_opponents_without_an_agents_
     agents = tmp_path / "agents"
     agents.mkdir()
     torch.save(agent_payload(ActorCritic(ModelConfig(hidden_sizes=(8,)))), agents / "tiny.pt")
-    with TestClient(create_app(agents_dir=agents)) as client:
+    with local_client(create_app(agents_dir=agents)) as client:
         assert new_game(client, opponent="tiny.pt@mcts:2", seat=1)["steps"]
         response = client.post("/api/games", json={"opponent": "missing.pt@mcts:2"})
         assert response.status_code == 404 and "not found" in response.json()["error"]
@@ -292,7 +298,7 @@ def test_an_abandoned_game_downloads_as_unfinished(client, tmp_path):
 def records_dir(tmp_path):
     folder = tmp_path / "records"
     folder.mkdir()
-    with TestClient(create_app()) as client:
+    with local_client(create_app()) as client:
         data = play_out(client, new_game(client, seed=1), np.random.default_rng(4))
         (folder / "one.json").write_bytes(client.get(f"/api/games/{data['id']}/record").content)
     (folder / "broken.json").write_text('{"format": "kahuna-record-v1"}', encoding="utf-8")
@@ -301,7 +307,7 @@ def records_dir(tmp_path):
 
 def test_records_replay_step_by_step(records_dir):
     record = read_record(records_dir / "one.json")
-    with TestClient(create_app(records_dir=records_dir)) as client:
+    with local_client(create_app(records_dir=records_dir)) as client:
         listed = client.get("/api/records").json()["records"]
         assert [entry["name"] for entry in listed] == ["broken.json", "one.json"] and "error" in listed[0]
         replayed = client.get("/api/records/one.json").json()
@@ -348,7 +354,7 @@ def test_results_files_become_tables(results_file):
         ("greedy", "mcts:2"),
     ]
     assert {r["entrant"] for r in tables["ratings"]} == {"random", "greedy", "mcts:2"}
-    with TestClient(create_app(results=[tables])) as client:
+    with local_client(create_app(results=[tables])) as client:
         assert client.get("/api/results").json()["results"] == [tables]
         uploaded = client.post("/api/results", json=data).json()
         assert uploaded["pairings"] == tables["pairings"] and uploaded["ratings"] == tables["ratings"]

@@ -1,0 +1,582 @@
+"""kahuna-serve as a hostile client sees it (issue 33, docs/WEB.md "Threat model").
+
+Files: no agent file outside ``--agents`` is read, for every spelling of an
+entrant, by the one entrant parser the command-line tools use too; no answer
+shows a file's content or an absolute server path.  Budgets: search budgets
+are capped, bot computations wait in a bounded queue (503 beyond), a search
+stops within a simulation when its client leaves, its game is abandoned or
+the server stops.  Stopping: Ctrl-C during a search ends the server, and the
+port is free again at once.  Every former 500 is a one-line 4xx.  Sessions:
+a per-client cap, idle expiry, and no client's games are dropped by another's.
+
+Wall-clock bounds here are generous (tens of seconds for what takes well
+under two); what each test holds is a bound on work: a search of a million
+simulations, minutes of work, must not have run to its end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("starlette", reason='needs the web extra: pip install -e ".[web]"')
+pytest.importorskip("uvicorn", reason='needs the web extra: pip install -e ".[web]"')
+pytest.importorskip("httpx2", reason='needs the web extra: pip install -e ".[web]"')
+
+import uvicorn
+from starlette.testclient import TestClient
+
+import arena.entrants
+from arena.entrants import ANYWHERE, EntrantRefused, parse_entrant, resolve_entrant
+from kahuna_env.actions import DRAW
+from kahuna_env.agents import MCTSAgent
+from kahuna_env.agents.mcts import SearchCancelled
+from kahuna_env.engine import KahunaGame
+from kahuna_web.app import OPPONENT_CHOICES, create_app
+from kahuna_web.compute import BotQueue
+from kahuna_web.results import read_results
+from kahuna_web.server import listening_socket
+from kahuna_web.server import main as serve_main
+from kahuna_web.sessions import CancelFlag, SessionStore, WebError
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "OPENAI_API_KEY=sk-do-not-show-this"
+HUGE = 1_000_000
+"""A search budget of minutes per decision: a test that sees it end early has seen it cancelled."""
+
+
+def local_client(app, **options):
+    """Starlette's test client, sending ``Host: 127.0.0.1`` (the server answers loopback names only)."""
+    return TestClient(app, base_url="http://127.0.0.1", **options)
+
+
+def assert_one_line_4xx(response, status=None):
+    assert 400 <= response.status_code < 500, (response.status_code, response.text)
+    if status is not None:
+        assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error and "\n" not in error
+    return error
+
+
+@pytest.fixture
+def workplace(tmp_path, monkeypatch):
+    """A working folder holding a secret file, an agent-like file and an ``agents`` folder; the cwd for the test."""
+    (tmp_path / ".env").write_text(SECRET + "\n", encoding="utf-8")
+    (tmp_path / "OUTSIDE").write_text(SECRET + "\n", encoding="utf-8")
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "secret.pt").write_text(SECRET + "\n", encoding="utf-8")
+    (agents / "escape.pt").symlink_to(tmp_path / "OUTSIDE")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# ------------------------------------------------------------------------------------------------ files
+@pytest.mark.parametrize(
+    "spec",
+    [".env@mcts:1", "OUTSIDE@mcts:1", "agents@mcts:2", "./OUTSIDE", "OUTSIDE.pt", "../x.pt", "/etc/passwd@mcts:1"],
+)
+def test_without_an_agents_folder_no_file_is_read_for_any_spelling(workplace, spec):
+    with local_client(create_app()) as client:
+        response = client.post("/api/games", json={"opponent": spec})
+        error = assert_one_line_4xx(response, 403)
+    assert "agent files are not allowed" in error and "OPENAI" not in error and str(workplace) not in error
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        ".env@mcts:1",
+        "OUTSIDE@mcts:1",
+        "../OUTSIDE",
+        "../OUTSIDE@mcts:1",
+        "escape.pt",  # a link out of the folder
+        "escape.pt@mcts:1",
+        "{root}/OUTSIDE",
+        "{root}/OUTSIDE@mcts:1",
+        "agents/../OUTSIDE",
+    ],
+)
+def test_with_an_agents_folder_nothing_outside_it_is_read(workplace, spec):
+    spec = spec.format(root=workplace)
+    with local_client(create_app(agents_dir=workplace / "agents")) as client:
+        response = client.post("/api/games", json={"opponent": spec})
+        error = assert_one_line_4xx(response)
+    assert response.status_code in (403, 404)  # 404 only for a name that lies inside the folder
+    assert "OPENAI" not in error and str(workplace) not in error
+
+
+def test_names_outside_the_folder_cannot_be_probed(workplace):
+    """A file that exists outside the folder and one that does not get the same answer."""
+    with local_client(create_app()) as client:
+        answers = {
+            client.post("/api/games", json={"opponent": f"{name}@mcts:2"}).text.replace(f"'{name}@", "'NAME@")
+            for name in ("agents", "OUTSIDE", "no-such-thing")
+        }
+    assert len(answers) == 1
+
+
+def test_a_file_inside_the_folder_that_is_not_an_agent_shows_no_content_and_no_path(workplace):
+    pytest.importorskip("torch")
+    with local_client(create_app(agents_dir=workplace / "agents")) as client:
+        for spec in ("secret.pt", "secret.pt@mcts:2", f"{workplace}/agents/secret.pt"):
+            error = assert_one_line_4xx(client.post("/api/games", json={"opponent": spec}), 400)
+            assert "not a readable checkpoint" in error
+            assert "OPENAI" not in error and "sk-" not in error and str(workplace) not in error, error
+
+
+def test_the_cli_and_the_web_read_entrants_with_the_same_function(workplace, monkeypatch):
+    seen = []
+    original = arena.entrants.parse_entrant
+
+    def spy(spec, *args, **kwargs):
+        seen.append((spec, args[0] if args else kwargs.get("agents_dir", ANYWHERE)))
+        return original(spec, *args, **kwargs)
+
+    monkeypatch.setattr(arena.entrants, "parse_entrant", spy)
+    from arena.evaluation import check_entrants
+
+    with pytest.raises(ValueError, match="simulation budget too large"):
+        check_entrants(["random", "mcts:2000000"])
+    with local_client(create_app()) as client:
+        assert client.post("/api/games", json={"opponent": "OUTSIDE@mcts:1"}).status_code == 403
+    assert ("mcts:2000000", ANYWHERE) in seen and ("OUTSIDE@mcts:1", None) in seen
+
+
+def test_the_entrant_parser_confines_files_to_the_folder(workplace):
+    agents = workplace / "agents"
+    assert parse_entrant("secret.pt", agents).source == str((agents / "secret.pt").resolve())
+    assert parse_entrant("agents/secret.pt", agents).kind == "file"  # from the working folder, inside
+    for spec in ("../OUTSIDE", "escape.pt", str(workplace / "OUTSIDE"), "OUTSIDE@mcts:3"):
+        with pytest.raises(EntrantRefused):
+            parse_entrant(spec, None if spec.endswith(":3") else agents)
+    with pytest.raises(FileNotFoundError, match="not found in agents"):
+        parse_entrant("missing.pt", agents)
+    # The command-line tools may name any file the user's shell can.
+    assert parse_entrant(str(workplace / "OUTSIDE") + "@mcts:3").source == str(workplace / "OUTSIDE")
+    pytest.importorskip("torch")
+    with pytest.raises(ValueError, match="not a readable checkpoint") as refused:
+        resolve_entrant(str(workplace / "OUTSIDE"))
+    assert "OPENAI" not in str(refused.value)
+
+
+def test_cli_agent_file_errors_never_echo_the_files_bytes(workplace, capsys):
+    pytest.importorskip("torch")
+    from arena.eval_cli import main as eval_main
+
+    with pytest.raises(SystemExit) as stop:
+        eval_main([".env@mcts:2", "random", "--games", "2", "--no-progress"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith("kahuna-eval: error: ") and err.count("\n") == 1
+    assert "OPENAI" not in err and "sk-" not in err
+
+
+# ------------------------------------------------------------------------------------------------ budgets
+@pytest.mark.parametrize(
+    ("spec", "words"),
+    [
+        ("mcts:100000000", "at most 800"),
+        ("mcts:99999999999999999999999999", "at most 800"),
+        ("mcts:801", "at most 800"),
+        ("champion@mcts:26", "at most 25"),
+        ("champion@mcts", "200 simulations (the default), at most 25"),
+        ("mcts:" + "9" * 5000, "at most"),
+    ],
+)
+def test_search_budgets_over_the_servers_caps_are_refused(spec, words):
+    with local_client(create_app()) as client:
+        error = assert_one_line_4xx(client.post("/api/games", json={"opponent": spec[:255]}), 400)
+    assert words in error and "--max-simulations" in error
+
+
+def test_the_page_offers_only_opponents_within_the_caps():
+    for caps in ((800, 25), (100, 10), (1000, 50)):
+        with local_client(create_app(max_simulations=caps[0], max_guided_simulations=caps[1])) as client:
+            offered = client.get("/api/board").json()["opponents"]
+        assert offered and {"greedy", "random", "champion"} <= set(offered)
+        for choice in offered:
+            parse_entrant(choice, None, *caps)  # raises if over a cap
+        refused = set(OPPONENT_CHOICES) - set(offered)
+        assert refused or caps == (1000, 50)
+        for choice in refused:
+            with pytest.raises(ValueError, match="too large"):
+                parse_entrant(choice, None, *caps)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["kahuna-serve", "--max-simulations", "0"],
+        ["kahuna-serve", "--max-guided-simulations", "1000001"],
+    ],
+)
+def test_kahuna_serve_refuses_caps_out_of_range_in_one_line(argv, capsys):
+    with pytest.raises(SystemExit) as stop:
+        serve_main(argv[1:])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith("kahuna-serve: error: --max-") and err.count("\n") == 1
+
+
+# ------------------------------------------------------------------------------------------------ cancellation
+class CountingFlag:
+    """A cancel flag that reads as set from its ``k``-th reading on; counts the readings."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.readings = 0
+
+    def is_set(self) -> bool:
+        self.readings += 1
+        return self.readings > self.k
+
+
+class UniformEvaluator:
+    """A network stand-in without torch: uniform priors, even chances."""
+
+    def evaluate(self, states, legal):
+        return [[1.0 / len(actions)] * len(actions) for actions in legal], [0.5] * len(states)
+
+
+def _position():
+    game = KahunaGame(seed=3)
+    rng = np.random.default_rng(0)
+    while len(game.legal_actions()) < 5:
+        game.step(game.legal_actions()[int(rng.integers(len(game.legal_actions())))])
+    return game
+
+
+@pytest.mark.parametrize("evaluator", [None, UniformEvaluator()])
+def test_a_search_stops_at_the_first_simulation_after_its_flag_is_set(evaluator):
+    agent = MCTSAgent(simulations=HUGE, seed=0, evaluator=evaluator, batch_size=1)
+    agent.cancel = CountingFlag(7)
+    with pytest.raises(SearchCancelled):
+        agent.search(_position())
+    assert agent.cancel.readings == 8  # seven simulations ran, the eighth was not started
+
+
+@pytest.mark.parametrize("evaluator", [None, UniformEvaluator()])
+def test_a_flag_that_is_never_set_changes_no_decision(evaluator):
+    def decisions(flag):
+        agent = MCTSAgent(simulations=60, seed=5, evaluator=evaluator, batch_size=2)
+        agent.cancel = flag
+        game = _position()
+        root = agent.search(game)
+        return {action: (child.visits, child.value) for action, child in root.children.items()}
+
+    assert decisions(CancelFlag()) == decisions(None)
+    assert decisions(threading.Event()) == decisions(None)
+
+
+# ------------------------------------------------------------------------------------------------ a real server
+@contextlib.contextmanager
+def running(app):
+    """``app`` served by uvicorn on a free loopback port, in a thread; yields the port."""
+    sock = listening_socket("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    for _ in range(6000):
+        if server.started:
+            break
+        assert thread.is_alive(), "the server did not start"
+        time.sleep(0.01)
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
+        sock.close()
+
+
+def request(port, method, path, body=None, timeout=120):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        connection.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
+        answer = connection.getresponse()
+        return answer.status, json.loads(answer.read() or b"null")
+    finally:
+        connection.close()
+
+
+def send_and_leave_open(port, body):
+    """Send a new-game request on a raw socket and return the socket without reading the answer."""
+    data = json.dumps(body).encode()
+    raw = socket.create_connection(("127.0.0.1", port), timeout=120)
+    raw.sendall(
+        b"POST /api/games HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        + f"Content-Length: {len(data)}\r\n\r\n".encode()
+        + data
+    )
+    return raw
+
+
+def wait_for(condition, what, seconds=60.0):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} within {seconds} s"
+        time.sleep(0.01)
+
+
+def test_abandoning_a_game_stops_its_agents_search(tmp_path):
+    app = create_app(max_simulations=HUGE)
+    with running(app) as port:
+        status, data = request(port, "POST", "/api/games", {"opponent": f"mcts:{HUGE}", "seat": 0, "seed": 1})
+        assert status == 201 and data["state"]["to_act"] == 0
+        move = max(legal["id"] for legal in data["state"]["legal"])  # a draw or a pass: the turn ends
+        answers = []
+        mover = threading.Thread(
+            target=lambda: answers.append(request(port, "POST", f"/api/games/{data['id']}/move", {"action": move}))
+        )
+        assert move >= DRAW
+        mover.start()
+        session = app.state.store.get(data["id"])
+        wait_for(lambda: session.lock.locked() and len(session.actions) == 1, "the agent starts thinking")
+        started = time.monotonic()
+        status, abandoned = request(port, "POST", f"/api/games/{data['id']}/abandon")
+        stopped = time.monotonic() - started
+        mover.join(timeout=60)
+    assert status == 200 and abandoned["state"]["abandoned"] and abandoned["state"]["record_ready"]
+    assert answers and answers[0][0] == 200 and answers[0][1]["state"]["abandoned"]
+    assert len(session.actions) == 1  # the person's move only: the million-simulation search never finished
+    print(f"abandon answered {stopped:.3f} s after it was sent")
+
+
+def test_a_flood_of_huge_searches_leaves_a_cheap_game_answered_at_once(tmp_path):
+    """The issue's criterion: 50 huge-budget requests, then a cheap game; the clients leave, the searches stop."""
+    app = create_app(store=SessionStore(max_simulations=HUGE, per_client=100))
+    bots = app.state.bots
+    capacity = bots.workers + bots.waiting
+    with running(app) as port:
+        flood = [send_and_leave_open(port, {"opponent": f"mcts:{HUGE}", "seat": 1}) for _ in range(50)]
+        answered = {}
+
+        def collect() -> int:  # those beyond the queue are answered 503 at once; the others wait for their search
+            for raw in select.select([r for r in flood if r not in answered], [], [], 0.05)[0]:
+                answered[raw] = raw.recv(65536).split(b"\r\n", 1)[0]
+            return len(answered)
+
+        wait_for(lambda: collect() == 50 - capacity, "every request beyond the queue is refused")
+        assert all(b" 503 " in line for line in answered.values()), answered.values()
+        assert bots.busy() == capacity
+        started = time.monotonic()
+        status, cheap = request(port, "POST", "/api/games", {"opponent": "random", "seat": 1})
+        cheap_seconds = time.monotonic() - started
+        assert status == 201 and cheap["steps"]
+        assert bots.busy() == capacity  # answered while every search was still running or queued
+        status, refused = request(port, "POST", "/api/games", {"opponent": f"mcts:{HUGE}", "seat": 1})
+        assert status == 503 and "busy" in refused["error"]
+        left = time.monotonic()
+        for raw in flood:
+            raw.close()
+        wait_for(lambda: bots.busy() == 0, "every search stops once its client has left")
+        stop_seconds = time.monotonic() - left
+        games = [s for s in app.state.store._sessions.values() if s.opponent_name == f"mcts:{HUGE}"]
+        assert games and all(s.abandoned and not s.actions for s in games)
+    print(f"cheap game answered in {cheap_seconds:.3f} s; {len(games)} searches stopped {stop_seconds:.3f} s after")
+
+
+def _start_server(*argv, cwd):
+    server = subprocess.Popen(
+        [sys.executable, "-m", "kahuna_web.server", *argv],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    ready, _, _ = select.select([server.stdout], [], [], 120)
+    assert ready, "kahuna-serve printed nothing in 120 s"
+    first = server.stdout.readline()
+    return server, first
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_a_search_stops_the_server_and_the_port_is_free_at_once(tmp_path, stop):
+    server, first = _start_server("--port", "0", "--max-simulations", str(HUGE), cwd=tmp_path)
+    try:
+        assert first.startswith("Kahuna board at http://127.0.0.1:"), first + server.stderr.read()
+        port = int(first.split()[3].rsplit(":", 1)[1].strip("/"))
+        waiting = send_and_leave_open(port, {"opponent": f"mcts:{HUGE}", "seat": 1})
+        time.sleep(0.5)  # the search runs (a million simulations: minutes)
+        started = time.monotonic()
+        server.send_signal(stop)
+        code = server.wait(timeout=60)
+        seconds = time.monotonic() - started
+        waiting.close()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    err = server.stderr.read()
+    assert "Traceback" not in err, err
+    assert code == (0 if stop == signal.SIGINT else -signal.SIGTERM), (code, err)
+    # The same port at once (connections of the stopped server linger in TIME_WAIT).
+    again, first = _start_server("--port", str(port), cwd=tmp_path)
+    try:
+        assert first.startswith(f"Kahuna board at http://127.0.0.1:{port}/"), first + again.stderr.read()
+        assert request(port, "GET", "/api/board")[0] == 200
+    finally:
+        again.send_signal(signal.SIGINT)
+        assert again.wait(timeout=60) == 0
+    print(f"stopped {seconds:.3f} s after the signal")
+
+
+def test_a_port_another_server_listens_on_is_still_refused(capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(SystemExit) as stop:
+            serve_main(["--port", str(taken.getsockname()[1])])
+    assert stop.value.code == 2 and "cannot listen on 127.0.0.1" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------ former 500s
+@pytest.fixture
+def folders(tmp_path):
+    records = tmp_path / "records"
+    records.mkdir()
+    (records / "broken.json").write_text('{"format": "kahuna-record-v1"}', encoding="utf-8")
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    return tmp_path, records, agents
+
+
+JSON = {"Content-Type": "application/json"}
+
+
+def test_every_former_500_is_a_one_line_4xx_without_a_path(folders):
+    root, records, agents = folders
+    bad_results = {"format": "kahuna-eval-v1", "entrants": [], "pairings": [], "ratings": None}
+    answers = []
+    with local_client(create_app(records_dir=records, agents_dir=agents)) as client:
+        for body in (
+            {"opponent": "x" * 300 + ".pt"},
+            {"opponent": "y" * 250 + ".pt@mcts:1"},
+            {"opponent": "a\x00b.pt"},
+            {"opponent": "random\x00"},
+            {"opponent": "random", "seed": "9" * 5000},
+            {"opponent": "random", "seed": 10**4000},
+            {"opponent": "random", "seat": "1" * 5000},
+        ):
+            answers.append(client.post("/api/games", json=body))
+        answers.append(client.post("/api/games", content=b'{"seed": ' + b"9" * 5000 + b"}", headers=JSON))
+        for name in ("%00", "x" * 300, "a%00b.json", "..%2F..%2Fetc%2Fpasswd", "broken.json", "missing.json"):
+            answers.append(client.get(f"/api/records/{name}"))
+        for text in ("NaN", "Infinity", "-Infinity"):
+            body = json.dumps(bad_results).replace('"ratings": null', f'"ratings": null, "seed": {text}')
+            answers.append(client.post("/api/results", content=body.encode(), headers=JSON))
+        answers.append(client.post("/api/results", json={**bad_results, "games_per_pairing": "x"}))
+        answers.append(client.post("/api/replay", content=b'{"seed": NaN}', headers=JSON))
+        answers.append(client.get("/api/games/" + "z" * 300))
+        for answer in answers:
+            error = assert_one_line_4xx(answer)
+            assert str(root) not in error and len(error) < 400, error
+        assert client.get("/api/results").status_code == 200
+        board = client.get("/api/board").json()
+        assert board["agents_dir"] == "agents" and board["records_dir"] == "records"  # names, not server paths
+        listing = client.get("/api/records").text
+        assert str(root) not in listing and "broken.json" in listing
+
+
+def test_results_files_with_nan_or_infinity_are_refused_at_startup(tmp_path, capsys):
+    path = tmp_path / "nan.json"
+    path.write_text('{"format": "kahuna-eval-v1", "entrants": [], "pairings": [], "ratings": null, "seed": NaN}')
+    with pytest.raises(ValueError, match="NaN is not a number JSON allows"):
+        read_results(path)
+    with pytest.raises(SystemExit) as stop:
+        serve_main(["--results", str(path)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1 and "NaN" in err
+
+
+def test_testserver_is_not_a_loopback_host_name():
+    with TestClient(create_app()) as client:  # Host: testserver
+        assert client.get("/api/board").status_code == 400
+    with TestClient(create_app(), base_url="http://localhost") as client:
+        assert client.get("/api/board").status_code == 200
+
+
+# ------------------------------------------------------------------------------------------------ sessions
+def test_another_clients_new_games_never_drop_a_game_in_progress():
+    app = create_app()
+    mine = local_client(app, client=("10.0.0.1", 5000))
+    theirs = local_client(app, client=("10.0.0.2", 5000))
+    game = mine.post("/api/games", json={"opponent": "random", "seed": 1}).json()["id"]
+    answers = [theirs.post("/api/games", json={"opponent": "random", "seed": k}) for k in range(70)]
+    assert all(answer.status_code == 201 for answer in answers)
+    assert mine.get(f"/api/games/{game}").status_code == 200
+    store = app.state.store
+    assert sum(s.client == "10.0.0.2" for s in store._sessions.values()) == store.per_client
+    # Their first games made way for their own later ones.
+    assert theirs.get(f"/api/games/{answers[0].json()['id']}").status_code == 404
+
+
+def test_a_full_server_refuses_new_games_instead_of_dropping_any():
+    store = SessionStore(limit=3, per_client=2)
+    held = [store.open_game({"opponent": "random"}, client=f"10.0.0.{k}") for k in range(3)]
+    with pytest.raises(WebError) as full:
+        store.open_game({"opponent": "random"}, client="10.0.0.9")
+    assert full.value.status == 503
+    assert [store.get(s.id) for s in held] == held
+
+
+def test_idle_games_are_forgotten_but_not_one_being_computed():
+    now = [0.0]
+    store = SessionStore(idle_seconds=60.0, clock=lambda: now[0])
+    idle = store.open_game({"opponent": "random"}, client="a")
+    busy = store.open_game({"opponent": "random"}, client="a")
+    now[0] = 50.0
+    recent = store.open_game({"opponent": "random"}, client="b")
+    now[0] = 100.0
+    assert busy.lock.acquire(blocking=False)  # its move is being computed
+    store.open_game({"opponent": "random"}, client="c")
+    busy.lock.release()
+    with pytest.raises(WebError) as gone:
+        store.get(idle.id)
+    assert gone.value.status == 404 and idle.cancel.is_set()
+    assert store.get(busy.id) is busy and store.get(recent.id) is recent
+
+
+def test_a_clients_games_being_computed_are_not_replaced(tmp_path):
+    store = SessionStore(per_client=2)
+    first = store.open_game({"opponent": "random"}, client="a")
+    second = store.open_game({"opponent": "random"}, client="a")
+    for session in (first, second):
+        assert session.lock.acquire(blocking=False)
+    with pytest.raises(WebError) as busy:
+        store.open_game({"opponent": "random"}, client="a")
+    assert busy.value.status == 429
+    second.lock.release()
+    store.open_game({"opponent": "random"}, client="a")  # replaces the one not being computed
+    assert store.get(first.id) is first
+    with pytest.raises(WebError):
+        store.get(second.id)
+
+
+def test_the_bot_queue_answers_503_when_full_and_runs_every_job():
+    gate = threading.Event()
+    queue = BotQueue(workers=1, waiting=2)
+    futures = [queue.submit(lambda k=k: gate.wait(60) and k) for k in range(3)]
+    with pytest.raises(WebError) as full:
+        queue.submit(lambda: None)
+    assert full.value.status == 503 and queue.busy() == 3
+    gate.set()
+    assert [future.result(timeout=60) for future in futures] == [0, 1, 2]
+    queue.stop()
+    with pytest.raises(WebError, match="stopping"):
+        queue.submit(lambda: None)
