@@ -178,6 +178,20 @@ def test_eval_a_bad_simulation_budget_is_one_clear_line(entrant, capsys):
     assert "bad simulation budget" in _one_line_error(capsys, "kahuna-eval")
 
 
+@pytest.mark.parametrize(
+    "entrant", ["mcts:99999999999999999999999999", "mcts:1000001", "champion@mcts:1000001", "x.pt@mcts:" + "9" * 5000]
+)
+def test_a_simulation_budget_over_the_hard_bound_is_one_line_for_every_tool(entrant, capsys):
+    """Issue 34, item 5: budgets above arena.entrants.MAX_SIMULATIONS (10^6) are refused before any game."""
+    assert _exit_code(eval_main, ["random", entrant]) == 2
+    assert "at most 1000000" in _one_line_error(capsys, "kahuna-eval")
+    assert _play_exit_code(["--opponent", entrant])[0] == 2
+    assert "at most 1000000" in _one_line_error(capsys, "kahuna-play")
+    if not entrant.partition("@")[1]:
+        assert _exit_code(demo_main, ["--player0", entrant]) == 2
+        assert "at most 1000000" in _one_line_error(capsys, "kahuna-demo")
+
+
 # ---------------------------------------------------------------------------------------------- kahuna-demo
 @pytest.mark.parametrize(
     ("argv", "message"),
