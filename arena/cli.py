@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -89,6 +91,87 @@ def check_gif_path(path: Path) -> None:
     if path.suffix.lower() != ".gif":
         raise ValueError(f"--gif {path}: the file name must end in .gif")
     check_writable("--gif", path)
+
+
+def same_file(first: Path, second: Path) -> bool:
+    """Whether two paths name the same file (through links, ``..`` and relative paths alike)."""
+    try:
+        if first.exists() and second.exists():
+            return os.path.samefile(first, second)
+        return first.resolve() == second.resolve()
+    except (OSError, RuntimeError):  # unreadable paths, symlink loops
+        return first.absolute() == second.absolute()
+
+
+def file_starts_with(path: Path, pattern: bytes | re.Pattern[bytes], size: int = 4096) -> bool:
+    """Whether the file ``path`` starts with ``pattern`` (bytes, or a regex over its first ``size`` bytes).
+
+    False if unreadable.  Reads a bounded head only, so sniffing a huge file costs nothing.
+    """
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(size)
+    except OSError:
+        return False
+    if isinstance(pattern, bytes):
+        return head.startswith(pattern)
+    return pattern.match(head) is not None
+
+
+def json_format_is(path: Path, format_name: str) -> bool:
+    """Whether ``path`` is a JSON file whose first key is ``"format": format_name`` (how the tools write theirs)."""
+    return file_starts_with(path, re.compile(rb'\s*\{\s*"format"\s*:\s*"' + re.escape(format_name.encode()) + rb'"'))
+
+
+def check_output_file(
+    option: str,
+    path: Path,
+    *,
+    inputs: Sequence[Path] = (),
+    own_kind: Callable[[Path], bool] | None = None,
+    kind: str = "",
+    force: bool = False,
+) -> None:
+    """Raise ``ValueError`` (one line) unless a tool may write its output ``path``; nothing is created.
+
+    The rule every tool that writes a user-named file follows: the path must be
+    writable (:func:`check_writable`); it must not be one of the tool's
+    ``inputs`` (refused even with ``--force``: the tool would destroy what it
+    reads); and an existing file is overwritten only when it is of the tool's
+    own kind of output (``own_kind(path)``, e.g. an earlier report of the same
+    tool, named ``kind`` in the message) or with ``force`` (``--force``).
+    """
+    check_writable(option, path)
+    for source in inputs:
+        if same_file(path, Path(source)):
+            raise ValueError(f"{option} {path} is one of the inputs ({source}); give another output path")
+    if (path.exists() or path.is_symlink()) and not force and not (own_kind is not None and own_kind(path)):
+        what = f"not {kind}" if kind else "not written by this tool"
+        raise ValueError(f"{option} {path} exists and is {what}; give another path, or --force to overwrite it")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in its folder (created), so it is never half-written.
+
+    ``OSError`` if that fails; the temporary file is removed and an earlier ``path`` is kept.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def add_force_argument(parser: argparse.ArgumentParser) -> None:
+    """``--force``: allow overwriting an existing output file that is not of the tool's own kind."""
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite an existing output file even if this tool did not write it (never one of the inputs)",
+    )
 
 
 def _integer_at_least(text: str, low: int, kind: str) -> int:

@@ -12,9 +12,16 @@ wins-draws-losses, score with its 95% Wilson interval and mean point margin;
 with three or more entrants, a Bradley–Terry ratings table on the Elo scale.
 Bad arguments, unknown entrants, unreadable checkpoints and unwritable
 output paths end the program before any game with exit code 2 and a
-one-line message; a failure while playing (a worker that cannot build the
-entrants, a game that fails, a worker process that dies) ends it with exit
-code 1 and a one-line message.
+one-line message.  Outputs never destroy what the tool did not write:
+``--json`` may not be one of the entrants' files and replaces an existing
+file only when it is an earlier ``kahuna-eval`` report, ``--record`` refuses
+a directory holding an earlier evaluation's records (their names would
+repeat); ``--force`` allows both (never an input).  Ctrl-C keeps the
+finished games: their records are written, ``--json`` is written with
+``"partial": true``, and the program exits with code 130 and one line.  A
+failure while playing (a worker that cannot build the entrants, a game
+that fails, a worker process that dies) ends it with exit code 1 and a
+one-line message.
 """
 
 from __future__ import annotations
@@ -24,22 +31,32 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from arena.cli import (
     OneLineParser,
+    add_force_argument,
     add_rule_arguments,
+    check_output_file,
     check_writable,
     even_games,
     exit_with_error,
     first_line,
+    json_format_is,
     non_negative_int,
     positive_int,
+    write_text_atomic,
 )
 from kahuna_env.agents import BASELINE_NAMES
 from kahuna_env.engine import KahunaConfig
 
+if TYPE_CHECKING:
+    from arena.report import EvaluationReport
+    from arena.store import ResultsStore
+
 PROGRAM = "kahuna-eval"
+REPORT_FORMAT = "kahuna-eval-v1"
+"""The ``format`` of a ``--json`` report (:meth:`arena.report.EvaluationReport.to_dict`)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ENTRANT",
         help=f"a baseline ({', '.join(BASELINE_NAMES)}; N = simulations) or a checkpoint / policy file path",
     )
-    parser.add_argument("--games", type=even_games, default=100, help="games per pairing, even (default 100)")
+    parser.add_argument(
+        "--games", type=even_games, default=None, help="games per pairing, even (default 100; with --sprt the most)"
+    )
     parser.add_argument("--seed", type=non_negative_int, default=0, help="base seed of every game (default 0)")
     parser.add_argument("--workers", type=positive_int, default=1, help="worker processes (default 1)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
@@ -65,6 +84,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--sampled", action="store_true", help="policy checkpoints sample their moves instead of playing the argmax"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_force_argument(parser)
+    parser.add_argument(
+        "--db", type=Path, metavar="FILE", help="also write every game, as it finishes, to this results store (SQLite)"
+    )
+    parser.add_argument(
+        "--sprt",
+        nargs=2,
+        metavar=("elo0=X", "elo1=Y"),
+        help="sequential test of two entrants: play seat-swapped pairs until H0 (A is X Elo stronger) or H1 "
+        "(Y Elo) is accepted, or --games (default 2000 here) are played",
+    )
+    parser.add_argument("--alpha", type=float, default=0.05, help="--sprt: false-H1 rate (default 0.05)")
+    parser.add_argument("--beta", type=float, default=0.05, help="--sprt: false-H0 rate (default 0.05)")
     return parser
 
 
@@ -78,15 +110,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if len(args.entrants) < 2:
         fail(f"give at least two entrants, got {len(args.entrants)}")
+    if args.games is None:
+        args.games = SPRT_MAX_GAMES if args.sprt else 100
+    if args.sprt:
+        return _main_sprt(args)
     from arena.entrants import is_checkpoint_spec
-    from arena.evaluation import EvaluationError, check_entrants, run_evaluation
+    from arena.evaluation import EvaluationError, EvaluationInterrupted, check_entrants, run_evaluation
 
     try:
         check_entrants(args.entrants, sampled=args.sampled)
-        if args.json is not None:
-            check_writable("--json", args.json)
-        if args.record is not None:
-            check_writable("--record", args.record, directory=True)
+        check_outputs(args)
     except (FileNotFoundError, ValueError) as error:
         fail(str(error))
     if any(is_checkpoint_spec(spec) for spec in args.entrants):
@@ -94,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         torch.set_num_threads(1)
     config = KahunaConfig(variant=args.variant, discard_rule=args.discard_rule)
+    store = _open_store(args)
     try:
         report = run_evaluation(
             args.entrants,
@@ -104,7 +138,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             sampled=args.sampled,
             record_dir=args.record,
             progress=not args.no_progress,
+            store=store,
         )
+    except EvaluationInterrupted as interrupted:
+        # Ctrl-C: the finished games are not thrown away (their records are already written).
+        report = interrupted.report
+        if report.total_games:
+            print(report.table())
+        write_outputs(report, args, partial=True)
+        planned = args.games * len(args.entrants) * (len(args.entrants) - 1) // 2
+        fail(f"interrupted after {report.total_games} of {planned} games", code=130)
     except KeyboardInterrupt:
         fail("interrupted", code=130)
     except (EvaluationError, FileNotFoundError, ValueError) as error:
@@ -112,16 +155,148 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as error:
         fail(f"{error.filename or 'output'}: {error.strerror or error}", code=1)
     print(report.table())
+    write_outputs(report, args)
+    return 0
+
+
+SPRT_MAX_GAMES = 2000
+"""``--games`` with ``--sprt`` when it is not given: the most games the test may play."""
+
+
+def _open_store(args: argparse.Namespace) -> ResultsStore | None:
+    """The results store of ``--db`` (created when missing), or ``None``; a bad file ends the program (one line)."""
+    if args.db is None:
+        return None
+    from arena.store import ResultsStore, StoreError
+
+    try:
+        return ResultsStore(args.db)
+    except StoreError as error:
+        fail(str(error))
+
+
+def _main_sprt(args: argparse.Namespace) -> int:
+    """``kahuna-eval A B --sprt elo0=X elo1=Y``: a sequential test (:mod:`arena.sprt`)."""
+    from arena.evaluation import EvaluationError
+    from arena.sprt import SPRT, parse_hypotheses, run_sprt
+
+    if len(args.entrants) != 2:
+        fail(f"--sprt tests two entrants, got {len(args.entrants)}")
+    if args.record is not None:
+        fail("--record does not apply with --sprt (use --db to keep every game)")
+    try:
+        elo0, elo1 = parse_hypotheses(args.sprt)
+        test = SPRT(elo0=elo0, elo1=elo1, alpha=args.alpha, beta=args.beta)
+        from arena.evaluation import check_entrants
+
+        check_entrants(args.entrants, sampled=args.sampled)
+        if args.json is not None:
+            check_output_file(
+                "--json",
+                args.json,
+                inputs=_entrant_files(args.entrants),
+                own_kind=lambda path: json_format_is(path, "kahuna-sprt-v1"),
+                kind="a kahuna-eval --sprt report",
+                force=args.force,
+            )
+    except (FileNotFoundError, ValueError) as error:
+        fail(str(error))
+    from arena.entrants import is_checkpoint_spec
+
+    if any(is_checkpoint_spec(spec) for spec in args.entrants):
+        import torch
+
+        torch.set_num_threads(1)
+    store = _open_store(args)
+    try:
+        report = run_sprt(
+            args.entrants[0],
+            args.entrants[1],
+            test,
+            max_games=args.games,
+            seed=args.seed,
+            workers=args.workers,
+            config=KahunaConfig(variant=args.variant, discard_rule=args.discard_rule),
+            sampled=args.sampled,
+            store=store,
+            progress=not args.no_progress,
+        )
+    except KeyboardInterrupt:
+        fail("interrupted (the games finished so far are in --db, if given)", code=130)
+    except (EvaluationError, FileNotFoundError, ValueError) as error:
+        fail(str(error), code=1)
+    print(report.text())
     if args.json is not None:
         try:
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+            write_text_atomic(args.json, json.dumps(report.to_dict(), indent=2) + "\n")
         except OSError as error:
             fail(f"cannot write --json {args.json}: {first_line(error)}", code=1)
         print(f"results written to {args.json}")
+    return 0
+
+
+def _entrant_files(entrants: Sequence[str]) -> list[Path]:
+    """The files among the entrants (policy files and checkpoints, also behind ``@mcts``): the evaluation's inputs."""
+    from arena.entrants import NAMED_AGENTS, is_checkpoint_spec, split_search
+
+    files = []
+    for spec in entrants:
+        try:
+            source, _ = split_search(spec)
+        except ValueError:
+            continue
+        if is_checkpoint_spec(source) and source not in NAMED_AGENTS:
+            files.append(Path(source))
+    return files
+
+
+def earlier_records(directory: Path) -> list[Path]:
+    """The game records of an earlier evaluation in ``directory`` (the names :func:`run_evaluation` writes)."""
+    if not directory.is_dir():
+        return []
+    return sorted(directory.glob("pairing[0-9][0-9]-game[0-9][0-9][0-9][0-9]-*.json"))
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """``ValueError`` (one line) unless ``--json`` and ``--record`` may be written; nothing is created.
+
+    ``--json`` must not be one of the entrants' files, and an existing file is
+    replaced only when it is an earlier ``kahuna-eval`` report (or with
+    ``--force``); ``--record`` must not hold an earlier evaluation's records,
+    whose names would repeat (or with ``--force``).
+    """
+    if args.json is not None:
+        check_output_file(
+            "--json",
+            args.json,
+            inputs=_entrant_files(args.entrants),
+            own_kind=lambda path: json_format_is(path, REPORT_FORMAT),
+            kind="a kahuna-eval report",
+            force=args.force,
+        )
+    if args.record is not None:
+        check_writable("--record", args.record, directory=True)
+        earlier = earlier_records(args.record)
+        if earlier and not args.force:
+            raise ValueError(
+                f"--record {args.record} already holds {len(earlier)} game record(s) of an earlier evaluation "
+                f"(e.g. {earlier[0].name}); give another directory, or --force to overwrite them"
+            )
+
+
+def write_outputs(report: EvaluationReport, args: argparse.Namespace, partial: bool = False) -> None:
+    """Write ``--json`` (marked ``"partial": true`` after Ctrl-C) and say where the records went."""
+    if args.json is not None:
+        data = report.to_dict()
+        if partial:
+            data["partial"] = True
+        try:
+            write_text_atomic(args.json, json.dumps(data, indent=2) + "\n")
+        except OSError as error:
+            fail(f"cannot write --json {args.json}: {first_line(error)}", code=1)
+        print(f"{'partial ' if partial else ''}results written to {args.json}")
     if args.record is not None:
         print(f"{report.total_games} game records written to {args.record}/")
-    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -20,7 +20,9 @@ know (:func:`kahuna_env.agents.choose_action`).
 
 ``--gif PATH`` saves the game as an animated GIF (one frame per action, the
 spectator's view) and ``--record PATH`` as a JSON record that
-``kahuna-replay`` re-renders.  Input is read from stdin, so a game can be
+``kahuna-replay`` re-renders.  Neither may be the opponent's file, and an
+existing file is replaced only when it is a GIF or a game record
+respectively (``--force`` replaces any other file).  Input is read from stdin, so a game can be
 scripted: ``printf '147\\n...' | kahuna-play``.
 """
 
@@ -36,17 +38,21 @@ import numpy as np
 
 from arena.cli import (
     OneLineParser,
+    add_force_argument,
     add_rule_arguments,
     check_gif_path,
-    check_writable,
+    check_output_file,
     exit_with_error,
+    file_starts_with,
     first_line,
+    json_format_is,
     non_negative_int,
+    same_file,
     write_gif,
 )
 from arena.entrants import resolve_entrant
 from arena.match import Chooser, agent_chooser, play
-from arena.records import game_record, game_result, write_record
+from arena.records import RECORD_FORMAT, game_record, game_result, write_record
 from kahuna_env.actions import DISCARD, DRAW, describe_action, parse_action
 from kahuna_env.agents import BASELINE_NAMES, Agent
 from kahuna_env.board import ISLANDS
@@ -73,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--gif", type=Path, metavar="PATH", help="save the game as an animated GIF")
     parser.add_argument("--record", type=Path, metavar="PATH", help="save the game as a JSON record for kahuna-replay")
     add_rule_arguments(parser)
+    add_force_argument(parser)
     return parser
 
 
@@ -251,6 +258,46 @@ def play_game(
     return game, actions, True
 
 
+def check_outputs(args: argparse.Namespace) -> None:
+    """``ValueError`` (one line) unless ``--record`` and ``--gif`` may be written (:func:`arena.cli.check_output_file`).
+
+    Neither may be the opponent's file or the other output; an existing file
+    is replaced only when it is of the same kind (a game record, a GIF) or
+    with ``--force``.
+    """
+    from arena.entrants import split_search
+
+    try:
+        source = Path(split_search(args.opponent)[0])
+    except ValueError:  # reported when the opponent is built
+        source = Path(args.opponent)
+    try:
+        inputs = [source] if source.is_file() else []
+    except (OSError, ValueError):  # a name the system refuses (too long, a NUL): reported when the opponent is built
+        inputs = []
+    if args.record is not None:
+        check_output_file(
+            "--record",
+            args.record,
+            inputs=inputs,
+            own_kind=lambda path: json_format_is(path, RECORD_FORMAT),
+            kind="a game record",
+            force=args.force,
+        )
+    if args.gif is not None:
+        check_gif_path(args.gif)
+        if args.record is not None and same_file(args.gif, args.record):
+            raise ValueError(f"--gif and --record name the same file {args.gif}")
+        check_output_file(
+            "--gif",
+            args.gif,
+            inputs=inputs,
+            own_kind=lambda path: file_starts_with(path, b"GIF8"),
+            kind="a GIF",
+            force=args.force,
+        )
+
+
 def main(argv: Sequence[str] | None = None, stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
     """Run ``kahuna-play``; returns the exit code (0 when the game finished or was abandoned, 130 on Ctrl-C).
 
@@ -260,10 +307,7 @@ def main(argv: Sequence[str] | None = None, stdin: IO[str] | None = None, stdout
     args = build_parser().parse_args(argv)
     # Every output path is checked before the game, so that a finished game is never lost to a bad path.
     try:
-        if args.record is not None:
-            check_writable("--record", args.record)
-        if args.gif is not None:
-            check_gif_path(args.gif)
+        check_outputs(args)
     except ValueError as error:
         _fail(str(error))
     seed = args.seed if args.seed is not None else int(np.random.SeedSequence().entropy % 2**32)

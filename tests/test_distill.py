@@ -91,8 +91,11 @@ def test_the_cli_writes_a_loadable_agent_with_its_provenance(tmp_path, capsys, s
     recorded = len(np.load(out / "data.npz")["actions"])
     assert meta["total_training"]["distill_decisions"] == meta["distill"]["decisions"] == recorded
     assert "held-out agreement with the search" in capsys.readouterr().out
+    # The value semantics of the student's critic are recorded (issue 34, item 6).
+    assert meta["reward"] == load_agent(student).reward == {"win": 1.0, "island_shaping": 1.0}
+    assert agent.reward == meta["reward"]
     # An existing agent is never overwritten.
-    assert_refused(capsys, [*args], "exists already; choose another --out", out)
+    assert_refused(capsys, [*args], "exists already; choose another --out, or --force to overwrite it", out)
 
 
 def assert_refused(capsys, args: list[str], message: str, out: Path | None = None) -> None:
@@ -120,3 +123,17 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, extra, messa
     out = tmp_path / "never"
     assert_refused(capsys, ["--workers", "0", "--out", str(out), *extra], message)
     assert not out.exists()
+
+
+def test_an_out_folder_that_cannot_be_created_is_one_line(capsys):
+    # Issue 34, item 7: --out /proc/x was a FileNotFoundError traceback.
+    assert_refused(capsys, ["--workers", "0", "--out", "/proc/x"], "cannot create --out /proc/x")
+    assert not Path("/proc/x").exists()
+
+
+def test_an_earlier_distillations_data_is_not_overwritten_without_force(tmp_path, capsys):
+    out = tmp_path / "distilled"
+    out.mkdir()
+    (out / "data.npz").write_bytes(b"earlier data")
+    assert_refused(capsys, ["--workers", "0", "--out", str(out)], f"{out / 'data.npz'} exists already", out)
+    assert (out / "data.npz").read_bytes() == b"earlier data"

@@ -136,8 +136,10 @@ def make_run(directory: Path, update: int = 3, agent_update: int | None = None) 
 
 def test_ship_writes_the_agent_with_its_provenance(tmp_path) -> None:
     run = make_run(tmp_path / "tiny-run")
-    report = {"format": "kahuna-eval-v1", "entrants": ["x", "greedy"], "pairings": []}
-    (tmp_path / "eval.json").write_text(json.dumps(report))
+    from arena.eval_cli import main as eval_main
+
+    assert eval_main(["random", "greedy", "--games", "2", "--no-progress", "--json", str(tmp_path / "eval.json")]) == 0
+    report = json.loads((tmp_path / "eval.json").read_text())
     out = ship_module.ship(run, name="champion", eval_json=tmp_path / "eval.json", out=tmp_path / "c.pt", commit="abc")
     agent = load_agent(out)
     meta = agent.meta
@@ -206,7 +208,7 @@ def test_ship_refuses_a_missing_or_incomplete_run_in_one_line(tmp_path, capsys, 
         (["--name", "nobody"], "'nobody' is not a registered shipped agent (champion, champion-v1, champion-v2)"),
         (["--name", "a/b", "--out", "x.pt"], "--name must be letters"),
         (["--eval-json", "missing.json", "--out", "x.pt"], "--eval-json file not found"),
-        (["--eval-json", "bad.json", "--out", "x.pt"], "is not a kahuna-eval --json report"),
+        (["--eval-json", "bad.json", "--out", "x.pt"], "is not a complete kahuna-eval --json report"),
         (["--out", "."], "--out . is a directory"),
         (["--out", "bad.json/x.pt"], "is not a directory"),
     ],

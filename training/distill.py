@@ -28,9 +28,12 @@ Usage::
    ``OUT/data.npz`` (the decisions) and ``OUT/distill.json`` (the summary:
    held-out agreement with the search before and after, per epoch).
 
-Bad input (an unknown student, a bad number, an output directory that already
-holds an ``agent.pt``) is one line ``kahuna-distill: error: ...`` and exit
-code 2 before anything is written.
+Bad input (an unknown student, a bad number, an output directory that cannot
+be created or already holds one of the outputs, unless ``--force``) is one
+line ``kahuna-distill: error: ...`` and exit code 2 before anything is
+written; a failed write is one line and exit code 1.  The teacher's search
+reads the student's values with the reward settings its file records, and
+``agent.pt`` records them too (``meta["reward"]``).
 """
 
 from __future__ import annotations
@@ -50,13 +53,25 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from arena.cli import OneLineParser, check_writable, exit_with_error, first_line, non_negative_int, positive_int
+from arena.cli import (
+    OneLineParser,
+    add_force_argument,
+    check_writable,
+    exit_with_error,
+    first_line,
+    non_negative_int,
+    positive_int,
+    same_file,
+    write_text_atomic,
+)
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import Agent, choose_action, make_agent
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE
-from training.agent import load_agent
-from training.model import ActorCritic, agent_payload
+from training.agent import DEFAULT_REWARD, load_agent
+from training.checkpoint import export_agent
+from training.cli import describe_os_error
+from training.model import ActorCritic
 from training.search import GuidedMCTSAgent
 from training.ship import git_commit, whole_training
 
@@ -130,11 +145,21 @@ def _play_games(task: tuple[str, int, int, list[str], list[int]]) -> Decisions:
     """Worker: play the data games ``games`` and return the teacher's decisions."""
     student, simulations, seed, opponents, games = task
     torch.set_num_threads(1)
-    network = load_agent(student).model
+    policy = load_agent(student)
+    network = policy.model
+    reward = policy.reward or DEFAULT_REWARD  # the value semantics of the student's critic
     parts = []
     for game in games:
         deal, teacher_seed, opponent_seed, choice_seed = game_seeds(seed, game)
-        teacher = _Recorder(GuidedMCTSAgent(network, simulations=simulations, seed=teacher_seed))
+        teacher = _Recorder(
+            GuidedMCTSAgent(
+                network,
+                simulations=simulations,
+                seed=teacher_seed,
+                island_shaping=reward["island_shaping"],
+                win_reward=reward["win"],
+            )
+        )
         name = opponent_of(game, opponents)
         opponent = teacher if name == SELF else make_agent(name, seed=opponent_seed)
         rng = np.random.default_rng(choice_seed)
@@ -273,6 +298,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--kl", type=float, default=defaults.kl, help="weight of the KL to the original policy")
     parser.add_argument("--value-coef", type=float, default=defaults.value_coef)
     parser.add_argument("--out", type=Path, required=True, help="output directory (agent.pt, data.npz, distill.json)")
+    add_force_argument(parser)
     return parser
 
 
@@ -290,6 +316,26 @@ def _opponents(text: str, simulations: int) -> list[str]:
     return resolved
 
 
+OUTPUTS = ("agent.pt", "data.npz", "distill.json")
+"""The files ``kahuna-distill`` writes in ``--out``."""
+
+
+def check_outputs(out: Path, student: str, force: bool) -> None:
+    """``ValueError`` (one line) unless ``--out`` may receive :data:`OUTPUTS`; nothing is created.
+
+    The folder must be writable, must not hold the student's file, and an
+    existing output is overwritten only with ``force`` (an earlier
+    distillation is never replaced by accident).
+    """
+    check_writable("--out", out, directory=True)
+    for name in OUTPUTS:
+        target = out / name
+        if Path(student).is_file() and same_file(target, Path(student)):
+            raise ValueError(f"--out {out}: {target} is the student's file; give another --out")
+        if (target.exists() or target.is_symlink()) and not force:
+            raise ValueError(f"{target} exists already; choose another --out, or --force to overwrite it")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     numbers = (("--lr", args.lr, True), ("--kl", args.kl, False), ("--value-coef", args.value_coef, False))
@@ -302,20 +348,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FileNotFoundError, ValueError) as error:
         exit_with_error(PROGRAM, first_line(error))
     out: Path = args.out
-    if (out / "agent.pt").exists():
-        exit_with_error(PROGRAM, f"{out / 'agent.pt'} exists already; choose another --out")
     try:
-        check_writable("--out", out, directory=True)
+        check_outputs(out, args.student, args.force)
+        out.mkdir(parents=True, exist_ok=True)
     except ValueError as error:
         exit_with_error(PROGRAM, first_line(error))
-    out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:  # e.g. --out /proc/x: a folder that cannot hold new entries
+        exit_with_error(PROGRAM, f"cannot create --out {out}: {error.strerror or first_line(error)}")
     fit = FitSettings(args.epochs, args.lr, args.batch_size, args.kl, args.value_coef, seed=args.seed)
 
     started = time.perf_counter()
+    reward = student.reward
+    if reward is None:
+        print(
+            f"{PROGRAM}: warning: {args.student} does not record the reward settings it was trained with; the "
+            f"search reads its values with the default ones {DEFAULT_REWARD}",
+            file=sys.stderr,
+        )
     data = generate(args.student, args.simulations, args.games, args.seed, opponents, args.workers)
     generate_seconds = time.perf_counter() - started
     print(f"{PROGRAM}: {args.games} games, {len(data):,} teacher decisions in {generate_seconds:.0f} s", flush=True)
-    np.savez_compressed(out / "data.npz", **dataclasses.asdict(data))
+    try:
+        np.savez_compressed(out / "data.npz", **dataclasses.asdict(data))
+    except OSError as error:
+        exit_with_error(PROGRAM, f"cannot write {out / 'data.npz'}: {error.strerror or first_line(error)}", code=1)
     started = time.perf_counter()
     torch.manual_seed(args.seed)
     try:
@@ -348,6 +404,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "commit": git_commit(Path(__file__).resolve().parent),
         "distill": distill,
         "student_meta": source_meta,
+        # The fit keeps the critic (value_coef), so the value semantics are the student's.
+        "reward": reward,
         "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     total = whole_training(source_meta)
@@ -357,8 +415,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "train_seconds": float(total.get("train_seconds", 0.0)) + generate_seconds + fit_seconds,
             "distill_decisions": len(data),
         }
-    torch.save(agent_payload(model, meta), out / "agent.pt")
-    (out / "distill.json").write_text(json.dumps(distill, indent=2) + "\n", encoding="utf-8")
+    if reward is None:
+        del meta["reward"]  # an old student that records none: so does its distillation
+    try:
+        export_agent(out / "agent.pt", model, meta)
+        write_text_atomic(out / "distill.json", json.dumps(distill, indent=2) + "\n")
+    except OSError as error:
+        exit_with_error(PROGRAM, describe_os_error(error), code=1)
     print(f"{PROGRAM}: agent written to {out / 'agent.pt'}")
     return 0
 

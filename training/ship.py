@@ -16,7 +16,9 @@ key               value
 ``name``          the shipped name (``champion``)
 ``run``           the run directory's name; ``run_dir`` the path given
 ``source_file``   ``final_agent.pt``; ``source_meta`` that file's own ``meta``
-``config``        the run's config (``config.yaml``)
+``config``        the run's config (``config.yaml``), which must describe the network shipped
+``reward``        the reward settings of the run (the critic's value semantics, read by
+                  :func:`training.search.load_guided_agent`)
 ``commit``        ``git rev-parse HEAD`` of the code when shipped (``"unknown"``
                   outside a git checkout); ``commit_note`` says what it is
 ``training``      ``updates``, ``learner_decisions``, ``actions``, ``games``,
@@ -27,7 +29,8 @@ key               value
                   ``total_training`` sums ``learner_decisions`` and
                   ``train_seconds`` over the whole chain (absent otherwise)
 ``final_eval``    the run's final evaluation (``final_eval.json``)
-``evaluation``    the ``kahuna-eval --json`` reports given by ``--eval-json`` (repeatable), a list
+``evaluation``    the ``kahuna-eval --json`` reports given by ``--eval-json`` (repeatable), a list;
+                  each is checked whole (:func:`eval_report_problem`)
 ``shipped_at``    UTC time of shipping (ISO 8601)
 ================  ============================================================
 
@@ -38,9 +41,12 @@ that ``meta`` by :mod:`training.model_card`.
 By default the file goes to the source tree's ``training/agents/`` under its
 registered name (:data:`training.agent.SHIPPED_AGENTS`), the package data that
 ``load_agent(name)`` reads.  Bad input (a missing or incomplete run directory,
+a ``config.yaml`` that does not describe the network of ``final_agent.pt``,
 an unregistered name without ``--out``, an evaluation file that is not a
-``kahuna-eval`` report) is one line ``kahuna-ship: error: ...`` and exit code
-2, before anything is written; a failed write is one line and exit code 1.
+complete ``kahuna-eval`` report, an output that is one of the inputs or an
+existing file that is not an agent file, unless ``--force``) is one line
+``kahuna-ship: error: ...`` and exit code 2, before anything is written; a
+failed write is one line and exit code 1.
 """
 
 from __future__ import annotations
@@ -55,7 +61,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.cli import OneLineParser, check_writable, exit_with_error, first_line
+from arena.cli import OneLineParser, add_force_argument, check_output_file, exit_with_error, first_line
 
 PROGRAM = "kahuna-ship"
 EVAL_FORMAT = "kahuna-eval-v1"
@@ -81,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--out", type=Path, metavar="PATH", help="where to write (default: training/agents/<file of NAME>)"
     )
+    add_force_argument(parser)
     return parser
 
 
@@ -157,6 +164,7 @@ def build_meta(
         raise ValueError(first_line(error)) from None
     counters = checkpoint["counters"]
     source_meta = payload.get("meta") if isinstance(payload.get("meta"), Mapping) else {}
+    reward = _check_run_matches_agent(config, config_file, payload, agent_file)
     agent_update = source_meta.get("update")
     if agent_update is not None and agent_update != counters["update"]:
         raise ValueError(
@@ -169,8 +177,9 @@ def build_meta(
     evaluation = []
     for report_file in eval_json:
         report = _read_json(report_file, "--eval-json file")
-        if not isinstance(report, Mapping) or report.get("format") != EVAL_FORMAT:
-            raise ValueError(f"--eval-json {report_file} is not a kahuna-eval --json report (format {EVAL_FORMAT!r})")
+        problem = eval_report_problem(report)
+        if problem:
+            raise ValueError(f"--eval-json {report_file} is not a complete kahuna-eval --json report: {problem}")
         evaluation.append(report)
     code_dir = Path(__file__).resolve().parent
     training = {
@@ -187,6 +196,7 @@ def build_meta(
         "source_file": agent_file.name,
         "source_meta": dict(source_meta),
         "config": dict(config),
+        "reward": reward,
         "commit": commit if commit is not None else git_commit(code_dir),
         "commit_note": "git HEAD of the code when the agent was shipped (the run directory does not record its own)",
         "training": training,
@@ -196,6 +206,118 @@ def build_meta(
         "shipped_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     return payload, _plain(meta, "the provenance")
+
+
+def _check_run_matches_agent(
+    config: Mapping[str, Any], config_file: Path, payload: Mapping[str, Any], agent_file: Path
+) -> dict[str, float]:
+    """The run's reward settings, after checking that ``config.yaml`` describes the network it ships.
+
+    A one-line ``ValueError`` when the config is not a valid run config, when its
+    ``model`` is not the network of ``final_agent.pt`` (the provenance would be
+    false), or when the agent records other reward settings than the config.
+    """
+    from training.agent import recorded_reward
+    from training.config import config_from_dict
+    from training.model import model_config_from_dict
+
+    try:
+        run_config = config_from_dict(config)
+    except ValueError as error:
+        raise ValueError(f"{config_file} is not a valid run config: {first_line(error)}") from None
+    try:
+        network = model_config_from_dict(payload.get("model_config"))
+    except ValueError as error:
+        raise ValueError(f"{agent_file}: {first_line(error)}") from None
+    if network != run_config.model:
+        declared = run_config.to_dict()["model"]
+        actual = {**declared, **payload["model_config"]}
+        raise ValueError(
+            f"{config_file} does not describe the network of {agent_file}: the config says model {declared}, "
+            f"the network is {actual}; refusing to write false provenance"
+        )
+    reward = {key: float(value) for key, value in run_config.to_dict()["reward"].items()}
+    recorded = payload.get("meta", {}).get("reward") if isinstance(payload.get("meta"), Mapping) else None
+    if recorded is not None and recorded_reward({"meta": {"reward": recorded}}, str(agent_file)) != reward:
+        raise ValueError(
+            f"{agent_file} was trained with reward settings {dict(recorded)} but {config_file} says {reward}; "
+            "refusing to write false provenance"
+        )
+    return reward
+
+
+def eval_report_problem(report: Any) -> str | None:
+    """What makes ``report`` not a complete ``kahuna-eval --json`` report (None when it is one).
+
+    Checks every field :meth:`arena.report.EvaluationReport.to_dict` writes:
+    the entrants, the pairings (each a pair of entrants with consistent
+    wins, draws, losses, score and interval), the totals and the ratings;
+    a report of an interrupted evaluation (``"partial": true``) is refused.
+    """
+    if not isinstance(report, Mapping):
+        return f"holds a {type(report).__name__}, not a mapping"
+    if report.get("format") != EVAL_FORMAT:
+        return f"format is not {EVAL_FORMAT!r}"
+    if report.get("partial"):
+        return "it is the partial report of an interrupted evaluation"
+    missing = [key for key in _REPORT_KEYS if key not in report]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    entrants = report["entrants"]
+    if not isinstance(entrants, list) or len(entrants) < 2 or not all(isinstance(e, str) for e in entrants):
+        return "entrants must be a list of at least two names"
+    games = report["games_per_pairing"]
+    if not _count(games) or games < 2:
+        return "games_per_pairing must be an integer >= 2"
+    pairings = report["pairings"]
+    expected = len(entrants) * (len(entrants) - 1) // 2
+    if not isinstance(pairings, list) or len(pairings) != expected:
+        return f"pairings must be a list of {expected} pairings (every pair of entrants)"
+    total = 0
+    for index, pairing in enumerate(pairings):
+        problem = _pairing_problem(pairing, entrants, games)
+        if problem:
+            return f"pairings[{index}]: {problem}"
+        total += pairing["games"]
+    if report["total_games"] != total:
+        return f"total_games {report['total_games']!r:.20} is not the sum of the pairings' games ({total})"
+    ratings = report["ratings"]
+    if len(entrants) >= 3 and not (isinstance(ratings, list) and len(ratings) == len(entrants)):
+        return "ratings must list every entrant (three or more entrants)"
+    if not isinstance(report["config"], Mapping) or not isinstance(report["sampled"], bool):
+        return "config must be a mapping and sampled a bool"
+    if not _count(report["seed"]):
+        return "seed must be an integer >= 0"
+    return None
+
+
+_REPORT_KEYS = ("entrants", "games_per_pairing", "seed", "config", "sampled", "pairings", "ratings", "total_games")
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _pairing_problem(pairing: Any, entrants: list[str], games: int) -> str | None:
+    if not isinstance(pairing, Mapping):
+        return "not a mapping"
+    if pairing.get("a") not in entrants or pairing.get("b") not in entrants or pairing.get("a") == pairing.get("b"):
+        return "a and b must be two of the entrants"
+    counts = [pairing.get(key) for key in ("games", "wins", "draws", "losses")]
+    if not all(_count(value) for value in counts):
+        return "games, wins, draws and losses must be integers >= 0"
+    played, wins, draws, losses = counts
+    if wins + draws + losses != played or played != games:
+        return f"wins + draws + losses must equal games = games_per_pairing ({games})"
+    score, interval = pairing.get("score"), pairing.get("score_ci95")
+    number = isinstance(score, (int, float)) and not isinstance(score, bool)
+    if not number or abs(score - (wins + draws / 2) / played) > 1e-9:
+        return "score must be (wins + draws / 2) / games"
+    numbers = isinstance(interval, list) and len(interval) == 2
+    numbers = numbers and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in interval)
+    if not numbers or not 0 <= interval[0] <= score <= interval[1] <= 1:
+        return "score_ci95 must be [low, high] with 0 <= low <= score <= high <= 1"
+    return None
 
 
 _START_KEYS = ("name", "run", "commit", "config", "training", "init_from")
@@ -236,11 +358,14 @@ def ship(
     eval_json: str | Path | Sequence[str | Path] = (),
     out: str | Path | None = None,
     commit: str | None = None,
+    force: bool = False,
 ) -> Path:
     """Write the run's final agent with its provenance; returns the path written.
 
-    ``ValueError`` (one line) for bad input, before anything is written;
-    ``OSError`` naming the file when the write fails.
+    ``ValueError`` (one line) for bad input, before anything is written:
+    among others an output that is one of the inputs, or an existing file
+    that is not an agent file (without ``force``); ``OSError`` naming the
+    file when the write fails.
     """
     from training.agent import SHIPPED_AGENTS, shipped_agent_names, shipped_agent_source
     from training.checkpoint import export_agent
@@ -257,8 +382,11 @@ def ship(
         target = shipped_agent_source(name)
     else:
         target = Path(out)
-    check_writable("--out", target)
     reports = [eval_json] if isinstance(eval_json, (str, Path)) else list(eval_json)
+    run = Path(run_dir)
+    inputs = [run / "final_agent.pt", run / "config.yaml", run / "final_eval.json", *map(Path, reports)]
+    inputs += list((run / "checkpoints").glob("*.pt")) if (run / "checkpoints").is_dir() else []
+    check_output_file("--out", target, inputs=inputs, own_kind=is_agent_file, kind="an agent file", force=force)
     payload, meta = build_meta(Path(run_dir), name, [Path(report) for report in reports], commit)
     model = model_from_payload(payload, source=str(Path(run_dir) / "final_agent.pt"))
     path = export_agent(target, model, meta)
@@ -268,11 +396,23 @@ def ship(
     return path
 
 
+def is_agent_file(path: Path) -> bool:
+    """Whether ``path`` is an exported agent file (the agent format, not a training checkpoint): ship's own kind."""
+    from training.agent import read_policy_file
+    from training.model import AGENT_FORMAT
+
+    try:
+        payload = read_policy_file(path)
+    except (OSError, ValueError):
+        return False
+    return payload.get("format") == AGENT_FORMAT and "checkpoint_format" not in payload
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m training.ship``."""
     args = build_parser().parse_args(argv)
     try:
-        path = ship(args.run_dir, name=args.name, eval_json=args.eval_json, out=args.out)
+        path = ship(args.run_dir, name=args.name, eval_json=args.eval_json, out=args.out, force=args.force)
     except ValueError as error:
         exit_with_error(PROGRAM, str(error))
     except OSError as error:

@@ -8,10 +8,15 @@ Usage::
     kahuna-rllib export RLLIB_CHECKPOINT_DIR OUT.pt [--module learner]
     kahuna-rllib --export RLLIB_CHECKPOINT_DIR OUT.pt [--module learner]
 
+An existing ``OUT.pt`` is replaced only when it is an exported agent file
+(``--force`` replaces any other file).
+
 Known problems (bad config, ray not installed, unreachable cluster,
 incompatible checkpoint) end with a one-line ``kahuna-rllib: error: ...``
-and exit status 2 (arguments and config) or 1 (the others): the convention
-of :mod:`arena.cli`, shared by every command-line tool.
+and exit status 2 (arguments, config and the environment: a missing
+``rllib`` extra) or 1 (a failure while running: the cluster, the
+checkpoint, the training): the convention of :mod:`arena.cli`, shared by
+every command-line tool.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
-from arena.cli import OneLineParser, exit_with_error
+from arena.cli import OneLineParser, add_force_argument, check_output_file, exit_with_error, same_file
 from training.cli import add_override_argument, exit_status
 from training.rllib.config import ConfigError, config_to_yaml, load_rllib_config
 from training.rllib.errors import (
@@ -56,6 +62,7 @@ def _train_parser() -> argparse.ArgumentParser:
         help="instead of training: export an RLlib checkpoint directory to an agent file",
     )
     parser.add_argument("--module", default="learner", help="module id to export (default: learner)")
+    add_force_argument(parser)
     return parser
 
 
@@ -68,7 +75,23 @@ def _export_parser() -> argparse.ArgumentParser:
     parser.add_argument("checkpoint", help="RLlib checkpoint directory, e.g. runs/<run>/checkpoint")
     parser.add_argument("out", help="agent file to write, e.g. rllib-agent.pt")
     parser.add_argument("--module", default="learner", help="module id to export (default: learner)")
+    add_force_argument(parser)
     return parser
+
+
+def _check_export_output(checkpoint: str, out: str, force: bool) -> None:
+    """One line and exit 2 unless ``OUT`` may be written (:func:`arena.cli.check_output_file`).
+
+    An existing ``OUT`` is replaced only when it is an exported agent file (or with ``--force``).
+    """
+    from training.ship import is_agent_file
+
+    try:
+        check_output_file("OUT", Path(out), own_kind=is_agent_file, kind="an agent file", force=force)
+        if Path(checkpoint).is_file() and same_file(Path(out), Path(checkpoint)):
+            raise ValueError(f"OUT {out} is the checkpoint to export; give another output path")
+    except ValueError as error:
+        exit_with_error(PROGRAM, str(error), code=2)
 
 
 def _export(checkpoint: str, out: str, module_id: str) -> int:
@@ -82,12 +105,14 @@ def _export(checkpoint: str, out: str, module_id: str) -> int:
 def _run(argv: list[str]) -> int:
     if argv and argv[0] == "export":
         arguments = _export_parser().parse_args(argv[1:])
+        _check_export_output(arguments.checkpoint, arguments.out, arguments.force)
         require_ray()
         return _export(arguments.checkpoint, arguments.out, arguments.module)
     if argv and argv[0] == "train":
         argv = argv[1:]
     arguments = _train_parser().parse_args(argv)
     if arguments.export:
+        _check_export_output(arguments.export[0], arguments.export[1], arguments.force)
         require_ray()
         return _export(arguments.export[0], arguments.export[1], arguments.module)
     if arguments.resume:
@@ -117,10 +142,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: list[str]) -> int:
     try:
         return _run(argv)
-    except ConfigError as error:
+    except (ConfigError, RLlibNotInstalledError) as error:
         exit_with_error(PROGRAM, str(error), code=2)
     except (
-        RLlibNotInstalledError,
         RayConnectionError,
         IncompatibleCheckpointError,
         TrainingError,
