@@ -10,6 +10,7 @@ agent, even when a file of that name exists in the working directory; write
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.resources
 import pickle
 from collections.abc import Mapping
@@ -22,6 +23,7 @@ import torch
 from arena.cli import first_line
 from kahuna_env.agents.base import SeededAgent
 from kahuna_env.engine import KahunaGame
+from training.config import RewardConfig
 from training.model import ActorCritic, model_from_payload, sample_from_logits
 
 SHIPPED_AGENTS: dict[str, str] = {
@@ -32,6 +34,50 @@ SHIPPED_AGENTS: dict[str, str] = {
 """Agents shipped with the package: name -> file name in ``training/agents/`` (package data)."""
 SHIPPED_AGENTS_DIR = "agents"
 """Folder of the shipped agents inside the ``training`` package."""
+DEFAULT_REWARD: dict[str, float] = {"win": 1.0, "island_shaping": 1.0}
+"""The reward settings assumed for an agent file that does not record its own (files written before they
+were recorded): those of every shipped config (``configs/*.yaml``), which the shipped agents were trained with."""
+
+
+_CONFIG_REWARD = {key: float(value) for key, value in dataclasses.asdict(RewardConfig()).items()}
+
+
+def recorded_reward(payload: Mapping[str, Any], source: str = "policy file") -> dict[str, float] | None:
+    """The reward settings (``reward.win``, ``reward.island_shaping``) an agent file or checkpoint was trained with.
+
+    Looked up in the file's ``meta["reward"]`` (every file written since
+    they are recorded), else the run config it carries (``meta["config"]``
+    of a shipped agent, a checkpoint's ``config``), else the provenance of
+    the agent it was made from (``source_meta``, ``student_meta``).  None
+    when the file records none (an old file: :data:`DEFAULT_REWARD` is
+    then the documented assumption).  A recorded value that is not a finite
+    number (``win`` > 0) is a one-line ``ValueError`` naming ``source``.
+    """
+    meta = payload.get("meta")
+    meta = meta if isinstance(meta, Mapping) else {}
+    candidates: list[Any] = [meta.get("reward")]
+    for holder in (meta, payload):
+        config = holder.get("config")
+        candidates.append(config.get("reward") if isinstance(config, Mapping) else None)
+    for key in ("source_meta", "student_meta"):
+        inner = meta.get(key)
+        if isinstance(inner, Mapping):
+            found = recorded_reward({"meta": inner}, source)
+            candidates.append(found)
+    for reward in candidates:
+        if reward is None:
+            continue
+        if not isinstance(reward, Mapping):
+            raise ValueError(f"{source}: the recorded reward settings are a {type(reward).__name__}, not a mapping")
+        # A key the mapping lacks took the training config's default when the network was trained.
+        settings = {**_CONFIG_REWARD, **{key: reward[key] for key in DEFAULT_REWARD if key in reward}}
+        for key, value in settings.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+                raise ValueError(f"{source}: the recorded reward.{key} is not a finite number")
+        if not settings["win"] > 0:
+            raise ValueError(f"{source}: the recorded reward.win must be > 0")
+        return {key: float(value) for key, value in settings.items()}
+    return None
 
 
 class PolicyAgent(SeededAgent):
@@ -50,12 +96,15 @@ class PolicyAgent(SeededAgent):
         seed: int | None = None,
         name: str = "policy",
         meta: Mapping[str, Any] | None = None,
+        reward: Mapping[str, float] | None = None,
     ) -> None:
         self.model = model.eval()
         self.deterministic = deterministic
         self.name = name
         self.meta: dict[str, Any] = dict(meta or {})
         """The ``meta`` dict of the file the agent was loaded from (a shipped agent's provenance)."""
+        self.reward: dict[str, float] | None = dict(reward) if reward is not None else None
+        """The reward settings the network was trained with (:func:`recorded_reward`); None if not recorded."""
         super().__init__(seed)
 
     @torch.inference_mode()
@@ -132,10 +181,17 @@ def _load_shipped(name: str, deterministic: bool, seed: int | None) -> PolicyAge
                 f"shipped agent {name!r} is missing from the installed package (no {file}); reinstall kahuna-rl"
             )
         payload = read_policy_file(file)
-        model = model_from_payload(payload, source=f"shipped agent {name!r} ({file})")
+        source = f"shipped agent {name!r} ({file})"
+        model = model_from_payload(payload, source=source)
+        reward = recorded_reward(payload, source)
     meta = payload.get("meta")
     return PolicyAgent(
-        model, deterministic=deterministic, seed=seed, name=name, meta=meta if isinstance(meta, Mapping) else None
+        model,
+        deterministic=deterministic,
+        seed=seed,
+        name=name,
+        meta=meta if isinstance(meta, Mapping) else None,
+        reward=reward,
     )
 
 
@@ -150,7 +206,8 @@ def load_agent(path: str | Path, deterministic: bool = True, seed: int | None = 
     file for a corrupt, foreign or crafted one (wrong types, weights that do
     not fit the declared network, NaN or infinite weights); see
     :func:`training.model.model_from_payload`.  The agent's ``meta`` is the
-    file's ``meta`` dict.
+    file's ``meta`` dict, its ``reward`` the reward settings the file records
+    (:func:`recorded_reward`; None for an old file that records none).
     """
     if isinstance(path, str) and path in SHIPPED_AGENTS:
         return _load_shipped(path, deterministic, seed)
@@ -160,6 +217,7 @@ def load_agent(path: str | Path, deterministic: bool = True, seed: int | None = 
         )
     payload = read_policy_file(path)
     model = model_from_payload(payload, source=str(path))
+    reward = recorded_reward(payload, str(path))
     meta = payload.get("meta")
     return PolicyAgent(
         model,
@@ -167,4 +225,5 @@ def load_agent(path: str | Path, deterministic: bool = True, seed: int | None = 
         seed=seed,
         name=Path(path).stem,
         meta=meta if isinstance(meta, Mapping) else None,
+        reward=reward,
     )

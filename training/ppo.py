@@ -651,19 +651,36 @@ def _save(config: TrainConfig, run: _RunState, run_dir: Path, update: int) -> Pa
         config.to_dict(),
         run.counters,
         run.pool.state(),
-        meta={"run": config.name, "update": update, "global_step": run.counters["global_step"]},
+        meta={
+            "run": config.name,
+            "update": update,
+            "global_step": run.counters["global_step"],
+            "reward": dataclasses.asdict(config.reward),  # the value semantics (training.agent.recorded_reward)
+        },
     )
     return save_checkpoint(run_dir, payload, keep_last=config.checkpoint.keep_last)
 
 
 def _export(config: TrainConfig, run: _RunState, run_dir: Path) -> None:
-    """``final_agent.pt``, ``final_eval.json`` (when there was a final evaluation) and the learning curves."""
-    meta = {"run": config.name, "update": int(run.counters["update"]), "global_step": int(run.counters["global_step"])}
+    """``final_agent.pt``, ``final_eval.json`` (when there was a final evaluation) and the learning curves.
+
+    The agent's ``meta`` records the run, its counters, the reward settings (the
+    critic's value semantics: :func:`training.agent.recorded_reward`), the whole
+    config and the final evaluation (scores with 95% intervals; ``{}`` without one).
+    """
+    summary = {name: result.to_dict() for name, result in run.final_eval.items()}
+    meta = {
+        "run": config.name,
+        "update": int(run.counters["update"]),
+        "global_step": int(run.counters["global_step"]),
+        "reward": dataclasses.asdict(config.reward),
+        "config": config.to_dict(),
+        "final_eval": summary,
+    }
     if config.init_from is not None:
         meta["init_from"] = config.init_from
     export_agent(run_dir / FINAL_AGENT, run.model, meta)
     if run.final_eval:
-        summary = {name: result.to_dict() for name, result in run.final_eval.items()}
         (run_dir / FINAL_EVAL).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     if config.logging.plot and (run_dir / METRICS_FILE).exists():
         plot_learning_curves(run_dir / METRICS_FILE, run_dir / PLOT_FILE)

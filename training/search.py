@@ -16,8 +16,13 @@ know), runs one forward pass and returns
   ``c * (phi(next) - phi(now))`` with ``phi = (my islands - the opponent's) / 12``
   and ``gamma = 1`` (``training/rollout.py``), which sums to ``-c * phi(now)``
   over the rest of the game.  So ``v + c * phi`` estimates ``outcome`` and
-  the win probability is ``clip((v + c * phi + 1) / 2, 0, 1)``; ``c`` is
-  ``island_shaping`` (1.0, the default config's; 0 for a run without shaping).
+  the win probability is ``clip((v + c * phi + 1) / 2, 0, 1)`` (``v`` divided
+  by ``win`` first); ``c`` is ``island_shaping``.  Both are the reward
+  settings the network was trained with: :func:`load_guided_agent` reads them
+  from the agent file (:func:`training.agent.recorded_reward`); a file that
+  records none (written before they were recorded) gets
+  :data:`training.agent.DEFAULT_REWARD` (``win`` 1, ``island_shaping`` 1, what
+  every shipped config trains with), and one warning line says so.
 
 :class:`GuidedMCTSAgent` is an :class:`~kahuna_env.agents.mcts.MCTSAgent` with
 that evaluator and, at the root, sequential halving over the policy's top
@@ -30,6 +35,7 @@ handed a determinization, never the real game.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -40,7 +46,7 @@ from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents.mcts import DEFAULT_FIRST_PLAY_PENALTY, DEFAULT_SIMULATIONS, MCTSAgent
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
-from training.agent import load_agent
+from training.agent import DEFAULT_REWARD, load_agent
 from training.model import ActorCritic
 from training.rollout import island_potentials
 
@@ -71,8 +77,8 @@ spread too few simulations per action in the first phase and score far
 lower (docs/EVALUATION.md, "Tuning the guided search")."""
 DEFAULT_GUIDED_EXPLORATION = 0.5
 """PUCT constant of the guided search (the baseline's is 1.0; tuned with the prior temperature)."""
-DEFAULT_ISLAND_SHAPING = 1.0
-"""The island-shaping coefficient the critic was trained with (the default config's ``reward.island_shaping``)."""
+DEFAULT_ISLAND_SHAPING = DEFAULT_REWARD["island_shaping"]
+"""The island-shaping coefficient assumed when none is given (every shipped config's ``reward.island_shaping``)."""
 
 
 class NetworkEvaluator:
@@ -82,7 +88,7 @@ class NetworkEvaluator:
         model: the network (put in eval mode).
         island_shaping: the shaping coefficient ``c`` the critic was trained
             with, undone when mapping its value to a win probability (see the
-            module docstring); finite, >= 0.
+            module docstring); finite.
         win_reward: the terminal reward of a win the critic was trained with (> 0).
         prior_temperature: the priors are ``softmax(logits / prior_temperature)``
             over the legal actions (> 0; 1 is the policy itself, the default 20
@@ -107,9 +113,9 @@ class NetworkEvaluator:
             ("prior_temperature", prior_temperature, True),
         ):
             finite = not isinstance(number, bool) and isinstance(number, (int, float)) and np.isfinite(number)
-            if not finite or number < 0 or (positive and number == 0):
-                bound = "> 0" if positive else ">= 0"
-                raise ValueError(f"NetworkEvaluator {label} must be a finite number {bound}, got {number!r}")
+            if not finite or (positive and number <= 0):
+                bound = " > 0" if positive else ""
+                raise ValueError(f"NetworkEvaluator {label} must be a finite number{bound}, got {number!r}")
         self.model = model.eval()
         self.island_shaping = float(island_shaping)
         self.win_reward = float(win_reward)
@@ -149,6 +155,7 @@ class GuidedMCTSAgent(MCTSAgent):
             is the baseline's rollout + evaluation (1.0: the network alone).
         batch_size: leaves per forward pass (default 4).
         island_shaping: see :class:`NetworkEvaluator`.
+        win_reward: see :class:`NetworkEvaluator` (default 1).
         exploration: the PUCT constant (default 0.5).
         prior_temperature: see :class:`NetworkEvaluator` (default 20).
         first_play_penalty: an unvisited child counts as its parent's mean value
@@ -181,13 +188,16 @@ class GuidedMCTSAgent(MCTSAgent):
         root_candidates: int = DEFAULT_ROOT_CANDIDATES,
         seed: int | None = None,
         name: str | None = None,
+        win_reward: float = 1.0,
     ) -> None:
         super().__init__(
             simulations=simulations,
             exploration=exploration,
             rollout_depth=rollout_depth,
             seed=seed,
-            evaluator=NetworkEvaluator(model, island_shaping=island_shaping, prior_temperature=prior_temperature),
+            evaluator=NetworkEvaluator(
+                model, island_shaping=island_shaping, win_reward=win_reward, prior_temperature=prior_temperature
+            ),
             value_weight=value_weight,
             batch_size=batch_size,
             first_play_penalty=first_play_penalty,
@@ -214,9 +224,27 @@ def load_guided_agent(
     """A :class:`GuidedMCTSAgent` with the network of anything :func:`training.agent.load_agent` reads.
 
     ``source`` is a policy file / checkpoint path or a named agent
-    (``"champion"``); ``options`` go to :class:`GuidedMCTSAgent`.  Errors are
-    ``load_agent``'s (``FileNotFoundError``, one-line ``ValueError``).
+    (``"champion"``); ``options`` go to :class:`GuidedMCTSAgent`.  The value
+    semantics (``island_shaping``, ``win_reward``) are the reward settings the
+    file records, unless ``options`` give them; a file recording none gets
+    :data:`training.agent.DEFAULT_REWARD`, with one warning line per file and
+    process.  Errors are ``load_agent``'s (``FileNotFoundError``, one-line ``ValueError``).
     """
     policy = load_agent(source, seed=seed)
+    reward = policy.reward
+    if reward is None:
+        reward = DEFAULT_REWARD
+        if str(source) not in _WARNED_DEFAULT_REWARD:
+            _WARNED_DEFAULT_REWARD.add(str(source))
+            print(
+                f"warning: {source} does not record the reward settings it was trained with; its values are read "
+                f"with the default ones (win {reward['win']:g}, island_shaping {reward['island_shaping']:g})",
+                file=sys.stderr,
+            )
+    options = {"island_shaping": reward["island_shaping"], "win_reward": reward["win"], **options}
     name = f"{Path(str(source)).stem or source}@mcts:{simulations}"
     return GuidedMCTSAgent(policy.model, simulations=simulations, seed=seed, name=name, **options)
+
+
+_WARNED_DEFAULT_REWARD: set[str] = set()
+"""Agent files whose missing reward settings were already reported in this process (said once)."""
