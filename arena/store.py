@@ -246,7 +246,7 @@ class ResultsStore:
             if version < SCHEMA_VERSION:
                 raise StoreError(
                     f"{self.path}: schema version {version} is older than {SCHEMA_VERSION}; "
-                    "open it once for writing (kahuna-ratings --db FILE --migrate) to migrate it"
+                    "any kahuna-eval --db or kahuna-ratings --db opening it migrates it"
                 )
             return
         self._check_foreign()  # before anything is written: a file of another program stays as it was

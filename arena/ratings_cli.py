@@ -1,0 +1,600 @@
+"""``kahuna-ratings``: one ladder over every game in a results store, and the games that would refine it most.
+
+Examples::
+
+    kahuna-ratings --db results.sqlite                          # the ladder, with 95% intervals
+    kahuna-ratings --db results.sqlite --json ladder.json
+    kahuna-ratings --db results.sqlite --import-report docs/ratings.json   # an older kahuna-eval report's results
+    kahuna-ratings --db results.sqlite --entrant runs/new/final_agent.pt --schedule 8 --play --games 50
+    kahuna-ratings --db results.sqlite --plot elo.png           # Elo against learner decisions, per training run
+
+The ladder is a Bradley–Terry fit (:func:`arena.stats.fit_bradley_terry`,
+draws half a win, :data:`arena.report.PRIOR_DRAWS` virtual draw per pairing)
+over every stored game under the chosen rules, a game repeated with the same
+seeds counted once, plus imported tallies.  Its scale is pinned by fixed
+*anchors*: by default the baselines of the README's ratings table at their
+ratings there (:data:`DEFAULT_ANCHORS`), so that a new entrant's rating means
+the same as in that table; the shift puts the anchors present at their
+ratings on average, and each ``±95%`` is the interval of the rating relative
+to that anchor mean.  Entrants not linked to the anchors by games are listed
+as unrated.
+
+``--schedule N`` proposes the N pairings whose next games are worth most:
+an entrant without games (``--entrant SPEC``) first meets the ladder entrants
+nearest the middle of the ladder; otherwise pairings are ranked by the
+variance of their rating difference times ``p (1 - p)`` (the Fisher
+information of one game at the predicted score ``p``), so uncertain ratings
+of evenly matched entrants come first.  ``--play`` plays them (``--games``
+each, on deals no earlier session of the store used) and writes the games to
+the store; the ladder printed afterwards includes them.  A new checkpoint
+thus costs its own games, not a replay of the table.
+
+Bad arguments, a file that is not a results store, a malformed report to
+import or one imported before, an unplayable entrant: one line, exit code 2;
+a failure while playing: exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+
+from arena.cli import (
+    OneLineParser,
+    add_rule_arguments,
+    check_writable,
+    even_games,
+    exit_with_error,
+    first_line,
+    positive_int,
+)
+from arena.report import PRIOR_DRAWS
+from arena.stats import Z95, expected_score, fit_bradley_terry
+from arena.store import Entrant, ResultsStore, StoreError
+from kahuna_env.engine import KahunaConfig
+
+PROGRAM = "kahuna-ratings"
+DEFAULT_ANCHORS = {"greedy": 624.0, "mcts:50": 979.0, "mcts": 1146.0, "mcts:1000": 1301.0}
+"""The baselines of the README's ratings table (docs/ratings.json) at their ratings there: the ladder's scale."""
+MAX_REPORT_BYTES = 16 * 1024 * 1024
+"""The largest report ``--import-report`` reads."""
+MAX_SCHEDULE = 100
+"""The most pairings ``--schedule`` proposes at once."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LadderRow:
+    """One entrant of the ladder.
+
+    Attributes:
+        entrant: who (key, label, provenance).
+        elo: rating on the anchored scale (``None`` when not linked to the anchors by games).
+        elo_se: standard error relative to the anchors' mean (Elo points).
+        games: games counted for it (imported tallies included).
+        score: its score per game over them.
+    """
+
+    entrant: Entrant
+    elo: float | None
+    elo_se: float | None
+    games: int
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        half = None if self.elo_se is None else Z95 * self.elo_se
+        return {
+            "entrant": self.entrant.label,
+            "key": self.entrant.key,
+            "kind": self.entrant.kind,
+            "run": self.entrant.run,
+            "update": self.entrant.run_update,
+            "decisions": self.entrant.decisions,
+            "elo": self.elo,
+            "elo_se": self.elo_se,
+            "elo_ci95": None if self.elo is None or half is None else [self.elo - half, self.elo + half],
+            "games": self.games,
+            "score": self.score,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class Ladder:
+    """The fitted ladder: rows best first (unrated last), the anchors used, and the fit's pieces.
+
+    Attributes:
+        rows: every entrant with games.
+        anchors: entrant label -> fixed rating, for the anchors that took part.
+        keys: entrant keys of the fitted entrants, in the order of ``elo`` / ``covariance``.
+        elo: fitted ratings (anchored), by ``keys``.
+        covariance: covariance of the anchored ratings (Elo points squared).
+        games: ``games[i, j]``: games between fitted entrants ``i`` and ``j``.
+    """
+
+    rows: tuple[LadderRow, ...]
+    anchors: dict[str, float]
+    keys: tuple[str, ...]
+    elo: np.ndarray
+    covariance: np.ndarray
+    games: np.ndarray
+
+    def table(self) -> str:
+        """The ladder as text."""
+        width = max([len("entrant"), *(len(r.entrant.label) for r in self.rows)])
+        lines = [f"{'rank':>4}  {'entrant':<{width}}  {'Elo':>6}  {'±95%':>5}  {'games':>6}  {'score':>5}"]
+        for rank, row in enumerate(self.rows, 1):
+            if row.elo is None:
+                lines.append(
+                    f"{'-':>4}  {row.entrant.label:<{width}}  {'-':>6}  {'-':>5}  {row.games:>6}  {row.score:>5.3f}"
+                )
+            else:
+                half = Z95 * (row.elo_se or 0.0)
+                lines.append(
+                    f"{rank:>4}  {row.entrant.label:<{width}}  {row.elo:>6.0f}  {half:>5.0f}  {row.games:>6}  "
+                    f"{row.score:>5.3f}"
+                )
+        if self.anchors:
+            pinned = ", ".join(f"{name} {value:g}" for name, value in self.anchors.items())
+            lines.append(f"(Bradley-Terry fit over every stored game; scale pinned by the anchors' mean: {pinned})")
+        else:
+            lines.append("(Bradley-Terry fit over every stored game; no anchor took part: the mean rating is 1000)")
+        if any(row.elo is None for row in self.rows):
+            lines.append("(-: not linked to the anchors by games, no rating)")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``--json``, format ``kahuna-ratings-v1``)."""
+        return {
+            "format": "kahuna-ratings-v1",
+            "anchors": self.anchors,
+            "rating_definition": (
+                f"Bradley-Terry maximum likelihood over every stored game (a game repeated with the same seeds once), "
+                f"draws as half wins, {PRIOR_DRAWS:g} virtual draw per pairing; Elo = 400*log10(strength) shifted so "
+                "that the anchors average their fixed ratings; se relative to the anchors' mean"
+            ),
+            "ratings": [row.to_dict() for row in self.rows],
+        }
+
+
+# ---------------------------------------------------------------------------------------------- the fit
+def _components(linked: np.ndarray) -> list[list[int]]:
+    """Connected components of the undirected graph ``linked[i, j]``."""
+    n = linked.shape[0]
+    seen: set[int] = set()
+    parts = []
+    for start in range(n):
+        if start in seen:
+            continue
+        part, stack = [], [start]
+        seen.add(start)
+        while stack:
+            node = stack.pop()
+            part.append(node)
+            for other in np.flatnonzero(linked[node]):
+                if int(other) not in seen:
+                    seen.add(int(other))
+                    stack.append(int(other))
+        parts.append(sorted(part))
+    return parts
+
+
+def fit_ladder(store: ResultsStore, rules: dict[str, Any] | None, anchors: dict[str, float]) -> Ladder:
+    """The ladder of every game in ``store`` under ``rules`` (``None``: all), pinned by ``anchors`` (spec -> Elo)."""
+    from arena.evaluation import entrant_identity
+
+    entrants = {e.key: e for e in store.entrants()}
+    counts = store.pair_counts(rules)
+    keys = sorted({c.seat0 for c in counts} | {c.seat1 for c in counts}, key=list(entrants).index)
+    index = {key: i for i, key in enumerate(keys)}
+    n = len(keys)
+    scores = np.zeros((n, n))
+    games = np.zeros((n, n))
+    for c in counts:
+        i, j = index[c.seat0], index[c.seat1]
+        scores[i, j] += c.points
+        scores[j, i] += c.games - c.points
+        games[i, j] += c.games
+        games[j, i] += c.games
+    anchor_keys = {entrant_identity(spec).key: (spec, value) for spec, value in anchors.items()}
+    parts = _components(games > 0) if n else []
+    # The part holding the anchors (the most anchors, then the most entrants) is rated; the rest is not.
+    part = max(parts, key=lambda p: (sum(keys[i] in anchor_keys for i in p), len(p)), default=[])
+    rated: dict[int, tuple[float, float]] = {}
+    used: dict[str, float] = {}
+    elo = np.zeros(0)
+    covariance = np.zeros((0, 0))
+    if len(part) >= 2:
+        sub = np.ix_(part, part)
+        fit = fit_bradley_terry(scores[sub], games[sub], prior_draws=PRIOR_DRAWS)
+        pinned = [k for k, i in enumerate(part) if keys[i] in anchor_keys]
+        weights = np.zeros(len(part))
+        if pinned:
+            weights[pinned] = 1.0 / len(pinned)
+            fixed = np.array([anchor_keys[keys[part[k]]][1] for k in pinned])
+            shift = float(np.mean(fixed - fit.elo[pinned]))
+            used = {anchor_keys[keys[part[k]]][0]: anchor_keys[keys[part[k]]][1] for k in pinned}
+        else:
+            weights[:] = 1.0 / len(part)
+            shift = 0.0
+        # Ratings relative to the weighted mean w: R = (I - 1 w^T) e, so Cov(R) = M C M^T.
+        relative = np.eye(len(part)) - np.outer(np.ones(len(part)), weights)
+        covariance = relative @ fit.covariance @ relative.T
+        elo = fit.elo + shift
+        for k, i in enumerate(part):
+            rated[i] = (float(elo[k]), float(math.sqrt(max(covariance[k, k], 0.0))))
+    rows = []
+    for i, key in enumerate(keys):
+        total = games[i].sum()
+        value, se = rated.get(i, (None, None))
+        rows.append(LadderRow(entrants[key], value, se, int(total), float(scores[i].sum() / total) if total else 0.0))
+    rows.sort(key=lambda r: (r.elo is None, -(r.elo or 0.0)))
+    fitted = tuple(keys[i] for i in part) if len(part) >= 2 else ()
+    return Ladder(
+        rows=tuple(rows),
+        anchors=used,
+        keys=fitted,
+        elo=elo,
+        covariance=covariance,
+        games=games[np.ix_(part, part)] if fitted else np.zeros((0, 0)),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- scheduling
+@dataclasses.dataclass(frozen=True)
+class Pairing:
+    """A proposed pairing: labels and keys of both entrants, and why (the value of its next game)."""
+
+    a: Entrant
+    b: Entrant
+    value: float
+    reason: str
+
+
+def schedule_pairings(
+    ladder: Ladder, newcomers: Sequence[Entrant], count: int, allowed: Callable[[Entrant], bool] | None = None
+) -> list[Pairing]:
+    """The ``count`` most informative pairings (see the module docstring); newcomers without games first.
+
+    ``allowed`` (``--play``: whether an entrant can be played here) leaves out pairings with other entrants.
+    """
+    by_key = {row.entrant.key: row for row in ladder.rows}
+    rated = [row for row in ladder.rows if row.elo is not None]
+    proposals: list[Pairing] = []
+    for newcomer in newcomers:
+        if newcomer.key in ladder.keys:
+            continue
+        middle = float(np.median([row.elo for row in rated])) if rated else 0.0
+        nearest = sorted(rated, key=lambda row: abs((row.elo or 0.0) - middle))
+        for row in nearest:
+            if row.entrant.key != newcomer.key:
+                proposals.append(
+                    Pairing(newcomer, row.entrant, math.inf, "no games yet: meets the middle of the ladder")
+                )
+    scored = []
+    position = {key: i for i, key in enumerate(ladder.keys)}
+    for i_key in ladder.keys:
+        for j_key in ladder.keys:
+            i, j = position[i_key], position[j_key]
+            if i >= j:
+                continue
+            c = ladder.covariance
+            variance = c[i, i] + c[j, j] - 2 * c[i, j]
+            p = expected_score(ladder.elo[i], ladder.elo[j])
+            value = variance * p * (1 - p)
+            reason = f"difference ±{Z95 * math.sqrt(max(variance, 0.0)):.0f} Elo, predicted score {p:.2f}"
+            scored.append(Pairing(by_key[i_key].entrant, by_key[j_key].entrant, float(value), reason))
+    scored.sort(key=lambda p: -p.value)
+    chosen = proposals + scored
+    if allowed is not None:
+        verdicts: dict[str, bool] = {}
+
+        def ok(entrant: Entrant) -> bool:
+            if entrant.key not in verdicts:
+                verdicts[entrant.key] = allowed(entrant)
+            return verdicts[entrant.key]
+
+        chosen = [p for p in chosen if ok(p.a) and ok(p.b)]
+    return chosen[:count]
+
+
+def _fresh_seed(store: ResultsStore) -> int:
+    """A base seed no session of the store used (so new games are new deals, never a repeat)."""
+    rows = store.query("SELECT MAX(base_seed) FROM sessions")
+    return 0 if not rows or rows[0][0] is None else int(rows[0][0]) + 1
+
+
+# ---------------------------------------------------------------------------------------------- import
+def import_report(store: ResultsStore, path: Path) -> int:
+    """Add an older ``kahuna-eval --json`` report's pairings to ``store`` as imported tallies; returns the count.
+
+    The report's games were not kept one by one, so each pairing becomes one
+    tally (wins, draws, losses) in a session marked ``imported`` with
+    ``source = 'import'`` and the report's sha256; importing the same report
+    twice is refused.  An entrant whose agent file is not here is keyed by
+    its path (``path:SPEC``), since its content cannot be hashed.  Raises a
+    one-line ``ValueError`` for a file that is not such a report.
+    """
+    from arena.evaluation import entrant_identity
+
+    try:
+        size = path.stat().st_size
+        if size > MAX_REPORT_BYTES:
+            raise ValueError(f"{path}: {size} bytes, more than the {MAX_REPORT_BYTES} a report may have")
+        raw = path.read_bytes()
+        data = json.loads(raw.decode("utf-8"))
+    except OSError as error:
+        raise ValueError(f"{path}: cannot read: {error.strerror or first_line(error)}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise ValueError(f"{path}: not a kahuna-eval report (not UTF-8 JSON)") from None
+    if not isinstance(data, dict) or data.get("format") != "kahuna-eval-v1":
+        raise ValueError(f"{path}: not a kahuna-eval report (format must be 'kahuna-eval-v1')")
+    entrants, pairings, config = data.get("entrants"), data.get("pairings"), data.get("config")
+    if not isinstance(entrants, list) or not all(isinstance(e, str) and e for e in entrants) or len(entrants) < 2:
+        raise ValueError(f"{path}: 'entrants' must be a list of at least two entrant strings")
+    if not isinstance(pairings, list) or not pairings:
+        raise ValueError(f"{path}: 'pairings' must be a non-empty list")
+    try:
+        rules = KahunaConfig.from_dict(config).to_dict()
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{path}: 'config' is not a rule set: {first_line(error)}") from None
+    results = []
+    for number, pairing in enumerate(pairings):
+        where = f"{path}: pairings[{number}]"
+        if not isinstance(pairing, dict) or pairing.get("a") not in entrants or pairing.get("b") not in entrants:
+            raise ValueError(f"{where} must name two of the report's entrants as 'a' and 'b'")
+        if pairing["a"] == pairing["b"]:
+            raise ValueError(f"{where} pairs {pairing['a']!r} with itself")
+        counts = [pairing.get(name) for name in ("wins", "draws", "losses")]
+        if not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 10**9 for c in counts):
+            raise ValueError(f"{where}: 'wins', 'draws' and 'losses' must be non-negative integers")
+        results.append((pairing["a"], pairing["b"], *counts))
+    digest = hashlib.sha256(raw).hexdigest()
+    if store.query("SELECT id FROM sessions WHERE source = 'import' AND command = ?", (f"sha256:{digest}",)):
+        raise ValueError(f"{path}: this report is already in the store (imported before)")
+
+    def identity(spec: str) -> Entrant:
+        try:
+            return entrant_identity(spec, bool(data.get("sampled")))
+        except (OSError, ValueError):
+            return Entrant(key=f"path:{spec}", label=spec, kind="file")
+
+    identities = {spec: identity(spec) for spec in entrants}
+    seed = data.get("seed")
+    session = store.start_session(
+        "import",
+        rules,
+        base_seed=seed if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 else None,
+        sampled=bool(data.get("sampled")),
+        command=f"sha256:{digest}",
+        note=f"import of {path.name}: per-pairing totals of a kahuna-eval report (its games were not kept one by one)",
+        imported=True,
+    )
+    for a, b, wins, draws, losses in results:
+        store.add_tally(session, identities[a], identities[b], wins, draws, losses)
+    return len(results)
+
+
+# ---------------------------------------------------------------------------------------------- the plot
+def plot_runs(ladder: Ladder, path: Path) -> int:
+    """Elo against learner decisions for every training run in the ladder, one line per run; returns the run count."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs: dict[str, list[LadderRow]] = {}
+    for row in ladder.rows:
+        if row.entrant.run is not None and row.entrant.decisions is not None and row.elo is not None:
+            runs.setdefault(row.entrant.run, []).append(row)
+    figure, axis = plt.subplots(figsize=(8, 5))
+    for run, rows in sorted(runs.items()):
+        rows.sort(key=lambda r: r.entrant.decisions or 0)
+        x = [r.entrant.decisions for r in rows]
+        y = [r.elo for r in rows]
+        errors = [Z95 * (r.elo_se or 0.0) for r in rows]
+        axis.errorbar(x, y, yerr=errors, marker="o", markersize=3, capsize=2, label=run)
+    for name, value in ladder.anchors.items():
+        axis.axhline(value, color="grey", linewidth=0.6, linestyle=":")
+        axis.annotate(name, (0, value), fontsize=7, color="grey", xycoords=("axes fraction", "data"))
+    axis.set_xlabel("learner decisions")
+    axis.set_ylabel("Elo (ladder, 95% intervals)")
+    axis.set_title("Elo across training runs (kahuna-ratings)")
+    axis.grid(alpha=0.3)
+    if runs:
+        axis.legend(fontsize=8)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+    return len(runs)
+
+
+# ---------------------------------------------------------------------------------------------- command line
+def _anchor(text: str) -> tuple[str, float]:
+    name, equals, value = text.rpartition("=")
+    try:
+        rating = float(value)
+    except ValueError:
+        rating = math.nan
+    if not equals or not name or not math.isfinite(rating):
+        raise argparse.ArgumentTypeError(f"expected ENTRANT=ELO (e.g. mcts=1146), got {text!r}")
+    return name, rating
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``kahuna-ratings`` argument parser."""
+    parser = OneLineParser(
+        prog=PROGRAM,
+        description="One Bradley-Terry ladder over every game of a results store (kahuna-eval --db), "
+        "the pairings that would refine it most, and Elo across training runs.",
+    )
+    parser.add_argument("--db", type=Path, required=True, metavar="FILE", help="the results store (SQLite)")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the ladder as JSON to PATH")
+    parser.add_argument(
+        "--anchor",
+        type=_anchor,
+        action="append",
+        metavar="ENTRANT=ELO",
+        help="pin the scale: these entrants average these ratings (repeatable; default the README table's "
+        + ", ".join(f"{k}={v:g}" for k, v in DEFAULT_ANCHORS.items())
+        + ")",
+    )
+    parser.add_argument("--import-report", type=Path, metavar="FILE", help="add a kahuna-eval --json report's results")
+    parser.add_argument(
+        "--entrant", action="append", default=[], metavar="SPEC", help="a new entrant to schedule games for"
+    )
+    parser.add_argument("--schedule", type=positive_int, metavar="N", help="propose the N most informative pairings")
+    parser.add_argument("--play", action="store_true", help="play the scheduled pairings and add them to the store")
+    parser.add_argument("--games", type=even_games, default=50, help="games per scheduled pairing (default 50)")
+    parser.add_argument("--workers", type=positive_int, default=1, help="worker processes for --play (default 1)")
+    parser.add_argument("--plot", type=Path, metavar="PNG", help="draw Elo against learner decisions per training run")
+    parser.add_argument("--all-rules", action="store_true", help="rate games under every rule set together")
+    add_rule_arguments(parser)
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar of --play")
+    return parser
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print a one-line error for ``kahuna-ratings`` and exit."""
+    exit_with_error(PROGRAM, message, code)
+
+
+def _playable(entrant: Entrant, sampled: bool = False) -> str:
+    """The spec to play ``entrant`` with: its label, when that still names the same content."""
+    from arena.evaluation import check_entrants, entrant_identity
+
+    try:
+        check_entrants([entrant.label, "random" if entrant.label != "random" else "greedy"])
+        if entrant_identity(entrant.label, sampled).key == entrant.key:
+            return entrant.label
+    except (OSError, ValueError):
+        pass
+    raise ValueError(
+        f"cannot play {entrant.label!r}: no agent with its content is at that name here "
+        f"(stored as {entrant.key[:23]}...)"
+    )
+
+
+def _can_play(entrant: Entrant) -> bool:
+    try:
+        _playable(entrant)
+    except ValueError:
+        return False
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``kahuna-ratings``; returns the exit code (0 on success)."""
+    args = build_parser().parse_args(argv)
+    if args.play and args.schedule is None:
+        fail("--play needs --schedule N")
+    if args.schedule is not None and args.schedule > MAX_SCHEDULE:
+        fail(f"--schedule proposes at most {MAX_SCHEDULE} pairings at once, got {args.schedule}")
+    anchors = dict(args.anchor) if args.anchor else dict(DEFAULT_ANCHORS)
+    rules = None if args.all_rules else KahunaConfig(variant=args.variant, discard_rule=args.discard_rule).to_dict()
+    try:
+        for name, path in (("--json", args.json), ("--plot", args.plot)):
+            if path is not None:
+                check_writable(name, path)
+        if args.plot is not None and args.plot.suffix.lower() != ".png":
+            raise ValueError(f"--plot must name a .png file, got {args.plot}")
+        from arena.evaluation import check_entrants, entrant_identity
+
+        for spec in anchors:
+            check_entrants([spec, "random" if spec != "random" else "greedy"])
+            entrant_identity(spec)
+        newcomers = []
+        for spec in args.entrant:
+            check_entrants([spec, "random" if spec != "random" else "greedy"])
+            newcomers.append(entrant_identity(spec))
+        writable = args.import_report is not None or args.play
+        if not writable and not args.db.exists():
+            raise ValueError(f"{args.db}: no such results store (kahuna-eval --db {args.db} creates one)")
+        store = ResultsStore(args.db)  # an older layout is migrated
+    except (StoreError, FileNotFoundError, ValueError) as error:
+        fail(str(error))
+    with store:
+        if args.import_report is not None:
+            try:
+                added = import_report(store, args.import_report)
+            except ValueError as error:
+                fail(str(error))
+            print(f"imported {added} pairing totals from {args.import_report} (marked as imported in the store)")
+        ladder = fit_ladder(store, rules, anchors)
+        if args.schedule is not None:
+            pairings = schedule_pairings(ladder, newcomers, args.schedule, _can_play if args.play else None)
+            print("proposed pairings (most informative first):")
+            for p in pairings:
+                print(f"  {p.a.label} vs {p.b.label}: {p.reason}")
+            if args.play:
+                _play(store, pairings, args, rules)
+                ladder = fit_ladder(store, rules, anchors)
+        if not ladder.rows:
+            print(f"{args.db}: no games stored yet")
+        else:
+            print(ladder.table())
+        if args.json is not None:
+            try:
+                args.json.parent.mkdir(parents=True, exist_ok=True)
+                args.json.write_text(json.dumps(ladder.to_dict(), indent=2) + "\n", encoding="utf-8")
+            except OSError as error:
+                fail(f"cannot write --json {args.json}: {first_line(error)}", code=1)
+            print(f"ladder written to {args.json}")
+        if args.plot is not None:
+            try:
+                runs = plot_runs(ladder, args.plot)
+            except OSError as error:
+                fail(f"cannot write --plot {args.plot}: {first_line(error)}", code=1)
+            print(f"Elo of {runs} training run(s) drawn in {args.plot}")
+    return 0
+
+
+def _play(store: ResultsStore, pairings: Sequence[Pairing], args: argparse.Namespace, rules: Any) -> None:
+    """Play every proposed pairing (``--games`` each, fresh deals) into the store."""
+    from arena.evaluation import EvaluationError, run_evaluation
+
+    try:
+        specs = [(_playable(p.a), _playable(p.b)) for p in pairings]
+    except ValueError as error:
+        fail(str(error))
+    from arena.entrants import is_checkpoint_spec
+
+    if any(is_checkpoint_spec(spec) for pair in specs for spec in pair):
+        import torch
+
+        torch.set_num_threads(1)
+    config = KahunaConfig.from_dict(rules) if rules is not None else KahunaConfig()
+    total = 0
+    for a, b in specs:
+        try:
+            report = run_evaluation(
+                [a, b],
+                games=args.games,
+                seed=_fresh_seed(store),
+                workers=args.workers,
+                config=config,
+                store=store,
+                source=PROGRAM,
+                progress=not args.no_progress,
+            )
+        except KeyboardInterrupt:
+            fail("interrupted (the games finished so far are in the store)", code=130)
+        except (EvaluationError, FileNotFoundError, ValueError) as error:
+            fail(str(error), code=1)
+        total += report.total_games
+        pairing = report.pairings[0]
+        print(f"played {a} vs {b}: {pairing.wins}-{pairing.draws}-{pairing.losses} over {pairing.games} games")
+    print(f"{total} games played and stored")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""kahuna-ratings (arena/ratings_cli.py): one ladder over the results store, imports, scheduling, the runs plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from arena.evaluation import run_evaluation
+from arena.ratings_cli import fit_ladder, import_report, main, schedule_pairings
+from arena.store import Entrant, ResultsStore, StoredGame
+
+REPO = Path(__file__).resolve().parents[1]
+README_REPORT = REPO / "docs" / "ratings.json"
+RULES = {"variant": "standard", "handicap": None, "discard_rule": "instead_of_play", "first_player": 0}
+
+
+def _ladder_elo(ladder, label: str) -> float:
+    return next(row.elo for row in ladder.rows if row.entrant.label == label)
+
+
+def test_importing_the_readme_report_reproduces_its_table_and_is_marked_imported(tmp_path: Path) -> None:
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        assert import_report(store, README_REPORT) == 28
+        ladder = fit_ladder(store, RULES, {"greedy": 624, "mcts:50": 979, "mcts": 1146, "mcts:1000": 1301})
+        assert store.game_count() == 0  # totals, not games
+        assert store.query("SELECT source, imported FROM sessions") == [("import", 1)]
+        with pytest.raises(ValueError, match="already in the store"):
+            import_report(store, README_REPORT)
+    report = json.loads(README_REPORT.read_text())
+    for row in report["ratings"]:  # the README table, within rounding of the anchor shift
+        assert _ladder_elo(ladder, row["entrant"]) == pytest.approx(row["elo"], abs=1.0)
+    assert all(row.games == 700 for row in ladder.rows)
+
+
+def test_the_ladder_over_stored_games_is_kahuna_evals_own_fit(tmp_path: Path) -> None:
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        report = run_evaluation(["random", "greedy", "mcts:2"], games=6, seed=3, store=store)
+        report_again = run_evaluation(["random", "greedy", "mcts:2"], games=6, seed=3, store=store)  # a repeat
+        ladder = fit_ladder(store, RULES, {"greedy": 500.0})
+    assert report == report_again
+    elo = {r.entrant: r.elo for r in report.ratings}
+    assert _ladder_elo(ladder, "greedy") == pytest.approx(500.0)
+    for name in ("random", "mcts:2"):  # the same differences as kahuna-eval's table (repeated games count once)
+        assert _ladder_elo(ladder, name) - 500.0 == pytest.approx(elo[name] - elo["greedy"], abs=1e-6)
+    greedy = next(row for row in ladder.rows if row.entrant.label == "greedy")
+    assert greedy.elo_se == pytest.approx(0.0, abs=1e-6) and greedy.games == 12  # the anchor is the reference
+
+
+def test_an_entrant_not_linked_to_the_anchors_is_listed_without_a_rating(tmp_path: Path) -> None:
+    a, b = Entrant("baseline:greedy", "greedy", "baseline"), Entrant("baseline:random", "random", "baseline")
+    c, d = Entrant("baseline:mcts:3", "mcts:3", "baseline"), Entrant("baseline:mcts:4", "mcts:4", "baseline")
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        session = store.start_session("kahuna-eval", RULES)
+        store.add_game(session, a, b, StoredGame(0, 1, 1.0, 5, 1, 80))
+        store.add_game(session, c, d, StoredGame(0, 2, 0.0, 1, 5, 80))
+        ladder = fit_ladder(store, RULES, {"greedy": 624.0})
+    rated = {row.entrant.label: row.elo for row in ladder.rows}
+    assert rated["greedy"] == pytest.approx(624.0) and rated["random"] < 624.0
+    assert rated["mcts:3"] is None and rated["mcts:4"] is None
+    assert "not linked to the anchors" in ladder.table()
+
+
+def test_a_newcomer_is_scheduled_first_and_play_adds_its_own_games_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "r.sqlite"
+    with ResultsStore(db) as store:
+        run_evaluation(["random", "greedy", "mcts:2"], games=4, seed=0, store=store)
+        before = store.game_count()
+    out = tmp_path / "ladder.json"
+    arguments = ["--db", str(db), "--entrant", "mcts:3", "--schedule", "2", "--play", "--games", "4"]
+    assert main([*arguments, "--json", str(out), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "mcts:3 vs" in text and "no games yet" in text and "8 games played and stored" in text
+    with ResultsStore(db, readonly=True) as store:
+        assert store.game_count() == before + 8
+        seeds = store.query("SELECT base_seed FROM sessions ORDER BY id")
+    assert [seed for (seed,) in seeds] == [0, 1, 2]  # fresh deals for every pairing played
+    data = json.loads(out.read_text())
+    assert data["format"] == "kahuna-ratings-v1"
+    newcomer = next(row for row in data["ratings"] if row["entrant"] == "mcts:3")
+    assert newcomer["games"] == 8 and newcomer["elo"] is not None and newcomer["elo_ci95"][0] < newcomer["elo"]
+
+
+def test_schedule_prefers_uncertain_even_pairings(tmp_path: Path) -> None:
+    a, b, c, d = (Entrant(f"baseline:mcts:{n}", f"mcts:{n}", "baseline") for n in (1, 2, 3, 4))
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        session = store.start_session("kahuna-eval", RULES)
+        seed = 0
+        for first, second, games, wins in ((a, b, 400, 200), (b, c, 400, 200), (c, d, 4, 2), (a, d, 4, 4)):
+            for game in range(games):
+                seed += 1
+                store.add_game(session, first, second, StoredGame(game, seed, float(game < wins), 5, 3, 80))
+        ladder = fit_ladder(store, RULES, {"mcts:1": 500.0})
+    pairings = schedule_pairings(ladder, [], 6)
+    values = [p.value for p in pairings]
+    assert values == sorted(values, reverse=True) and len(pairings) == 6
+    # mcts:4 has 8 games, the others hundreds: its pairings are the most informative.
+    assert "mcts:4" in (pairings[0].a.label, pairings[0].b.label)
+    assert {pairings[-1].a.label, pairings[-1].b.label} in ({"mcts:1", "mcts:2"}, {"mcts:2", "mcts:3"})
+
+
+def test_elo_across_training_runs_is_drawn(tmp_path: Path) -> None:
+    greedy = Entrant("baseline:greedy", "greedy", "baseline")
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        session = store.start_session("training", RULES)
+        for run in ("run-a", "run-b"):
+            for update, wins in ((10, 1), (20, 3), (30, 4)):
+                learner = Entrant(f"sha256:{run}{update}", f"{run}@{update}", "training", run, update, 1000 * update)
+                for game in range(4):
+                    store.add_game(session, learner, greedy, StoredGame(game, game, float(game < wins), 5, 3, 80))
+    db = tmp_path / "r.sqlite"
+    assert main(["--db", str(db), "--plot", str(tmp_path / "elo.png"), "--anchor", "greedy=624"]) == 0
+    assert (tmp_path / "elo.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--schedule", "2", "--play", "--schedule", "0"], "--schedule: expected a positive integer"),
+        (["--play"], "--play needs --schedule N"),
+        (["--anchor", "mcts"], "expected ENTRANT=ELO"),
+        (["--anchor", "nobody=3"], "unknown entrant"),
+        (["--plot", "elo.svg"], "--plot must name a .png file"),
+        (["--entrant", "mcts:abc", "--schedule", "1"], "mcts:abc"),
+        (["--schedule", "1000"], "at most 100 pairings"),
+    ],
+)
+def test_bad_arguments_are_one_line(
+    tmp_path: Path, arguments: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "r.sqlite"
+    with ResultsStore(db):
+        pass
+    with pytest.raises(SystemExit) as caught:
+        main(["--db", str(db), *arguments])
+    assert caught.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and message in error and error.startswith("kahuna-ratings: error:")
+
+
+def test_a_missing_store_is_one_line_and_not_created(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--db", str(tmp_path / "none.sqlite")])
+    assert "no such results store" in capsys.readouterr().err
+    assert not (tmp_path / "none.sqlite").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\xff\xfe", "not UTF-8 JSON"),
+        (b'{"format": "kahuna-record-v1"}', "format must be 'kahuna-eval-v1'"),
+        (b'{"format": "kahuna-eval-v1", "entrants": ["a"], "pairings": []}', "at least two entrant strings"),
+        (
+            b'{"format": "kahuna-eval-v1", "entrants": ["greedy", "random"], "config": {}, '
+            b'"pairings": [{"a": "greedy", "b": "random", "wins": -1, "draws": 0, "losses": 2}]}',
+            "pairings[0]: 'wins', 'draws' and 'losses' must be non-negative integers",
+        ),
+        (
+            b'{"format": "kahuna-eval-v1", "entrants": ["greedy", "random"], "config": {"variant": 3}, '
+            b'"pairings": [{"a": "greedy", "b": "random", "wins": 1, "draws": 0, "losses": 2}]}',
+            "'config' is not a rule set",
+        ),
+    ],
+)
+def test_a_malformed_report_is_one_line_and_imports_nothing(
+    tmp_path: Path, content: bytes, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "report.json"
+    report.write_bytes(content)
+    db = tmp_path / "r.sqlite"
+    with pytest.raises(SystemExit) as caught:
+        main(["--db", str(db), "--import-report", str(report)])
+    assert caught.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and message in error
+    with ResultsStore(db, readonly=True) as store:
+        assert store.query("SELECT COUNT(*) FROM sessions") == [(0,)]
