@@ -214,3 +214,69 @@ def test_a_valid_file_still_loads_and_samples_only_legal_actions(tmp_path):
         action = choose_action(agent, game, np.random.default_rng(0))
         assert action in game.legal_actions()
         game.step(action)
+
+
+# ---------------------------------------------------------------------------------------------- value semantics
+def _guided(path, **options):
+    from training.search import load_guided_agent
+
+    return load_guided_agent(path, simulations=4, seed=0, **options)
+
+
+def test_the_guided_search_reads_the_reward_settings_the_file_records(tmp_path):
+    # Issue 34, item 6: values were always mapped with the default island shaping.
+    from kahuna_env.engine import KahunaGame
+
+    path = tmp_path / "shaped.pt"
+    values = payload(meta={"reward": {"win": 2.0, "island_shaping": 0.5}})
+    torch.save(values, path)
+    assert load_agent(path).reward == {"win": 2.0, "island_shaping": 0.5}
+    evaluator = _guided(path).evaluator
+    assert (evaluator.win_reward, evaluator.island_shaping) == (2.0, 0.5)
+    assert _guided(path, island_shaping=0.0).evaluator.island_shaping == 0.0  # an explicit option wins
+    # The same network with the default settings values the same positions differently.
+    default = tmp_path / "default.pt"
+    unshaped = {"reward": {"win": 1.0, "island_shaping": 1.0}}
+    torch.save(payload(meta=unshaped, model_state=values["model_state"]), default)
+    game = KahunaGame(seed=5)
+    for _ in range(12):
+        game.step(game.legal_actions()[0])
+    states, legal = [game], [game.legal_actions()]
+    assert evaluator.evaluate(states, legal)[1] != _guided(default).evaluator.evaluate(states, legal)[1]
+
+
+def test_a_checkpoint_records_its_reward_settings_in_its_config():
+    from training.agent import recorded_reward
+
+    config = {"reward": {"win": 1.0, "island_shaping": 0.25}}
+    assert recorded_reward({"config": config}) == {"win": 1.0, "island_shaping": 0.25}
+    assert recorded_reward({"meta": {"source_meta": {"reward": {"win": 3.0}}}}) == {"win": 3.0, "island_shaping": 0.0}
+    assert recorded_reward({"meta": {"run": "old"}}) is None
+
+
+def test_an_old_file_gets_the_documented_default_said_once(tmp_path, capsys):
+    path = saved(tmp_path, payload(meta={"run": "old"}), "old.pt")
+    assert load_agent(path).reward is None
+    first, second = _guided(path), _guided(path)
+    assert first.evaluator.island_shaping == second.evaluator.island_shaping == 1.0
+    assert first.evaluator.win_reward == 1.0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "does not record the reward settings" in lines[0] and str(path) in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("reward", "message"),
+    [
+        ({"win": "x"}, "the recorded reward.win is not a finite number"),
+        ({"win": 0.0}, "the recorded reward.win must be > 0"),
+        ({"island_shaping": float("nan")}, "the recorded reward.island_shaping is not a finite number"),
+        ([1, 2], "the recorded reward settings are a list, not a mapping"),
+    ],
+)
+def test_crafted_reward_settings_are_one_line(tmp_path, reward, message):
+    assert message in refusal(saved(tmp_path, payload(meta={"reward": reward})))
+
+
+def test_the_shipped_agents_read_their_reward_settings_from_their_run_config():
+    for name in ("champion", "champion-v2", "champion-v1"):
+        assert load_agent(name).reward == {"win": 1.0, "island_shaping": 1.0}

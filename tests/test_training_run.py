@@ -77,6 +77,22 @@ def test_smoke_run_writes_tensorboard_events_plot_and_final_agent(smoke_run):
     assert set(summary) == {"random", "greedy"}
 
 
+def test_the_final_agent_and_checkpoints_record_reward_config_and_final_evaluation(smoke_run):
+    # Issue 34, item 6 and issue 36: the value semantics, the config and the scores with intervals.
+    config = load_config(SMOKE)
+    agent = load_agent(smoke_run / "final_agent.pt")
+    meta = agent.meta
+    assert meta["reward"] == agent.reward == {"win": 1.0, "island_shaping": 1.0}
+    assert meta["config"] == config.to_dict()
+    assert set(meta["final_eval"]) == {"random", "greedy"}
+    for result in meta["final_eval"].values():
+        low, high = result["score_ci95"]
+        assert result["games"] == config.eval.final_games and low <= result["score"] <= high
+    assert meta["final_eval"] == json.loads((smoke_run / "final_eval.json").read_text())
+    checkpoint = torch.load(smoke_run / "checkpoints" / "latest.pt", weights_only=True)
+    assert checkpoint["meta"]["reward"] == {"win": 1.0, "island_shaping": 1.0}
+
+
 def test_tensorboard_holds_the_standard_scalars(smoke_run):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
