@@ -86,11 +86,17 @@ def check_writable(option: str, path: Path, directory: bool = False) -> None:
         raise ValueError(f"{option} {path}: the directory {folder} is not writable")
 
 
-def check_gif_path(path: Path) -> None:
-    """Raise ``ValueError`` (one line) unless ``--gif path`` names a writable ``.gif`` file."""
+def check_gif_path(path: Path, inputs: Sequence[Path] = (), force: bool = False) -> None:
+    """Raise ``ValueError`` (one line) unless ``--gif path`` names a writable ``.gif`` file.
+
+    The rule of :func:`check_output_file`: never one of ``inputs``, and an
+    existing file only when it is a GIF (or with ``force``).
+    """
     if path.suffix.lower() != ".gif":
         raise ValueError(f"--gif {path}: the file name must end in .gif")
-    check_writable("--gif", path)
+    check_output_file(
+        "--gif", path, inputs=inputs, own_kind=lambda file: file_starts_with(file, b"GIF8"), kind="a GIF", force=force
+    )
 
 
 def same_file(first: Path, second: Path) -> bool:

@@ -43,7 +43,6 @@ from arena.cli import (
     check_gif_path,
     check_output_file,
     exit_with_error,
-    file_starts_with,
     first_line,
     json_format_is,
     non_negative_int,
@@ -285,17 +284,9 @@ def check_outputs(args: argparse.Namespace) -> None:
             force=args.force,
         )
     if args.gif is not None:
-        check_gif_path(args.gif)
         if args.record is not None and same_file(args.gif, args.record):
             raise ValueError(f"--gif and --record name the same file {args.gif}")
-        check_output_file(
-            "--gif",
-            args.gif,
-            inputs=inputs,
-            own_kind=lambda path: file_starts_with(path, b"GIF8"),
-            kind="a GIF",
-            force=args.force,
-        )
+        check_gif_path(args.gif, inputs=inputs, force=args.force)
 
 
 def main(argv: Sequence[str] | None = None, stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:

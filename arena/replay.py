@@ -30,7 +30,7 @@ from typing import IO, Any, NoReturn
 
 import numpy as np
 
-from arena.cli import OneLineParser, check_gif_path, exit_with_error, write_gif
+from arena.cli import OneLineParser, add_force_argument, check_gif_path, exit_with_error, write_gif
 from arena.match import Chooser, OnAction, play
 from arena.records import check_record, game_result, read_record
 from kahuna_env.actions import describe_action
@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("file", type=Path, metavar="FILE", help="a JSON game record (kahuna-eval --record)")
     parser.add_argument("--gif", type=Path, metavar="PATH", help="also save the game as an animated GIF")
     parser.add_argument("--quiet", action="store_true", help="print only the result check, not the game")
+    add_force_argument(parser)
     return parser
 
 
@@ -166,7 +167,7 @@ def main(argv: Sequence[str] | None = None, stdout: IO[str] | None = None) -> in
     out = sys.stdout if stdout is None else stdout
     if args.gif is not None:
         try:
-            check_gif_path(args.gif)
+            check_gif_path(args.gif, inputs=[args.file], force=args.force)
         except ValueError as error:
             _fail(str(error), code=2)
     try:

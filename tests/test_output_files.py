@@ -260,3 +260,19 @@ def test_rllib_export_refuses_a_foreign_output_and_a_missing_extra_exits_2(tmp_p
     monkeypatch.setitem(sys.modules, "ray", None)
     assert rllib_main(["export", str(tmp_path), str(tmp_path / "x.pt")]) == 2
     assert "Ray RLlib is not installed" in error_line(capsys, "kahuna-rllib")
+
+
+def test_replay_gif_never_overwrites_its_record_or_a_foreign_file(tmp_path, capsys):
+    from arena.replay import main as replay_main
+
+    record = tmp_path / "game.gif"  # a record under a .gif name: --gif would destroy it
+    assert play_main(["--record", str(record), "--seed", "1"], stdin=StringIO("quit\n"), stdout=StringIO()) == 0
+    before = record.read_bytes()
+    line = refused(capsys, "kahuna-replay", lambda: replay_main([str(record), "--gif", str(record), "--force"]))
+    assert "is one of the inputs" in line and record.read_bytes() == before
+    notes = tmp_path / "notes.gif"
+    notes.write_text("not a gif")
+    line = refused(capsys, "kahuna-replay", lambda: replay_main([str(record), "--gif", str(notes), "--quiet"]))
+    assert "exists and is not a GIF" in line and notes.read_text() == "not a gif"
+    assert replay_main([str(record), "--gif", str(notes), "--quiet", "--force"], stdout=StringIO()) == 0
+    assert notes.read_bytes().startswith(b"GIF8")
