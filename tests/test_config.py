@@ -142,7 +142,7 @@ def test_cli_resume_of_missing_run_directory_is_a_clear_error(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ("pool.snapshots_per_update=0", r"pool\.snapshots_per_update: must be >= 1 or null, got 0"),
+        ("pool.snapshots_per_update=0", r"pool\.snapshots_per_update: must be in \[1, 10000\] or null, got 0"),
         ("pool.snapshots_per_update=two", r"pool\.snapshots_per_update: expected int or null, got 'two'"),
         ("ppo.bf16=maybe", r"ppo\.bf16: must be true, false or 'auto', got 'maybe'"),
         ("ppo.bf16=1", r"ppo\.bf16: expected bool or str, got 1"),

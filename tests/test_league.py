@@ -123,7 +123,7 @@ def test_config_has_the_mcts_share_and_checks_pfsp_keys():
         ("pool.pfsp_exponent=0", "pool.pfsp_exponent: must be > 0"),
         ("pool.pfsp_prior=1", "pool.pfsp_prior: must be in (0, 1)"),
         ("pool.pfsp_decay=0", "pool.pfsp_decay: must be in (0, 1]"),
-        ("pool.mcts_simulations=0", "pool.mcts_simulations: must be >= 1"),
+        ("pool.mcts_simulations=0", "pool.mcts_simulations: must be in [1, 100000]"),
         ("pool.mcts=-1", "pool.mcts: must be >= 0"),
     ]:
         with pytest.raises(ConfigError, match=re.escape(message)):

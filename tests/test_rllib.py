@@ -121,7 +121,7 @@ def test_overrides_set_any_key():
         ("ppo.minibatch_size=100000", "ppo.minibatch_size: must be <= ppo.train_batch_size"),
         ("env_runners.num_env_runners=two", "env_runners.num_env_runners: expected int"),
         ("pool.greedy=-1", "pool.greedy: must be >= 0"),
-        ("pool.snapshots_per_update=0", "pool.snapshots_per_update: must be >= 1 or null, got 0"),
+        ("pool.snapshots_per_update=0", "pool.snapshots_per_update: must be in [1, 10000] or null, got 0"),
         ("snapshots.share=0.5", "snapshots: unknown key"),
         ("env.variant=chess", "env: variant must be one of"),
         ("ray.object_store_mb=10", "ray.object_store_mb"),
