@@ -351,4 +351,3 @@ def pool_entry_problem(entry: Mapping[str, Any]) -> str | None:
     if counts["pfsp_score"] > counts["pfsp_games"] * (1 + 1e-9) + 1e-9:
         return f"pfsp_score {counts['pfsp_score']!r} exceeds pfsp_games {counts['pfsp_games']!r}"
     return None
-
