@@ -130,7 +130,10 @@ async def read_json(request: Request, limit: int) -> Any:
     except RecursionError:
         raise WebError("the upload is not usable JSON: nested too deeply", 400) from None
     except ValueError as error:
-        raise WebError(f"the upload is not JSON: {first_line(error)}", 400) from None
+        reason = first_line(error)
+        if "integer string conversion" in reason:  # Python's own limit, with advice meant for programmers
+            reason = "a number has more than 4300 digits"
+        raise WebError(f"the upload is not JSON: {reason}", 400) from None
 
 
 def offered_opponents(max_simulations: int, max_guided_simulations: int) -> list[str]:
@@ -176,13 +179,16 @@ def _page_routes(store: SessionStore, records: Path | None, agents: Path | None,
 
 
 # ------------------------------------------------------------------------------------------------ play
-async def _compute(request: Request, bots: BotQueue, session: PlaySession, work: Callable[[], Any]) -> Any:
+async def _compute(
+    request: Request, bots: BotQueue, session: PlaySession, work: Callable[[], Any], held: bool = False
+) -> Any:
     """Run ``work`` (a move of ``session``) holding the game's lock: in the bot queue when the agent searches.
 
     409 if the game is busy, 503 if the queue is full.  A client that leaves
     while it waits cancels the computation (the game is then abandoned).
+    ``held``: the caller holds the lock already (a new game); it is released in every case.
     """
-    if not session.lock.acquire(blocking=False):
+    if not held and not session.lock.acquire(blocking=False):
         raise WebError("a move of this game is still being played; wait for it", 409)
 
     def job() -> Any:
@@ -216,7 +222,7 @@ def _play_routes(store: SessionStore, bots: BotQueue, max_upload: int) -> list[B
         params = await read_json(request, max_upload)
         session = await run_in_threadpool(store.open_game, params, _client(request))
         try:
-            data = await _compute(request, bots, session, lambda: session.response(session.advance()))
+            data = await _compute(request, bots, session, lambda: session.response(session.advance()), held=True)
         except WebError:
             store.discard(session)
             raise
@@ -365,6 +371,33 @@ async def _http_error(request: Request, error: Exception) -> Response:
     return _error(str(error.detail), error.status_code)
 
 
+class AnswerWhileStopping:
+    """ASGI middleware: a request the stopping server gives up on is answered 503, not logged as a traceback.
+
+    When the graceful shutdown's second has passed uvicorn cancels the
+    requests still running (one waiting for an agent file to load, say);
+    this answers them "the server is stopping" if nothing was sent yet.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        started = False
+
+        async def tracking_send(message: Any) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except asyncio.CancelledError:
+            if scope["type"] != "http" or started:
+                raise
+            await _error("the server is stopping", 503)(scope, receive, send)
+
+
 async def _internal_error(request: Request, error: Exception) -> Response:
     return _error("internal error: the request failed on the server (its log says why)", 500)
 
@@ -424,7 +457,7 @@ def create_app(
         *_record_routes(records, max_upload),
         *_results_routes(list(results), max_upload),
     ]
-    middleware = []
+    middleware = [Middleware(AnswerWhileStopping)]
     if allowed_hosts is not None:
         middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
     app = Starlette(

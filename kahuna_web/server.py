@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 import socket
 import sys
 from collections.abc import Sequence
@@ -142,7 +143,7 @@ def serve(app: Any, sock: socket.socket) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``kahuna-serve`` until interrupted; returns the exit code."""
+    """Run ``kahuna-serve`` until interrupted, then end the process (exit code 0); bad arguments exit 2."""
     args = build_parser().parse_args(argv)
     try:
         import uvicorn  # noqa: F401
@@ -195,7 +196,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         sock.close()
     print("kahuna-serve stopped", file=sys.stderr)
-    return 0
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # A thread may still be busy with a request the server gave up on (an agent file loading, torch
+    # importing): not waited for.  The server writes no files, so nothing is left half-written.
+    os._exit(0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -416,6 +416,8 @@ class SessionStore:
 
         The agent has not moved yet: :meth:`PlaySession.advance` plays its
         opening actions (when it holds the first turn or a handicap setup).
+        The game is returned with its lock held (so that no new game can
+        replace it before its opening is computed): the caller releases it.
         """
         if not isinstance(params, Mapping):
             raise WebError("a new game needs a JSON object with 'opponent', 'seat', 'seed' and rule options")
@@ -431,13 +433,21 @@ class SessionStore:
         opponent = resolve_opponent(spec, self.agents_dir, seed, self.max_simulations, self.max_guided_simulations)
         assert seat is not None
         session = PlaySession(secrets.token_urlsafe(12), opponent, spec.strip(), seat, seed, config, client)
-        self._hold(session)
+        session.lock.acquire()
+        try:
+            self._hold(session)
+        except BaseException:
+            session.lock.release()
+            raise
         return session
 
     def new_game(self, params: Any, client: str = "") -> tuple[PlaySession, list[dict[str, Any]]]:
         """:meth:`open_game`, then the agent's opening steps, in the calling thread."""
         session = self.open_game(params, client)
-        return session, session.advance()
+        try:
+            return session, session.advance()
+        finally:
+            session.lock.release()
 
     def _hold(self, session: PlaySession) -> None:
         with self._lock:

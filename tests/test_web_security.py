@@ -358,7 +358,7 @@ def test_abandoning_a_game_stops_its_agents_search(tmp_path):
 
 def test_a_flood_of_huge_searches_leaves_a_cheap_game_answered_at_once(tmp_path):
     """The issue's criterion: 50 huge-budget requests, then a cheap game; the clients leave, the searches stop."""
-    app = create_app(store=SessionStore(max_simulations=HUGE, per_client=100))
+    app = create_app(max_simulations=HUGE)
     bots = app.state.bots
     capacity = bots.workers + bots.waiting
     with running(app) as port:
@@ -371,7 +371,8 @@ def test_a_flood_of_huge_searches_leaves_a_cheap_game_answered_at_once(tmp_path)
             return len(answered)
 
         wait_for(lambda: collect() == 50 - capacity, "every request beyond the queue is refused")
-        assert all(b" 503 " in line for line in answered.values()), answered.values()
+        # 503: the queue is full; 429: every game of this address (16 at most) is being computed.
+        assert all(b" 503 " in line or b" 429 " in line for line in answered.values()), answered.values()
         assert bots.busy() == capacity
         started = time.monotonic()
         status, cheap = request(port, "POST", "/api/games", {"opponent": "random", "seat": 1})
@@ -526,11 +527,26 @@ def test_another_clients_new_games_never_drop_a_game_in_progress():
     assert theirs.get(f"/api/games/{answers[0].json()['id']}").status_code == 404
 
 
+def opened(store, client):
+    """A game opened in ``store`` whose opening is done (its lock released)."""
+    session = store.open_game({"opponent": "random"}, client=client)
+    session.lock.release()
+    return session
+
+
+def test_a_new_game_cannot_be_replaced_before_its_opening_is_computed():
+    store = SessionStore(per_client=1)
+    session = store.open_game({"opponent": "random"}, client="a")  # its opening not computed yet
+    with pytest.raises(WebError) as busy:
+        store.open_game({"opponent": "random"}, client="a")
+    assert busy.value.status == 429 and not session.cancel.is_set()
+
+
 def test_a_full_server_refuses_new_games_instead_of_dropping_any():
     store = SessionStore(limit=3, per_client=2)
-    held = [store.open_game({"opponent": "random"}, client=f"10.0.0.{k}") for k in range(3)]
+    held = [opened(store, f"10.0.0.{k}") for k in range(3)]
     with pytest.raises(WebError) as full:
-        store.open_game({"opponent": "random"}, client="10.0.0.9")
+        opened(store, "10.0.0.9")
     assert full.value.status == 503
     assert [store.get(s.id) for s in held] == held
 
@@ -538,13 +554,13 @@ def test_a_full_server_refuses_new_games_instead_of_dropping_any():
 def test_idle_games_are_forgotten_but_not_one_being_computed():
     now = [0.0]
     store = SessionStore(idle_seconds=60.0, clock=lambda: now[0])
-    idle = store.open_game({"opponent": "random"}, client="a")
-    busy = store.open_game({"opponent": "random"}, client="a")
+    idle = opened(store, "a")
+    busy = opened(store, "a")
     now[0] = 50.0
-    recent = store.open_game({"opponent": "random"}, client="b")
+    recent = opened(store, "b")
     now[0] = 100.0
     assert busy.lock.acquire(blocking=False)  # its move is being computed
-    store.open_game({"opponent": "random"}, client="c")
+    opened(store, "c")
     busy.lock.release()
     with pytest.raises(WebError) as gone:
         store.get(idle.id)
@@ -554,15 +570,15 @@ def test_idle_games_are_forgotten_but_not_one_being_computed():
 
 def test_a_clients_games_being_computed_are_not_replaced(tmp_path):
     store = SessionStore(per_client=2)
-    first = store.open_game({"opponent": "random"}, client="a")
-    second = store.open_game({"opponent": "random"}, client="a")
+    first = opened(store, "a")
+    second = opened(store, "a")
     for session in (first, second):
         assert session.lock.acquire(blocking=False)
     with pytest.raises(WebError) as busy:
-        store.open_game({"opponent": "random"}, client="a")
+        opened(store, "a")
     assert busy.value.status == 429
     second.lock.release()
-    store.open_game({"opponent": "random"}, client="a")  # replaces the one not being computed
+    opened(store, "a")  # replaces the one not being computed
     assert store.get(first.id) is first
     with pytest.raises(WebError):
         store.get(second.id)
