@@ -16,6 +16,7 @@ simulations, minutes of work, must not have run to its end.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http.client
 import json
@@ -45,7 +46,7 @@ from kahuna_env.actions import DRAW
 from kahuna_env.agents import MCTSAgent
 from kahuna_env.agents.mcts import SearchCancelled
 from kahuna_env.engine import KahunaGame
-from kahuna_web.app import OPPONENT_CHOICES, create_app
+from kahuna_web.app import OPPONENT_CHOICES, AnswerWhileStopping, create_app
 from kahuna_web.compute import BotQueue
 from kahuna_web.results import read_results
 from kahuna_web.server import listening_socket
@@ -435,6 +436,21 @@ def test_a_signal_during_a_search_stops_the_server_and_the_port_is_free_at_once(
         again.send_signal(signal.SIGINT)
         assert again.wait(timeout=60) == 0
     print(f"stopped {seconds:.3f} s after the signal")
+
+
+def test_a_request_the_stopping_server_gives_up_on_is_answered_503_not_a_traceback():
+    """uvicorn cancels the requests still running a second into its shutdown (an agent file still loading)."""
+
+    async def slow(scope, receive, send):
+        raise asyncio.CancelledError("timeout graceful shutdown exceeded")
+
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(AnswerWhileStopping(slow)({"type": "http"}, None, send))
+    assert sent[0]["status"] == 503 and json.loads(sent[1]["body"]) == {"error": "the server is stopping"}
 
 
 def test_a_port_another_server_listens_on_is_still_refused(capsys):
