@@ -33,9 +33,8 @@ from arena.entrants import NAMED_AGENTS, entrant_label, is_checkpoint_spec, reso
 from arena.match import GameResult, GameTask, check_games, play_game, schedule
 from arena.records import RECORD_FORMAT, game_record, write_record
 from arena.report import EvaluationReport, PairingResult, Rating, summarize
-from arena.store import Entrant, ResultsStore, StoredGame
+from arena.store import Entrant, ResultsStore, StoredGame, baseline_entrant
 from kahuna_env.agents import BASELINES
-from kahuna_env.agents.mcts import DEFAULT_SIMULATIONS
 from kahuna_env.engine import KahunaConfig
 
 __all__ = [
@@ -181,9 +180,7 @@ def entrant_identity(spec: str, sampled: bool = False) -> Entrant:
     ``#sampled``.  Raises ``FileNotFoundError`` for a missing file.
     """
     if spec.partition(":")[0] in BASELINES:
-        base, _, budget = spec.partition(":")
-        canonical = f"mcts:{budget or DEFAULT_SIMULATIONS}" if base == "mcts" else spec
-        return Entrant(key=f"baseline:{canonical}", label=spec, kind="baseline")
+        return baseline_entrant(spec)
     source, simulations = split_search(spec)
     path = _named_agent_file(source) if source in NAMED_AGENTS else Path(source)
     key = f"sha256:{file_sha256(path)}"

@@ -7,8 +7,8 @@ them into one ladder.  Nothing else writes the file.
 
 Design (docs/EVALUATION.md, "The results store"):
 
-* **Standard library only** (:mod:`sqlite3`); this module imports nothing of
-  the project, so training may use it as it uses :mod:`arena.stats`.
+* **Standard library only** (:mod:`sqlite3`); of the project it imports only
+  :mod:`kahuna_env`, so training may use it as it uses :mod:`arena.stats`.
 * **Concurrent writers.** The file is in WAL mode with a generous busy
   timeout; every write is one short ``BEGIN IMMEDIATE`` transaction, so two
   evaluations writing into one file wait for each other instead of failing.
@@ -55,6 +55,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from kahuna_env.agents.mcts import DEFAULT_SIMULATIONS
 
 SCHEMA_VERSION = 2
 """The layout this module writes; older stores are migrated on opening."""
@@ -197,6 +199,13 @@ class PairCount:
     seat1: str
     points: float
     games: int
+
+
+def baseline_entrant(spec: str) -> Entrant:
+    """The entrant of a baseline name (``random``, ``greedy``, ``mcts``, ``mcts:N``; ``mcts`` is ``mcts:200``)."""
+    base, _, budget = spec.partition(":")
+    canonical = f"mcts:{budget or DEFAULT_SIMULATIONS}" if base == "mcts" else spec
+    return Entrant(key=f"baseline:{canonical}", label=spec, kind="baseline")
 
 
 def _seed_text(seed: int | None) -> str | None:

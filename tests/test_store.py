@@ -224,3 +224,36 @@ def test_bad_rows_are_refused_and_change_nothing(tmp_path: Path) -> None:
         assert store.query("SELECT COUNT(*) FROM entrants") == [(0,)]  # the failed game's entrants rolled back
     with pytest.raises(StoreError, match="no such results store"):
         ResultsStore(tmp_path / "missing.sqlite", readonly=True)
+
+
+def test_training_evaluations_and_the_exploit_final_match_land_in_the_store(tmp_path: Path) -> None:
+    from tests.test_exploit import TINY
+    from training.exploit import main as exploit_main
+
+    db = tmp_path / "results.sqlite"
+    run_dir = tmp_path / "br-greedy"
+    store_options = ["--set", f"eval.db={db}", "--set", "eval.every=1", "--set", "eval.games=4"]
+    arguments = ["greedy", "--minutes", "5", *TINY, *store_options, "--games", "10", "--run-dir", str(run_dir)]
+    assert exploit_main(arguments) == 0
+    sessions = _rows(db, "SELECT source, command FROM sessions ORDER BY id")
+    assert sessions == [
+        ("training", "periodic evaluation of br-greedy at update 1"),
+        ("training", "periodic evaluation of br-greedy at update 2"),
+        ("kahuna-exploit", "final match of br-greedy against greedy"),
+    ]
+    assert _rows(db, "SELECT session, COUNT(*) FROM games GROUP BY session") == [(1, 4), (2, 4), (3, 10)]
+    learners = _rows(db, "SELECT label, run, run_update, decisions > 0 FROM entrants WHERE kind = 'training'")
+    assert learners == [("br-greedy@1", "br-greedy", 1, 1), ("br-greedy@2", "br-greedy", 2, 1)]
+    # Seat balance is kept: the learner sits in seat 0 in half of every evaluation's games.
+    per_seat = _rows(
+        db,
+        "SELECT g.session, SUM(e.kind = 'training') FROM games g JOIN entrants e ON e.id = g.seat0 GROUP BY g.session",
+    )
+    assert per_seat == [(1, 2), (2, 2), (3, 5)]
+
+
+def test_a_bad_eval_db_is_refused_before_training(tmp_path: Path) -> None:
+    from training.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match=r"eval\.db"):
+        load_config(None, ["eval.db=''"])

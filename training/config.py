@@ -288,9 +288,16 @@ class EvalConfig:
     final_games: int = 1000
     opponents: tuple[str, ...] = ("random", "greedy")
     seed: int = 2024
+    db: str | None = None
 
     def __post_init__(self) -> None:
         check_value(self.every >= 0, "eval.every", "must be >= 0", self.every)
+        check_value(
+            self.db is None or (bool(self.db.strip()) and self.db.isprintable()),
+            "eval.db",
+            "must be a file path (printable, not empty) or null",
+            self.db,
+        )
         check_value(2 <= self.games <= MAX_GAMES, "eval.games", f"must be in [2, {MAX_GAMES}]", self.games)
         check_value(0 <= self.seed <= MAX_SEED, "eval.seed", f"must be in [0, {MAX_SEED}]", self.seed)
         check_value(

@@ -31,8 +31,11 @@ checkpoint stays the last good one.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +44,7 @@ import torch
 from torch import nn
 
 from arena.cli import first_line
+from arena.store import Entrant, ResultsStore, StoredGame, baseline_entrant
 from kahuna_env.engine import KahunaConfig
 from training.checkpoint import (
     build_checkpoint,
@@ -63,7 +67,7 @@ from training.cpus import available_cores, bf16_message, oversubscription_warnin
 from training.metrics import METRICS_FILE, PLOT_FILE, MetricsLogger, elo_scalars, metric_name, plot_learning_curves
 from training.model import ActorCritic, check_state_dict
 from training.pool import KINDS, PFSP, GameAssignment, OpponentPool, entry_model_config, league_scalars
-from training.quick_eval import QuickEvalResult, evaluate_policy
+from training.quick_eval import FinishedGame, QuickEvalResult, evaluate_policy
 from training.rollout import Rollout
 from training.rundir import RunLock, check_new_run_dir, check_writable
 
@@ -255,12 +259,63 @@ def _rollout_scalars(rollout: Rollout) -> dict[str, float]:
     return scalars
 
 
-def _evaluate(model: ActorCritic, config: TrainConfig, games: int) -> dict[str, QuickEvalResult]:
+def _evaluate(
+    model: ActorCritic, config: TrainConfig, games: int, write: Callable[[str, FinishedGame], None] | None = None
+) -> dict[str, QuickEvalResult]:
     game_config = KahunaConfig(variant=config.env.variant, discard_rule=config.env.discard_rule)
     return {
-        name: evaluate_policy(model, name, games, seed=config.eval.seed, game_config=game_config)
+        name: evaluate_policy(
+            model,
+            name,
+            games,
+            seed=config.eval.seed,
+            game_config=game_config,
+            on_game=None if write is None else functools.partial(write, name),
+        )
         for name in config.eval.opponents
     }
+
+
+def weights_key(model: torch.nn.Module) -> str:
+    """``sha256:`` of a network's parameter names and bytes: the results store's key of a learner."""
+    digest = hashlib.sha256()
+    for name, tensor in model.state_dict().items():
+        digest.update(name.encode("utf-8"))
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return f"sha256:{digest.hexdigest()}"
+
+
+def _results_writer(
+    config: TrainConfig, run: _RunState, update: int, last: bool
+) -> Callable[[str, FinishedGame], None] | None:
+    """Write an evaluation's games to ``eval.db`` (one transaction per game), or ``None`` without a store."""
+    if run.results is None:
+        return None
+    learner = Entrant(
+        key=weights_key(run.model),
+        label=f"{run.name}@{update}",
+        kind="training",
+        run=run.name,
+        run_update=update,
+        decisions=int(run.counters["global_step"]),
+    )
+    rules = KahunaConfig(variant=config.env.variant, discard_rule=config.env.discard_rule).to_dict()
+    session = run.results.start_session(
+        "training",
+        rules,
+        base_seed=config.eval.seed,
+        command=f"{'final' if last else 'periodic'} evaluation of {run.name} at update {update}",
+    )
+
+    def write(opponent: str, game: FinishedGame) -> None:
+        seats = (learner, baseline_entrant(opponent))
+        if game.policy_seat == 1:
+            seats = (seats[1], seats[0])
+        result = game.policy_score if game.policy_seat == 0 else 1.0 - game.policy_score
+        stored = StoredGame(game.index, game.deal_seed, result, game.score0, game.score1, game.moves)
+        run.results.add_game(session, seats[0], seats[1], stored)
+
+    return write
 
 
 def _eval_scalars(results: dict[str, QuickEvalResult]) -> dict[str, float]:
@@ -301,6 +356,9 @@ def train(
         # 2. Resume: the checkpoint's network, optimizer, pool and counters (all checked before any write).
         if resume:
             _resume(run, config, run_dir, log)
+        # The results store of eval.db (checked before anything is written: a foreign file is one line).
+        run.name = run_dir.name
+        run.results = ResultsStore(config.eval.db) if config.eval.db is not None else None
         session = _Session(config, run, run_dir, resume)
         try:
             (run_dir / CONFIG_FILE).write_text(config_to_yaml(config), encoding="utf-8")
@@ -337,6 +395,8 @@ def train(
                     break
         finally:
             session.close()
+            if run.results is not None:
+                run.results.close()
         # 8. Export: the agent file, the final evaluation and the learning curves.
         _export(config, run, run_dir)
     finally:
@@ -365,6 +425,8 @@ class _RunState:
     final_eval: dict[str, QuickEvalResult] = dataclasses.field(default_factory=dict)
     last_eval: dict[str, QuickEvalResult] = dataclasses.field(default_factory=dict)
     target: ActorCritic | None = None
+    name: str = ""
+    results: ResultsStore | None = None
 
 
 def _claim_run_dir(run_dir: Path, resume: bool) -> RunLock:
@@ -506,6 +568,9 @@ class _Session:
             tensorboard=config.logging.tensorboard,
             resume_update=run.start_update if resume else None,
             resume_step=int(run.counters["global_step"]) if resume else None,
+            wandb=config.logging.wandb,
+            wandb_config=config.to_dict(),
+            wandb_project=config.logging.wandb_project,
         )
         game_config = KahunaConfig(variant=config.env.variant, discard_rule=config.env.discard_rule)
         self.collector = SelfPlayCollector(
@@ -635,9 +700,10 @@ def _evaluate_phase(config: TrainConfig, run: _RunState, update: int, last: bool
     """The final evaluation after the last update, a periodic one every ``eval.every`` updates, else nothing."""
     results: dict[str, QuickEvalResult] = {}
     if last and config.eval.final_games:
-        results = run.final_eval = _evaluate(run.model, config, config.eval.final_games)
+        write = _results_writer(config, run, update, last=True)
+        results = run.final_eval = _evaluate(run.model, config, config.eval.final_games, write)
     elif config.eval.every and update % config.eval.every == 0:
-        results = _evaluate(run.model, config, config.eval.games)
+        results = _evaluate(run.model, config, config.eval.games, _results_writer(config, run, update, last=False))
     if results:
         run.last_eval = results
     return results

@@ -11,6 +11,7 @@ same games, so evaluations during a run are comparable.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -56,6 +57,28 @@ class QuickEvalResult(Tally):
         }
 
 
+@dataclasses.dataclass(frozen=True)
+class FinishedGame:
+    """One game of :func:`evaluate_policy`, for ``on_game``.
+
+    Attributes:
+        index: game number (games ``2k`` and ``2k+1`` share a deal).
+        policy_seat: the seat the policy played.
+        deal_seed: the game's seed.
+        policy_score: 1, 0.5 or 0 for the policy.
+        score0, score1: final points of seat 0 and seat 1.
+        moves: actions played.
+    """
+
+    index: int
+    policy_seat: int
+    deal_seed: int
+    policy_score: float
+    score0: int
+    score1: int
+    moves: int
+
+
 @torch.inference_mode()
 def _greedy_actions(model: ActorCritic, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
     logits, _ = model(torch.from_numpy(observations), torch.from_numpy(masks))
@@ -69,11 +92,13 @@ def evaluate_policy(
     seed: int = 0,
     deterministic: bool = True,
     game_config: KahunaConfig | None = None,
+    on_game: Callable[[FinishedGame], None] | None = None,
 ) -> QuickEvalResult:
     """Play ``games`` seat-balanced games of ``model`` against ``opponent`` (a baseline name or an :class:`Agent`).
 
     With ``deterministic`` the policy plays its most likely legal action,
-    otherwise it samples (seeded from ``seed``).
+    otherwise it samples (seeded from ``seed``).  ``on_game`` receives every
+    game once all are over (the results store of ``eval.db`` keeps them).
     """
     rng = np.random.default_rng([seed, 1])
     agent = make_agent(opponent, seed=seed) if isinstance(opponent, str) else opponent
@@ -85,6 +110,7 @@ def evaluate_policy(
     observations = np.zeros((games, OBSERVATION_SIZE), dtype=np.float32)
     masks = np.zeros((games, NUM_ACTIONS), dtype=bool)
     model.eval()
+    moves = [0] * games
     active = list(range(games))
     while active:
         policy_games = [g for g in active if boards[g].current_player == policy_seat[g]]
@@ -102,13 +128,17 @@ def evaluate_policy(
                 actions = sample_actions(model, observations[:n], masks[:n], generator)[0]
             for g, action in zip(policy_games, actions.tolist(), strict=True):
                 boards[g].step(action)
+                moves[g] += 1
         for g in opponent_games:
             boards[g].step(choose_action(agent, boards[g], rng))
+            moves[g] += 1
         active = [g for g in active if not boards[g].is_over]
     tally = Tally()
     for g, game in enumerate(boards):
         seat = policy_seat[g]
         outcome = 0.5 if game.winner is None else float(game.winner == seat)
         tally = tally.add(outcome, game.scores[seat] - game.scores[1 - seat])
+        if on_game is not None:
+            on_game(FinishedGame(g, seat, int(deal_seeds[g // 2]), outcome, game.scores[0], game.scores[1], moves[g]))
     name = opponent if isinstance(opponent, str) else getattr(agent, "name", "opponent")
     return QuickEvalResult(tally.wins, tally.draws, tally.losses, tally.margin_sum, opponent=name)
