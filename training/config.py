@@ -281,6 +281,9 @@ class EvalConfig:
             (search opponents are slow, 0.01-0.04 s per move: keep them out of frequent evaluations);
             ``greedy``, ``mcts:50`` and ``mcts`` also give an Elo estimate (``elo/vs_*``).
         seed: seed of the evaluation deals (the same games every time, independent of training).
+        db: a results store (SQLite file, created when missing) that receives every evaluation game, the
+            learner keyed by its weights with the run, update and decisions (``kahuna-ratings --db``);
+            null: none.
     """
 
     every: int = 25
