@@ -368,8 +368,10 @@ async function startGame(event) {
 }
 
 async function abandonGame() {
-  if (!game || document.body.dataset.busy === "1") return;
-  setBusy(true);
+  // Also while the opponent thinks: the server stops its search at once and the pending move answers too.
+  if (!game) return;
+  const thinking = document.body.dataset.busy === "1";
+  if (!thinking) setBusy(true);
   try {
     const response = await api("POST", `/api/games/${game.id}/abandon`);
     clearMessage();
@@ -377,7 +379,7 @@ async function abandonGame() {
   } catch (error) {
     showMessage(error.message);
   } finally {
-    setBusy(false);
+    if (!thinking) setBusy(false);
   }
 }
 
