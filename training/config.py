@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import re
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -342,11 +343,30 @@ class LoggingConfig:
         progress: show a tqdm progress bar.
         tensorboard: write TensorBoard event files to ``<run_dir>/tensorboard``.
         plot: write ``learning_curves.png`` at the end.
+        wandb: also log every update's scalars and the config to Weights & Biases (the ``wandb``
+            extra; ``WANDB_MODE=offline`` keeps the run in ``<run_dir>/wandb`` for ``wandb sync``).
+        wandb_project: the W&B project of the run (the run is named after the run directory).
     """
 
     progress: bool = True
     tensorboard: bool = True
     plot: bool = True
+    wandb: bool = False
+    wandb_project: str = "kahuna-rl"
+
+    def __post_init__(self) -> None:
+        import importlib.util
+
+        if self.wandb and importlib.util.find_spec("wandb") is None:
+            raise ConfigError(
+                'logging.wandb: true needs the wandb package: pip install "kahuna-rl[wandb]" (the wandb extra)'
+            )
+        check_value(
+            isinstance(self.wandb_project, str) and re.fullmatch(r"[\w.-]{1,128}", self.wandb_project) is not None,
+            "logging.wandb_project",
+            "must be 1 to 128 letters, digits, '_', '-' or '.'",
+            self.wandb_project,
+        )
 
 
 @dataclasses.dataclass(frozen=True)

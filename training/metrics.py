@@ -84,7 +84,13 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
 
 
 class MetricsLogger:
-    """Writes each update's scalars to ``metrics.jsonl`` and (optionally) TensorBoard.
+    """Writes each update's scalars to ``metrics.jsonl`` and (optionally) TensorBoard and Weights & Biases.
+
+    With ``wandb=True`` (``logging.wandb``, the ``wandb`` extra) a W&B run named
+    after the run directory is started in ``<run_dir>/wandb`` with ``wandb_config``
+    as its config; every update's finite scalars are logged at ``global_step``
+    under the same names as in TensorBoard.  W&B's own settings apply
+    (``WANDB_MODE=offline`` writes locally for a later ``wandb sync``).
 
     ``resume_update`` (when resuming) drops records after that update from
     ``metrics.jsonl`` and purges later TensorBoard steps, so a run resumed
@@ -97,6 +103,9 @@ class MetricsLogger:
         tensorboard: bool = True,
         resume_update: int | None = None,
         resume_step: int | None = None,
+        wandb: bool = False,
+        wandb_config: Mapping[str, Any] | None = None,
+        wandb_project: str = "kahuna-rl",
     ) -> None:
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / METRICS_FILE
@@ -112,6 +121,17 @@ class MetricsLogger:
 
             purge = None if resume_step is None else resume_step + 1
             self._writer = SummaryWriter(str(self.run_dir / "tensorboard"), purge_step=purge)
+        self._wandb_run = None
+        if wandb:
+            import wandb as wandb_module
+
+            self._wandb_run = wandb_module.init(
+                project=wandb_project,
+                name=self.run_dir.resolve().name,
+                dir=str(self.run_dir),
+                config=dict(wandb_config or {}),
+                resume="allow" if resume_update is not None else None,
+            )
 
     def log(self, update: int, global_step: int, scalars: Mapping[str, float]) -> None:
         """Record the scalars of one update."""
@@ -122,6 +142,9 @@ class MetricsLogger:
                 self._writer.add_scalar(key, float(value), global_step)
         self._handle.write(json.dumps(record) + "\n")
         self._handle.flush()
+        if self._wandb_run is not None:
+            finite = {key: value for key, value in record.items() if math.isfinite(value)}
+            self._wandb_run.log(finite, step=global_step)
 
     def add_text(self, tag: str, text: str) -> None:
         """A text entry in TensorBoard (e.g. the config)."""
@@ -134,6 +157,9 @@ class MetricsLogger:
         if self._writer is not None:
             self._writer.flush()
             self._writer.close()
+        if self._wandb_run is not None:
+            self._wandb_run.finish()
+            self._wandb_run = None
 
 
 _PANELS = (
