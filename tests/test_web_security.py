@@ -392,6 +392,15 @@ def test_a_flood_of_huge_searches_leaves_a_cheap_game_answered_at_once(tmp_path)
     print(f"cheap game answered in {cheap_seconds:.3f} s; {len(games)} searches stopped {stop_seconds:.3f} s after")
 
 
+def cpu_seconds(pid):
+    """CPU time a process has used (Linux ``/proc``; elsewhere the wall clock stands in for it)."""
+    stat = Path(f"/proc/{pid}/stat")
+    if not stat.exists():
+        return time.monotonic()
+    fields = stat.read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _start_server(*argv, cwd):
     server = subprocess.Popen(
         [sys.executable, "-m", "kahuna_web.server", *argv],
@@ -413,8 +422,10 @@ def test_a_signal_during_a_search_stops_the_server_and_the_port_is_free_at_once(
     try:
         assert first.startswith("Kahuna board at http://127.0.0.1:"), first + server.stderr.read()
         port = int(first.split()[3].rsplit(":", 1)[1].strip("/"))
+        before = cpu_seconds(server.pid)
         waiting = send_and_leave_open(port, {"opponent": f"mcts:{HUGE}", "seat": 1})
-        time.sleep(0.5)  # the search runs (a million simulations: minutes)
+        # The search runs (a million simulations: minutes): wait until it has worked for half a second.
+        wait_for(lambda: cpu_seconds(server.pid) - before >= 0.5, "the search starts", seconds=120)
         started = time.monotonic()
         server.send_signal(stop)
         code = server.wait(timeout=60)
