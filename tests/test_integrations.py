@@ -57,11 +57,22 @@ def test_every_library_section_has_its_recipe() -> None:
         "gymnasium-vector",
         "gymnasium-vector-next-step",
         "sb3",
+        "sb3-native-vector",
+        "pettingzoo-registry",
         "pettingzoo-parallel",
         "tianshou",
+        "tianshou-single-agent",
         "torchrl",
+        "torchrl-native-vector",
         "supersuit",
+        "skrl",
+        "onnxruntime",
     }
+
+
+def test_every_recipe_has_its_output_line_in_the_docs() -> None:
+    text = ECOSYSTEM.read_text("utf-8")
+    assert "OUTPUT-" not in text, "a recipe's output line is missing in docs/ECOSYSTEM.md"
 
 
 # ---------------------------------------------------------------------------------------------- recipes
@@ -85,6 +96,131 @@ def test_sb3_recipe() -> None:
         output = run_recipe("sb3")
     assert re.search(r"check_env passed; MaskablePPO 512 steps on one env \([1-9]\d* episodes\)", output), output
     assert re.search(r"512 on make_vec_env\(n_envs=2\) \([1-9]\d* episodes\)", output), output
+
+
+def test_sb3_on_the_native_vector_env_recipe() -> None:
+    needs("stable_baselines3", "sb3_contrib")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", kahuna_env.IllegalActionWarning)
+        output = run_recipe("sb3-native-vector")
+    assert re.search(r"MaskablePPO 1024 steps on KahunaVectorEnv \(8 games at once\), [1-9]\d* episodes", output), (
+        output
+    )
+
+
+def test_the_sb3_adapter_refuses_next_step_autoreset_in_one_line() -> None:
+    needs("stable_baselines3")
+    import gymnasium
+
+    from kahuna_env.sb3 import VecEnv
+
+    envs = gymnasium.make_vec("Kahuna-v0", num_envs=2, vectorization_mode="sync")
+    with pytest.raises(ValueError, match="must use same-step auto-reset") as error:
+        VecEnv(envs)
+    assert "\n" not in str(error.value)
+    envs.close()
+
+
+def test_the_sb3_adapter_reports_final_infos_and_seeds_like_sb3() -> None:
+    needs("stable_baselines3")
+    import gymnasium
+
+    from kahuna_env.sb3 import VecEnv
+
+    def play(seed: int) -> tuple[list[np.ndarray], list[dict]]:
+        vec = VecEnv(gymnasium.make_vec("Kahuna-v0", num_envs=2, opponent="greedy", observation="flat"))
+        vec.seed(seed)
+        observations, finals = [vec.reset()], []
+        rng = np.random.default_rng(seed)
+        while len(finals) < 2:
+            masks = vec.env_method("action_masks")
+            observations_, _, dones, infos = vec.step(np.array([rng.choice(np.flatnonzero(m)) for m in masks]))
+            observations.append(observations_)
+            finals += [info for done, info in zip(dones, infos, strict=True) if done]
+        return observations, finals
+
+    first, finals = play(5)
+    again, _ = play(5)
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))  # seed(s): the same games
+    for info in finals:
+        assert info["terminal_observation"].shape == (246,) and info["winner"] in (-1, 0, 1)
+        assert info["TimeLimit.truncated"] is False
+
+
+def test_pettingzoo_registry_recipe() -> None:
+    output = run_recipe("pettingzoo-registry")
+    assert re.search(
+        r"pass api_test, parallel_api_test, seed_test; max_cycles=60 truncated the game after 60 steps: True", output
+    ), output
+
+
+def test_tianshou_single_agent_recipe() -> None:
+    needs("tianshou")
+    output = run_recipe("tianshou-single-agent")
+    assert re.search(
+        r"single-agent: \d{3,} env steps \([1-9]\d* games\) against random, [1-9]\d* update steps", output
+    ), output
+
+
+def test_torchrl_on_the_native_vector_env_recipe() -> None:
+    needs("torchrl", "tensordict")
+    output = run_recipe("torchrl-native-vector")
+    assert re.search(r"GymWrapper\(KahunaVectorEnv\): 4 x 200 masked steps, [1-9]\d* games ended", output), output
+
+
+def test_skrl_recipe() -> None:
+    needs("skrl")
+    output = run_recipe("skrl")
+    assert "PPO, 128 steps x 4 games of the native vector env, mask-less" in output, output
+
+
+def test_onnxruntime_recipe() -> None:
+    needs("onnx", "onnxruntime")
+    output = run_recipe("onnxruntime")
+    assert re.search(r"max abs difference logits \S+, value \S+; same greedy action", output), output
+    assert re.search(r"the exported champion \(player_0\) vs random: winner (-1|0|1), scores \[\d+, \d+\]", output), (
+        output
+    )
+
+
+def test_wandb_logging_offline_records_the_metrics_and_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    needs("wandb")
+    from training.cli import main as train_main
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    monkeypatch.setenv("WANDB_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("WANDB_CACHE_DIR", str(tmp_path / "cache"))
+    smoke = Path(__file__).resolve().parent.parent / "configs" / "smoke.yaml"
+    run_dir = tmp_path / "wandb-smoke"
+    settings = ["logging.wandb=true", "total_updates=2", "logging.tensorboard=false", "logging.plot=false"]
+    arguments = ["--config", str(smoke), "--run-dir", str(run_dir)]
+    for setting in settings:
+        arguments += ["--set", setting]
+    assert train_main(arguments) == 0
+    run_files = list((run_dir / "wandb").glob("offline-run-*/run-*.wandb"))
+    assert len(run_files) == 1
+    data = run_files[0].read_bytes()
+    for name in (b"losses/value_loss", b"charts/episodic_return", b"global_step", b"island_shaping"):
+        assert name in data, name  # the TensorBoard metric names and the config reached the W&B run
+
+
+def test_wandb_without_the_package_is_a_one_line_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util as util
+
+    from training.config import ConfigError, LoggingConfig
+
+    real = util.find_spec
+    monkeypatch.setattr(util, "find_spec", lambda name, *args: None if name == "wandb" else real(name, *args))
+    with pytest.raises(
+        ConfigError, match=r'logging.wandb: true needs the wandb package: pip install "kahuna-rl\[wandb\]"'
+    ):
+        LoggingConfig(wandb=True)
+    with pytest.raises(ConfigError, match=r"logging\.wandb_project"):
+        LoggingConfig(wandb_project="a/b")
 
 
 def test_tianshou_recipe() -> None:
