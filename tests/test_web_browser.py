@@ -208,7 +208,9 @@ def test_the_opponents_actions_play_one_by_one(browser, server):
     shown = [text for text in dict.fromkeys(seen) if text.startswith("random plays: ")]
     logged = [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#play-log li")]
     assert len(logged) == 3 and all(text.startswith("random: ") for text in logged)
-    assert len(shown) >= 2 and shown == [f"random plays: {text[len('random: ') :]}" for text in logged][: len(shown)]
+    expected = iter(f"random plays: {text[len('random: ') :]}" for text in logged)
+    # At least two of the three shown one after the other, in order (a busy machine may sample past one).
+    assert len(shown) >= 2 and all(text in expected for text in shown), (shown, logged)
     assert browser.find_elements(By.CSS_SELECTOR, "#moves button.move")  # then it is our turn
     Select(browser.find_element(By.ID, "seat")).select_by_value("0")
 
