@@ -418,6 +418,62 @@ def plot_runs(ladder: Ladder, path: Path) -> int:
     return len(runs)
 
 
+# ---------------------------------------------------------------------------------------------- for the browser
+def public_label(label: str) -> str:
+    """A label without folders: ``/home/me/runs/x/final_agent.pt@mcts:50`` -> ``final_agent.pt@mcts:50``."""
+    source, at, search = label.rpartition("@")
+    if not at:
+        source, search = label, ""
+    name = source.replace("\\", "/").rsplit("/", 1)[-1] or "entrant"
+    return f"{name}@{search}" if at else name
+
+
+def ladder_summary(path: str | Path, pairings: int = 5, max_entrants: int = 2000) -> dict[str, Any]:
+    """The ladder of the store at ``path`` for the browser: rows, the next pairings, Elo per training run.
+
+    Reads the store read-only.  A store with more than ``max_entrants``
+    entrants is refused (one line) to keep the fit bounded.  Raises
+    :class:`arena.store.StoreError` / ``ValueError`` (one line, without the path).
+    """
+    try:
+        store = ResultsStore(path, readonly=True)
+    except StoreError:
+        raise StoreError(
+            "the results store cannot be read (missing, not a results store, or another version)"
+        ) from None
+    with store:
+        count = store.query("SELECT COUNT(*) FROM entrants")[0][0]
+        if count > max_entrants:
+            raise ValueError(f"the results store holds {count} entrants, more than the {max_entrants} shown here")
+        ladder = fit_ladder(store, KahunaConfig().to_dict(), DEFAULT_ANCHORS)
+        games = store.game_count()
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for row in ladder.rows:
+        if row.entrant.run is not None and row.entrant.decisions is not None and row.elo is not None:
+            runs.setdefault(row.entrant.run, []).append(
+                {
+                    "decisions": row.entrant.decisions,
+                    "update": row.entrant.run_update,
+                    "elo": row.elo,
+                    "elo_ci95": Z95 * (row.elo_se or 0.0),
+                }
+            )
+    for points in runs.values():
+        points.sort(key=lambda point: point["decisions"])
+    data = ladder.to_dict()
+    for row in data["ratings"]:  # a page shows file names, never the folders of the server's files
+        row["entrant"] = public_label(row["entrant"])
+    return {
+        **data,
+        "games": games,
+        "pairings": [
+            {"a": public_label(p.a.label), "b": public_label(p.b.label), "why": p.reason}
+            for p in schedule_pairings(ladder, [], pairings)
+        ],
+        "runs": runs,
+    }
+
+
 # ---------------------------------------------------------------------------------------------- command line
 def _anchor(text: str) -> tuple[str, float]:
     name, equals, value = text.rpartition("=")

@@ -179,3 +179,29 @@ def test_a_malformed_report_is_one_line_and_imports_nothing(
     assert error.count("\n") == 1 and message in error
     with ResultsStore(db, readonly=True) as store:
         assert store.query("SELECT COUNT(*) FROM sessions") == [(0,)]
+
+
+def test_the_browser_summary_shows_file_names_never_folders_or_the_store_path(tmp_path: Path) -> None:
+    from arena.ratings_cli import ladder_summary
+    from arena.store import StoreError
+
+    secret = "/home/someone/private/runs/x/final_agent.pt"
+    learner = Entrant("sha256:abc", secret, "file")
+    tracked = Entrant("sha256:def", "run-a@10", "training", "run-a", 10, 5000)
+    greedy = Entrant("baseline:greedy", "greedy", "baseline")
+    db = tmp_path / "r.sqlite"
+    with ResultsStore(db) as store:
+        session = store.start_session("kahuna-eval", RULES)
+        for game in range(6):
+            store.add_game(session, learner, greedy, StoredGame(game, game, float(game % 3 != 0), 5, 3, 80))
+            store.add_game(session, tracked, greedy, StoredGame(game, 100 + game, float(game % 2), 5, 3, 80))
+    summary = ladder_summary(db)
+    text = json.dumps(summary)
+    assert "/home/someone" not in text and "final_agent.pt" in text and str(tmp_path) not in text
+    assert summary["games"] == 12 and summary["runs"]["run-a"][0]["decisions"] == 5000
+    assert {row["entrant"] for row in summary["ratings"]} == {"final_agent.pt", "run-a@10", "greedy"}
+    bad = tmp_path / "bad.sqlite"
+    bad.write_text("not a store")
+    with pytest.raises(StoreError) as caught:
+        ladder_summary(bad)
+    assert str(tmp_path) not in str(caught.value) and "cannot be read" in str(caught.value)
