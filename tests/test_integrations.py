@@ -168,6 +168,40 @@ def test_torchrl_on_the_native_vector_env_recipe() -> None:
     assert re.search(r"GymWrapper\(KahunaVectorEnv\): 4 x 200 masked steps, [1-9]\d* games ended", output), output
 
 
+def test_torchrl_gymenv_builds_its_own_vector_env_of_the_wrapper() -> None:
+    needs("torchrl", "tensordict")
+    torch = pytest.importorskip("torch")
+    from torchrl.envs import GymEnv
+
+    torch.set_num_threads(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        env = GymEnv("kahuna_env:Kahuna-v0", num_envs=2, observation="flat")
+        try:
+            assert tuple(env.batch_size) == (2,)
+            assert env.rollout(3)["observation"].shape[-1] == 246
+        finally:
+            env.close()
+
+
+def test_gymnasiums_vector_wrappers_apply_to_the_native_env() -> None:
+    import gymnasium
+    from gymnasium.wrappers.vector import NormalizeReward, RecordEpisodeStatistics
+
+    envs = NormalizeReward(RecordEpisodeStatistics(gymnasium.make_vec("Kahuna-v0", num_envs=4, opponent="greedy")))
+    assert type(envs.unwrapped).__name__ == "KahunaVectorEnv"
+    envs.reset(seed=0)
+    rng = np.random.default_rng(0)
+    episodes = 0
+    for _ in range(300):
+        masks = envs.unwrapped.action_masks()
+        *_, infos = envs.step([rng.choice(np.flatnonzero(mask)) for mask in masks])
+        if "episode" in infos:
+            episodes += int(infos["_episode"].sum())
+            assert set(np.abs(infos["episode"]["r"][infos["_episode"]])) <= {0.0, 1.0}  # raw results, not normalized
+    assert episodes >= 4
+
+
 def test_skrl_recipe() -> None:
     needs("skrl")
     output = run_recipe("skrl")
