@@ -1,8 +1,43 @@
-"""Test-suite configuration: the project's markers (``integrations``, ``rllib_cluster``)."""
+"""Test-suite configuration: the project's markers (``integrations``, ``rllib_cluster``, ``serial``), and the
+xdist scheduling that keeps the suite's process-heavy tests from running beside each other under ``pytest -n``.
+
+The suite must pass on a busy machine (docs/RELIABILITY.md, "Tests hold under load"): no test bounds its work
+by a tight wall-clock constant, and the tests that start Ray (a local instance or a two-node cluster) or
+Chromium, each a handful of processes with timeouts of their own inside, are ``serial``: under ``-n N`` one
+worker runs them all, one after another, never two at once, while the other workers share the rest.
+
+This is done by the scheduler below, not by ``xdist_group`` markers: pytest-xdist 3.8 marks a group by
+rewriting ``item._nodeid``, which pytest 9 no longer reads, so ``--dist loadgroup`` silently groups nothing.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+
+SERIAL_GROUP = "serial"
+"""The scheduling scope of the process-heavy tests: one worker runs them all, one after another."""
+
+SERIAL_MODULES = frozenset(
+    {
+        "test_rllib.py",
+        "test_rllib_batched.py",
+        "test_rllib_cluster.py",
+        "test_rllib_episodes.py",
+        "test_rllib_faults.py",
+        "test_rllib_learner.py",
+        "test_rllib_pfsp.py",
+        "test_rllib_recipe.py",
+        "test_web_browser.py",
+    }
+)
+"""Modules whose tests start Ray or Chromium: all their tests are ``serial``."""
+
+
+def is_serial(nodeid: str) -> bool:
+    """Whether the test ``nodeid`` (``tests/test_x.py::test_y[...]``) belongs to a :data:`SERIAL_MODULES` module."""
+    return nodeid.split("::", 1)[0].rsplit("/", 1)[-1] in SERIAL_MODULES
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -14,3 +49,34 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "rllib_cluster: a two-node Ray cluster on this machine (tests/test_rllib_cluster.py); needs the rllib extra",
     )
+    config.addinivalue_line(
+        "markers",
+        "serial: starts Ray or a browser; under pytest -n one worker runs all of these, one after another "
+        "(tests/conftest.py)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests of :data:`SERIAL_MODULES` ``serial`` (so ``-m "not serial"`` leaves them out)."""
+    for item in items:
+        if is_serial(item.nodeid):
+            item.add_marker(pytest.mark.serial)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist load`` (what ``-n N`` means): xdist's load balancing, but every ``serial`` test in one scope.
+
+    A scope is a unit of work given to one worker; every other test is a scope of its own, as with plain
+    ``load``.  Any other ``--dist`` is left to xdist.  The serial scope being the largest, xdist hands it out
+    first, so it does not end the run alone.
+    """
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SerialScopeScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return SERIAL_GROUP if is_serial(nodeid) else nodeid
+
+    return SerialScopeScheduling(config, log)

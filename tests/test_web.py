@@ -421,11 +421,11 @@ def test_kahuna_serve_binds_to_loopback_and_says_so(tmp_path):
             pytest.fail("kahuna-serve did not answer")
         request = urllib.request.Request(url + "api/board", headers={"Host": "evil.example"})
         with pytest.raises(urllib.error.HTTPError) as refused:  # no DNS rebinding
-            urllib.request.urlopen(request, timeout=5)
+            urllib.request.urlopen(request, timeout=60)  # generous: answered at once, but the machine may be busy
         assert refused.value.code == 400
     finally:
         server.terminate()
-        server.wait(timeout=10)
+        server.wait(timeout=60)
 
 
 def test_kahuna_web_imports_no_torch():

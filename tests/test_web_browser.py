@@ -49,8 +49,9 @@ pytestmark = pytest.mark.skipif(
     not CHROMIUM or not CHROMEDRIVER,
     reason="Chromium or its driver is missing (Debian: apt-get install chromium chromium-driver)",
 )
-WAIT = 20.0
-"""Seconds to wait for the page at most (a whole game takes a few seconds)."""
+WAIT = 120.0
+"""Seconds to wait for the page at most: a whole game takes a few seconds, but a 2-core machine with other
+CPU-bound work slows Chromium several times over; every wait polls, so a generous bound costs nothing."""
 
 
 # ------------------------------------------------------------------------------------------------ fixtures
