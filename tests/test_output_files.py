@@ -245,7 +245,12 @@ def test_ship_never_writes_over_its_inputs_or_a_foreign_file(tmp_path, capsys):
     assert "exists and is not an agent file" in line and notes.read_text() == "notes"
     out = tmp_path / "shipped.pt"
     assert ship_module.main([str(run), "--out", str(out)]) == 0
-    assert ship_module.main([str(run), "--out", str(out)]) == 0  # an earlier shipped agent: replaced
+    assert ship_module.main([str(run), "--out", str(out)]) == 0  # an earlier shipped agent and card: replaced
+    # The model card goes beside the agent (NAME.md): a foreign file of that name is not replaced either.
+    (tmp_path / "other.md").write_text("my notes")
+    line = refused(capsys, "kahuna-ship", lambda: ship_module.main([str(run), "--out", str(tmp_path / "other.pt")]))
+    assert "other.md exists and is not a model card" in line and (tmp_path / "other.md").read_text() == "my notes"
+    assert not (tmp_path / "other.pt").exists()
 
 
 # ---------------------------------------------------------------------------------------------- kahuna-rllib

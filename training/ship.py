@@ -61,7 +61,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.cli import OneLineParser, add_force_argument, check_output_file, exit_with_error, first_line
+from arena.cli import (
+    OneLineParser,
+    add_force_argument,
+    check_output_file,
+    exit_with_error,
+    file_starts_with,
+    first_line,
+)
 
 PROGRAM = "kahuna-ship"
 EVAL_FORMAT = "kahuna-eval-v1"
@@ -387,6 +394,16 @@ def ship(
     inputs = [run / "final_agent.pt", run / "config.yaml", run / "final_eval.json", *map(Path, reports)]
     inputs += list((run / "checkpoints").glob("*.pt")) if (run / "checkpoints").is_dir() else []
     check_output_file("--out", target, inputs=inputs, own_kind=is_agent_file, kind="an agent file", force=force)
+    from training.model_card import card_path
+
+    check_output_file(  # the model card written beside the agent
+        "--out's model card",
+        card_path(target),
+        inputs=inputs,
+        own_kind=lambda path: file_starts_with(path, b"# Model card: "),
+        kind="a model card",
+        force=force,
+    )
     payload, meta = build_meta(Path(run_dir), name, [Path(report) for report in reports], commit)
     model = model_from_payload(payload, source=str(Path(run_dir) / "final_agent.pt"))
     path = export_agent(target, model, meta)
