@@ -284,14 +284,15 @@ class KahunaBatch:
     """``n`` games of Kahuna stepped together (see the module docstring for the layout).
 
     Args:
-        n: number of games.
+        n: number of games, 1 to :data:`MAX_GAMES`.
         config: one :class:`KahunaConfig` (or mapping, or None for the defaults)
             for every game, or a sequence of ``n`` of them.
         seed: the slot seeds: None (fresh entropy), an int ``s`` (slot ``i`` gets
             ``s + i``, as Gymnasium's vector ``reset(seed=s)``), or a sequence of
-            ``n`` ints.  The slot seeds are in :attr:`seeds`, the seed of the game
-            each slot holds in :attr:`game_seeds` (``KahunaGame(config,
-            seed=game_seeds[i])`` is that game).
+            ``n`` ints; each checked as ``KahunaGame`` checks its seed (a str, a float,
+            a bool or a negative number is a ``ValueError`` with its message).  The
+            slot seeds are in :attr:`seeds`, the seed of the game each slot holds in
+            :attr:`game_seeds` (``KahunaGame(config, seed=game_seeds[i])`` is that game).
         auto_reset: at the end of every step, deal a new game into each slot
             whose game is over (the step's :class:`StepResult` still reports the
             finished game), so after a step no slot shows an all-False mask.
