@@ -254,7 +254,10 @@ def test_a_checkpoint_records_its_reward_settings_in_its_config():
     assert recorded_reward({"meta": {"run": "old"}}) is None
 
 
-def test_an_old_file_gets_the_documented_default_said_once(tmp_path, capsys):
+def test_an_old_file_gets_the_documented_default_said_once(tmp_path, capsys, monkeypatch):
+    from training.search import _WARNED_ENVIRONMENT
+
+    monkeypatch.delenv(_WARNED_ENVIRONMENT, raising=False)  # restored after the test
     path = saved(tmp_path, payload(meta={"run": "old"}), "old.pt")
     assert load_agent(path).reward is None
     first, second = _guided(path), _guided(path)
@@ -280,3 +283,26 @@ def test_crafted_reward_settings_are_one_line(tmp_path, reward, message):
 def test_the_shipped_agents_read_their_reward_settings_from_their_run_config():
     for name in ("champion", "champion-v2", "champion-v1"):
         assert load_agent(name).reward == {"win": 1.0, "island_shaping": 1.0}
+
+
+def test_the_default_reward_warning_is_said_once_across_an_evaluations_workers(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from training.search import _WARNED_ENVIRONMENT
+
+    path = saved(tmp_path, payload(meta={"run": "old"}), "old.pt")
+    environment = {key: value for key, value in os.environ.items() if key != _WARNED_ENVIRONMENT}
+    command = [sys.executable, "-m", "arena.eval_cli", f"{path}@mcts:2", "random", "--games", "2", "--workers", "2"]
+    done = subprocess.run(
+        [*command, "--no-progress"],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,  # generous: two tiny games in two spawned workers
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("does not record the reward settings") == 1, done.stderr

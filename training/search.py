@@ -35,6 +35,7 @@ handed a determinization, never the real game.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -227,15 +228,18 @@ def load_guided_agent(
     (``"champion"``); ``options`` go to :class:`GuidedMCTSAgent`.  The value
     semantics (``island_shaping``, ``win_reward``) are the reward settings the
     file records, unless ``options`` give them; a file recording none gets
-    :data:`training.agent.DEFAULT_REWARD`, with one warning line per file and
-    process.  Errors are ``load_agent``'s (``FileNotFoundError``, one-line ``ValueError``).
+    :data:`training.agent.DEFAULT_REWARD`, with one warning line per file (also
+    across the worker processes this process starts afterwards).  Errors are
+    ``load_agent``'s (``FileNotFoundError``, one-line ``ValueError``).
     """
     policy = load_agent(source, seed=seed)
     reward = policy.reward
     if reward is None:
         reward = DEFAULT_REWARD
-        if str(source) not in _WARNED_DEFAULT_REWARD:
-            _WARNED_DEFAULT_REWARD.add(str(source))
+        warned = os.environ.get(_WARNED_ENVIRONMENT, "").split("\n")
+        if str(source) not in warned:
+            # Recorded in the environment, so the worker processes an evaluation spawns later stay silent.
+            os.environ[_WARNED_ENVIRONMENT] = "\n".join([*warned, str(source)]).strip("\n")
             print(
                 f"warning: {source} does not record the reward settings it was trained with; its values are read "
                 f"with the default ones (win {reward['win']:g}, island_shaping {reward['island_shaping']:g})",
@@ -246,5 +250,6 @@ def load_guided_agent(
     return GuidedMCTSAgent(policy.model, simulations=simulations, seed=seed, name=name, **options)
 
 
-_WARNED_DEFAULT_REWARD: set[str] = set()
-"""Agent files whose missing reward settings were already reported in this process (said once)."""
+_WARNED_ENVIRONMENT = "KAHUNA_DEFAULT_REWARD_WARNED"
+"""Environment variable listing (one per line) the agent files whose missing reward settings were already
+reported by this process or the process that started it (said once, also across an evaluation's workers)."""
