@@ -88,19 +88,40 @@ __all__ = ["KahunaVectorEnv", "is_batched_opponent"]
 
 _WHERE = "KahunaVectorEnv"
 
-_RESET_STATE = (
-    "batch",
-    "seats",
-    "episode_seeds",
-    "_env_rngs",
-    "opponents",
-    "_opponent_rngs",
-    "batched_opponent",
-    "_np_random",
-    "_np_random_seed",
-    "_started",
-)
-"""Everything a ``reset`` may change: saved before it and put back if it fails (a refused reset changes nothing)."""
+_RESET_STATE = ("seats", "episode_seeds", "_env_rngs", "_opponent_rngs", "_np_random", "_np_random_seed", "_started")
+"""What a ``reset`` may change besides the batch and the opponents: saved before it, put back if it fails."""
+
+
+class _Saved:
+    """Values saved by :func:`_keep`: arrays and lists copied, generators kept by object with their state.
+
+    Saving a generator's state (a small dict) and writing it back is much cheaper than copying the
+    generator, which matters for thousands of sub-environments; the objects themselves are put back
+    too, so anything holding one sees it restored.
+    """
+
+    def __init__(self) -> None:
+        self.generators: list[tuple[np.random.Generator, dict[str, Any]]] = []
+
+    def keep(self, value: Any) -> Any:
+        """A copy of ``value`` that :meth:`put_back` completes (plain values are immutable or replaced whole)."""
+        if isinstance(value, np.random.Generator):
+            self.generators.append((value, value.bit_generator.state))
+            return value
+        if isinstance(value, np.ndarray):
+            array = value.copy()
+            array.flags.writeable = value.flags.writeable  # the batch's read-only mask cache stays read-only
+            return array
+        if isinstance(value, list):
+            return [self.keep(item) for item in value]
+        if isinstance(value, dict):
+            return {key: self.keep(item) for key, item in value.items()}
+        return value
+
+    def put_back(self) -> None:
+        """Give every kept generator its saved state again."""
+        for generator, state in self.generators:
+            generator.bit_generator.state = state
 
 
 def is_batched_opponent(opponent: object) -> bool:
@@ -324,17 +345,28 @@ class KahunaVectorEnv(VectorEnv):
         game = start_game(self.config, 0, options)  # type: ignore[arg-type]  # checks options and the position
         return None if options.get("position") is None else game.to_dict()  # type: ignore[attr-defined]
 
-    def _save(self) -> dict[str, Any]:
-        """A deep copy of everything :meth:`reset` changes (:data:`_RESET_STATE`)."""
-        return copy.deepcopy({name: getattr(self, name) for name in _RESET_STATE})
+    def _save(self) -> tuple[_Saved, dict[str, Any], dict[str, Any], Any]:
+        """Everything :meth:`reset` may change: the batch, :data:`_RESET_STATE` and the opponents.
 
-    def _restore(self, saved: dict[str, Any]) -> None:
+        The batch's arrays and lists are copied and its generators kept by state (:class:`_Saved`);
+        the opponents, whose insides are their own, are deep-copied.
+        """
+        saved = _Saved()
+        batch = saved.keep(dict(vars(self.batch)))
+        mine = saved.keep({name: getattr(self, name) for name in _RESET_STATE})
+        opponents = copy.deepcopy((self.opponents, self.batched_opponent))
+        return saved, batch, mine, opponents
+
+    def _restore(self, state: tuple[_Saved, dict[str, Any], dict[str, Any], Any]) -> None:
         """Put back what :meth:`_save` saved; the batch keeps its identity (a caller may hold ``env.batch``)."""
-        batch = saved.pop("batch")
+        saved, batch, mine, (opponents, batched_opponent) = state
         self.batch.__dict__.clear()
-        self.batch.__dict__.update(batch.__dict__)
-        for name, value in saved.items():
+        self.batch.__dict__.update(batch)
+        for name, value in mine.items():
             setattr(self, name, value)
+        self.opponents = opponents
+        self.batched_opponent = batched_opponent
+        saved.put_back()
 
     def _draw_seeds(self, i: int) -> EpisodeSeeds:
         """What an episode of sub-environment ``i`` draws, as ``KahunaSingleAgentEnv._draw_seeds``."""
