@@ -786,3 +786,11 @@ def test_pettingzoo_render_test_passes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DISPLAY", raising=False)  # "human" prints the text board instead of opening a window
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     render_test(kahuna_env.env)
+
+
+def test_pettingzoo_state_test_passes() -> None:
+    from pettingzoo.test import state_test
+
+    from kahuna_env import kahuna_v0
+
+    state_test(kahuna_v0.env(), kahuna_v0.parallel_env(), num_cycles=200)
