@@ -15,6 +15,7 @@ route                                        what it does
 ``POST /api/replay``                         every position of an uploaded record
 ``GET /api/results``                         the ``--results`` files, as tables
 ``POST /api/results``                        an uploaded ``kahuna-eval --json`` file, as tables
+``GET /api/ladder``                           the ladder of the ``--db`` results store (kahuna-ratings), runs' Elo
 ===========================================  =====================================================
 
 Every refusal is a 4xx with ``{"error": "one line"}`` (503 when the server
@@ -37,6 +38,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
+import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -360,6 +364,34 @@ def _results_routes(results: list[dict[str, Any]], max_upload: int) -> list[Base
     return [Route("/api/results", list_results), Route("/api/results", upload_results, methods=["POST"])]
 
 
+LADDER_REFRESH_SECONDS = 10.0
+"""The Results tab's ladder is refitted from the results store at most this often (the fit reads every game)."""
+
+
+def _ladder_routes(ladder_db: Path | None) -> list[BaseRoute]:
+    """``GET /api/ladder``: the ladder of ``kahuna-serve --db`` (``arena.ratings_cli.ladder_summary``), cached."""
+    cache: dict[str, Any] = {"at": -math.inf, "answer": None}
+    lock = asyncio.Lock()
+
+    async def ladder(request: Request) -> Response:
+        if ladder_db is None:
+            return _error("no results store (kahuna-serve --db FILE shows one)", 404)
+        async with lock:  # one fit at a time, whatever the number of requests
+            if time.monotonic() - cache["at"] >= LADDER_REFRESH_SECONDS:
+                from arena.ratings_cli import ladder_summary
+
+                try:
+                    cache["answer"] = (await run_in_threadpool(ladder_summary, ladder_db), 200)
+                except (ValueError, sqlite3.Error) as error:  # the messages name no path
+                    text = first_line(error) if isinstance(error, ValueError) else "the results store cannot be read"
+                    cache["answer"] = ({"error": text}, 503)
+                cache["at"] = time.monotonic()
+        body, status = cache["answer"]
+        return JSONResponse(body, status_code=status)
+
+    return [Route("/api/ladder", ladder)]
+
+
 # ------------------------------------------------------------------------------------------------ the application
 async def _web_error(request: Request, error: Exception) -> Response:
     assert isinstance(error, WebError)
@@ -412,6 +444,7 @@ def create_app(
     max_guided_simulations: int = DEFAULT_MAX_GUIDED_SIMULATIONS,
     store: SessionStore | None = None,
     bots: BotQueue | None = None,
+    ladder_db: str | Path | None = None,
 ) -> Starlette:
     """The application.
 
@@ -425,6 +458,7 @@ def create_app(
         max_guided_simulations: largest ``SOURCE@mcts:N`` budget of an opponent.
         store: the games (default: a :class:`SessionStore` with the folder and caps above and its
             default game limits); ``max_simulations`` and ``max_guided_simulations`` then are the store's.
+        ladder_db: a results store whose ladder ``GET /api/ladder`` serves (``kahuna-serve --db``; ``None``: none).
         bots: the bot queue (default: :data:`~kahuna_web.compute.DEFAULT_WORKERS` workers,
             :data:`~kahuna_web.compute.DEFAULT_WAITING` waiting).
 
@@ -456,6 +490,7 @@ def create_app(
         *_play_routes(store, queue, max_upload),
         *_record_routes(records, max_upload),
         *_results_routes(list(results), max_upload),
+        *_ladder_routes(Path(ladder_db) if ladder_db is not None else None),
     ]
     middleware = [Middleware(AnswerWhileStopping)]
     if allowed_hosts is not None:

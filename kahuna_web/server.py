@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--results", type=Path, nargs="+", default=[], metavar="FILE", help="kahuna-eval --json files to show"
     )
     parser.add_argument(
+        "--db", type=Path, metavar="FILE", help="a results store (kahuna-eval --db) whose ladder the Results tab shows"
+    )
+    parser.add_argument(
         "--agents",
         type=Path,
         metavar="DIR",
@@ -163,6 +166,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(read_results(path))
         except ValueError as error:
             exit_with_error(PROGRAM, f"--results: {first_line(error)}")
+    if args.db is not None:  # read once now: a file that is not a results store is one line here
+        from arena.ratings_cli import ladder_summary
+
+        try:
+            ladder_summary(args.db)
+        except ValueError as error:
+            exit_with_error(PROGRAM, f"--db {args.db}: {first_line(error)}")
     try:  # a port in use is one line here rather than a log message from the server
         sock = listening_socket(args.host, args.port)
     except OSError as error:
@@ -172,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     app = create_app(
         records_dir=args.records,
         results=results,
+        ladder_db=args.db,
         agents_dir=agents,
         max_upload=args.max_upload_kb * 1024,
         allowed_hosts=(*LOOPBACK_HOSTS, args.host) if loopback else None,

@@ -205,3 +205,42 @@ def test_the_browser_summary_shows_file_names_never_folders_or_the_store_path(tm
     with pytest.raises(StoreError) as caught:
         ladder_summary(bad)
     assert str(tmp_path) not in str(caught.value) and "cannot be read" in str(caught.value)
+
+
+def test_the_results_tab_serves_the_ladder_of_the_store(tmp_path: Path) -> None:
+    pytest.importorskip("starlette")
+    from starlette.testclient import TestClient
+
+    from kahuna_web.app import create_app
+
+    db = tmp_path / "r.sqlite"
+    with ResultsStore(db) as store:
+        run_evaluation(["random", "greedy", "mcts:2"], games=4, seed=0, store=store)
+    with TestClient(create_app(ladder_db=db), base_url="http://127.0.0.1") as client:
+        answer = client.get("/api/ladder")
+        assert answer.status_code == 200
+        data = answer.json()
+        assert data["games"] == 12 and {row["entrant"] for row in data["ratings"]} == {"random", "greedy", "mcts:2"}
+        assert data["anchors"] == {"greedy": 624.0} and len(data["pairings"]) == 3 and data["runs"] == {}
+    with TestClient(create_app(), base_url="http://127.0.0.1") as client:
+        assert client.get("/api/ladder").status_code == 404
+    bad = tmp_path / "bad.sqlite"
+    bad.write_text("no store here")
+    with TestClient(create_app(ladder_db=bad), base_url="http://127.0.0.1") as client:
+        answer = client.get("/api/ladder")
+        assert answer.status_code == 503 and str(tmp_path) not in answer.text and "cannot be read" in answer.text
+
+
+def test_kahuna_serve_refuses_a_db_that_is_not_a_results_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("uvicorn")
+    from kahuna_web.server import main as serve_main
+
+    bad = tmp_path / "bad.sqlite"
+    bad.write_text("no store here")
+    with pytest.raises(SystemExit) as caught:
+        serve_main(["--db", str(bad), "--port", "0"])
+    assert caught.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "kahuna-serve: error: --db" in error and "cannot be read" in error

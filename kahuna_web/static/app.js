@@ -555,6 +555,73 @@ function openResultsFile(event) {
   });
 }
 
+// The ladder of the results store (kahuna-serve --db): every stored game in one Bradley-Terry table,
+// the pairings worth playing next, and Elo against learner decisions for each training run.
+function runsChart(runs) {
+  const names = Object.keys(runs);
+  const points = names.flatMap((name) => runs[name]);
+  if (!points.length) return el("p", { class: "muted", text: "No training run has written to the store yet (eval.db)." });
+  const width = 560, height = 240, pad = 40;
+  const xs = points.map((p) => p.decisions), ys = points.flatMap((p) => [p.elo - p.elo_ci95, p.elo + p.elo_ci95]);
+  const [x0, x1] = [Math.min(...xs, 0), Math.max(...xs, 1)], [y0, y1] = [Math.min(...ys), Math.max(...ys) + 1];
+  const sx = (x) => pad + (width - 2 * pad) * (x - x0) / (x1 - x0 || 1);
+  const sy = (y) => height - pad + (2 * pad - height) * (y - y0) / (y1 - y0 || 1);
+  const chart = svg("svg", { width, height, class: "runs-chart", role: "img" });
+  chart.append(svg("title", { text: "Elo against learner decisions, per training run (95% intervals)" }));
+  chart.append(svg("line", { x1: pad, y1: height - pad, x2: width - pad, y2: height - pad, stroke: "#999" }));
+  chart.append(svg("line", { x1: pad, y1: pad, x2: pad, y2: height - pad, stroke: "#999" }));
+  chart.append(svg("text", { x: width / 2, y: height - 8, "text-anchor": "middle", "font-size": 11, text: "learner decisions" }));
+  chart.append(svg("text", { x: 4, y: pad - 8, "font-size": 11, text: `Elo ${Math.round(y0)}..${Math.round(y1)}` }));
+  const colours = ["#285fc8", "#d0561f", "#2a9d55", "#8a3fc1", "#b8860b", "#444"];
+  names.forEach((name, k) => {
+    const colour = colours[k % colours.length];
+    const line = runs[name].map((p) => `${sx(p.decisions).toFixed(1)},${sy(p.elo).toFixed(1)}`).join(" ");
+    chart.append(svg("polyline", { points: line, fill: "none", stroke: colour, "stroke-width": 2 }));
+    for (const p of runs[name]) {
+      chart.append(svg("line", { x1: sx(p.decisions), x2: sx(p.decisions), y1: sy(p.elo - p.elo_ci95), y2: sy(p.elo + p.elo_ci95), stroke: colour }));
+    }
+    chart.append(svg("text", { x: width - pad, y: pad + 14 * k, "text-anchor": "end", fill: colour, "font-size": 11, text: name }));
+  });
+  return chart;
+}
+
+function ladderBlock(data) {
+  const block = el("div", { class: "results-block" });
+  block.append(el("h3", { text: `Ladder of the results store: ${data.games} games` }));
+  const head = ["rank", "entrant", "Elo", "±95%", "games", "score"];
+  const table = el("table", { class: "results ladder" }, el("tr", {}, ...head.map((h) => el("th", { text: h }))));
+  data.ratings.forEach((r, k) => {
+    const half = r.elo_ci95 ? (r.elo_ci95[1] - r.elo_ci95[0]) / 2 : null;
+    table.append(el("tr", {},
+      el("td", { text: r.elo === null ? "-" : k + 1 }),
+      el("td", { class: "name", text: r.entrant }),
+      el("td", { text: r.elo === null ? "-" : fixed(r.elo, 0) }),
+      el("td", { text: half === null ? "-" : fixed(half, 0) }),
+      el("td", { text: r.games }),
+      el("td", { text: fixed(r.score, 3) })));
+  });
+  block.append(table);
+  const anchors = Object.entries(data.anchors).map(([name, elo]) => `${name} ${elo}`).join(", ");
+  block.append(el("p", { class: "muted", text: anchors ? `Scale pinned by the anchors: ${anchors}.` : "No anchor took part: mean 1000." }));
+  if (data.pairings.length) {
+    block.append(el("h4", { text: "Most informative next pairings (kahuna-ratings --schedule)" }));
+    block.append(el("ul", {}, ...data.pairings.map((p) => el("li", { text: `${p.a} vs ${p.b}: ${p.why}` }))));
+  }
+  block.append(el("h4", { text: "Elo across training runs" }));
+  block.append(runsChart(data.runs));
+  return block;
+}
+
+async function loadLadder() {
+  const response = await fetch("/api/ladder");
+  if (response.status === 404) return;  // no --db: nothing to show
+  const data = await response.json();
+  const target = document.getElementById("ladder");
+  target.hidden = false;
+  if (!response.ok) target.append(el("p", { class: "muted", text: `Results store: ${data.error}` }));
+  else target.append(ladderBlock(data));
+}
+
 // ------------------------------------------------------------------------------------------------ start
 function selectTab(name) {
   for (const button of document.querySelectorAll("nav button.tab")) button.classList.toggle("active", button.dataset.tab === name);
@@ -590,7 +657,7 @@ async function init() {
     if (Number.isInteger(value)) showFrame(value);
     else showMessage("move: a whole number, please");
   });
-  await Promise.all([loadRecordList(), loadResults()]);
+  await Promise.all([loadRecordList(), loadResults(), loadLadder().catch((error) => showMessage(error.message))]);
   document.body.dataset.ready = "1";
 }
 
