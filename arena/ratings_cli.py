@@ -264,7 +264,8 @@ def schedule_pairings(
 ) -> list[Pairing]:
     """The ``count`` most informative pairings (see the module docstring); newcomers without games first.
 
-    ``allowed`` (``--play``: whether an entrant can be played here) leaves out pairings with other entrants.
+    ``allowed`` (``--play``: whether an entrant can be played here) leaves out pairings with other entrants;
+    learners evaluated during training (kind ``training``, no file) are never proposed.
     """
     by_key = {row.entrant.key: row for row in ladder.rows}
     rated = [row for row in ladder.rows if row.elo is not None]
@@ -284,8 +285,8 @@ def schedule_pairings(
     for i_key in ladder.keys:
         for j_key in ladder.keys:
             i, j = position[i_key], position[j_key]
-            if i >= j:
-                continue
+            if i >= j or "training" in (by_key[i_key].entrant.kind, by_key[j_key].entrant.kind):
+                continue  # a learner evaluated during training is no file: it cannot be played again
             c = ladder.covariance
             variance = c[i, i] + c[j, j] - 2 * c[i, j]
             p = expected_score(ladder.elo[i], ladder.elo[j])
