@@ -127,12 +127,13 @@ observation followed by player 1's hand, the pile's cards per island, player
 ### Legal Actions Mask
 
 `observation["action_mask"]` is an `int8` vector of 179 entries, 1 where the
-action is legal.  The agent that is not to act gets `WAITING_MASK`, which
-allows `CLOSING_ACTION` (PASS) alone: it is never asked to act in the AEC env
-(and its action is ignored in the parallel env, which hands it the same
-mask), so a masked sampler always has a choice and PettingZoo's `api_test`
-sees no empty mask.  Once the game is over (or truncated) both masks are all
-zeros, except a pending closing step's `CLOSING_ACTION`.
+action is legal.  It is all zeros for the agent that is not to act (as in
+PettingZoo's classic games: that agent is never asked to act here), and for
+both agents once the game is over or truncated (except a pending closing
+step's `CLOSING_ACTION`).  The parallel env, where every agent hands in an
+action on every step, gives the waiting agent `WAITING_MASK` instead
+(`CLOSING_ACTION` alone; its action is ignored), so that a masked sampler
+there always has a choice.
 `env.unwrapped.action_mask(agent)` returns it too.
 
 With `observation="flat"` the observation space is the `Box` alone
@@ -207,7 +208,7 @@ that picture in a pygame window when a display exists (`DISPLAY` or
 
 ## Version History
 
-* v0: Initial release (0.1.0); the waiting agent's mask allows PASS alone (it was all zeros), `max_cycles`.
+* v0: Initial release (0.1.0); `max_cycles`.
 """
 
 from __future__ import annotations
@@ -253,7 +254,10 @@ def _waiting_mask() -> np.ndarray:
 
 
 WAITING_MASK = _waiting_mask()
-"""The action mask of the agent that is not to act (read-only): :data:`CLOSING_ACTION` alone."""
+"""The parallel env's mask of the agent that is not to act (read-only): :data:`CLOSING_ACTION` alone.
+
+The AEC env gives that agent an all-zero mask (PettingZoo's classic convention): it is never asked to act.
+"""
 
 
 def env(**kwargs: Any) -> AECEnv:
@@ -319,18 +323,71 @@ class TerminateIllegalWrapper(DirectAttributes, wrappers.TerminateIllegalWrapper
     ignored, so it is passed through unchecked: no action can turn the result into a forfeit.
     """
 
+    def observe(self, agent: str) -> Any:
+        """PettingZoo's ``TerminateIllegalWrapper.observe`` (the selected agent's observation and info are kept
+        for :meth:`step`'s check), calling the wrapped env directly rather than through ``BaseWrapper``."""
+        observation = self.env.observe(agent)
+        raw = self._raw
+        if agent == raw.agent_selection:
+            self._prev_obs = observation
+            self._prev_info = raw.infos.get(agent, {})
+        return observation
+
     def step(self, action: Any) -> None:
-        """PettingZoo's checked step, or the raw step unchecked on a closing step."""
-        if self._raw.closing_agent is not None and self._raw.agent_selection == self._raw.closing_agent:
+        """PettingZoo's checked step, or the raw step unchecked on a closing step.
+
+        The common case, an action of a live agent that the mask of the observation it was given
+        allows, takes a short path with the same effect as PettingZoo's ``step`` (forget the kept
+        observation, step the wrapped env); everything else goes through PettingZoo's own ``step``.
+        """
+        raw = self._raw
+        selected = raw.agent_selection
+        if raw.closing_agent is not None and selected == raw.closing_agent:
             self._prev_obs = None
             self._prev_info = None
             self.env.step(action)
             return
+        observation = self._prev_obs
+        if (
+            observation is not None
+            and action.__class__ is int
+            and 0 <= action < NUM_ACTIONS
+            and not raw.terminations[selected]
+            and not raw.truncations[selected]
+        ):
+            if observation.__class__ is dict:  # PettingZoo reads a dict observation's mask, else the info's
+                mask = observation.get("action_mask")
+            elif not isinstance(observation, dict) and self._prev_info.__class__ is dict:
+                mask = self._prev_info.get("action_mask")
+            else:
+                mask = None
+            if mask.__class__ is np.ndarray and mask.shape == (NUM_ACTIONS,) and mask[action]:
+                self._prev_obs = None
+                self._prev_info = None
+                self.env.step(action)
+                return
         super().step(action)
 
 
 class AssertOutOfBoundsWrapper(DirectAttributes, wrappers.AssertOutOfBoundsWrapper):
-    """PettingZoo's ``AssertOutOfBoundsWrapper`` with :class:`DirectAttributes`."""
+    """PettingZoo's ``AssertOutOfBoundsWrapper`` with :class:`DirectAttributes`.
+
+    Its check is PettingZoo's, written out so that the step and the observation reach the wrapped
+    env in one call each instead of through ``super()`` and ``BaseWrapper``.
+    """
+
+    def observe(self, agent: str) -> Any:
+        """The wrapped env's observation of ``agent`` (this wrapper checks actions only)."""
+        return self.env.observe(agent)
+
+    def step(self, action: Any) -> None:
+        """Assert that ``action`` is in the action space (or ``None`` for a done agent), then step."""
+        raw = self._raw
+        agent = raw.agent_selection
+        assert (action is None and (raw.terminations[agent] or raw.truncations[agent])) or raw.action_space(
+            agent
+        ).contains(action), "action is not in action space"
+        self.env.step(action)
 
 
 class OrderEnforcingWrapper(DirectAttributes, wrappers.OrderEnforcingWrapper):
@@ -356,6 +413,39 @@ class OrderEnforcingWrapper(DirectAttributes, wrappers.OrderEnforcingWrapper):
         """Reset the game (PettingZoo's ``OrderEnforcingWrapper.reset``) and open the guarded attributes."""
         self._reset_raw = self._raw
         super().reset(seed=seed, options=options)
+
+    # PettingZoo's checks, written out so that each call reaches the wrapped env directly; before the
+    # first reset (``_reset_raw`` is None) every call goes through PettingZoo's methods and their errors.
+    def step(self, action: Any) -> None:
+        """PettingZoo's ``OrderEnforcingWrapper.step``: step the wrapped env once reset and while agents are left."""
+        raw = self._reset_raw
+        if raw is None or not raw.agents:
+            super().step(action)
+            return
+        self._has_updated = True
+        self.env.step(action)
+
+    def observe(self, agent: str) -> Any:
+        """PettingZoo's ``OrderEnforcingWrapper.observe``: the wrapped env's observation once reset."""
+        if self._reset_raw is None:
+            return super().observe(agent)
+        return self.env.observe(agent)
+
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """``AECEnv.last``: the selected agent's observation, cumulative reward, termination, truncation, info."""
+        raw = self._reset_raw
+        if raw is None:
+            return super().last(observe)
+        agent = raw.agent_selection
+        assert agent is not None
+        observation = self.env.observe(agent) if observe else None
+        return (
+            observation,
+            raw._cumulative_rewards[agent],
+            raw.terminations[agent],
+            raw.truncations[agent],
+            raw.infos[agent],
+        )
 
     def __str__(self) -> str:
         return str(self.env)
@@ -607,7 +697,7 @@ class raw_env(AECEnv, EzPickle):
         return {"observation": encode_observation(game, player), "action_mask": self.action_mask(agent)}
 
     def action_mask(self, agent: str) -> np.ndarray:
-        """``agent``'s action mask (int8, 179): its legal actions when it is to act, else :data:`WAITING_MASK`.
+        """``agent``'s action mask (int8, 179): its legal actions when it is to act, else all zeros.
 
         Once the game is over or truncated both masks are all zeros, except that on a closing
         step (``closing_step=True``) the closing agent's mask allows :data:`CLOSING_ACTION` alone.
@@ -622,8 +712,6 @@ class raw_env(AECEnv, EzPickle):
         elif AGENT_INDEX[agent] == game.current_player:
             for action in game.legal_actions():
                 mask[action] = 1
-        else:
-            mask[CLOSING_ACTION] = 1
         return np.frombuffer(mask, dtype=np.int8)
 
     def _set_info_masks(self) -> None:

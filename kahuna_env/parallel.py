@@ -9,12 +9,13 @@ parallel vectorization, AgileRL's vector env, ...):
   agent that is to act (:attr:`KahunaParallelEnv.acting_agent`, also the
   ``my_turn`` feature of its observation); the other agent's action is
   ignored and may be anything, or missing;
-* the agent that is not to act gets the AEC env's waiting mask
-  (:data:`~kahuna_env.env.WAITING_MASK`), which allows
-  :data:`~kahuna_env.env.CLOSING_ACTION` (PASS, 151) alone, so a masked
-  sampler always has something to sample and its "choice" carries no policy
-  gradient (its probability is 1); the acting agent's mask is its legal actions
-  (every mask is the AEC env's ``observe(agent)["action_mask"]``);
+* the agent that is not to act gets :data:`~kahuna_env.env.WAITING_MASK`,
+  which allows :data:`~kahuna_env.env.CLOSING_ACTION` (PASS, 151) alone, so a
+  masked sampler always has something to sample and its "choice" carries no
+  policy gradient (its probability is 1); the AEC env gives that agent an
+  all-zero mask instead (PettingZoo's classic convention: there it is never
+  asked to act); the acting agent's mask is its legal actions, the AEC env's
+  ``observe(agent)["action_mask"]``;
 * both agents get an observation, a reward, ``terminations``/``truncations``
   and an info on every step; rewards are 0 until the game ends, then both
   agents' final rewards come on the same (last) step and both agents are done;
@@ -134,6 +135,9 @@ class KahunaParallelEnv(ParallelEnv):
 
     # ------------------------------------------------------------------ internals
     def _mask(self, agent: str) -> np.ndarray:
+        acting = self.acting_agent
+        if acting is not None and agent != acting and not self._raw.truncations.get(agent, False):
+            return WAITING_MASK  # the AEC env's all-zero mask would leave a masked sampler nothing to choose
         return self._raw.action_mask(agent)
 
     def _observations(self) -> dict[str, Any]:
