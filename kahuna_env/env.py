@@ -223,6 +223,7 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle, seeding
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
+from pettingzoo.utils.wrappers import order_enforcing
 
 from kahuna_env.actions import NUM_ACTIONS, PASS
 from kahuna_env.engine import KahunaConfig, KahunaGame
@@ -447,8 +448,35 @@ class OrderEnforcingWrapper(DirectAttributes, wrappers.OrderEnforcingWrapper):
             raw.infos[agent],
         )
 
+    def agent_iter(self, max_iter: int = 2**63) -> order_enforcing.AECOrderEnforcingIterable:
+        """PettingZoo's order-enforcing ``agent_iter``, whose iterator reads the raw env's attributes directly."""
+        if self._reset_raw is None:
+            return super().agent_iter(max_iter)  # PettingZoo's error: agent_iter() before reset()
+        return _AgentIterable(self, max_iter)
+
     def __str__(self) -> str:
         return str(self.env)
+
+
+class _AgentIterable(order_enforcing.AECOrderEnforcingIterable):
+    """``agent_iter()`` of :class:`OrderEnforcingWrapper` (PettingZoo's iterable, with :class:`_AgentIterator`)."""
+
+    def __iter__(self) -> _AgentIterator:
+        return _AgentIterator(self.env, self.max_iter)
+
+
+class _AgentIterator(order_enforcing.AECOrderEnforcingIterator):
+    """PettingZoo's ``AECOrderEnforcingIterator.__next__`` (and ``AECIterator``'s) in one call on the raw env."""
+
+    def __next__(self) -> str:
+        env = self.env
+        raw = env._reset_raw
+        if not raw.agents or self.iters_til_term <= 0:
+            raise StopIteration
+        self.iters_til_term -= 1
+        assert env._has_updated, "need to call step() or reset() in a loop over `agent_iter`"
+        env._has_updated = False
+        return raw.agent_selection
 
 
 def observation_space(mode: str) -> spaces.Space:

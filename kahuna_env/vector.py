@@ -206,6 +206,17 @@ def sample_set_bits(words: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.where(total > 0, position, 0)
 
 
+class _Rows:
+    """Some games of a batch: reading an attribute gives that per-game array of the chosen games only."""
+
+    def __init__(self, batch: Any, rows: np.ndarray) -> None:
+        self.batch = batch
+        self.rows = rows
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        return getattr(self.batch, name)[self.rows]
+
+
 class StepResult(NamedTuple):
     """What :meth:`KahunaBatch.step` returns, one entry per game.
 
@@ -607,13 +618,18 @@ class KahunaBatch:
             self._words_valid = True
         return self._words
 
-    def random_actions(self, rng: np.random.Generator) -> np.ndarray:
+    def random_actions(self, rng: np.random.Generator, rows: np.ndarray | None = None) -> np.ndarray:
         """A uniformly random legal action for every game (``(N,)`` intp; 0 for a finished game).
 
         Works on the packed legal words: a random rank among the legal actions,
         then a binary search for that set bit; exactly uniform, no ``(N, 179)`` array.
+        ``rows`` (game indices): only those games draw (one ``rng`` draw each); the others get 0.
         """
-        return sample_set_bits(self._legal_words(), rng)
+        if rows is None:
+            return sample_set_bits(self._legal_words(), rng)
+        actions = np.zeros(self.n, dtype=np.intp)
+        actions[rows] = sample_set_bits(self._legal_words()[rows], rng)
+        return actions
 
     def _compute_words(self) -> None:
         """Legal actions as bit sets per game (27-bit line sets, 12-bit island sets), unpacked once.
@@ -955,13 +971,16 @@ class KahunaBatch:
         self.winner[games] = winner
 
     # ------------------------------------------------------------------ observations
-    def observations(self, player: int | Sequence[int] | np.ndarray | None = None) -> np.ndarray:
+    def observations(
+        self, player: int | Sequence[int] | np.ndarray | None = None, rows: np.ndarray | None = None
+    ) -> np.ndarray:
         """``(N, 246)`` float32 observations, bit-identical to ``encode_observation(game, player)``.
 
         ``player``: None (each game's player to act), 0 or 1 (that seat in every
-        game), or an ``(N,)`` array of seats.
+        game), or an ``(N,)`` array of seats.  ``rows`` (game indices): only those
+        games, ``(len(rows), 246)``, at a cost in proportion to their number.
         """
-        return self._raw_observations(player) * _SCALE
+        return self._raw_observations(player, rows) * _SCALE
 
     def states(self) -> np.ndarray:
         """``(N, STATE_SIZE)`` float32 full states, bit-identical to ``encode_state(game)`` (centralized critics).
@@ -975,16 +994,25 @@ class KahunaBatch:
         extra = np.concatenate([self.hand[:, 1], pile, self.face_down[:, 1], self.current[:, None]], 1)
         return np.concatenate([raw, extra.astype(np.uint8)], 1) * _STATE_SCALE
 
-    def _raw_observations(self, player: int | Sequence[int] | np.ndarray | None) -> np.ndarray:
-        rows = self._rows
+    def _raw_observations(
+        self, player: int | Sequence[int] | np.ndarray | None, subset: np.ndarray | None = None
+    ) -> np.ndarray:
         if player is None:
             v = self.current.astype(np.intp)
         else:
             v = np.broadcast_to(np.asarray(player, dtype=np.intp), (self.n,))
             if ((v < 0) | (v > 1)).any():
                 raise ValueError("player must be 0 or 1")
+        if subset is None:
+            rows = self._rows
+            r = self._raw
+            games = self
+        else:  # the same computation on the arrays of the chosen games only
+            rows = np.asarray(subset, dtype=np.intp)
+            r = np.zeros((len(rows), OBSERVATION_SIZE), dtype=np.uint8)
+            games = _Rows(self, rows)
+            v = v[rows]
         o = 1 - v
-        r = self._raw
         v8 = v.astype(np.int8)[:, None]
         o8 = o.astype(np.int8)[:, None]
 
@@ -995,8 +1023,8 @@ class KahunaBatch:
             else:
                 r[:, start:stop] = values
 
-        put("lines_mine", self.owner == v8)
-        put("lines_opponent", self.owner == o8)
+        put("lines_mine", games.owner == v8)
+        put("lines_opponent", games.owner == o8)
         v_at = 2 * rows + v
         o_at = v_at ^ 1
         count_v = _seat(self.count, v_at)
@@ -1007,32 +1035,32 @@ class KahunaBatch:
         put("bridges_opponent", count_o)
         hand = _seat(self.hand, v_at)
         put("hand", hand)
-        slots = self.face_up[:, :, None] == _ISLAND_RANGE  # (N, 3, 12)
-        put("face_up", slots.reshape(self.n, -1))
-        put("pile_size", self.pile_len)
-        put("discard_open", self.open_discard)
+        slots = games.face_up[:, :, None] == _ISLAND_RANGE  # (N, 3, 12)
+        put("face_up", slots.reshape(len(rows), -1))
+        put("pile_size", games.pile_len)
+        put("discard_open", games.open_discard)
         mine_down = _seat(self.face_down, v_at)
         put("my_face_down", mine_down)
         put("opponent_face_down_count", _seat(self.face_down, o_at).sum(1))
         put("opponent_hand_size", _seat(self.hand, o_at).sum(1))
         known = _seat(self.known, o_at)
         put("opponent_known", known)
-        put("unseen", CARDS_PER_ISLAND - hand - self.open_discard - mine_down - known - slots.sum(1))
+        put("unseen", CARDS_PER_ISLAND - hand - games.open_discard - mine_down - known - slots.sum(1))
         put("scores", np.stack([_seat(self.scores, v_at), _seat(self.scores, o_at)], 1))
-        put("round", self.round[:, None] == np.array([1, 2, 3], dtype=np.int8))
-        final_left = np.where(self.over, 0, self.final_turns)
+        put("round", games.round[:, None] == np.array([1, 2, 3], dtype=np.int8))
+        final_left = np.where(games.over, 0, games.final_turns)
         put("final_turns", np.stack([final_left > 0, final_left], 1))
         put("supply", BRIDGES_PER_PLAYER - np.stack([_seat(self.bridges, v_at), _seat(self.bridges, o_at)], 1))
-        to_act = (self.current == v) & ~self.over
-        put("cards_played", self.played * to_act)
-        put("discarding", (self.discarded > 0) & to_act)
-        put("must_draw", self.must_draw & to_act)
-        claim = (self.claim_line[:, None] == np.arange(NUM_LINES, dtype=np.int8)) & to_act[:, None]
+        to_act = (games.current == v) & ~games.over
+        put("cards_played", games.played * to_act)
+        put("discarding", (games.discarded > 0) & to_act)
+        put("must_draw", games.must_draw & to_act)
+        claim = (games.claim_line[:, None] == np.arange(NUM_LINES, dtype=np.int8)) & to_act[:, None]
         put("claim", claim)
-        put("setup", np.stack([self.setup_left > 0, self.setup_left], 1))
+        put("setup", np.stack([games.setup_left > 0, games.setup_left], 1))
         put("my_turn", to_act)
-        put("first_player", self.first_player == v)
-        put("rules", np.stack([self.planning, self.hand_limit], 1))
+        put("first_player", games.first_player == v)
+        put("rules", np.stack([games.planning, games.hand_limit], 1))
         return r
 
     # ------------------------------------------------------------------ positions and single games

@@ -426,7 +426,7 @@ class KahunaVectorEnv(VectorEnv):
                 final_info[key][by_rules] = values[by_rules]
                 final_info[f"_{key}"][by_rules] = True
         terminated[rows] = True
-        finals.append((rows, batch.observations(self.seats)[rows]))
+        finals.append((rows, batch.observations(self.seats, rows=rows)))
         self._deal(rows)
 
     def _play_opponents(

@@ -278,11 +278,8 @@ class BatchedRandom(BatchedAgent):
     def act(
         self, batch: KahunaBatch, active: np.ndarray | None = None, rng: np.random.Generator | None = None
     ) -> np.ndarray:
-        rows = _rows(batch, active)
-        actions = batch.random_actions(self.rng if rng is None else rng)
-        out = np.zeros(batch.n, dtype=np.intp)
-        out[rows] = actions[rows]
-        return out
+        # Only the games asked draw: a step in which few opponents are to move costs little.
+        return batch.random_actions(self.rng if rng is None else rng, rows=_rows(batch, active))
 
 
 BATCHED_BASELINES: dict[str, type[BatchedAgent]] = {"random": BatchedRandom, "greedy": BatchedGreedy}
