@@ -8,13 +8,20 @@ worker runs them all, one after another, never two at once, while the other work
 
 This is done by the scheduler below, not by ``xdist_group`` markers: pytest-xdist 3.8 marks a group by
 rewriting ``item._nodeid``, which pytest 9 no longer reads, so ``--dist loadgroup`` silently groups nothing.
+
+Ray's worker processes run at the tests' own priority (``RAY_worker_niceness=0``, set below), not at Ray's
+default nice 15: beside CPU-bound work at nice 0 a nice-15 process gets a few percent of a core, and a
+restarted EnvRunner took over six minutes to set itself up (8 s of CPU) while three busy loops ran.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
+
+os.environ.setdefault("RAY_worker_niceness", "0")  # inherited by every Ray this test run starts (see above)
 
 SERIAL_GROUP = "serial"
 """The scheduling scope of the process-heavy tests: one worker runs them all, one after another."""

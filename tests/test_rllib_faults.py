@@ -82,6 +82,7 @@ def killed_run(tmp_path_factory):
         if row["iteration"] == 1:
             pids = _runner_pids(algorithm)
             seen["pids"] = pids
+            seen["niceness"] = [os.getpriority(os.PRIO_PROCESS, pid) for pid in pids]
             os.kill(pids[0], signal.SIGKILL)  # between two iterations: no call to it fails, Ray restarts it
             seen["killed"] = pids[0]
         if row["iteration"] == 2:
@@ -111,6 +112,8 @@ def test_a_killed_env_runner_is_restarted_and_the_run_goes_on(killed_run):
     result, seen = killed_run
     assert not ray.is_initialized()
     assert seen["killed"] is not None
+    # tests/conftest.py: Ray's workers run at this test's priority, not nice 15 (starved beside busy processes).
+    assert seen["niceness"] == [os.getpriority(os.PRIO_PROCESS, 0)] * 2
     assert result.iterations == 4 and [row["iteration"] for row in result.history] == [1, 2, 3, 4]
     assert result.env_runner_restarts >= 1
     rows = result.history
