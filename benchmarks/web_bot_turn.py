@@ -1,4 +1,6 @@
-"""How long a bot's turn takes on this machine, per simulation budget: the measurement behind ``kahuna-serve --max-simulations``.
+"""How long a bot's turn takes on this machine, per simulation budget.
+
+The measurement behind ``kahuna-serve --max-simulations``.
 
 A turn is every action the bot takes before the person is to act again (a
 placement or two, then a draw): what the page waits for after a move.  The
@@ -17,9 +19,27 @@ import time
 import numpy as np
 
 from arena.entrants import resolve_entrant
-from arena.match import agent_chooser, play
+from arena.match import Chooser, agent_chooser, play
 from kahuna_env.agents import make_agent
 from kahuna_env.engine import KahunaGame
+
+
+def _timed_choosers(person: Chooser, bot: Chooser, times: list[float]) -> list[Chooser]:
+    """The two seats' choosers: a bot turn runs from the bot's first action to the person's next one."""
+    started: list[float | None] = [None]
+
+    def bot_chooser(game: KahunaGame) -> int:
+        if started[0] is None:
+            started[0] = time.perf_counter()
+        return bot(game)
+
+    def person_chooser(game: KahunaGame) -> int:
+        if started[0] is not None:
+            times.append(time.perf_counter() - started[0])
+            started[0] = None
+        return person(game)
+
+    return [person_chooser, bot_chooser]
 
 
 def turn_times(spec: str, games: int) -> list[float]:
@@ -29,21 +49,7 @@ def turn_times(spec: str, games: int) -> list[float]:
         bot = resolve_entrant(spec, seed=seed)
         rng = np.random.default_rng(seed)
         person = agent_chooser(make_agent("random", seed=seed), rng)
-        bot_choose = agent_chooser(bot, rng)
-        started: list[float | None] = [None]
-
-        def bot_chooser(game: KahunaGame) -> int:
-            if started[0] is None:
-                started[0] = time.perf_counter()
-            return bot_choose(game)
-
-        def person_chooser(game: KahunaGame) -> int:
-            if started[0] is not None:
-                times.append(time.perf_counter() - started[0])
-                started[0] = None
-            return person(game)
-
-        play(KahunaGame(seed=seed), [person_chooser, bot_chooser])
+        play(KahunaGame(seed=seed), _timed_choosers(person, agent_chooser(bot, rng), times))
     return times
 
 

@@ -202,7 +202,10 @@ def ppo_update(
             loss, parts = ppo_losses(
                 logits.float(),
                 new_values.float(),
-                *(values.index_select(0, index) for values in (actions, old_log_probs, old_values, advantages, returns)),
+                *(
+                    values.index_select(0, index)
+                    for values in (actions, old_log_probs, old_values, advantages, returns)
+                ),
                 ppo,
             )
             optimizer.zero_grad(set_to_none=True)
