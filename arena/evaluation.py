@@ -348,9 +348,7 @@ def _store_writer(
     if store is None:
         return lambda result: None
     identities = [entrant_identity(spec, sampled) for spec in entrants]
-    session = store.start_session(
-        source, config.to_dict(), base_seed=seed, sampled=sampled, command=" ".join(entrants)
-    )
+    session = store.start_session(source, config.to_dict(), base_seed=seed, sampled=sampled, command=" ".join(entrants))
 
     def save(result: GameResult) -> None:
         seat0, seat1 = result.task.seats
