@@ -157,7 +157,9 @@ def _client(request: Request) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ the page
-def _page_routes(store: SessionStore, records: Path | None, agents: Path | None, max_upload: int) -> list[BaseRoute]:
+def _page_routes(
+    store: SessionStore, records: Path | None, agents: Path | None, max_upload: int, results_store: bool
+) -> list[BaseRoute]:
     async def index(request: Request) -> Response:
         return FileResponse(
             STATIC / "index.html", headers={"Cache-Control": "no-store", "Content-Security-Policy": CSP}
@@ -176,6 +178,7 @@ def _page_routes(store: SessionStore, records: Path | None, agents: Path | None,
                 "discard_rules": list(DISCARD_RULES),
                 "max_upload": max_upload,
                 "records_dir": folder_label(records) if records is not None else None,
+                "results_store": results_store,  # whether GET /api/ladder has a store to show (kahuna-serve --db)
             }
         )
 
@@ -486,7 +489,7 @@ def create_app(
         await run_in_threadpool(queue.stop)
 
     routes = [
-        *_page_routes(store, records, agents, max_upload),
+        *_page_routes(store, records, agents, max_upload, ladder_db is not None),
         *_play_routes(store, queue, max_upload),
         *_record_routes(records, max_upload),
         *_results_routes(list(results), max_upload),

@@ -222,7 +222,9 @@ def test_the_results_tab_serves_the_ladder_of_the_store(tmp_path: Path) -> None:
         data = answer.json()
         assert data["games"] == 12 and {row["entrant"] for row in data["ratings"]} == {"random", "greedy", "mcts:2"}
         assert data["anchors"] == {"greedy": 624.0} and len(data["pairings"]) == 3 and data["runs"] == {}
+        assert client.get("/api/board").json()["results_store"] is True
     with TestClient(create_app(), base_url="http://127.0.0.1") as client:
+        assert client.get("/api/board").json()["results_store"] is False  # the page then never asks for the ladder
         assert client.get("/api/ladder").status_code == 404
     bad = tmp_path / "bad.sqlite"
     bad.write_text("no store here")

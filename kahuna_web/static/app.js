@@ -613,8 +613,8 @@ function ladderBlock(data) {
 }
 
 async function loadLadder() {
+  if (!BOARD.results_store) return;  // no --db: nothing to show (and no 404 in the console)
   const response = await fetch("/api/ladder");
-  if (response.status === 404) return;  // no --db: nothing to show
   const data = await response.json();
   const target = document.getElementById("ladder");
   target.hidden = false;
