@@ -64,6 +64,7 @@ builds :func:`kahuna_env.gym_vector.make_vector_env` (same-step auto-reset,
 
 from __future__ import annotations
 
+import copy
 import warnings
 from collections.abc import Callable
 from importlib.metadata import entry_points
@@ -95,6 +96,9 @@ TERMINAL_MASK_MODES: tuple[str, ...] = ("next_episode", "zeros")
 """Values of the ``terminal_mask`` keyword (the default first)."""
 ILLEGAL_ACTION_REWARD = -1.0
 """Reward of an illegal learner action with ``illegal_action="lose"``."""
+
+_RESET_STATE = ("_np_random", "_np_random_seed", "_next", "game", "seat", "_opponent_rng", "last_action", "_ended")
+"""What a ``reset`` of the scalar wrapper may change besides the opponent: saved before it, put back if it fails."""
 
 
 class IllegalActionWarning(UserWarning):
@@ -254,24 +258,23 @@ class KahunaSingleAgentEnv(gymnasium.Env):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray | dict[str, np.ndarray], dict[str, Any]]:
-        """Start an episode and play the opponent until the learner is to act; returns ``(observation, info)``."""
-        super().reset(seed=seed)
-        pending, self._next = self._next, None
-        if pending is not None and seed is None and options is None:
-            episode = pending  # dealt when the last episode ended: the deal this reset would make
-        else:
-            seeds = pending.seeds if pending is not None and seed is None else self._draw_seeds()
-            episode = self._deal(seeds, options, current=True)
-        self.seat = episode.seeds.seat
-        self.game = episode.game
-        self._opponent_rng = episode.opponent_rng
-        self.last_action = episode.last_action
-        self._ended = False
-        if self.game.is_over:
-            raise ValueError(
-                "reset(): the game ended before the learning seat could act (the opponent finished it from the "
-                "given position); choose a position where the learner moves first"
-            )
+        """Start an episode and play the opponent until the learner is to act; returns ``(observation, info)``.
+
+        Atomic: the options and the position are checked before anything changes, and a reset that
+        fails later (the opponent ends the game from the given position, or raises) puts back the
+        generators, the pending deal, the game, the seat and the opponent, so a refused reset changes
+        nothing.
+        """
+        if options is not None:
+            with warnings.catch_warnings():  # unknown option keys are warned about once, by the deal below
+                warnings.simplefilter("ignore")
+                start_game(self.config, 0, options)
+        saved = self._save_for_reset(copy_opponent=options is not None)
+        try:
+            self._start_episode(seed, options)
+        except BaseException:
+            self._restore_after_reset(saved)
+            raise
         if self.render_mode == "human":
             self.render()
         mask = self._mask()
@@ -354,6 +357,50 @@ class KahunaSingleAgentEnv(gymnasium.Env):
         self._renderer.close()
 
     # ------------------------------------------------------------------ internals
+    def _start_episode(self, seed: int | None, options: dict[str, Any] | None) -> None:
+        """The body of :meth:`reset`: deal (or take the pending deal) and play the opponent's first moves."""
+        super().reset(seed=seed)
+        pending, self._next = self._next, None
+        if pending is not None and seed is None and options is None:
+            episode = pending  # dealt when the last episode ended: the deal this reset would make
+        else:
+            seeds = pending.seeds if pending is not None and seed is None else self._draw_seeds()
+            episode = self._deal(seeds, options, current=True)
+        self.seat = episode.seeds.seat
+        self.game = episode.game
+        self._opponent_rng = episode.opponent_rng
+        self.last_action = episode.last_action
+        self._ended = False
+        if self.game.is_over:
+            raise ValueError(
+                "reset(): the game ended before the learning seat could act (the opponent finished it from the "
+                "given position); choose a position where the learner moves first"
+            )
+
+    def _save_for_reset(self, copy_opponent: bool) -> dict[str, Any]:
+        """What :meth:`reset` may change, to put back if it fails (generators kept with their state).
+
+        The opponent is copied only for a reset from a position (the one that can fail by the rules):
+        a copy per episode would cost a network opponent its weights every game.
+        """
+        state = {name: getattr(self, name) for name in _RESET_STATE if hasattr(self, name)}  # older Gymnasium: no seed
+        saved: dict[str, Any] = {"state": state}
+        saved["generator_states"] = [
+            (value, value.bit_generator.state) for value in state.values() if isinstance(value, np.random.Generator)
+        ]
+        if copy_opponent:
+            saved["opponent"] = copy.deepcopy(self.opponent)
+        return saved
+
+    def _restore_after_reset(self, saved: dict[str, Any]) -> None:
+        """Put back what :meth:`_save_for_reset` saved."""
+        for name, value in saved["state"].items():
+            setattr(self, name, value)
+        for generator, state in saved["generator_states"]:
+            generator.bit_generator.state = state
+        if "opponent" in saved:
+            self.opponent = saved["opponent"]
+
     def _draw_seeds(self) -> EpisodeSeeds:
         rng = self.np_random
         game_seed = int(rng.integers(2**63))

@@ -339,3 +339,52 @@ def test_a_scalar_vector_env_checks_every_seed_and_the_position_before_resetting
             env.reset(**kwargs)
         assert generators(env) == before
     play_env_pair(env, twin, steps=10)
+
+
+# ------------------------------------------------------------------------------------ the scalar Gymnasium wrapper
+BAD_SCALAR_RESETS = {
+    "a malformed position": ({"options": {"position": BAD_POSITION}}, "round' must be 1, 2 or 3, got 7"),
+    "options that are not a dict": ({"options": "position"}, "options must be a dict"),
+    "a position the opponent finishes (found only by playing it)": (
+        {"seed": 11, "options": {"position": final_turns_position(1)}},
+        "the game ended before the learning seat could act",
+    ),
+}
+
+
+def scalar_state(env: Any, identity: bool = False) -> dict[str, Any]:
+    """The wrapper's attributes but its spaces (unseeded samplers) and the renderer; the game as a position."""
+    state = {key: value for key, value in vars(env).items() if not key.endswith("_space") and key != "_renderer"}
+    if identity:
+        state["game_object"] = id(state["game"])  # the same game object, not only an equal one
+    state["game"] = state["game"].to_dict()
+    return state
+
+
+def play_scalar_pair(env: Any, twin: Any, steps: int = 60, seed: int = 8) -> None:
+    """Step both wrappers with the same random legal actions (resetting at episode ends); every output equal."""
+    rng = np.random.default_rng(seed)
+    for _ in range(steps):
+        mask = env.action_masks()
+        assert np.array_equal(mask, twin.action_masks())
+        action = int(rng.choice(np.flatnonzero(mask)))
+        first, second = env.step(action), twin.step(action)
+        assert frozen(first) == frozen(second)
+        if first[2] or first[3]:
+            assert frozen(env.reset()) == frozen(twin.reset())
+    assert frozen(scalar_state(env)) == frozen(scalar_state(twin))
+
+
+@pytest.mark.parametrize("name", list(BAD_SCALAR_RESETS))
+def test_a_refused_scalar_wrapper_reset_changes_nothing(name):
+    """Issue 34's rule for the scalar wrapper too: it drew seeds and set the game before finding the problem."""
+    kwargs, message = BAD_SCALAR_RESETS[name]
+    env, twin = (gymnasium.make("Kahuna-v0", opponent="greedy", seat="random").unwrapped for _ in range(2))
+    env.reset(seed=3)
+    twin.reset(seed=3)
+    before = frozen(scalar_state(env, identity=True))
+    with pytest.raises(ValueError, match=message) as raised:
+        env.reset(**kwargs)
+    assert "\n" not in str(raised.value)
+    assert frozen(scalar_state(env, identity=True)) == before
+    play_scalar_pair(env, twin)
