@@ -269,7 +269,7 @@ class KahunaSingleAgentEnv(gymnasium.Env):
             with warnings.catch_warnings():  # unknown option keys are warned about once, by the deal below
                 warnings.simplefilter("ignore")
                 start_game(self.config, 0, options)
-        saved = self._save_for_reset(copy_opponent=options is not None)
+        saved = self._save_for_reset(copy_opponent=options is not None and options.get("position") is not None)
         try:
             self._start_episode(seed, options)
         except BaseException:
