@@ -25,6 +25,15 @@ pass (as training does) and with one pass per snapshot, interleaved.
 
 Every rate is printed per repeat, then the best (the least disturbed by other
 load on the machine) and the median.
+
+Achieved over attainable: the FLOPs of one decision's forward pass and of one
+update (forward and backward of every minibatch, every epoch) are counted with
+``torch.utils.flop_counter.FlopCounterMode`` on the config's network; the
+attainable rate is this machine's best ``torch.mm`` throughput at the
+network's layer shapes (float32, and bfloat16 when the update uses it) with the
+same thread count.  The table gives achieved GFLOP/s over attainable for the
+update and for the forward passes of collection; the rest of each is the work
+that is not matrix products (the engine, masks, sampling, the optimizer).
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ import time
 
 import numpy as np
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.engine import KahunaConfig
@@ -43,6 +53,7 @@ from training import batched_rollout
 from training.batched_rollout import play_games_batched
 from training.checkpoint import load_checkpoint
 from training.config import TrainConfig, load_config
+from training.cpus import use_bf16
 from training.model import ActorCritic, model_from_payload, sample_actions
 from training.pool import OpponentPool
 from training.ppo import build_model, ppo_update
@@ -113,8 +124,12 @@ def main(argv: list[str] | None = None) -> None:
         seconds.append(time.perf_counter() - start)
         print(f"  update {repeat + 1}: {seconds[-1]:.3f} s  ({args.decisions / seconds[-1]:,.0f} decisions/s)")
     report("ppo_update", seconds, "s")
+    update_flops = update_flops_per_decision(model, rollout, ppo.minibatch_size, ppo.update_epochs)
+    attainable_update = attainable_gflops(config, threads, ppo.minibatch_size, bf16=use_bf16(ppo.bf16))
+    achieved_update = update_flops * args.decisions / min(seconds) / 1e9
 
     torch.set_num_threads(1)
+    forward_rows: dict[int, float] = {}
     for rows in args.rows:
         observations = np.ascontiguousarray(rollout.observations[:rows])
         masks = np.ascontiguousarray(rollout.masks[:rows])
@@ -128,9 +143,71 @@ def main(argv: list[str] | None = None) -> None:
             per_call.append((time.perf_counter() - start) / calls * 1e3)
         print(f"  forward of {rows} rows, 1 thread: " + ", ".join(f"{ms:.3f}" for ms in per_call) + " ms per call")
         report(f"forward {rows} rows", per_call, "ms")
+        forward_rows[rows] = min(per_call)
+
+    forward_flops = forward_flops_per_decision(model, rollout)
+    print(
+        "\nachieved over attainable (FLOPs counted by FlopCounterMode; attainable: best torch.mm at the layer shapes)\n"
+        f"  one decision's forward pass: {forward_flops / 1e6:.3f} MFLOP; one update: "
+        f"{update_flops / 1e6:.3f} MFLOP per decision ({ppo.update_epochs} epochs, forward and backward)\n"
+        f"  update, {threads} thread(s): {achieved_update:.1f} GFLOP/s of {attainable_update:.1f} attainable "
+        f"= {achieved_update / attainable_update:.0%}"
+    )
+    attainable_one = attainable_gflops(config, 1, max(forward_rows, default=1), bf16=False)
+    for rows, milliseconds in forward_rows.items():
+        achieved = forward_flops * rows / (milliseconds / 1e3) / 1e9
+        print(
+            f"  forward of {rows} rows (collection), 1 thread: {achieved:.1f} GFLOP/s of {attainable_one:.1f} "
+            f"attainable = {achieved / attainable_one:.0%}"
+        )
 
     if args.games:
         collection(config, model, args.games, args.repeats, args.seed, args.checkpoint)
+
+
+def forward_flops_per_decision(model: ActorCritic, rollout: Rollout, rows: int = 256) -> float:
+    """FLOPs of the network's forward pass per decision (counted on ``rows`` decisions)."""
+    observations = torch.from_numpy(rollout.observations[:rows])
+    masks = torch.from_numpy(rollout.masks[:rows])
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(observations, masks)
+    return counter.get_total_flops() / len(observations)
+
+
+def update_flops_per_decision(model: ActorCritic, rollout: Rollout, minibatch: int, epochs: int) -> float:
+    """FLOPs of an update per decision: forward and backward of a minibatch, per row, times the epochs."""
+    rows = min(minibatch, len(rollout.observations))
+    observations = torch.from_numpy(rollout.observations[:rows])
+    masks = torch.from_numpy(rollout.masks[:rows])
+    with FlopCounterMode(display=False) as counter:
+        logits, values = model(observations, masks)
+        (logits.float().logsumexp(-1).sum() + values.float().sum()).backward()
+    model.zero_grad(set_to_none=True)
+    return counter.get_total_flops() / rows * epochs
+
+
+def attainable_gflops(config: TrainConfig, threads: int, rows: int, bf16: bool, seconds: float = 0.3) -> float:
+    """This machine's best ``torch.mm`` GFLOP/s at the network's layer shapes (``rows`` x width x width)."""
+    widths = sorted({*config.model.hidden_sizes, config.model.line_width, OBSERVATION_SIZE, NUM_ACTIONS})
+    dtypes = [torch.float32, torch.bfloat16] if bf16 else [torch.float32]
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    best = 0.0
+    try:
+        for dtype in dtypes:
+            for inner in widths:
+                for outer in widths:
+                    left = torch.rand(rows, inner, dtype=dtype)
+                    right = torch.rand(inner, outer, dtype=dtype)
+                    torch.mm(left, right)  # warm-up
+                    calls, start = 0, time.perf_counter()
+                    while (elapsed := time.perf_counter() - start) < seconds:
+                        torch.mm(left, right)
+                        calls += 1
+                    best = max(best, 2 * rows * inner * outer * calls / elapsed / 1e9)
+    finally:
+        torch.set_num_threads(previous)
+    return best
 
 
 def collection(
