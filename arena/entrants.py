@@ -141,14 +141,6 @@ def _exists(path: Path, file: bool = False) -> bool:
         return False
 
 
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-    except ValueError:
-        return False
-    return True
-
-
 def _resolved(path: Path) -> Path | None:
     try:
         return path.resolve()
@@ -168,7 +160,7 @@ def _inside_candidates(source: str, folder: Path) -> list[Path]:
     inside = []
     for candidate in candidates:
         path = _resolved(candidate)
-        if root is not None and path is not None and _inside(path, root):
+        if root is not None and path is not None and path.is_relative_to(root):
             inside.append(path)
     return inside
 

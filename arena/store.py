@@ -497,8 +497,3 @@ class ResultsStore:
 def _line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
-
-
-def open_store(path: str | Path, readonly: bool = False) -> ResultsStore:
-    """Open (or create) the results store at ``path``; a :class:`StoreError` line when it cannot be used."""
-    return ResultsStore(path, readonly=readonly)

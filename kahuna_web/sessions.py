@@ -96,14 +96,6 @@ def parse_json(text: str) -> Any:
 
 
 # ------------------------------------------------------------------------------------------------ opponents
-def _within(path: Path, root: Path) -> bool:
-    try:
-        path.relative_to(root)
-    except ValueError:
-        return False
-    return True
-
-
 def list_agent_files(agents_dir: Path | None) -> list[str]:
     """Agent files (``*.pt``) inside ``agents_dir``, relative to it, sorted (at most :data:`MAX_AGENT_FILES`)."""
     if agents_dir is None or not agents_dir.is_dir():
@@ -111,7 +103,7 @@ def list_agent_files(agents_dir: Path | None) -> list[str]:
     root = agents_dir.resolve()
     found = []
     for path in sorted(agents_dir.rglob("*")):
-        if path.suffix in AGENT_SUFFIXES and path.is_file() and _within(path.resolve(), root):
+        if path.suffix in AGENT_SUFFIXES and path.is_file() and path.resolve().is_relative_to(root):
             found.append(path.relative_to(agents_dir).as_posix())
             if len(found) >= MAX_AGENT_FILES:
                 break
