@@ -6,7 +6,7 @@
 * :mod:`arena.evaluation` — seat-balanced round robins, in worker processes.
 * :mod:`arena.report` — per-pairing tallies, ratings, the table and the JSON.
 * :mod:`arena.stats` — ``Tally``, Wilson intervals, Bradley–Terry ratings.
-* :mod:`arena.cli` — one-line errors and argument types shared by the command-line tools.
+* :mod:`kahuna_env.cli` — one-line errors and argument types shared by the command-line tools.
 * :mod:`arena.eval_cli`, :mod:`arena.play`, :mod:`arena.replay`, :mod:`arena.demo` —
   ``kahuna-eval``, ``kahuna-play``, ``kahuna-replay``, ``kahuna-demo``.
 

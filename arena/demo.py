@@ -16,11 +16,11 @@ from typing import IO
 
 import numpy as np
 
-from arena.cli import OneLineParser, non_negative_int
 from arena.match import agent_chooser, play
 from kahuna_env.actions import describe_action
 from kahuna_env.agents import BASELINE_NAMES, make_agent
 from kahuna_env.board import ISLANDS
+from kahuna_env.cli import OneLineParser, non_negative_int
 from kahuna_env.engine import VARIANTS, KahunaConfig, KahunaGame
 
 PROGRAM = "kahuna-demo"

@@ -3,10 +3,10 @@
 An entrant is a baseline name (``random``, ``greedy``, ``mcts``, ``mcts:N``
 with a simulation budget N; built by :func:`kahuna_env.agents.make_agent`),
 the path of a policy file / training checkpoint or the named agent
-``champion`` (built by :func:`training.agent.load_agent`), or one of those
+``champion`` (built by :func:`policy.agent.load_agent`), or one of those
 two followed by ``@mcts`` or ``@mcts:N``: the ``mcts`` search guided by that
-network with N simulations (default 200; :func:`training.search.load_guided_agent`).
-Only the network kinds import :mod:`training` and torch, and only when they are built.
+network with N simulations (default 200; :func:`policy.search.load_guided_agent`).
+Only the network kinds import :mod:`policy`'s network modules and torch, and only when they are built.
 
 :func:`parse_entrant` is the one place an entrant string is read, for the
 command-line tools and for ``kahuna-serve`` alike.  It takes the folder agent
@@ -30,12 +30,13 @@ import re
 from pathlib import Path
 from typing import Final
 
-from arena.cli import first_line
 from kahuna_env.agents import BASELINE_NAMES, BASELINES, Agent, make_agent
 from kahuna_env.agents.mcts import DEFAULT_SIMULATIONS
+from kahuna_env.cli import first_line
+from policy.registry import SHIPPED_AGENTS
 
-NAMED_AGENTS = ("champion", "champion-v2", "champion-v1")
-"""Named network agents :func:`training.agent.load_agent` knows (shipped with the package)."""
+NAMED_AGENTS = tuple(SHIPPED_AGENTS)
+"""Named network agents :func:`policy.agent.load_agent` knows: the registry :data:`policy.registry.SHIPPED_AGENTS`."""
 SEARCH_SUFFIX = "@mcts"
 """``SOURCE@mcts`` / ``SOURCE@mcts:N``: the search guided by the network ``SOURCE``."""
 MAX_SIMULATIONS = 10**6
@@ -288,10 +289,10 @@ def _build(entrant: EntrantSpec, seed: int | None, sampled: bool) -> Agent:
         except (TypeError, ValueError) as error:
             raise ValueError(first_line(error)) from None
     if entrant.simulations is not None:
-        from training.search import load_guided_agent
+        from policy.search import load_guided_agent
 
         return load_guided_agent(entrant.source, simulations=entrant.simulations, seed=seed)
-    from training.agent import load_agent
+    from policy.agent import load_agent
 
     return load_agent(entrant.source, deterministic=not sampled, seed=seed)
 
@@ -308,10 +309,10 @@ def resolve_entrant(
 
     Baselines: ``random``, ``greedy``, ``mcts``, ``mcts:N``.  Anything that
     looks like a path, and ``champion``, is loaded with
-    :func:`training.agent.load_agent` (``sampled=True`` makes the policy
+    :func:`policy.agent.load_agent` (``sampled=True`` makes the policy
     sample its moves instead of playing the most likely one).  ``SOURCE@mcts``
     and ``SOURCE@mcts:N`` build the search guided by that network
-    (:func:`training.search.load_guided_agent`; it plays its most visited
+    (:func:`policy.search.load_guided_agent`; it plays its most visited
     action, ``sampled`` does not apply).  ``agents_dir``, ``max_simulations``
     and ``max_guided_simulations`` are :func:`parse_entrant`'s.  Raises
     :class:`EntrantRefused` for a file outside ``agents_dir``,

@@ -33,7 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from arena.cli import (
+from kahuna_env.agents import BASELINE_NAMES
+from kahuna_env.cli import (
     OneLineParser,
     add_force_argument,
     add_rule_arguments,
@@ -47,7 +48,6 @@ from arena.cli import (
     positive_int,
     write_text_atomic,
 )
-from kahuna_env.agents import BASELINE_NAMES
 from kahuna_env.engine import KahunaConfig
 
 if TYPE_CHECKING:

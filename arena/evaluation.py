@@ -28,14 +28,15 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
-from arena.cli import first_line
 from arena.entrants import NAMED_AGENTS, entrant_label, is_checkpoint_spec, resolve_entrant, split_search
 from arena.match import GameResult, GameTask, check_games, play_game, schedule
 from arena.records import RECORD_FORMAT, game_record, write_record
 from arena.report import EvaluationReport, PairingResult, Rating, summarize
 from arena.store import Entrant, ResultsStore, StoredGame, baseline_entrant
 from kahuna_env.agents import BASELINES
+from kahuna_env.cli import first_line
 from kahuna_env.engine import KahunaConfig
+from policy.registry import SHIPPED_AGENTS, SHIPPED_AGENTS_DIR
 
 __all__ = [
     "RECORD_FORMAT",
@@ -163,11 +164,11 @@ def file_sha256(path: str | Path) -> str:
 
 
 def _named_agent_file(name: str) -> Path:
-    """Where the shipped agent ``name`` lies, found without importing :mod:`training` (nor torch)."""
-    spec = importlib.util.find_spec("training")
+    """Where the shipped agent ``name`` lies, found without importing torch (:mod:`policy.registry`)."""
+    spec = importlib.util.find_spec("policy")
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"shipped agent {name!r}: the training package is not installed")
-    return Path(next(iter(spec.submodule_search_locations))) / "agents" / f"{name}.pt"
+        raise FileNotFoundError(f"shipped agent {name!r}: the policy package is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / SHIPPED_AGENTS_DIR / SHIPPED_AGENTS[name]
 
 
 def entrant_identity(spec: str, sampled: bool = False) -> Entrant:

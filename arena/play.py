@@ -36,7 +36,13 @@ from typing import IO, NoReturn
 
 import numpy as np
 
-from arena.cli import (
+from arena.entrants import resolve_entrant
+from arena.match import Chooser, agent_chooser, play
+from arena.records import RECORD_FORMAT, game_record, game_result, write_record
+from kahuna_env.actions import DISCARD, DRAW, describe_action, parse_action
+from kahuna_env.agents import BASELINE_NAMES, Agent
+from kahuna_env.board import ISLANDS
+from kahuna_env.cli import (
     OneLineParser,
     add_force_argument,
     add_rule_arguments,
@@ -49,12 +55,6 @@ from arena.cli import (
     same_file,
     write_gif,
 )
-from arena.entrants import resolve_entrant
-from arena.match import Chooser, agent_chooser, play
-from arena.records import RECORD_FORMAT, game_record, game_result, write_record
-from kahuna_env.actions import DISCARD, DRAW, describe_action, parse_action
-from kahuna_env.agents import BASELINE_NAMES, Agent
-from kahuna_env.board import ISLANDS
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
 PROGRAM = "kahuna-play"
@@ -258,7 +258,7 @@ def play_game(
 
 
 def check_outputs(args: argparse.Namespace) -> None:
-    """``ValueError`` (one line) unless ``--record`` and ``--gif`` may be written (:func:`arena.cli.check_output_file`).
+    """``ValueError`` (one line) unless ``--record`` and ``--gif`` may be written (``cli.check_output_file``).
 
     Neither may be the opponent's file or the other output; an existing file
     is replaced only when it is of the same kind (a game record, a GIF) or

@@ -48,7 +48,10 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from arena.cli import (
+from arena.report import PRIOR_DRAWS
+from arena.stats import Z95, expected_score, fit_bradley_terry
+from arena.store import Entrant, ResultsStore, StoreError
+from kahuna_env.cli import (
     OneLineParser,
     add_rule_arguments,
     check_writable,
@@ -57,9 +60,6 @@ from arena.cli import (
     first_line,
     positive_int,
 )
-from arena.report import PRIOR_DRAWS
-from arena.stats import Z95, expected_score, fit_bradley_terry
-from arena.store import Entrant, ResultsStore, StoreError
 from kahuna_env.engine import KahunaConfig
 
 PROGRAM = "kahuna-ratings"

@@ -34,8 +34,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.cli import first_line
 from kahuna_env.actions import NUM_ACTIONS
+from kahuna_env.cli import first_line
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
 RECORD_FORMAT = "kahuna-record-v1"

@@ -30,10 +30,10 @@ from typing import IO, Any, NoReturn
 
 import numpy as np
 
-from arena.cli import OneLineParser, add_force_argument, check_gif_path, exit_with_error, write_gif
 from arena.match import Chooser, OnAction, play
 from arena.records import check_record, game_result, read_record
 from kahuna_env.actions import describe_action
+from kahuna_env.cli import OneLineParser, add_force_argument, check_gif_path, exit_with_error, write_gif
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
 PROGRAM = "kahuna-replay"

@@ -4,8 +4,8 @@
         --agent champion --opponent champion --games 200 --seed 1
 
 Each positional argument is a JSON object of keyword arguments for
-:func:`training.search.load_guided_agent` (``simulations`` and any
-:class:`training.search.GuidedMCTSAgent` option).  Every setting plays the
+:func:`policy.search.load_guided_agent` (``simulations`` and any
+:class:`policy.search.GuidedMCTSAgent` option).  Every setting plays the
 same schedule of deals and seeds (``arena.match.schedule`` over the fixed
 names ``guided`` and the opponent), so differences between settings are not
 differences between deals.  ``--opponent`` is any entrant (``champion``: the
@@ -30,7 +30,7 @@ _WORKER: dict = {}
 def _build(agent: str, options: dict, opponent: str) -> tuple:
     """The guided search of ``options`` (``simulations`` default 50) and the opponent."""
     from arena.entrants import resolve_entrant
-    from training.search import load_guided_agent
+    from policy.search import load_guided_agent
 
     options = dict(options)
     simulations = options.pop("simulations", 50)
@@ -79,7 +79,7 @@ def run(agent: str, options: dict, opponent: str, games: int, seed: int, workers
 
 
 def main(argv: list[str] | None = None) -> int:
-    from arena.cli import OneLineParser, even_games, first_line, non_negative_int, positive_int
+    from kahuna_env.cli import OneLineParser, even_games, first_line, non_negative_int, positive_int
 
     parser = OneLineParser(prog="guided_sweep.py", description=__doc__.splitlines()[0])
     parser.add_argument("settings", nargs="+", help="JSON objects of load_guided_agent keyword arguments")

@@ -3,18 +3,18 @@
     python benchmarks/training_speed.py [--config configs/default.yaml] [--decisions 39000] [--repeats 3]
                                         [--rows 16 256] [--games 256] [--checkpoint PATH] [--seed 0]
 
-Update: ``training.ppo.ppo_update`` with the config's network and PPO settings
+Update: ``training.ppo.trainer.ppo_update`` with the config's network and PPO settings
 (``update_epochs``, ``minibatch_size``, ``bf16``; ``threads`` torch threads) on
 a synthetic rollout of ``--decisions`` decisions (random observations, about
 a fifth of the actions legal): the same shapes and the same work as one
 update of that config, whose rollouts hold about 38,000 learner decisions
 with ``configs/default.yaml``.  One warm-up update, then ``--repeats`` timed ones.
 
-Forward: ``training.model.sample_actions`` on one thread (as each collection
+Forward: ``policy.model.sample_actions`` on one thread (as each collection
 process runs it) for each ``--rows`` batch size: 16 is about a snapshot's
 games in one tick of the default config, 256 about the learner's.
 
-Collection: ``training.batched_rollout.play_games_batched`` on one thread
+Collection: ``training.selfplay.batched_rollout.play_games_batched`` on one thread
 (one collection process's share) of ``--games`` games split among the
 opponent kinds by the config's ``pool`` shares, the ``past`` games against
 ``pool.snapshots_per_update`` snapshots: fresh networks of the config's shape
@@ -49,15 +49,15 @@ from torch.utils.flop_counter import FlopCounterMode
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.observation import OBSERVATION_SIZE
-from training import batched_rollout
-from training.batched_rollout import play_games_batched
-from training.checkpoint import load_checkpoint
-from training.config import TrainConfig, load_config
-from training.cpus import use_bf16
-from training.model import ActorCritic, model_from_payload, sample_actions
-from training.pool import OpponentPool
-from training.ppo import build_model, ppo_update
-from training.rollout import GameBatch, Rollout
+from policy.model import ActorCritic, model_from_payload, sample_actions
+from training.league.pool import OpponentPool
+from training.ppo.checkpoint import load_checkpoint
+from training.ppo.config import TrainConfig, load_config
+from training.ppo.cpus import use_bf16
+from training.ppo.trainer import build_model, ppo_update
+from training.selfplay import batched_rollout
+from training.selfplay.batched_rollout import play_games_batched
+from training.selfplay.rollout import GameBatch, Rollout
 
 
 def synthetic_rollout(decisions: int, seed: int) -> Rollout:

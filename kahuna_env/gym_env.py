@@ -130,7 +130,7 @@ OpponentSpec = str | Agent | Callable[[np.ndarray, np.ndarray], int]
 OPPONENT_PLUGINS = "kahuna_env.opponents"
 """Entry-point group of named opponents beyond the baselines: ``NAME = "module:factory"``, ``factory(NAME)``
 returning an :class:`~kahuna_env.agents.Agent`.  kahuna-rl declares the shipped agents there
-(``champion = "training.agent:load_agent"``), so ``gymnasium.make("Kahuna-v0", opponent="champion")``
+(``champion = "policy.agent:load_agent"``), so ``gymnasium.make("Kahuna-v0", opponent="champion")``
 works without ``kahuna_env`` importing torch or ``training``: the group is read only when a name is not a
 baseline, and only that entry point is loaded."""
 

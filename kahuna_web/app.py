@@ -55,9 +55,9 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from arena.cli import first_line
 from arena.entrants import folder_label, parse_entrant
 from arena.records import read_record
+from kahuna_env.cli import first_line
 from kahuna_env.engine import DISCARD_RULES, VARIANTS
 from kahuna_web.compute import DEFAULT_WAITING, DEFAULT_WORKERS, BotQueue
 from kahuna_web.results import results_tables

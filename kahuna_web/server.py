@@ -31,7 +31,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from arena.cli import OneLineParser, exit_with_error, first_line
+from kahuna_env.cli import OneLineParser, exit_with_error, first_line
 from kahuna_web.sessions import DEFAULT_MAX_GUIDED_SIMULATIONS, DEFAULT_MAX_SIMULATIONS
 
 PROGRAM = "kahuna-serve"

@@ -40,7 +40,6 @@ from typing import Any
 
 import numpy as np
 
-from arena.cli import first_line
 from arena.entrants import EntrantRefused, resolve_entrant
 from arena.match import Chooser, agent_chooser, play
 from arena.play import game_seeds
@@ -49,6 +48,7 @@ from arena.replay import ReplayError, replay
 from kahuna_env.actions import check_action, describe_action
 from kahuna_env.agents import Agent, MCTSAgent
 from kahuna_env.agents.mcts import SearchCancelled
+from kahuna_env.cli import first_line
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
 from kahuna_web.views import action_line, public_action_text, result_text, seat_view, spectator_view
 

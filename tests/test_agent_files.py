@@ -13,8 +13,8 @@ import time
 import pytest
 import torch
 
+from policy.model import ActorCritic, ModelConfig, agent_payload
 from training import load_agent
-from training.model import ActorCritic, ModelConfig, agent_payload
 
 SMALL = ModelConfig(hidden_sizes=(8,))
 
@@ -112,17 +112,17 @@ def test_a_declared_architecture_beyond_the_bounds_is_refused_before_anything_is
     tmp_path, monkeypatch, model_config, message
 ):
     # Issue 34, item 4: [2] * 60000 took 41 s and 672 MB; line_width 10**12 was a RuntimeError traceback.
-    import training.model
+    import policy.model
 
     path = saved(tmp_path, payload(model_config=model_config))
-    monkeypatch.setattr(training.model, "ActorCritic", _NothingBuilt)
+    monkeypatch.setattr(policy.model, "ActorCritic", _NothingBuilt)
     text = refusal(path)
     assert message in text
     assert len(text) < 300  # the 60,000 sizes are not echoed
 
 
 def test_the_parameter_bound_is_computed_exactly_without_building_the_network():
-    from training.model import MAX_PARAMETERS, parameter_count
+    from policy.model import MAX_PARAMETERS, parameter_count
 
     for config in (
         ModelConfig(hidden_sizes=(8,)),
@@ -218,7 +218,7 @@ def test_a_valid_file_still_loads_and_samples_only_legal_actions(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- value semantics
 def _guided(path, **options):
-    from training.search import load_guided_agent
+    from policy.search import load_guided_agent
 
     return load_guided_agent(path, simulations=4, seed=0, **options)
 
@@ -246,7 +246,7 @@ def test_the_guided_search_reads_the_reward_settings_the_file_records(tmp_path):
 
 
 def test_a_checkpoint_records_its_reward_settings_in_its_config():
-    from training.agent import recorded_reward
+    from policy.agent import recorded_reward
 
     config = {"reward": {"win": 1.0, "island_shaping": 0.25}}
     assert recorded_reward({"config": config}) == {"win": 1.0, "island_shaping": 0.25}
@@ -255,7 +255,7 @@ def test_a_checkpoint_records_its_reward_settings_in_its_config():
 
 
 def test_an_old_file_gets_the_documented_default_said_once(tmp_path, capsys, monkeypatch):
-    from training.search import _WARNED_ENVIRONMENT
+    from policy.search import _WARNED_ENVIRONMENT
 
     monkeypatch.delenv(_WARNED_ENVIRONMENT, raising=False)  # restored after the test
     path = saved(tmp_path, payload(meta={"run": "old"}), "old.pt")
@@ -291,7 +291,7 @@ def test_the_default_reward_warning_is_said_once_across_an_evaluations_workers(t
     import sys
     from pathlib import Path
 
-    from training.search import _WARNED_ENVIRONMENT
+    from policy.search import _WARNED_ENVIRONMENT
 
     path = saved(tmp_path, payload(meta={"run": "old"}), "old.pt")
     environment = {key: value for key, value in os.environ.items() if key != _WARNED_ENVIRONMENT}

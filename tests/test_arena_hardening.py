@@ -66,7 +66,7 @@ def _write(tmp_path: Path, record: dict, name: str = "record.json") -> Path:
 def _policy_file(path: Path) -> Path:
     import torch
 
-    from training.model import ActorCritic, ModelConfig, agent_payload
+    from policy.model import ActorCritic, ModelConfig, agent_payload
 
     torch.manual_seed(0)
     torch.save(agent_payload(ActorCritic(ModelConfig(hidden_sizes=(16,))), {"run": "test"}), path)
@@ -465,7 +465,7 @@ def test_evaluation_games_go_through_the_play_loop(monkeypatch):
     "module",
     [
         "arena",
-        "arena.cli",
+        "kahuna_env.cli",
         "arena.demo",
         "arena.entrants",
         "arena.eval_cli",

@@ -10,13 +10,13 @@ from kahuna_env.agents.greedy import best_actions
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import encode_observation
 from kahuna_env.vector import KahunaBatch
-from training import batched_rollout
-from training.batched_rollout import play_games_batched
-from training.collector import SelfPlayCollector, play_function
-from training.config import ConfigError, RolloutConfig
-from training.model import ActorCritic, ModelConfig
-from training.pool import KIND_GREEDY, KIND_LATEST, KIND_MCTS, KIND_PAST, KIND_RANDOM, KINDS, OpponentPool
-from training.rollout import GameBatch, play_games
+from policy.model import ActorCritic, ModelConfig
+from training.league.pool import KIND_GREEDY, KIND_LATEST, KIND_MCTS, KIND_PAST, KIND_RANDOM, KINDS, OpponentPool
+from training.ppo.config import ConfigError, RolloutConfig
+from training.selfplay import batched_rollout
+from training.selfplay.batched_rollout import play_games_batched
+from training.selfplay.collector import SelfPlayCollector, play_function
+from training.selfplay.rollout import GameBatch, play_games
 
 MODEL_CONFIG = ModelConfig(hidden_sizes=(32,))
 

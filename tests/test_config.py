@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from training.cli import main
-from training.config import (
+from training.ppo.config import (
     ConfigError,
     TrainConfig,
     config_from_dict,

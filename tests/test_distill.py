@@ -1,4 +1,4 @@
-"""kahuna-distill: the guided search's moves distilled into its own network (training/distill.py)."""
+"""kahuna-distill: the guided search's moves distilled into its own network (training/tools/distill.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from kahuna_env.engine import KahunaGame
-from training.agent import load_agent
-from training.distill import Decisions, FitSettings, fit_student, game_seeds, generate, main, opponent_of
+from policy.agent import load_agent
+from training.tools.distill import Decisions, FitSettings, fit_student, game_seeds, generate, main, opponent_of
 
 # Tiny teacher budgets keep these tests fast; the behaviour does not depend on the budget.
 SIMULATIONS = 4

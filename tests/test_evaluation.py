@@ -14,7 +14,7 @@ from arena.eval_cli import main as eval_main
 from arena.evaluation import run_evaluation
 from arena.match import GameResult, GameTask, schedule
 from arena.report import summarize
-from training.model import ActorCritic, ModelConfig, agent_payload
+from policy.model import ActorCritic, ModelConfig, agent_payload
 
 
 @pytest.fixture(scope="module")

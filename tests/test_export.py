@@ -1,4 +1,4 @@
-"""``kahuna-export`` (training/export.py), the scriptable network, examples/onnx_play.py, and the versions."""
+"""``kahuna-export`` (training/tools/export.py), the scriptable network, examples/onnx_play.py, and the versions."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import kahuna_env  # noqa: E402
-from training import export as export_module  # noqa: E402
-from training.model import ActorCritic, ModelConfig  # noqa: E402
+from policy.model import ActorCritic, ModelConfig  # noqa: E402
+from training.tools import export as export_module  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = (ROOT / "pyproject.toml").read_text("utf-8")
@@ -180,7 +180,7 @@ def test_the_onnx_example_plays_a_game_without_torch(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------- versions
 def test_every_package_has_the_version_of_pyproject() -> None:
     version = re.search(r'^version\s*=\s*"([^"]+)"', PYPROJECT, re.M).group(1)
-    for package in ("kahuna_env", "training", "arena", "kahuna_web"):
+    for package in ("kahuna_env", "policy", "training", "arena", "kahuna_web"):
         assert importlib.import_module(package).__version__ == version, package
     assert kahuna_env.__version__ == version
 

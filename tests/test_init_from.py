@@ -14,11 +14,11 @@ import pytest
 import torch
 from test_training_hardening import quick_args
 
-from training.checkpoint import export_agent, load_checkpoint
+from policy.model import ActorCritic
 from training.cli import main
-from training.config import ConfigError, load_config
-from training.model import ActorCritic
-from training.ppo import build_model, initial_model
+from training.ppo.checkpoint import export_agent, load_checkpoint
+from training.ppo.config import ConfigError, load_config
+from training.ppo.trainer import build_model, initial_model
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 SMOKE = REPOSITORY / "configs" / "smoke.yaml"
@@ -105,7 +105,7 @@ def _ship_run(tmp_path: Path, init_from: str | None) -> dict:
     import yaml
     from test_shipped_agents import make_run
 
-    from training import ship as ship_module
+    from training.tools import ship as ship_module
 
     run = make_run(tmp_path / "run")
     config = yaml.safe_load((run / "config.yaml").read_text())
@@ -116,7 +116,7 @@ def _ship_run(tmp_path: Path, init_from: str | None) -> dict:
 
 
 def test_a_shipped_agent_records_the_agent_its_run_started_from(tmp_path):
-    from training.agent import load_agent
+    from policy.agent import load_agent
 
     start = load_agent("champion-v1").meta
     meta = _ship_run(tmp_path, "champion-v1")

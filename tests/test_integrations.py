@@ -245,7 +245,7 @@ def test_wandb_logging_offline_records_the_metrics_and_the_config(
 def test_wandb_without_the_package_is_a_one_line_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.util as util
 
-    from training.config import ConfigError, LoggingConfig
+    from training.ppo.config import ConfigError, LoggingConfig
 
     real = util.find_spec
     monkeypatch.setattr(util, "find_spec", lambda name, *args: None if name == "wandb" else real(name, *args))

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from training.checkpoint import load_checkpoint
+from policy.model import ActorCritic, ModelConfig
 from training.cli import main
-from training.config import ConfigError, load_config
-from training.metrics import ANCHOR_RATINGS, TIME_KEYS, elo_estimate, elo_scalars, read_metrics
-from training.model import ActorCritic, ModelConfig
-from training.pool import KIND_MCTS, KIND_PAST, PFSP, GameAssignment, OpponentPool
-from training.quick_eval import QuickEvalResult
+from training.league.pool import KIND_MCTS, KIND_PAST, PFSP, GameAssignment, OpponentPool
+from training.ppo.checkpoint import load_checkpoint
+from training.ppo.config import ConfigError, load_config
+from training.ppo.metrics import ANCHOR_RATINGS, TIME_KEYS, elo_estimate, elo_scalars, read_metrics
+from training.selfplay.quick_eval import QuickEvalResult
 
 TINY = ModelConfig(hidden_sizes=(4,))
 PAST_ONLY = {"latest": 0.0, "past": 1.0, "greedy": 0.0, "random": 0.0, "mcts": 0.0}

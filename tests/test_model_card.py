@@ -1,4 +1,4 @@
-"""Model cards (training/model_card.py): generated from an agent's meta, written by kahuna-ship, kept in sync."""
+"""Model cards (training/tools/model_card.py): generated from an agent's meta, written by kahuna-ship, kept in sync."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from training import model_card
-from training.agent import read_policy_file, shipped_agent_names, shipped_agent_source
+from policy.agent import read_policy_file, shipped_agent_names, shipped_agent_source
+from training.tools import model_card
 
 META = {
     "name": "tester",
@@ -90,14 +90,14 @@ def test_the_committed_card_of_every_shipped_agent_is_the_generated_one(name: st
     source = shipped_agent_source(name)
     meta = read_policy_file(source).get("meta") or {}
     committed = model_card.card_path(source)
-    assert committed.is_file(), f"no card for {name}: run python -m training.model_card {name}"
+    assert committed.is_file(), f"no card for {name}: run python -m training.tools.model_card {name}"
     assert committed.read_text("utf-8") == model_card.model_card(meta, name)
 
 
 def test_kahuna_ship_writes_the_card_beside_the_agent(tmp_path: Path) -> None:
     from test_shipped_agents import make_run
 
-    from training import ship as ship_module
+    from training.tools import ship as ship_module
 
     run = make_run(tmp_path / "tiny-run")
     out = ship_module.ship(run, name="champion", out=tmp_path / "agents" / "mine.pt", commit="abc")

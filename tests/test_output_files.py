@@ -1,7 +1,7 @@
 """Tools never overwrite a file they did not create without ``--force`` (issue 34, items 3 and 7).
 
 Every tool that writes a user-named file checks it with
-:func:`arena.cli.check_output_file`: never one of its inputs, and an existing
+:func:`kahuna_env.cli.check_output_file`: never one of its inputs, and an existing
 file only when it is the tool's own kind of output (or with ``--force``).
 """
 
@@ -21,12 +21,12 @@ import pytest
 import torch
 import yaml
 
-from arena.cli import check_output_file, json_format_is
 from arena.eval_cli import main as eval_main
 from arena.play import main as play_main
-from training import ship as ship_module
-from training.checkpoint import build_checkpoint, export_agent, save_checkpoint
-from training.model import ActorCritic, ModelConfig
+from kahuna_env.cli import check_output_file, json_format_is
+from policy.model import ActorCritic, ModelConfig
+from training.ppo.checkpoint import build_checkpoint, export_agent, save_checkpoint
+from training.tools import ship as ship_module
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 TINY = ModelConfig(hidden_sizes=(8,))

@@ -26,9 +26,9 @@ import yaml
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.engine import IllegalActionError, KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
-from training.config import ConfigError
-from training.config import load_config as load_training_config
-from training.model import ModelConfig
+from policy.model import ModelConfig
+from training.ppo.config import ConfigError
+from training.ppo.config import load_config as load_training_config
 from training.rllib.cli import main
 from training.rllib.config import RLlibConfig, config_to_yaml, load_rllib_config
 from training.rllib.errors import INSTALL_HINT
@@ -354,7 +354,7 @@ def test_masked_module_never_samples_or_picks_an_illegal_action():
 @needs_ray
 @pytest.mark.skipif(
     "architecture" not in _MODEL_FIELDS,
-    reason="training.model has a single architecture",
+    reason="policy.model has a single architecture",
 )
 def test_module_with_the_board_network_masks_and_exports_exactly(tmp_path):
     import torch

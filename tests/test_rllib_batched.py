@@ -41,7 +41,7 @@ def kahuna_env(**pool):
 def small_nets(count: int):
     import torch
 
-    from training.model import ActorCritic, ModelConfig
+    from policy.model import ActorCritic, ModelConfig
 
     torch.manual_seed(0)
     return [ActorCritic(ModelConfig(hidden_sizes=(16,))).eval() for _ in range(count)]
@@ -49,8 +49,8 @@ def small_nets(count: int):
 
 def play(env, games: int, seed: int):
     from kahuna_env.engine import KahunaConfig
-    from training.batched_rollout import play_games_batched
     from training.rllib.batched_runner import draw_games
+    from training.selfplay.batched_rollout import play_games_batched
 
     batch = draw_games(env, games, np.random.default_rng(seed))
     learner, *snapshots = small_nets(1 + env.snapshot_slots)
@@ -80,7 +80,7 @@ def test_the_runner_class_follows_the_sampler():
 
 # ---------------------------------------------------------------------------------------------- games and episodes
 def test_games_are_seated_as_the_env_seats_them():
-    from training.pool import KIND_LATEST, KIND_PAST, KINDS
+    from training.league.pool import KIND_LATEST, KIND_PAST, KINDS
     from training.rllib.batched_runner import draw_games
 
     env = kahuna_env()
@@ -102,10 +102,10 @@ def test_each_learner_seat_is_one_finished_episode_with_the_envs_rewards_and_inf
     import torch
     from ray.rllib.core.columns import Columns
 
-    from training.pool import KIND_LATEST, KINDS
+    from training.league.pool import KIND_LATEST, KINDS
     from training.rllib.batched_runner import seat_episodes
     from training.rllib.league import LEARNER, league_mapping
-    from training.rollout import island_potentials
+    from training.selfplay.rollout import island_potentials
 
     env = kahuna_env()
     batch, played, learner = play(env, 24, seed=2)
@@ -159,11 +159,11 @@ def test_recorded_values_give_the_advantages_of_a_forward_pass():
     from ray.rllib.core.columns import Columns
 
     from kahuna_env.engine import KahunaConfig
-    from training.batched_rollout import play_games_batched
     from training.rllib.batched_runner import draw_games, seat_episodes
     from training.rllib.env import KahunaMultiAgentEnv, action_space, observation_space
     from training.rllib.league import LEARNER, league_mapping
     from training.rllib.train import build_ppo_config
+    from training.selfplay.batched_rollout import play_games_batched
 
     config = load_rllib_config(CONFIG, [*SMALL, "env_runners.num_env_runners=0"])
     spaces = {m: (observation_space(), action_space()) for m in ("learner", "snapshot_0", "snapshot_1", "snapshot_2")}

@@ -2,7 +2,7 @@
 
 A Learner is built directly from ``configs/rllib.yaml`` (no Ray cluster, no
 sampling); its loss on a hand-made batch is compared with
-:func:`training.ppo.ppo_losses` on the same data, and its pipeline and
+:func:`training.ppo.trainer.ppo_losses` on the same data, and its pipeline and
 optimizer with what the config asks for.
 """
 
@@ -16,8 +16,8 @@ import pytest
 import torch
 from test_rllib import random_states
 
-from training.config import PPOConfig as NativePPOConfig
-from training.ppo import clipped_ppo_terms, ppo_losses
+from training.ppo.config import PPOConfig as NativePPOConfig
+from training.ppo.trainer import clipped_ppo_terms, ppo_losses
 from training.rllib.config import load_rllib_config
 from training.rllib.errors import INSTALL_HINT
 
@@ -75,7 +75,7 @@ def make_batch(learner, count: int, seed: int, masked: int) -> dict:
 
 
 def native_loss(learner, batch: dict, config) -> tuple[torch.Tensor, dict]:
-    """:func:`training.ppo.ppo_losses` on the batch's real rows, with the RLlib config's coefficients."""
+    """:func:`training.ppo.trainer.ppo_losses` on the batch's real rows, with the RLlib config's coefficients."""
     from ray.rllib.core.columns import Columns
     from ray.rllib.evaluation.postprocessing import Postprocessing
 
@@ -197,7 +197,7 @@ def test_clipped_terms_without_value_clipping_are_half_the_squared_error():
 
 
 def test_unknown_loss_is_a_one_line_config_error():
-    from training.config import ConfigError
+    from training.ppo.config import ConfigError
 
     with pytest.raises(ConfigError, match=r"ppo\.loss: must be one of native, rllib"):
         load_rllib_config(CONFIG, ["ppo.loss=cleanrl"])
@@ -206,7 +206,7 @@ def test_unknown_loss_is_a_one_line_config_error():
 
 
 def test_shipped_config_uses_the_native_loss_with_the_native_trainers_constants():
-    from training.config import load_config
+    from training.ppo.config import load_config
 
     rllib = load_rllib_config(CONFIG).ppo
     native = load_config(ROOT / "configs" / "quick.yaml").ppo

@@ -4,7 +4,7 @@ The driver keeps each snapshot slot's decayed results (:class:`training.rllib.le
 the native pool's counts and formulas), records every iteration's ``past`` games from the
 episode metrics, resets a slot that takes a new snapshot, pushes the slot probabilities into
 every env and saves the statistics with each checkpoint.  The unit tests compare the slot
-statistics with :class:`training.pool.OpponentPool` fed the same games; the env tests draw
+statistics with :class:`training.league.pool.OpponentPool` fed the same games; the env tests draw
 slots with pushed probabilities; one tiny run with ``pool.pfsp=hard`` checks the whole loop,
 the ``league/*`` metrics and ``resume``.
 """
@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 from helpers import local_algorithm
 
-from training.config import PoolConfig
-from training.model import ActorCritic, ModelConfig
-from training.pool import KINDS, PFSP, GameAssignment, OpponentPool
+from policy.model import ActorCritic, ModelConfig
+from training.league.pool import KINDS, PFSP, GameAssignment, OpponentPool
+from training.ppo.config import PoolConfig
 from training.rllib.config import ConfigError, load_rllib_config
 from training.rllib.errors import INSTALL_HINT
 from training.rllib.league import (
@@ -345,7 +345,7 @@ LEAGUE_KEYS = ("league/min_snapshot_win_rate", "league/mean_snapshot_win_rate", 
 @needs_ray
 def test_a_pfsp_run_records_pushes_logs_and_resumes_its_statistics(tmp_path, monkeypatch):
     import training.rllib.train as train_module
-    from training.pool import league_scalars
+    from training.league.pool import league_scalars
 
     updates: list[dict] = []
 

@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from kahuna_env.agents import Agent
-from training.config import PoolConfig, RewardConfig
-from training.config import load_config as load_training_config
+from training.ppo.config import PoolConfig, RewardConfig
+from training.ppo.config import load_config as load_training_config
 from training.rllib.config import ConfigError, RLlibConfig, load_rllib_config
 from training.rllib.errors import INSTALL_HINT
 
@@ -93,7 +93,7 @@ def _play(env, seed: int, rng: np.random.Generator):
 @pytest.mark.parametrize(("coefficient", "gamma"), [(1.0, 1.0), (0.7, 0.99)])
 def test_island_shaping_is_the_native_trainers(coefficient, gamma):
     from training.rllib.env import KahunaMultiAgentEnv
-    from training.rollout import island_potentials, shaping_rewards
+    from training.selfplay.rollout import island_potentials, shaping_rewards
 
     env = KahunaMultiAgentEnv({"island_shaping": coefficient, "gamma": gamma, "win": 2.0})
     rng = np.random.default_rng(0)

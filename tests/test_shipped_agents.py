@@ -1,4 +1,4 @@
-"""Shipped agents: ``load_agent("champion")``, its provenance, ``training.ship``, the wheel, the ratings command."""
+"""Shipped agents: ``load_agent("champion")``, provenance, ``training.tools.ship``, the wheel, the ratings command."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ import kahuna_env  # noqa: F401  (registers Kahuna-v0)
 from arena.match import play_game, schedule
 from kahuna_env.agents import make_agent
 from kahuna_env.gym_env import KahunaSingleAgentEnv
-from training import ship as ship_module
-from training.agent import SHIPPED_AGENTS, PolicyAgent, load_agent, shipped_agent_source
-from training.checkpoint import build_checkpoint, export_agent, save_checkpoint
-from training.model import ActorCritic, ModelConfig
+from policy.agent import SHIPPED_AGENTS, PolicyAgent, load_agent, shipped_agent_source
+from policy.model import ActorCritic, ModelConfig
+from training.ppo.checkpoint import build_checkpoint, export_agent, save_checkpoint
+from training.tools import ship as ship_module
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -237,7 +237,7 @@ def test_ship_write_failure_is_one_line_exit_1(tmp_path, capsys, monkeypatch) ->
     def full_disk(path, model, meta=None):
         raise OSError(28, f"cannot write {path}: No space left on device", str(path))
 
-    monkeypatch.setattr("training.checkpoint.export_agent", full_disk)
+    monkeypatch.setattr("training.ppo.checkpoint.export_agent", full_disk)
     with pytest.raises(SystemExit) as caught:
         ship_module.main([str(run), "--out", str(tmp_path / "agent.pt")])
     assert caught.value.code == 1
@@ -264,7 +264,7 @@ def test_a_wheel_holds_the_champion_and_it_loads_from_a_non_editable_install(tmp
     pytest.importorskip("setuptools")
     source = tmp_path / "source"  # a copy, so the build writes nothing into the checkout
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("kahuna_env", "training", "arena", "kahuna_web"):
+    for name in ("kahuna_env", "policy", "training", "arena", "kahuna_web"):
         shutil.copytree(ROOT / name, source / name, ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
@@ -273,7 +273,7 @@ def test_a_wheel_holds_the_champion_and_it_loads_from_a_non_editable_install(tmp
     subprocess.run([*build, "-q", "--no-index"], check=True, capture_output=True, timeout=120)
     (wheel,) = wheels.glob("kahuna_rl-*.whl")
     listing = zipfile.ZipFile(wheel).namelist()
-    assert "training/agents/champion.pt" in listing
+    assert "policy/agents/champion.pt" in listing
     assert {"kahuna_web/static/index.html", "kahuna_web/static/app.js"} <= set(listing)  # kahuna-serve's page
 
     target = tmp_path / "installed"
@@ -284,7 +284,7 @@ def test_a_wheel_holds_the_champion_and_it_loads_from_a_non_editable_install(tmp
     paths = [str(target), *site.getsitepackages()]
     code = (
         f"import sys; sys.path[:0] = {paths!r}; "
-        "from training.agent import load_agent; import training; "
+        "from policy.agent import load_agent; import training; "
         "agent = load_agent('champion'); print(training.__file__); print(agent.meta['name'])"
     )
     elsewhere = tmp_path / "elsewhere"

@@ -191,7 +191,7 @@ def test_entrants_are_identified_by_content(tmp_path: Path) -> None:
     champion = entrant_identity("champion")
     assert champion.key.startswith("sha256:") and champion.label == "champion" and champion.kind == "file"
     copy = tmp_path / "copy.pt"
-    source = Path(__import__("training.agent", fromlist=["x"]).shipped_agent_source("champion"))
+    source = Path(__import__("policy.agent", fromlist=["x"]).shipped_agent_source("champion"))
     copy.write_bytes(source.read_bytes())
     assert entrant_identity(str(copy)).key == champion.key  # the same file under another path
     assert entrant_identity(f"{copy}@mcts:50").key == champion.key + "@mcts:50"
@@ -228,7 +228,7 @@ def test_bad_rows_are_refused_and_change_nothing(tmp_path: Path) -> None:
 
 def test_training_evaluations_and_the_exploit_final_match_land_in_the_store(tmp_path: Path) -> None:
     from tests.test_exploit import TINY
-    from training.exploit import main as exploit_main
+    from training.tools.exploit import main as exploit_main
 
     db = tmp_path / "results.sqlite"
     run_dir = tmp_path / "br-greedy"
@@ -253,7 +253,7 @@ def test_training_evaluations_and_the_exploit_final_match_land_in_the_store(tmp_
 
 
 def test_a_bad_eval_db_is_refused_before_training(tmp_path: Path) -> None:
-    from training.config import ConfigError, load_config
+    from training.ppo.config import ConfigError, load_config
 
     with pytest.raises(ConfigError, match=r"eval\.db"):
         load_config(None, ["eval.db=''"])

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from training import cpus
-from training.checkpoint import load_checkpoint
 from training.cli import main
-from training.config import ConfigError, TrainConfig, load_config
-from training.cpus import available_cores, cgroup_cpu_limit, oversubscription_warning, update_threads
-from training.rundir import RunLock
+from training.ppo import cpus
+from training.ppo.checkpoint import load_checkpoint
+from training.ppo.config import ConfigError, TrainConfig, load_config
+from training.ppo.cpus import available_cores, cgroup_cpu_limit, oversubscription_warning, update_threads
+from training.ppo.rundir import RunLock
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 SMOKE = REPOSITORY / "configs" / "smoke.yaml"
@@ -121,9 +121,9 @@ def test_cli_rejects_a_nan_reward_before_training(tmp_path, capsys):
 
 
 def test_a_run_whose_weights_become_nan_stops_and_keeps_the_last_good_checkpoint(tmp_path, capsys, monkeypatch):
-    import training.ppo
+    import training.ppo.trainer
 
-    real_update = training.ppo.ppo_update
+    real_update = training.ppo.trainer.ppo_update
 
     def diverging_update(model, optimizer, rollout, ppo, generator):
         stats = real_update(model, optimizer, rollout, ppo, generator)
@@ -132,7 +132,7 @@ def test_a_run_whose_weights_become_nan_stops_and_keeps_the_last_good_checkpoint
                 next(model.parameters()).fill_(float("nan"))
         return stats
 
-    monkeypatch.setattr(training.ppo, "ppo_update", diverging_update)
+    monkeypatch.setattr(training.ppo.trainer, "ppo_update", diverging_update)
     run_dir = tmp_path / "run"
     assert main(quick_args(run_dir)) == 1
     line = one_error_line(capsys)
@@ -244,7 +244,7 @@ def test_second_process_on_a_locked_run_says_who_holds_it(run_copy, capsys):
 
 def test_lock_held_by_another_process_is_released_when_it_ends(tmp_path):
     script = (
-        "import sys, time\nfrom training.rundir import RunLock\n"
+        "import sys, time\nfrom training.ppo.rundir import RunLock\n"
         f"lock = RunLock({str(tmp_path)!r}); lock.acquire(); print('held', flush=True); sys.stdin.readline()\n"
     )
     holder = subprocess.Popen(
@@ -464,7 +464,7 @@ def test_without_a_quota_auto_uses_the_affinity_mask(tmp_path):
 def test_auto_threads_follow_the_affinity_mask_of_the_process():
     script = (
         "import os; os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})\n"
-        "from training.cpus import update_threads; print(update_threads('auto'))\n"
+        "from training.ppo.cpus import update_threads; print(update_threads('auto'))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=REPOSITORY, capture_output=True, text=True, timeout=120, check=True

@@ -12,12 +12,12 @@ from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import GreedyAgent
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, encode_observation
-from training.collector import SelfPlayCollector
-from training.config import PPOConfig
-from training.model import MASKED_LOGIT, ActorCritic, ModelConfig, StackedNetworks, sample_actions
-from training.pool import KIND_GREEDY, KIND_LATEST, KIND_PAST, OpponentPool, split_counts
-from training.ppo import ppo_losses, ppo_update
-from training.rollout import (
+from policy.model import MASKED_LOGIT, ActorCritic, ModelConfig, StackedNetworks, sample_actions
+from training.league.pool import KIND_GREEDY, KIND_LATEST, KIND_PAST, OpponentPool, split_counts
+from training.ppo.config import PPOConfig
+from training.ppo.trainer import ppo_losses, ppo_update
+from training.selfplay.collector import SelfPlayCollector
+from training.selfplay.rollout import (
     baseline_action,
     island_potentials,
     per_seat_gae,

@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from training import PolicyAgent, load_agent
-from training.checkpoint import load_checkpoint
 from training.cli import main
-from training.config import load_config
-from training.metrics import TIME_KEYS, read_metrics
-from training.ppo import build_model, train
-from training.quick_eval import evaluate_policy
+from training.ppo.checkpoint import load_checkpoint
+from training.ppo.config import load_config
+from training.ppo.metrics import TIME_KEYS, read_metrics
+from training.ppo.trainer import build_model, train
+from training.selfplay.quick_eval import evaluate_policy
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
 SMOKE = CONFIGS / "smoke.yaml"
@@ -206,7 +206,7 @@ def test_load_agent_rejects_a_corrupt_file(tmp_path):
 
 
 def test_exported_agent_cannot_be_resumed(smoke_run, tmp_path):
-    from training.checkpoint import load_checkpoint as read
+    from training.ppo.checkpoint import load_checkpoint as read
 
     with pytest.raises(ValueError, match="not a training checkpoint"):
         read(smoke_run / "final_agent.pt")

@@ -162,7 +162,7 @@ def test_bad_new_games_are_one_line_4xx(client, request_body, status, words):
 
 def test_agent_files_come_only_from_the_allowed_folder(tmp_path):
     torch = pytest.importorskip("torch")
-    from training.model import ActorCritic, ModelConfig, agent_payload
+    from policy.model import ActorCritic, ModelConfig, agent_payload
 
     agents = tmp_path / "agents"
     (agents / "run").mkdir(parents=True)
@@ -188,7 +188,7 @@ def test_agent_files_come_only_from_the_allowed_folder(tmp_path):
 
 def test_the_shipped_champion_and_guided_search_are_opponents_without_an_agents_folder(tmp_path):
     torch = pytest.importorskip("torch")
-    from training.model import ActorCritic, ModelConfig, agent_payload
+    from policy.model import ActorCritic, ModelConfig, agent_payload
 
     with local_client(create_app()) as client:
         offered = set(client.get("/api/board").json()["opponents"])

@@ -8,7 +8,7 @@ Usage::
 A new run goes to ``--run-dir`` (default ``runs/<name>-<timestamp>``), which
 must not exist yet or be empty; a resumed run continues in its own directory
 from its newest checkpoint with the config stored there.  Errors follow the
-convention of :mod:`arena.cli`: one line ``kahuna-train: error: ...`` and
+convention of :mod:`kahuna_env.cli`: one line ``kahuna-train: error: ...`` and
 status 2 for bad input (nothing written), 1 for a failure while running
 (a failed write, a diverged run; the last checkpoint is kept).
 """
@@ -22,10 +22,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from arena.cli import OneLineParser, exit_with_error
+from kahuna_env.cli import OneLineParser, exit_with_error
 
 if TYPE_CHECKING:
-    from training.config import TrainConfig
+    from training.ppo.config import TrainConfig
 
 PROGRAM = "kahuna-train"
 
@@ -61,9 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _prepare(args: argparse.Namespace) -> tuple[TrainConfig, Path, bool]:
     """Validate the arguments without writing anything: (config, run directory, resume?)."""
-    from training.config import load_config
-    from training.ppo import resume_config
-    from training.rundir import check_new_run_dir
+    from training.ppo.config import load_config
+    from training.ppo.rundir import check_new_run_dir
+    from training.ppo.trainer import resume_config
 
     if args.resume is not None:
         if args.config is not None:
@@ -82,7 +82,7 @@ def _prepare(args: argparse.Namespace) -> tuple[TrainConfig, Path, bool]:
 
 
 def _run(config: TrainConfig, run_dir: Path, resume: bool) -> int:
-    from training.ppo import FINAL_AGENT, train
+    from training.ppo.trainer import FINAL_AGENT, train
 
     print(f"{PROGRAM}: run directory {run_dir}", flush=True)
     summary = train(config, run_dir, resume=resume, log=lambda text: print(f"{PROGRAM}: {text}", flush=True))
@@ -127,7 +127,7 @@ def run_training_command(
     ``write_failed`` appended) and a diverged run exit 1; Ctrl-C prints ``interrupted(*prepared)``
     and exits 130.
     """
-    from training.ppo import TrainingDiverged
+    from training.ppo.trainer import TrainingDiverged
 
     try:
         prepared = prepare()

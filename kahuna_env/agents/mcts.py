@@ -41,7 +41,7 @@ position with a single legal action is answered at once without search.
 
 **Guided search.**  ``MCTSAgent(evaluator=...)`` replaces the cheap prior and
 (in the proportion ``value_weight``) the rollout-and-:func:`evaluate` leaf value
-by a :class:`LeafEvaluator`, e.g. a network (``training/search.py``; this
+by a :class:`LeafEvaluator`, e.g. a network (``policy/search.py``; this
 package never imports torch).  The same determinizations, the same tree and
 the same per-player backup; what changes (:meth:`MCTSAgent.guided_search`):
 
@@ -230,7 +230,7 @@ class SearchCancelled(Exception):
 
 
 class LeafEvaluator(Protocol):
-    """What a guided search asks of a position evaluator (a network, say; see ``training/search.py``).
+    """What a guided search asks of a position evaluator (a network, say; see ``policy/search.py``).
 
     ``evaluate(states, legal)`` receives determinized positions that are not
     over (seen by the player to move in each: ``encode_observation(state,

@@ -7,7 +7,7 @@ about 1,000-3,000 env steps/s per core.  :class:`KahunaBatchedEnvRunner`
 keeps everything RLlib sees of a runner (the RLModules and their weight
 syncs, metrics, callbacks, checkpointable state, restarts) and replaces only
 ``sample()``: it plays whole games with the native trainer's batched
-collection (:func:`training.batched_rollout.play_games_batched`: all games of
+collection (:func:`training.selfplay.batched_rollout.play_games_batched`: all games of
 a wave in one :class:`~kahuna_env.vector.KahunaBatch`, one forward pass of the
 learner module per tick for every game where a learner seat is to move, one
 per snapshot slot in use, ``greedy`` / ``random`` as array work) and hands
@@ -84,11 +84,11 @@ from ray.rllib.utils.metrics import (  # noqa: E402
 )
 
 from kahuna_env.engine import KahunaConfig  # noqa: E402
-from training.batched_rollout import play_games_batched  # noqa: E402
-from training.pool import KIND_LATEST, KIND_PAST, KINDS  # noqa: E402
+from training.league.pool import KIND_LATEST, KIND_PAST, KINDS  # noqa: E402
 from training.rllib.env import KahunaMultiAgentEnv, action_space, observation_space  # noqa: E402
 from training.rllib.league import AGENTS, LEARNER, SNAPSHOT_PREFIX  # noqa: E402
-from training.rollout import GameBatch, PlayedGames, shaping_rewards, trajectory_layout  # noqa: E402
+from training.selfplay.batched_rollout import play_games_batched  # noqa: E402
+from training.selfplay.rollout import GameBatch, PlayedGames, shaping_rewards, trajectory_layout  # noqa: E402
 
 MAX_WAVE_GAMES = 2048
 """At most this many games are played side by side in one wave."""

@@ -15,7 +15,7 @@ Known problems (bad config, ray not installed, unreachable cluster,
 incompatible checkpoint) end with a one-line ``kahuna-rllib: error: ...``
 and exit status 2 (arguments, config and the environment: a missing
 ``rllib`` extra) or 1 (a failure while running: the cluster, the
-checkpoint, the training): the convention of :mod:`arena.cli`, shared by
+checkpoint, the training): the convention of :mod:`kahuna_env.cli`, shared by
 every command-line tool.
 """
 
@@ -26,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from arena.cli import OneLineParser, add_force_argument, check_output_file, exit_with_error, same_file
+from kahuna_env.cli import OneLineParser, add_force_argument, check_output_file, exit_with_error, same_file
 from training.cli import add_override_argument, exit_status
 from training.rllib.config import ConfigError, config_to_yaml, load_rllib_config
 from training.rllib.errors import (
@@ -80,11 +80,11 @@ def _export_parser() -> argparse.ArgumentParser:
 
 
 def _check_export_output(checkpoint: str, out: str, force: bool) -> None:
-    """One line and exit 2 unless ``OUT`` may be written (:func:`arena.cli.check_output_file`).
+    """One line and exit 2 unless ``OUT`` may be written (:func:`kahuna_env.cli.check_output_file`).
 
     An existing ``OUT`` is replaced only when it is an exported agent file (or with ``--force``).
     """
-    from training.ship import is_agent_file
+    from training.tools.ship import is_agent_file
 
     try:
         check_output_file("OUT", Path(out), own_kind=is_agent_file, kind="an agent file", force=force)

@@ -1,9 +1,9 @@
 """Typed configuration of RLlib runs: ``configs/rllib.yaml`` maps onto :class:`RLlibConfig`.
 
-The same machinery as the native trainer (:mod:`training.config`): every key
+The same machinery as the native trainer (:mod:`training.ppo.config`): every key
 of the YAML file is a field of a frozen dataclass with a one-line help in the
 docstring; an unknown key, a wrong type or a bad value is a
-:class:`~training.config.ConfigError` naming the key (``ppo.lr: must be > 0,
+:class:`~training.ppo.config.ConfigError` naming the key (``ppo.lr: must be > 0,
 got -1.0``); ``--set section.key=value`` overrides any key, the value parsed
 as YAML (``--set env_runners.num_env_runners=8``, ``--set ray.address=auto``).
 
@@ -20,8 +20,10 @@ from typing import Any
 
 import yaml
 
+from policy.model import ModelConfig
+
 # The typed-config machinery of the native trainer, shared so both configs behave the same.
-from training.config import (
+from training.ppo.config import (
     ConfigError,
     PoolConfig,
     RewardConfig,
@@ -31,7 +33,6 @@ from training.config import (
     plain_value,
     read_yaml,
 )
-from training.model import ModelConfig
 
 __all__ = [
     "CheckpointConfig",
@@ -384,9 +385,9 @@ class RLlibConfig:
         learners: gradient updates.
         ppo: PPO hyperparameters.
         reward: terminal reward and island shaping: the native trainer's ``reward:`` section
-            (:class:`training.config.RewardConfig`), same keys, same meaning.
+            (:class:`training.ppo.config.RewardConfig`), same keys, same meaning.
         pool: the opponent mix: the native trainer's ``pool:`` section
-            (:class:`training.config.PoolConfig`); ``snapshot_every`` counts iterations,
+            (:class:`training.ppo.config.PoolConfig`); ``snapshot_every`` counts iterations,
             ``max_snapshots`` is the number of snapshot modules (slots, round robin);
             ``pfsp`` and ``pfsp_*`` weight the slots of ``past`` games as the native pool
             weights its snapshots (counts decayed once per iteration, a slot's reset when it

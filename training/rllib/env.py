@@ -16,8 +16,8 @@ observation            ``Dict(observations=Box(0, 1, (246,), float32),
 action                 ``Discrete(179)`` (:mod:`kahuna_env.actions`)
 rewards                at the end ``+win`` for the winner, ``-win`` for the loser, 0 each for
                        a draw; with ``island_shaping`` c > 0 also the native trainer's
-                       potential-based shaping (:func:`training.rollout.island_potentials`,
-                       :func:`training.rollout.shaping_rewards`): ``c * (gamma * phi(next
+                       potential-based shaping (:func:`training.selfplay.rollout.island_potentials`,
+                       :func:`training.selfplay.rollout.shaping_rewards`): ``c * (gamma * phi(next
                        decision) - phi(decision))`` per seat, ``phi = 0`` after the end; every
                        agent receives a final observation (with an all-zero mask) so each
                        seat's last decision gets its reward
@@ -62,9 +62,9 @@ from kahuna_env.actions import NUM_ACTIONS  # noqa: E402
 from kahuna_env.agents import choose_action, make_agent  # noqa: E402
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame  # noqa: E402
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation  # noqa: E402
-from training.pool import KINDS  # noqa: E402
+from training.league.pool import KINDS  # noqa: E402
 from training.rllib.league import AGENTS, agent_ids, snapshot_agent  # noqa: E402
-from training.rollout import island_potentials, shaping_rewards  # noqa: E402
+from training.selfplay.rollout import island_potentials, shaping_rewards  # noqa: E402
 
 BASELINES = ("greedy", "random")
 """Opponent kinds played inside the env (never RLlib agents)."""
@@ -86,7 +86,7 @@ def shaping_step(previous: float, following: float | None, gamma: float, coeffic
     """The native trainer's shaping reward of one decision whose potential is ``previous``.
 
     ``following`` is the potential at the same seat's next decision (None: the game
-    ended, potential 0); computed by :func:`training.rollout.shaping_rewards` itself
+    ended, potential 0); computed by :func:`training.selfplay.rollout.shaping_rewards` itself
     on that two-decision (or last-decision) trajectory.
     """
     potentials = np.array([previous] if following is None else [previous, following], dtype=np.float64)

@@ -1,10 +1,10 @@
 """Export an RLlib checkpoint of a Kahuna run to the project's agent format (``training.load_agent``).
 
 The RLModule (:class:`training.rllib.module.KahunaRLModule`) holds the
-native :class:`training.model.ActorCritic` as ``net``, so export reads the
+native :class:`policy.model.ActorCritic` as ``net``, so export reads the
 module's state from the checkpoint, drops the ``net.`` prefix, loads it into
-an ``ActorCritic`` of the same :class:`~training.model.ModelConfig` (strictly:
-every tensor must fit) and writes :func:`training.model.agent_payload`.
+an ``ActorCritic`` of the same :class:`~policy.model.ModelConfig` (strictly:
+every tensor must fit) and writes :func:`policy.model.agent_payload`.
 
 An algorithm checkpoint (``<run_dir>/checkpoint`` or
 ``<run_dir>/checkpoints/iter_NNNNNN``) keeps each module under
@@ -24,7 +24,7 @@ import torch
 
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.observation import OBSERVATION_SIZE
-from training.model import ActorCritic, ModelConfig, agent_payload
+from policy.model import ActorCritic, ModelConfig, agent_payload
 from training.rllib.errors import IncompatibleCheckpointError, require_ray
 
 MODULE_PATH = ("learner_group", "learner", "rl_module")

@@ -2,7 +2,7 @@
 
 Needs no ray.  The env (:mod:`training.rllib.env`) draws each game's opponent
 kind from ``pool`` (the native trainer's keys and meaning,
-:class:`training.config.PoolConfig`) and names the agents so that the module
+:class:`training.ppo.config.PoolConfig`) and names the agents so that the module
 follows from the agent id alone:
 
 =============  =======================================================================
@@ -18,7 +18,7 @@ so :func:`league_mapping` is a pure function of the agent id, and the env
 and the mapping can never disagree about a game.
 
 Prioritized fictitious self-play (``pool.pfsp``, the native keys and meaning,
-:class:`training.pool.PFSP`): :class:`SlotStats` keeps on the driver, per
+:class:`training.league.pool.PFSP`): :class:`SlotStats` keeps on the driver, per
 snapshot slot, the native pool's decayed counts of the learner's results
 against it (read every iteration from the episode metrics
 :data:`SLOT_SCORE_METRIC` / :data:`SLOT_GAMES_METRIC` that the EnvRunners log
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from training.pool import PFSP, choose_update_snapshots
+from training.league.pool import PFSP, choose_update_snapshots
 
 LEARNER = "learner"
 """Module id of the trained policy."""
@@ -105,9 +105,9 @@ def slot_results(runner_metrics: Mapping[str, Any], slots: int) -> tuple[np.ndar
 class SlotStats:
     """PFSP statistics of the snapshot slots: the native pool's counts and estimates, one entry per slot.
 
-    ``scores``/``games`` are :class:`training.pool.OpponentPool`'s decayed
+    ``scores``/``games`` are :class:`training.league.pool.OpponentPool`'s decayed
     counts (learner score: a win 1, a draw 1/2); the estimates and draw odds
-    come from the same :class:`training.pool.PFSP` methods the native pool
+    come from the same :class:`training.league.pool.PFSP` methods the native pool
     calls, so they cannot drift from the native trainer's.
     """
 
@@ -158,7 +158,7 @@ class SlotStats:
 
         Without ``snapshots_per_update`` the odds are the PFSP probabilities. With it, the iteration
         first chooses that many distinct slots as the native pool chooses an update's snapshots
-        (:func:`training.pool.choose_update_snapshots`, from a generator seeded by ``seed`` and
+        (:func:`training.league.pool.choose_update_snapshots`, from a generator seeded by ``seed`` and
         ``iteration``), and the odds are theirs renormalised (uniform among them without PFSP); the
         other slots get 0.
         """

@@ -1,6 +1,6 @@
 """The RLlib Learner: PPO with the native trainer's loss (``ppo.loss: native``) or RLlib's own (``rllib``).
 
-RLlib 2.60's stock PPO differs from the native trainer (:func:`training.ppo.ppo_losses`,
+RLlib 2.60's stock PPO differs from the native trainer (:func:`training.ppo.trainer.ppo_losses`,
 CleanRL's PPO) in three places that change what is learned per decision:
 
 * it standardizes the advantages once over the whole train batch; the native
@@ -46,7 +46,7 @@ from ray.rllib.utils.numpy import convert_to_numpy  # noqa: E402
 from ray.rllib.utils.postprocessing.value_predictions import compute_value_targets  # noqa: E402
 from ray.rllib.utils.torch_utils import explained_variance  # noqa: E402
 
-from training.ppo import clipped_ppo_terms  # noqa: E402
+from training.ppo.trainer import clipped_ppo_terms  # noqa: E402
 from training.rllib.config import PPO_LOSSES  # noqa: E402
 
 LOSS_KEY = "kahuna_loss"
@@ -107,7 +107,7 @@ class RawAdvantages(GeneralAdvantageEstimation):
 def normalized(advantages: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     """``advantages`` standardized by the mean and (unbiased) std of the entries where ``mask`` is true.
 
-    The native trainer's per-minibatch normalisation (:func:`training.ppo.ppo_losses`), over the
+    The native trainer's per-minibatch normalisation (:func:`training.ppo.trainer.ppo_losses`), over the
     minibatch's real timesteps only (RLlib adds one masked timestep per episode chunk for bootstrapping).
     """
     selected = advantages if mask is None else advantages[mask]

@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from training.pool import PFSP
+from training.league.pool import PFSP
 from training.rllib.config import RLlibConfig, config_to_yaml, load_rllib_config
 from training.rllib.errors import RayConnectionError, TrainingError, require_ray
 from training.rllib.league import (
@@ -146,7 +146,7 @@ def push_snapshot_probabilities(
 
 def league_metrics(stats: SlotStats) -> dict[str, float]:
     """The native trainer's ``league/*`` diagnostics of the slots (its own function, on the slot statistics)."""
-    from training.pool import league_scalars
+    from training.league.pool import league_scalars
 
     return league_scalars(stats)  # it reads only len(), win_rates() and probabilities()
 
@@ -411,7 +411,7 @@ def build_ppo_config(config: RLlibConfig) -> Any:
     require_ray()
     from ray.rllib.algorithms.ppo import PPOConfig
 
-    from training.cpus import use_bf16
+    from training.ppo.cpus import use_bf16
     from training.rllib.env import KahunaMultiAgentEnv
     from training.rllib.learner import ADAM_EPS_KEY, BF16_KEY, CLIP_VLOSS_KEY, LOSS_KEY, KahunaPPOLearner
 

@@ -1,6 +1,6 @@
-"""Collection on the batched engine (``rollout.backend: vector``): :func:`training.rollout.play_games` as arrays.
+"""Collection on the batched engine (``rollout.backend: vector``): ``training.selfplay.rollout.play_games`` as arrays.
 
-The games of a :class:`~training.rollout.GameBatch` live in one
+The games of a :class:`~training.selfplay.rollout.GameBatch` live in one
 :class:`~kahuna_env.vector.KahunaBatch` (dealt from the batch's deal seeds, so
 they are the very deals the scalar backend plays).  Each tick every running
 game takes one action, as in the scalar backend:
@@ -10,7 +10,7 @@ game takes one action, as in the scalar backend:
   the batched engine); every decision is stored with its trajectory id
   ``2 * game + seat``;
 * snapshot games: one forward pass of all the batch's snapshots stacked
-  (:class:`~training.model.StackedNetworks`: one batched product per layer),
+  (:class:`~policy.model.StackedNetworks`: one batched product per layer),
   each snapshot sampling its own games as one pass per snapshot would;
 * ``greedy`` / ``random`` games: the batched baselines
   (:class:`~kahuna_env.agents.batched.BatchedGreedy` picks among exactly the
@@ -35,9 +35,16 @@ from kahuna_env.agents import choose_action, make_agent
 from kahuna_env.agents.batched import BatchedGreedy, BatchedRandom
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.vector import KahunaBatch
-from training.model import ActorCritic, StackedNetworks, sample_actions, sample_from_logits
-from training.pool import KIND_GREEDY, KIND_MCTS, KIND_PAST, KIND_RANDOM
-from training.rollout import GameBatch, PlayedGames, _Storage, island_potentials, result_stats, snapshot_actions
+from policy.model import ActorCritic, StackedNetworks, sample_actions, sample_from_logits
+from training.league.pool import KIND_GREEDY, KIND_MCTS, KIND_PAST, KIND_RANDOM
+from training.selfplay.rollout import (
+    GameBatch,
+    PlayedGames,
+    _Storage,
+    island_potentials,
+    result_stats,
+    snapshot_actions,
+)
 
 
 def play_games_batched(

@@ -7,7 +7,7 @@ checkpoint, and at the end export.  One update:
 
 1. split ``rollout.num_games`` games among the opponent kinds of the pool
    (self-play, past snapshots, baselines) and play them all to the end
-   (:class:`~training.collector.SelfPlayCollector`): every learner decision is
+   (:class:`~training.selfplay.collector.SelfPlayCollector`): every learner decision is
    a transition of its seat's trajectory, with per-seat GAE;
 2. run ``ppo.update_epochs`` epochs of clipped-PPO minibatch steps on the
    learner's decisions (:func:`ppo_update`);
@@ -22,7 +22,7 @@ does (on the same machine).
 
 Safety (docs/TRAINING.md, "Run directories and failures"): nothing is written
 before the config, the run directory and the checkpoint are validated; the run
-directory is locked for the whole run (:class:`~training.rundir.RunLock`); an
+directory is locked for the whole run (:class:`~training.ppo.rundir.RunLock`); an
 update whose losses or weights are not finite stops the run with
 :class:`TrainingDiverged` before anything of it is saved, so the last
 checkpoint stays the last good one.
@@ -43,18 +43,19 @@ import numpy as np
 import torch
 from torch import nn
 
-from arena.cli import first_line
 from arena.store import Entrant, ResultsStore, StoredGame, baseline_entrant
+from kahuna_env.cli import first_line
 from kahuna_env.engine import KahunaConfig
-from training.checkpoint import (
+from policy.model import ActorCritic, check_state_dict
+from training.league.pool import KINDS, PFSP, GameAssignment, OpponentPool, entry_model_config, league_scalars
+from training.ppo.checkpoint import (
     build_checkpoint,
     checkpoint_dir,
     export_agent,
     find_resume_checkpoint,
     save_checkpoint,
 )
-from training.collector import SelfPlayCollector
-from training.config import (
+from training.ppo.config import (
     ConfigError,
     PPOConfig,
     TrainConfig,
@@ -63,13 +64,12 @@ from training.config import (
     config_to_yaml,
     plain_value,
 )
-from training.cpus import available_cores, bf16_message, oversubscription_warning, update_threads, use_bf16
-from training.metrics import METRICS_FILE, PLOT_FILE, MetricsLogger, elo_scalars, metric_name, plot_learning_curves
-from training.model import ActorCritic, check_state_dict
-from training.pool import KINDS, PFSP, GameAssignment, OpponentPool, entry_model_config, league_scalars
-from training.quick_eval import FinishedGame, QuickEvalResult, evaluate_policy
-from training.rollout import Rollout
-from training.rundir import RunLock, check_new_run_dir, check_writable
+from training.ppo.cpus import available_cores, bf16_message, oversubscription_warning, update_threads, use_bf16
+from training.ppo.metrics import METRICS_FILE, PLOT_FILE, MetricsLogger, elo_scalars, metric_name, plot_learning_curves
+from training.ppo.rundir import RunLock, check_new_run_dir, check_writable
+from training.selfplay.collector import SelfPlayCollector
+from training.selfplay.quick_eval import FinishedGame, QuickEvalResult, evaluate_policy
+from training.selfplay.rollout import Rollout
 
 FINAL_AGENT = "final_agent.pt"
 FINAL_EVAL = "final_eval.json"
@@ -339,7 +339,7 @@ def train(
 ) -> TrainSummary:
     """Run (or with ``resume``, continue from its newest checkpoint) a training run in ``run_dir``.
 
-    ``target``: a fixed opponent network (a best-response run, :mod:`training.exploit`): the pool
+    ``target``: a fixed opponent network (a best-response run, :mod:`training.tools.exploit`): the pool
     holds only this network, playing its most likely action, and no snapshot of the learner is
     ever added; its games are the ``past`` share.
 
@@ -455,7 +455,7 @@ def initial_model(config: TrainConfig) -> ActorCritic:
     A missing file is a ``FileNotFoundError``, anything else wrong a one-line ``ValueError`` (a
     :class:`ConfigError` when the network's shape is not the config's ``model``).
     """
-    from training.agent import load_agent
+    from policy.agent import load_agent
 
     source = config.init_from
     model = load_agent(source).model
@@ -724,7 +724,7 @@ def _save(config: TrainConfig, run: _RunState, run_dir: Path, update: int) -> Pa
             "run": config.name,
             "update": update,
             "global_step": run.counters["global_step"],
-            "reward": dataclasses.asdict(config.reward),  # the value semantics (training.agent.recorded_reward)
+            "reward": dataclasses.asdict(config.reward),  # the value semantics (policy.agent.recorded_reward)
         },
     )
     return save_checkpoint(run_dir, payload, keep_last=config.checkpoint.keep_last)
@@ -734,7 +734,7 @@ def _export(config: TrainConfig, run: _RunState, run_dir: Path) -> None:
     """``final_agent.pt``, ``final_eval.json`` (when there was a final evaluation) and the learning curves.
 
     The agent's ``meta`` records the run, its counters, the reward settings (the
-    critic's value semantics: :func:`training.agent.recorded_reward`), the whole
+    critic's value semantics: :func:`policy.agent.recorded_reward`), the whole
     config and the final evaluation (scores with 95% intervals; ``{}`` without one).
     """
     summary = {name: result.to_dict() for name, result in run.final_eval.items()}

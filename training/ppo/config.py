@@ -25,7 +25,8 @@ from typing import Any, Union
 
 import yaml
 
-from training.model import ModelConfig
+from policy.model import ModelConfig
+from policy.reward import TRAINING_REWARD_DEFAULTS
 
 
 class ConfigError(ValueError):
@@ -105,8 +106,8 @@ class RewardConfig:
             up to a constant); 0 disables it.
     """
 
-    win: float = 1.0
-    island_shaping: float = 0.0
+    win: float = TRAINING_REWARD_DEFAULTS["win"]
+    island_shaping: float = TRAINING_REWARD_DEFAULTS["island_shaping"]
 
     def __post_init__(self) -> None:
         check_value(self.win > 0, "reward.win", "must be > 0", self.win)
@@ -135,7 +136,7 @@ class PPOConfig:
         bf16: run the update's forward and backward passes under bfloat16 autocast (CPU); about a
             third faster on CPUs with native bfloat16 (AVX512-BF16, AMX), while the losses, the
             optimizer and the collection's inference stay float32.  ``"auto"``: only where the CPU
-            has native bfloat16 (:func:`training.cpus.native_bfloat16`); elsewhere bfloat16 is
+            has native bfloat16 (:func:`training.ppo.cpus.native_bfloat16`); elsewhere bfloat16 is
             emulated and makes the update many times slower.
     """
 
@@ -267,7 +268,7 @@ class PoolConfig:
 
 
 SHARE_KINDS = ("latest", "past", "greedy", "random", "mcts")
-"""The opponent kinds with a share in :class:`PoolConfig` (``training.pool.KINDS``, in its order)."""
+"""The opponent kinds with a share in :class:`PoolConfig` (``training.league.pool.KINDS``, in its order)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -378,7 +379,7 @@ class TrainConfig:
         seed: seed of everything random in the run.
         total_updates: PPO updates (each plays ``rollout.num_games`` complete games).
         threads: torch intra-op threads of the update (fixed for determinism), or ``"auto"``: the cores
-            this process may actually use (CPU affinity and cgroup quota; see :mod:`training.cpus`).
+            this process may actually use (CPU affinity and cgroup quota; see :mod:`training.ppo.cpus`).
         max_minutes: stop after the update during which this much wall time has passed (null: no limit).
         env: rule options of the games.
         model: network shape.

@@ -5,7 +5,7 @@ Usage::
     kahuna-distill --student champion --simulations 50 --games 600 --out runs/distill
 
 1. **Generate.** The teacher is the student's network guiding the search
-   (``STUDENT@mcts:N``, :class:`training.search.GuidedMCTSAgent` with its
+   (``STUDENT@mcts:N``, :class:`policy.search.GuidedMCTSAgent` with its
    defaults).  It plays ``--games`` games, a third each against ``greedy``,
    against ``mcts:N`` and against itself (``--opponents``), seats alternating,
    on deals of their own (never the deals of ``kahuna-eval --seed 0``).  At
@@ -20,10 +20,10 @@ Usage::
    stays put elsewhere, and the critic the search relies on is kept).  The
    games are split 90/10; after every epoch the held-out loss is measured and
    the epoch with the lowest one is kept.
-3. **Write** ``OUT/agent.pt`` (the agent file format of :mod:`training.model`)
+3. **Write** ``OUT/agent.pt`` (the agent file format of :mod:`policy.model`)
    whose ``meta`` records the student's own provenance, the teacher, the
    data, the fit and the wall time of both stages (``distill``), and in
-   ``total_training`` the student's whole training (:func:`training.ship.whole_training`)
+   ``total_training`` the student's whole training (:func:`training.tools.ship.whole_training`)
    plus that time and the positions;
    ``OUT/data.npz`` (the decisions) and ``OUT/distill.json`` (the summary:
    held-out agreement with the search before and after, per epoch).
@@ -53,7 +53,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from arena.cli import (
+from kahuna_env.actions import NUM_ACTIONS
+from kahuna_env.agents import Agent, choose_action, make_agent
+from kahuna_env.cli import (
     OneLineParser,
     add_force_argument,
     check_writable,
@@ -64,16 +66,14 @@ from arena.cli import (
     same_file,
     write_text_atomic,
 )
-from kahuna_env.actions import NUM_ACTIONS
-from kahuna_env.agents import Agent, choose_action, make_agent
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE
-from training.agent import DEFAULT_REWARD, load_agent
-from training.checkpoint import export_agent
+from policy.agent import DEFAULT_REWARD, load_agent
+from policy.model import ActorCritic
+from policy.search import GuidedMCTSAgent
 from training.cli import describe_os_error
-from training.model import ActorCritic
-from training.search import GuidedMCTSAgent
-from training.ship import git_commit, whole_training
+from training.ppo.checkpoint import export_agent
+from training.tools.ship import git_commit, whole_training
 
 PROGRAM = "kahuna-distill"
 SELF = "self"

@@ -1,16 +1,15 @@
 """Load a policy file, or an agent shipped in the package by name, as a ready-to-play agent: :func:`load_agent`.
 
 Shipped agents (:data:`SHIPPED_AGENTS`) are policy files stored as package
-data in ``training/agents/`` and read through :mod:`importlib.resources`, so
+data in ``policy/agents/`` and read through :mod:`importlib.resources`, so
 ``load_agent("champion")`` works from any install (editable or a wheel) and
 any working directory.  A bare registered name always means the shipped
 agent, even when a file of that name exists in the working directory; write
-``./champion`` to load such a file.  ``python -m training.ship`` writes them.
+``./champion`` to load such a file.  ``python -m training.tools.ship`` writes them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.resources
 import pickle
 from collections.abc import Mapping
@@ -20,64 +19,24 @@ from typing import Any
 import numpy as np
 import torch
 
-from arena.cli import first_line
 from kahuna_env.agents.base import SeededAgent
+from kahuna_env.cli import first_line
 from kahuna_env.engine import KahunaGame
-from training.config import RewardConfig
-from training.model import ActorCritic, model_from_payload, sample_from_logits
+from policy.model import ActorCritic, model_from_payload, sample_from_logits
+from policy.registry import SHIPPED_AGENTS, SHIPPED_AGENTS_DIR, shipped_agent_names
+from policy.reward import DEFAULT_REWARD, recorded_reward
 
-SHIPPED_AGENTS: dict[str, str] = {
-    "champion": "champion.pt",
-    "champion-v2": "champion-v2.pt",
-    "champion-v1": "champion-v1.pt",
-}
-"""Agents shipped with the package: name -> file name in ``training/agents/`` (package data)."""
-SHIPPED_AGENTS_DIR = "agents"
-"""Folder of the shipped agents inside the ``training`` package."""
-DEFAULT_REWARD: dict[str, float] = {"win": 1.0, "island_shaping": 1.0}
-"""The reward settings assumed for an agent file that does not record its own (files written before they
-were recorded): those of every shipped config (``configs/*.yaml``), which the shipped agents were trained with."""
-
-
-_CONFIG_REWARD = {key: float(value) for key, value in dataclasses.asdict(RewardConfig()).items()}
-
-
-def recorded_reward(payload: Mapping[str, Any], source: str = "policy file") -> dict[str, float] | None:
-    """The reward settings (``reward.win``, ``reward.island_shaping``) an agent file or checkpoint was trained with.
-
-    Looked up in the file's ``meta["reward"]`` (every file written since
-    they are recorded), else the run config it carries (``meta["config"]``
-    of a shipped agent, a checkpoint's ``config``), else the provenance of
-    the agent it was made from (``source_meta``, ``student_meta``).  None
-    when the file records none (an old file: :data:`DEFAULT_REWARD` is
-    then the documented assumption).  A recorded value that is not a finite
-    number (``win`` > 0) is a one-line ``ValueError`` naming ``source``.
-    """
-    meta = payload.get("meta")
-    meta = meta if isinstance(meta, Mapping) else {}
-    candidates: list[Any] = [meta.get("reward")]
-    for holder in (meta, payload):
-        config = holder.get("config")
-        candidates.append(config.get("reward") if isinstance(config, Mapping) else None)
-    for key in ("source_meta", "student_meta"):
-        inner = meta.get(key)
-        if isinstance(inner, Mapping):
-            found = recorded_reward({"meta": inner}, source)
-            candidates.append(found)
-    for reward in candidates:
-        if reward is None:
-            continue
-        if not isinstance(reward, Mapping):
-            raise ValueError(f"{source}: the recorded reward settings are a {type(reward).__name__}, not a mapping")
-        # A key the mapping lacks took the training config's default when the network was trained.
-        settings = {**_CONFIG_REWARD, **{key: reward[key] for key in DEFAULT_REWARD if key in reward}}
-        for key, value in settings.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
-                raise ValueError(f"{source}: the recorded reward.{key} is not a finite number")
-        if not settings["win"] > 0:
-            raise ValueError(f"{source}: the recorded reward.win must be > 0")
-        return {key: float(value) for key, value in settings.items()}
-    return None
+__all__ = [
+    "DEFAULT_REWARD",
+    "SHIPPED_AGENTS",
+    "PolicyAgent",
+    "is_agent_name",
+    "load_agent",
+    "read_policy_file",
+    "recorded_reward",
+    "shipped_agent_names",
+    "shipped_agent_source",
+]
 
 
 class PolicyAgent(SeededAgent):
@@ -161,20 +120,15 @@ def is_agent_name(spec: object) -> bool:
     return isinstance(spec, str) and bool(spec) and "/" not in spec and "\\" not in spec and Path(spec).suffix == ""
 
 
-def shipped_agent_names() -> list[str]:
-    """The names :func:`load_agent` accepts for shipped agents, sorted."""
-    return sorted(SHIPPED_AGENTS)
-
-
 def shipped_agent_source(name: str) -> Path:
-    """Where the shipped agent ``name`` lies in the source tree (where ``python -m training.ship`` writes it)."""
+    """Where the shipped agent ``name`` lies in the source tree (where ``python -m training.tools.ship`` writes it)."""
     if name not in SHIPPED_AGENTS:
         raise ValueError(f"unknown shipped agent {name!r}; shipped agents: {', '.join(shipped_agent_names())}")
     return Path(__file__).resolve().parent / SHIPPED_AGENTS_DIR / SHIPPED_AGENTS[name]
 
 
 def _load_shipped(name: str, deterministic: bool, seed: int | None) -> PolicyAgent:
-    resource = importlib.resources.files("training").joinpath(SHIPPED_AGENTS_DIR, SHIPPED_AGENTS[name])
+    resource = importlib.resources.files("policy").joinpath(SHIPPED_AGENTS_DIR, SHIPPED_AGENTS[name])
     with importlib.resources.as_file(resource) as file:
         if not file.is_file():
             raise FileNotFoundError(
@@ -205,7 +159,7 @@ def load_agent(path: str | Path, deterministic: bool = True, seed: int | None = 
     message lists the shipped names) and a one-line ``ValueError`` naming the
     file for a corrupt, foreign or crafted one (wrong types, weights that do
     not fit the declared network, NaN or infinite weights); see
-    :func:`training.model.model_from_payload`.  The agent's ``meta`` is the
+    :func:`policy.model.model_from_payload`.  The agent's ``meta`` is the
     file's ``meta`` dict, its ``reward`` the reward settings the file records
     (:func:`recorded_reward`; None for an old file that records none).
     """

@@ -1,13 +1,13 @@
-"""``python -m training.ship``: turn a training run's agent into a shipped agent file with its provenance.
+"""``python -m training.tools.ship``: turn a training run's agent into a shipped agent file with its provenance.
 
 Usage::
 
-    python -m training.ship RUN_DIR [--name champion] [--eval-json FILE] [--out PATH]
+    python -m training.tools.ship RUN_DIR [--name champion] [--eval-json FILE] [--out PATH]
 
 Reads ``RUN_DIR/final_agent.pt`` (the weights), ``RUN_DIR/config.yaml``,
 ``RUN_DIR/checkpoints/latest.pt`` (the counters: updates, learner decisions,
 games, training wall time) and ``RUN_DIR/final_eval.json``, and writes a
-policy file (the agent format of :mod:`training.model`: weights and network
+policy file (the agent format of :mod:`policy.model`: weights and network
 shape only, no optimizer or pool) whose ``meta`` holds:
 
 ================  ============================================================
@@ -18,7 +18,7 @@ key               value
 ``source_file``   ``final_agent.pt``; ``source_meta`` that file's own ``meta``
 ``config``        the run's config (``config.yaml``), which must describe the network shipped
 ``reward``        the reward settings of the run (the critic's value semantics, read by
-                  :func:`training.search.load_guided_agent`)
+                  :func:`policy.search.load_guided_agent`)
 ``commit``        ``git rev-parse HEAD`` of the code when shipped (``"unknown"``
                   outside a git checkout); ``commit_note`` says what it is
 ``training``      ``updates``, ``learner_decisions``, ``actions``, ``games``,
@@ -36,10 +36,10 @@ key               value
 
 Beside the agent file it writes its model card, ``NAME.md`` (intended use,
 training, evaluation with intervals, limitations, licence), generated from
-that ``meta`` by :mod:`training.model_card`.
+that ``meta`` by :mod:`training.tools.model_card`.
 
-By default the file goes to the source tree's ``training/agents/`` under its
-registered name (:data:`training.agent.SHIPPED_AGENTS`), the package data that
+By default the file goes to the source tree's ``policy/agents/`` under its
+registered name (:data:`policy.agent.SHIPPED_AGENTS`), the package data that
 ``load_agent(name)`` reads.  Bad input (a missing or incomplete run directory,
 a ``config.yaml`` that does not describe the network of ``final_agent.pt``,
 an unregistered name without ``--out``, an evaluation file that is not a
@@ -61,7 +61,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.cli import (
+from kahuna_env.cli import (
     OneLineParser,
     add_force_argument,
     check_output_file,
@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a kahuna-eval --json report to include (repeat for several)",
     )
     parser.add_argument(
-        "--out", type=Path, metavar="PATH", help="where to write (default: training/agents/<file of NAME>)"
+        "--out", type=Path, metavar="PATH", help="where to write (default: policy/agents/<file of NAME>)"
     )
     add_force_argument(parser)
     return parser
@@ -139,8 +139,8 @@ def build_meta(
     """``(agent payload of the run's final agent, provenance meta)``; a one-line ``ValueError`` for bad input."""
     import yaml
 
-    from training.agent import read_policy_file
-    from training.checkpoint import LATEST_CHECKPOINT, checkpoint_dir, load_checkpoint
+    from policy.agent import read_policy_file
+    from training.ppo.checkpoint import LATEST_CHECKPOINT, checkpoint_dir, load_checkpoint
 
     if not run_dir.is_dir():
         raise ValueError(
@@ -224,9 +224,9 @@ def _check_run_matches_agent(
     ``model`` is not the network of ``final_agent.pt`` (the provenance would be
     false), or when the agent records other reward settings than the config.
     """
-    from training.agent import recorded_reward
-    from training.config import config_from_dict
-    from training.model import model_config_from_dict
+    from policy.agent import recorded_reward
+    from policy.model import model_config_from_dict
+    from training.ppo.config import config_from_dict
 
     try:
         run_config = config_from_dict(config)
@@ -344,7 +344,7 @@ def _start_provenance(init_from: Any, training: Mapping[str, Any]) -> dict[str, 
     """
     if init_from is None:
         return {}
-    from training.agent import load_agent
+    from policy.agent import load_agent
 
     try:
         start_meta = load_agent(init_from).meta or {}
@@ -374,9 +374,9 @@ def ship(
     that is not an agent file (without ``force``); ``OSError`` naming the
     file when the write fails.
     """
-    from training.agent import SHIPPED_AGENTS, shipped_agent_names, shipped_agent_source
-    from training.checkpoint import export_agent
-    from training.model import model_from_payload
+    from policy.agent import SHIPPED_AGENTS, shipped_agent_names, shipped_agent_source
+    from policy.model import model_from_payload
+    from training.ppo.checkpoint import export_agent
 
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(f"--name must be letters, digits, '_' or '-', got {name!r}")
@@ -384,7 +384,7 @@ def ship(
         if name not in SHIPPED_AGENTS:
             raise ValueError(
                 f"{name!r} is not a registered shipped agent ({', '.join(shipped_agent_names())}); "
-                "add it to training.agent.SHIPPED_AGENTS or give --out"
+                "add it to policy.agent.SHIPPED_AGENTS or give --out"
             )
         target = shipped_agent_source(name)
     else:
@@ -394,7 +394,7 @@ def ship(
     inputs = [run / "final_agent.pt", run / "config.yaml", run / "final_eval.json", *map(Path, reports)]
     inputs += list((run / "checkpoints").glob("*.pt")) if (run / "checkpoints").is_dir() else []
     check_output_file("--out", target, inputs=inputs, own_kind=is_agent_file, kind="an agent file", force=force)
-    from training.model_card import card_path
+    from training.tools.model_card import card_path
 
     check_output_file(  # the model card written beside the agent
         "--out's model card",
@@ -407,16 +407,16 @@ def ship(
     payload, meta = build_meta(Path(run_dir), name, [Path(report) for report in reports], commit)
     model = model_from_payload(payload, source=str(Path(run_dir) / "final_agent.pt"))
     path = export_agent(target, model, meta)
-    from training.model_card import write_model_card
+    from training.tools.model_card import write_model_card
 
-    write_model_card(path, meta, name)  # NAME.md beside the agent file (training/model_card.py)
+    write_model_card(path, meta, name)  # NAME.md beside the agent file (training/tools/model_card.py)
     return path
 
 
 def is_agent_file(path: Path) -> bool:
     """Whether ``path`` is an exported agent file (the agent format, not a training checkpoint): ship's own kind."""
-    from training.agent import read_policy_file
-    from training.model import AGENT_FORMAT
+    from policy.agent import read_policy_file
+    from policy.model import AGENT_FORMAT
 
     try:
         payload = read_policy_file(path)
@@ -426,7 +426,7 @@ def is_agent_file(path: Path) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m training.ship``."""
+    """Entry point of ``python -m training.tools.ship``."""
     args = build_parser().parse_args(argv)
     try:
         path = ship(args.run_dir, name=args.name, eval_json=args.eval_json, out=args.out, force=args.force)

@@ -14,20 +14,20 @@ know), runs one forward pass and returns
   player to move.  The critic is trained on the return ``win * outcome`` (+1
   win, -1 loss, 0 draw) plus potential-based island shaping
   ``c * (phi(next) - phi(now))`` with ``phi = (my islands - the opponent's) / 12``
-  and ``gamma = 1`` (``training/rollout.py``), which sums to ``-c * phi(now)``
+  and ``gamma = 1`` (``training/selfplay/rollout.py``), which sums to ``-c * phi(now)``
   over the rest of the game.  So ``v + c * phi`` estimates ``outcome`` and
   the win probability is ``clip((v + c * phi + 1) / 2, 0, 1)`` (``v`` divided
   by ``win`` first); ``c`` is ``island_shaping``.  Both are the reward
   settings the network was trained with: :func:`load_guided_agent` reads them
-  from the agent file (:func:`training.agent.recorded_reward`); a file that
+  from the agent file (:func:`policy.agent.recorded_reward`); a file that
   records none (written before they were recorded) gets
-  :data:`training.agent.DEFAULT_REWARD` (``win`` 1, ``island_shaping`` 1, what
+  :data:`policy.agent.DEFAULT_REWARD` (``win`` 1, ``island_shaping`` 1, what
   every shipped config trains with), and one warning line says so.
 
 :class:`GuidedMCTSAgent` is an :class:`~kahuna_env.agents.mcts.MCTSAgent` with
 that evaluator and, at the root, sequential halving over the policy's top
 ``root_candidates`` (4) actions instead of PUCT; :func:`load_guided_agent` builds one from anything
-:func:`training.agent.load_agent` reads (``PATH.pt@mcts:N`` and
+:func:`policy.agent.load_agent` reads (``PATH.pt@mcts:N`` and
 ``champion@mcts:N`` as entrants, see ``arena/entrants.py``).  The agent acts
 through :func:`kahuna_env.agents.choose_action` like every other: it is
 handed a determinization, never the real game.
@@ -47,9 +47,9 @@ from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents.mcts import DEFAULT_FIRST_PLAY_PENALTY, DEFAULT_SIMULATIONS, MCTSAgent
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
-from training.agent import DEFAULT_REWARD, load_agent
-from training.model import ActorCritic
-from training.rollout import island_potentials
+from policy.agent import load_agent
+from policy.model import ActorCritic
+from policy.reward import DEFAULT_REWARD, island_potentials
 
 DEFAULT_VALUE_WEIGHT = 1.0
 """Weight of the network's value in a leaf's value (the rest: the baseline's rollout and evaluation)."""
@@ -222,13 +222,13 @@ def _power(temperature: float, opponent_temperature: float | None) -> float:
 def load_guided_agent(
     source: str | Path, simulations: int = DEFAULT_SIMULATIONS, seed: int | None = None, **options
 ) -> GuidedMCTSAgent:
-    """A :class:`GuidedMCTSAgent` with the network of anything :func:`training.agent.load_agent` reads.
+    """A :class:`GuidedMCTSAgent` with the network of anything :func:`policy.agent.load_agent` reads.
 
     ``source`` is a policy file / checkpoint path or a named agent
     (``"champion"``); ``options`` go to :class:`GuidedMCTSAgent`.  The value
     semantics (``island_shaping``, ``win_reward``) are the reward settings the
     file records, unless ``options`` give them; a file recording none gets
-    :data:`training.agent.DEFAULT_REWARD`, with one warning line per file (also
+    :data:`policy.agent.DEFAULT_REWARD`, with one warning line per file (also
     across the worker processes this process starts afterwards).  Errors are
     ``load_agent``'s (``FileNotFoundError``, one-line ``ValueError``).
     """

@@ -26,11 +26,11 @@ import torch
 
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import Agent, GreedyAgent, choose_action, make_agent
-from kahuna_env.board import NUM_ISLANDS
 from kahuna_env.engine import KahunaConfig, KahunaGame
-from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, encode_observation
-from training.model import ActorCritic, sample_actions
-from training.pool import (
+from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
+from policy.model import ActorCritic, sample_actions
+from policy.reward import island_potentials
+from training.league.pool import (
     KIND_GREEDY,
     KIND_LATEST,
     KIND_MCTS,
@@ -185,18 +185,6 @@ class _Storage:
         )
 
 
-_CONTROL_MINE = OBSERVATION_LAYOUT["control_mine"]
-_CONTROL_OPPONENT = OBSERVATION_LAYOUT["control_opponent"]
-
-
-def island_potentials(observations: np.ndarray) -> np.ndarray:
-    """The shaping potential of each observation's viewer: (islands it controls - the opponent's) / 12.
-
-    Read from the observation's control features (0/1 each).
-    """
-    return (observations[:, _CONTROL_MINE].sum(axis=1) - observations[:, _CONTROL_OPPONENT].sum(axis=1)) / NUM_ISLANDS
-
-
 def baseline_action(agent: Agent, game: KahunaGame, rng: np.random.Generator) -> int:
     """The action ``choose_action(agent, game, rng)`` gives, without the work the training baselines do not use.
 
@@ -220,7 +208,7 @@ class GameBatch:
     Attributes:
         games: global game numbers (trajectory ids are ``2 * game + seat``).
         seeds: deal seed per game.
-        kinds: opponent kind code per game (see :data:`training.pool.KINDS`).
+        kinds: opponent kind code per game (see :data:`training.league.pool.KINDS`).
         learner_seats: ``(n, 2)`` bool, True where the seat is the learning policy.
         snapshots: pool index of the snapshot opponent per game (-1 if none).
         rng_seed: seed of the generator for the baselines and their determinizations.

@@ -1,6 +1,6 @@
 """Training checkpoints: everything needed to resume a run exactly, in a file any agent loader can read.
 
-A checkpoint is the agent file format of :mod:`training.model` (so
+A checkpoint is the agent file format of :mod:`policy.model` (so
 ``training.load_agent(checkpoint)`` plays it) plus these keys, all plain
 types and tensors (loaded with ``weights_only=True``):
 
@@ -8,7 +8,7 @@ types and tensors (loaded with ``weights_only=True``):
 key                    value
 =====================  =====================================================
 ``checkpoint_format``  ``"kahuna-checkpoint-v1"``
-``config``             the run's :class:`~training.config.TrainConfig` as a dict
+``config``             the run's :class:`~training.ppo.config.TrainConfig` as a dict
 ``optimizer_state``    the Adam ``state_dict``
 ``counters``           ``dict``: ``update``, ``global_step`` (learner decisions), ``actions``, ``games``,
                        ``train_seconds``
@@ -39,9 +39,9 @@ from typing import Any
 
 import torch
 
-from training.agent import read_policy_file
-from training.model import ActorCritic, agent_payload
-from training.pool import pool_entry_problem
+from policy.agent import read_policy_file
+from policy.model import ActorCritic, agent_payload
+from training.league.pool import pool_entry_problem
 
 CHECKPOINT_FORMAT = "kahuna-checkpoint-v1"
 LATEST_CHECKPOINT = "latest.pt"

@@ -3,7 +3,7 @@
 :class:`SelfPlayCollector` splits an update's games into batches, plays them
 with the configured backend (:data:`BACKENDS`) here and in ``rollout.workers``
 spawned processes, and joins the learner's decisions into one
-:class:`~training.rollout.Rollout` (see :mod:`training.rollout` for the
+:class:`~training.selfplay.rollout.Rollout` (see :mod:`training.selfplay.rollout` for the
 learning semantics, which both backends share).
 """
 
@@ -16,14 +16,14 @@ import numpy as np
 import torch
 
 from kahuna_env.engine import KahunaConfig
-from training.batched_rollout import play_games_batched
-from training.model import ActorCritic, ModelConfig
-from training.pool import GameAssignment, OpponentPool
-from training.rollout import GameBatch, Rollout, finish_rollout, play_games
+from policy.model import ActorCritic, ModelConfig
+from training.league.pool import GameAssignment, OpponentPool
+from training.selfplay.batched_rollout import play_games_batched
+from training.selfplay.rollout import GameBatch, Rollout, finish_rollout, play_games
 
 BACKENDS = ("scalar", "vector")
 """Collection backends: ``scalar`` (one :class:`KahunaGame` per game, :func:`play_games`) and
-``vector`` (the batched engine, :func:`training.batched_rollout.play_games_batched`)."""
+``vector`` (the batched engine, :func:`training.selfplay.batched_rollout.play_games_batched`)."""
 
 
 def play_function(backend: str) -> Any:
@@ -47,7 +47,7 @@ def _worker_loop(connection: Any, game_config: dict[str, Any], model_config: dic
     """A collection worker: plays the game batches it is sent with the weights it is sent."""
     import signal
 
-    from training.model import model_config_from_dict
+    from policy.model import model_config_from_dict
 
     # Ctrl-C is for the parent, which stops the workers itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -21,7 +21,7 @@ from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import Agent, choose_action, make_agent
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
-from training.model import ActorCritic, sample_actions
+from policy.model import ActorCritic, sample_actions
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,7 +7,7 @@ Usage::
 
 ``AGENT`` is a shipped agent's name (``champion``) or a policy file.  Both
 formats take the same two inputs and give the same two outputs as the network
-(:class:`training.model.ActorCritic`):
+(:class:`policy.model.ActorCritic`):
 
 ==================  ===================================  =============================================
 name                shape, type                          what
@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from arena.cli import OneLineParser, check_writable, exit_with_error, first_line, positive_int
+from kahuna_env.cli import OneLineParser, check_writable, exit_with_error, first_line, positive_int
 from kahuna_env.version import __version__
 
 PROGRAM = "kahuna-export"
@@ -228,7 +228,7 @@ def export(
     """
     import torch
 
-    from training.agent import load_agent
+    from policy.agent import load_agent
 
     if fmt not in FORMATS:
         raise ValueError(f"--format must be one of {list(FORMATS)}, got {fmt!r}")

@@ -1,0 +1,23 @@
+"""The agents shipped with the package, by name: the one registry (no torch; the arena reads it to parse entrants).
+
+Each is a policy file stored as package data in ``policy/agents/`` and read
+through :mod:`importlib.resources` by :func:`policy.agent.load_agent`, so
+``load_agent("champion")`` works from any install and any working directory.
+``kahuna-ship`` (``training/tools/ship.py``) writes them.
+"""
+
+from __future__ import annotations
+
+SHIPPED_AGENTS: dict[str, str] = {
+    "champion": "champion.pt",
+    "champion-v2": "champion-v2.pt",
+    "champion-v1": "champion-v1.pt",
+}
+"""Agents shipped with the package: name -> file name in ``policy/agents/`` (package data)."""
+SHIPPED_AGENTS_DIR = "agents"
+"""Folder of the shipped agents inside the ``policy`` package."""
+
+
+def shipped_agent_names() -> list[str]:
+    """The names :func:`policy.agent.load_agent` accepts for shipped agents, sorted."""
+    return sorted(SHIPPED_AGENTS)

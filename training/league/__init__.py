@@ -1,0 +1,1 @@
+"""The league: the opponent pool (past snapshots drawn by PFSP, baselines, fixed targets)."""
