@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from arena.evaluation import EvaluationError, EvaluationInterrupted, check_entrants, run_evaluation
 
     try:
-        check_entrants(args.entrants, sampled=args.sampled)
+        entrants = check_entrants(args.entrants, sampled=args.sampled)  # the one resolution of the entrants
         check_outputs(args)
     except (FileNotFoundError, ValueError) as error:
         fail(str(error))
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     store = _open_store(args)
     try:
         report = run_evaluation(
-            args.entrants,
+            entrants,
             games=args.games,
             seed=args.seed,
             workers=args.workers,
@@ -189,7 +189,7 @@ def _main_sprt(args: argparse.Namespace) -> int:
         test = SPRT(elo0=elo0, elo1=elo1, alpha=args.alpha, beta=args.beta)
         from arena.evaluation import check_entrants
 
-        check_entrants(args.entrants, sampled=args.sampled)
+        entrants = check_entrants(args.entrants, sampled=args.sampled)  # the one resolution of the entrants
         if args.json is not None:
             check_output_file(
                 "--json",
@@ -220,6 +220,7 @@ def _main_sprt(args: argparse.Namespace) -> int:
             sampled=args.sampled,
             store=store,
             progress=not args.no_progress,
+            resolved=entrants,
         )
     except KeyboardInterrupt:
         fail("interrupted (the games finished so far are in --db, if given)", code=130)

@@ -10,21 +10,21 @@ the Elo scale with standard errors.  How the games are scheduled and seeded
 in :mod:`arena.match`; the game records it can write are :mod:`arena.records`.
 docs/EVALUATION.md describes the command ``kahuna-eval`` built on it.
 
-Games run in worker processes (``spawn``) when ``workers > 1``; each worker
-builds every entrant once and resets it with the game's seeds before each
-game.  A worker that cannot build the entrants or whose game fails ends the
-whole evaluation with an :class:`EvaluationError` (one line), never a hang.
+Every entrant is resolved once (:func:`check_entrants`: the agent files
+read, the networks built); games run in this process or in worker processes
+(:class:`kahuna_env.workers.Workers`, ``spawn``) when ``workers > 1``, each
+worker receiving the built agents once and resetting them with the game's
+seeds before each game.  A worker that cannot start or whose game fails ends
+the whole evaluation with an :class:`EvaluationError` (one line), never a hang.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
-import multiprocessing
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +34,8 @@ from arena.records import RECORD_FORMAT, game_record, write_record
 from arena.report import EvaluationReport, PairingResult, Rating, summarize
 from arena.store import Entrant, ResultsStore, StoredGame, baseline_entrant
 from kahuna_env.agents import BASELINES
-from kahuna_env.cli import first_line
 from kahuna_env.engine import KahunaConfig
+from kahuna_env.workers import WorkerFailed, Workers, one_line
 from policy.registry import SHIPPED_AGENTS, SHIPPED_AGENTS_DIR
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "EvaluationReport",
     "PairingResult",
     "Rating",
+    "ResolvedEntrants",
     "check_entrants",
     "entrant_identity",
     "game_record",
@@ -73,33 +74,28 @@ class WorkerError(RuntimeError):
 
 
 # ---------------------------------------------------------------------------------------------- workers
-_WORKER: dict[str, Any] = {}
+@dataclasses.dataclass(frozen=True)
+class ResolvedEntrants:
+    """Entrant strings and the agents they name, built once (:func:`check_entrants`) and handed to the workers."""
+
+    specs: tuple[str, ...]
+    agents: tuple[Any, ...]
+    sampled: bool = False
+
+    @property
+    def needs_torch(self) -> bool:
+        return any(is_checkpoint_spec(spec) for spec in self.specs)
 
 
-def _build_agents(entrants: Sequence[str], sampled: bool) -> list:
-    return [resolve_entrant(spec, seed=0, sampled=sampled) for spec in entrants]
+def _setup_worker(state: dict[str, Any], entrants: ResolvedEntrants, config: dict[str, Any], record: bool) -> None:
+    """A worker's state: the entrants' agents as the parent built them (unpickled once), the rules, recording."""
+    if entrants.needs_torch:
+        import torch
 
-
-def _describe(error: BaseException) -> str:
-    """One line for an error: its message, prefixed by its type unless the message speaks for itself."""
-    if isinstance(error, (OSError, ValueError)):
-        return first_line(error)
-    return f"{type(error).__name__}: {first_line(error)}"
-
-
-def _init_worker(entrants: Sequence[str], sampled: bool, config: dict[str, Any], record: bool) -> None:
-    # An initializer that raises makes a process pool start new workers forever (multiprocessing.Pool)
-    # or break the pool without the reason (concurrent.futures); keep the reason and fail the first game.
-    try:
-        if any(is_checkpoint_spec(spec) for spec in entrants):
-            import torch
-
-            torch.set_num_threads(1)
-        _WORKER["agents"] = _build_agents(entrants, sampled)
-        _WORKER["config"] = KahunaConfig.from_dict(config)
-        _WORKER["record"] = record
-    except Exception as error:  # reported by _run_in_worker
-        _WORKER["error"] = _describe(error)
+        torch.set_num_threads(1)
+    state["agents"] = entrants.agents
+    state["config"] = KahunaConfig.from_dict(config)
+    state["record"] = record
 
 
 def _play_task(agents: Sequence[Any], task: GameTask, config: KahunaConfig, record: bool) -> GameResult:
@@ -107,50 +103,35 @@ def _play_task(agents: Sequence[Any], task: GameTask, config: KahunaConfig, reco
     try:
         return play_game((agents[task.seats[0]], agents[task.seats[1]]), task, config, record)
     except Exception as error:  # one line for the user (sent to the parent from a worker)
-        raise WorkerError(f"game {task.index} of pairing {task.pairing} failed: {_describe(error)}") from None
+        raise WorkerError(f"game {task.index} of pairing {task.pairing} failed: {one_line(error)}") from None
 
 
-def _run_in_worker(task: GameTask) -> GameResult:
-    if "error" in _WORKER:
-        raise WorkerError(f"a worker could not build the entrants: {_WORKER['error']}")
-    return _play_task(_WORKER["agents"], task, _WORKER["config"], _WORKER["record"])
+def _run_in_worker(state: dict[str, Any], task: GameTask) -> GameResult:
+    return _play_task(state["agents"], task, state["config"], state["record"])
 
 
 def _play_in_workers(
     tasks: Sequence[GameTask],
     workers: int,
-    entrants: Sequence[str],
-    sampled: bool,
+    entrants: ResolvedEntrants,
     config: KahunaConfig,
     record: bool,
     on_result: Callable[[GameResult], bool | None],
 ) -> None:
     """Play ``tasks`` in ``workers`` spawned processes, handing each result to ``on_result`` as it arrives.
 
-    When ``on_result`` returns true the games not yet started are cancelled
-    (those running finish first).  The first failure (a worker that cannot build the entrants, a failed
-    game, a worker process that dies) cancels the games not yet started and
-    raises :class:`EvaluationError`.
+    When ``on_result`` returns true no further game is started (those
+    running are stopped).  The first failure (a worker that cannot start, a
+    failed game, a worker process that dies) stops the games and raises
+    :class:`EvaluationError`.
     """
-    pool = ProcessPoolExecutor(
-        max_workers=min(workers, len(tasks)),
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_init_worker,
-        initargs=(tuple(entrants), sampled, config.to_dict(), record),
-    )
     try:
-        pending = {pool.submit(_run_in_worker, task) for task in tasks}
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                if on_result(future.result()):
-                    return  # the caller has what it needs: the games not started are cancelled below
-    except WorkerError as error:
+        with Workers(min(workers, len(tasks)), _setup_worker, (entrants, config.to_dict(), record)) as pool:
+            for _, result in pool.as_completed(_run_in_worker, tasks):
+                if on_result(result):
+                    return  # the caller has what it needs
+    except WorkerFailed as error:
         raise EvaluationError(str(error)) from None
-    except BrokenProcessPool:
-        raise EvaluationError("a worker process died unexpectedly (killed, or out of memory?)") from None
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
 
 # ---------------------------------------------------------------------------------------------- the store
@@ -212,48 +193,53 @@ def stored_game(result: GameResult) -> StoredGame:
 # ---------------------------------------------------------------------------------------------- driver
 def play_tasks(
     tasks: Sequence[GameTask],
-    entrants: Sequence[str],
+    entrants: ResolvedEntrants,
     workers: int,
-    sampled: bool,
     config: KahunaConfig,
     record: bool,
     on_result: Callable[[GameResult], bool | None],
 ) -> None:
     """Play ``tasks`` (in this process for ``workers == 1``), handing each result to ``on_result``.
 
-    ``on_result`` returning true stops the play: no further game is started.
-    A failure is an :class:`EvaluationError` (one line).
+    ``entrants`` are built once (:func:`check_entrants`): this process plays
+    with them, and each worker receives them as they are.  ``on_result``
+    returning true stops the play: no further game is started.  A failure is
+    an :class:`EvaluationError` (one line).
     """
     if workers > 1:
-        _play_in_workers(tasks, workers, entrants, sampled, config, record, on_result)
+        _play_in_workers(tasks, workers, entrants, config, record, on_result)
         return
-    agents = _build_agents(entrants, sampled)
     for task in tasks:
         try:
-            result = _play_task(agents, task, config, record)
+            result = _play_task(entrants.agents, task, config, record)
         except WorkerError as error:
             raise EvaluationError(str(error)) from None
         if on_result(result):
             return
 
 
-def check_entrants(entrants: Sequence[str], sampled: bool = False) -> None:
-    """Resolve every entrant once (loading checkpoints) so that bad names or files fail before any game.
+def check_entrants(entrants: Sequence[str] | ResolvedEntrants, sampled: bool = False) -> ResolvedEntrants:
+    """Resolve every entrant once (loading agent files), so that bad names or files fail before any game.
 
-    Raises ``ValueError`` for fewer than two entrants, duplicates or an
-    unknown name, ``FileNotFoundError`` for a missing checkpoint.
+    Returns the entrants with their agents, which :func:`run_evaluation` and
+    :func:`play_tasks` use as they are (an already resolved set is returned
+    unchanged).  Raises ``ValueError`` for fewer than two entrants,
+    duplicates or an unknown name, ``FileNotFoundError`` for a missing file.
     """
+    if isinstance(entrants, ResolvedEntrants):
+        return entrants
+    entrants = tuple(entrants)
     if len(entrants) < 2:
         raise ValueError(f"an evaluation needs at least two entrants, got {len(entrants)}")
-    duplicates = sorted({spec for spec in entrants if list(entrants).count(spec) > 1})
+    duplicates = sorted({spec for spec in entrants if entrants.count(spec) > 1})
     if duplicates:
         raise ValueError(f"entrant(s) given more than once: {', '.join(duplicates)}")
-    for spec in entrants:
-        resolve_entrant(spec, seed=0, sampled=sampled)
+    agents = tuple(resolve_entrant(spec, seed=0, sampled=sampled) for spec in entrants)
+    return ResolvedEntrants(entrants, agents, sampled)
 
 
 def run_evaluation(
-    entrants: Sequence[str],
+    entrants: Sequence[str] | ResolvedEntrants,
     games: int,
     seed: int = 0,
     workers: int = 1,
@@ -267,7 +253,8 @@ def run_evaluation(
     """Play a seat-balanced round robin and summarize it.
 
     Args:
-        entrants: two or more entrant strings (see :func:`arena.entrants.resolve_entrant`).
+        entrants: two or more entrant strings (see :func:`arena.entrants.resolve_entrant`), or
+            what :func:`check_entrants` returned for them (built once, not again).
         games: games per pairing, a positive even number.
         seed: base seed of every game (see :mod:`arena.match`).
         workers: worker processes (1 plays in this process).
@@ -285,13 +272,15 @@ def run_evaluation(
     ``KeyboardInterrupt``) on Ctrl-C, carrying the report of the games
     finished so far (whose records are written).
     """
-    entrants = tuple(entrants)
     check_games(games)
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    check_entrants(entrants, sampled)
+    resolved = check_entrants(entrants, sampled)
+    if resolved.sampled != sampled:
+        raise ValueError(f"the entrants were resolved with sampled={resolved.sampled}, not sampled={sampled}")
+    entrants = resolved.specs
     config = config or KahunaConfig()
     record = record_dir is not None
     if record:
@@ -311,7 +300,7 @@ def run_evaluation(
                 save(result)
                 bar.update(1)
 
-            play_tasks(tasks, entrants, workers, sampled, config, record, collect)
+            play_tasks(tasks, resolved, workers, config, record, collect)
     except KeyboardInterrupt:
         # The finished games are kept: their records are written and the report is raised with them.
         interrupted = True

@@ -331,8 +331,12 @@ def run_sprt(
     sampled: bool = False,
     store: Any = None,
     progress: bool = False,
+    resolved: Any = None,
 ) -> SPRTReport:
     """Play seat-swapped pairs of ``a`` against ``b`` until ``test`` decides or ``max_games`` are played.
+
+    ``resolved``: what :func:`arena.evaluation.check_entrants` returned for
+    ``(a, b)``, used as it is (the entrants are then not built again).
 
     The deals are those of ``kahuna-eval a b --games max_games --seed seed``
     (:func:`arena.match.schedule`), in order, so the test's games are the
@@ -349,8 +353,10 @@ def run_sprt(
         raise ValueError(f"workers must be a positive integer, got {workers!r}")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    entrants = (a, b)
-    check_entrants(entrants, sampled)
+    resolved = check_entrants((a, b) if resolved is None else resolved, sampled)
+    if resolved.specs != (a, b) or resolved.sampled != sampled:
+        raise ValueError("the resolved entrants are not the ones named")
+    entrants = resolved.specs
     config = config or KahunaConfig()
     tasks = schedule(entrants, max_games, seed)
     save = _store_writer(store, entrants, sampled, config, seed, "kahuna-sprt")
@@ -377,7 +383,7 @@ def run_sprt(
                 state["decision"] = test.decide(state["llr"])
             return state["decision"] is not None
 
-        play_tasks(tasks, entrants, workers, sampled, config, False, on_result)
+        play_tasks(tasks, resolved, workers, config, False, on_result)
     return SPRTReport(
         a=a,
         b=b,

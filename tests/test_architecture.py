@@ -33,6 +33,7 @@ PACKAGES = ("kahuna_env", "policy", "training", "arena", "kahuna_web")
 
 RULES_RANK = {
     "kahuna_env.version": -1,
+    "kahuna_env.workers": -1,
     "kahuna_env.board": 0,
     "kahuna_env.actions": 1,
     "kahuna_env.positions": 2,
@@ -45,6 +46,7 @@ RULES_RANK = {
     "kahuna_env.agents.mcts": 6,
     "kahuna_env.agents.batched": 6.5,
     "kahuna_env.agents": 7,
+    "kahuna_env.seated": 7.5,
     "kahuna_env.render": 8,
     "kahuna_env.cli": 8.5,
     "kahuna_env.env": 9,

@@ -73,15 +73,14 @@ def test_results_are_identical_with_one_and_two_workers():
 
 def test_workers_hand_each_result_over_as_it_finishes():
     """The progress bar moves during a multi-worker evaluation, not all at once at its end."""
-    from arena.evaluation import _play_in_workers
+    from arena.evaluation import _play_in_workers, check_entrants
     from kahuna_env.engine import KahunaConfig
 
     tasks = schedule(["greedy", "mcts:40"], games=8, seed=5)
     arrivals = []
     started = time.perf_counter()
-    _play_in_workers(
-        tasks, 2, ("greedy", "mcts:40"), False, KahunaConfig(), False, lambda _: arrivals.append(time.perf_counter())
-    )
+    entrants = check_entrants(("greedy", "mcts:40"))
+    _play_in_workers(tasks, 2, entrants, KahunaConfig(), False, lambda _: arrivals.append(time.perf_counter()))
     elapsed = time.perf_counter() - started
     assert len(arrivals) == 8
     # Each game takes a noticeable time, so results arriving one by one are spread over the run.
@@ -233,3 +232,23 @@ def test_cli_corrupt_checkpoint_exits_with_a_one_line_error(tmp_path, capsys):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bad.pt" in err
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_kahuna_eval_resolves_each_entrant_once(workers, monkeypatch, capsys):
+    """Issue 35: each entrant is built once, in the parent, and the built agents are handed to the workers."""
+    import arena.evaluation
+    from arena.eval_cli import main
+
+    calls = []
+    resolve = arena.evaluation.resolve_entrant
+
+    def counting(spec, *args, **kwargs):
+        calls.append(spec)
+        return resolve(spec, *args, **kwargs)
+
+    monkeypatch.setattr(arena.evaluation, "resolve_entrant", counting)
+    argv = ["greedy", "mcts:5", "--games", "4", "--workers", str(workers), "--no-progress"]
+    assert main(argv) == 0
+    assert sorted(calls) == ["greedy", "mcts:5"]
+    assert "greedy" in capsys.readouterr().out

@@ -42,7 +42,6 @@ import argparse
 import dataclasses
 import datetime
 import json
-import multiprocessing
 import sys
 import time
 from collections.abc import Sequence
@@ -68,6 +67,7 @@ from kahuna_env.cli import (
 )
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE
+from kahuna_env.workers import WorkerFailed, Workers
 from policy.agent import DEFAULT_REWARD, load_agent
 from policy.model import ActorCritic
 from policy.search import GuidedMCTSAgent
@@ -180,6 +180,10 @@ def _play_games(task: tuple[str, int, int, list[str], list[int]]) -> Decisions:
     return Decisions.concatenate(parts)
 
 
+def _play_games_in_worker(state: dict, task: tuple[str, int, int, list[str], list[int]]) -> Decisions:
+    return _play_games(task)
+
+
 def generate(
     student: str, simulations: int, games: int, seed: int, opponents: Sequence[str], workers: int
 ) -> Decisions:
@@ -189,8 +193,8 @@ def generate(
     if workers <= 1:
         parts = [_play_games(task) for task in tasks]
     else:
-        with multiprocessing.get_context("spawn").Pool(workers) as pool:
-            parts = pool.map(_play_games, tasks)
+        with Workers(workers) as pool:  # the project's one process-pool helper
+            parts = pool.map(_play_games_in_worker, tasks)
     data = Decisions.concatenate(parts)
     return data.subset(np.argsort(data.games, kind="stable"))  # game order, whatever the chunking
 
@@ -365,7 +369,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"search reads its values with the default ones {DEFAULT_REWARD}",
             file=sys.stderr,
         )
-    data = generate(args.student, args.simulations, args.games, args.seed, opponents, args.workers)
+    try:
+        data = generate(args.student, args.simulations, args.games, args.seed, opponents, args.workers)
+    except WorkerFailed as error:  # a data game failed in a worker, or a worker died: one line
+        exit_with_error(PROGRAM, f"the data games failed: {error}", code=1)
     generate_seconds = time.perf_counter() - started
     print(f"{PROGRAM}: {args.games} games, {len(data):,} teacher decisions in {generate_seconds:.0f} s", flush=True)
     try:
