@@ -25,6 +25,10 @@ The learner's estimated win rate against snapshot ``i`` is
 ``prior``; its drawing weight is ``(1 - p_i) ** exponent`` (``hard``, AlphaStar's ``f_hard``),
 ``p_i * (1 - p_i)`` (``variance``) or 1 (``uniform``, the default: the draw is then exactly the
 uniform one of earlier versions).  The counts live with the snapshots in the checkpoint.
+
+A fixed target (:class:`FixedTarget`, the frozen opponent of a best response: ``kahuna-exploit``)
+is a league of its own: the pool holds that network alone, played by its most likely action, and
+the learner's snapshots never join it.
 """
 
 from __future__ import annotations
@@ -130,11 +134,29 @@ def split_counts(total: int, shares: Mapping[str, float]) -> dict[str, int]:
     return {kind: int(count) for kind, count in zip(KINDS, counts, strict=True)}
 
 
+@dataclasses.dataclass(frozen=True)
+class FixedTarget:
+    """A frozen network that is a run's whole league: the opponent of a best response (``kahuna-exploit``).
+
+    The pool of a fixed target (:meth:`OpponentPool.from_config` with ``fixed_target``) holds this
+    network only, as the snapshot of update 0, playing its most likely legal action (as it plays in
+    evaluation); no snapshot of the learner ever joins it (:meth:`OpponentPool.add_learner`).  Its
+    games are the ``past`` share of the pool's shares.
+
+    Attributes:
+        model: the target's network (its architecture may differ from the learner's).
+    """
+
+    model: ActorCritic
+
+
 class OpponentPool:
     """Snapshots of the policy (oldest first), with at most ``max_snapshots`` kept.
 
     ``deterministic``: the snapshots play their most likely legal action instead of
     sampling (a frozen opponent as it plays in evaluation, e.g. the target of a best response).
+    A run's league is built by :meth:`from_config`: the learner's own snapshots, or a
+    :class:`FixedTarget` alone.
     """
 
     def __init__(
@@ -154,9 +176,39 @@ class OpponentPool:
         """Decayed learner score (wins + draws / 2) against each snapshot."""
         self.games: list[float] = []
         """Decayed number of learner games against each snapshot."""
+        self.fixed_target: FixedTarget | None = None
+        """The frozen network that is the whole league (:meth:`from_config`), or None."""
+
+    @classmethod
+    def from_config(
+        cls, model_config: ModelConfig, settings: PoolConfig, fixed_target: FixedTarget | None = None
+    ) -> OpponentPool:
+        """The league of a run with the learner's network ``model_config`` and the ``pool:`` section ``settings``.
+
+        Without ``fixed_target``: an empty pool of the learner's snapshots (``pool.max_snapshots``
+        kept, drawn by ``pool.pfsp``).  With one: a pool holding only that network, played by its
+        most likely action, which :meth:`add_learner` leaves unchanged.
+        """
+        pfsp = PFSP.from_config(settings)
+        if fixed_target is None:
+            return cls(model_config, settings.max_snapshots, pfsp=pfsp)
+        pool = cls(model_config, 1, deterministic=True, pfsp=pfsp)
+        pool.add(fixed_target.model, 0)
+        pool.fixed_target = fixed_target
+        return pool
 
     def __len__(self) -> int:
         return len(self.snapshots)
+
+    def add_learner(self, model: ActorCritic, update: int) -> bool:
+        """Add a snapshot of the learner taken after ``update`` (:meth:`add`), unless the league is a fixed target.
+
+        Returns whether the snapshot was added.
+        """
+        if self.fixed_target is not None:
+            return False
+        self.add(model, update)
+        return True
 
     def add(self, model: ActorCritic, update: int) -> None:
         """Store a frozen copy of ``model`` taken after ``update``; drop the oldest past capacity."""

@@ -47,7 +47,7 @@ from arena.store import Entrant, ResultsStore, StoredGame, baseline_entrant
 from kahuna_env.cli import first_line
 from kahuna_env.engine import KahunaConfig
 from policy.model import ActorCritic, check_state_dict
-from training.league.pool import KINDS, PFSP, GameAssignment, OpponentPool, entry_model_config, league_scalars
+from training.league.pool import KINDS, GameAssignment, OpponentPool, entry_model_config, league_scalars
 from training.ppo.checkpoint import (
     build_checkpoint,
     checkpoint_dir,
@@ -335,13 +335,14 @@ def train(
     run_dir: str | Path,
     resume: bool = False,
     log: Any = print,
-    target: ActorCritic | None = None,
+    pool: OpponentPool | None = None,
 ) -> TrainSummary:
     """Run (or with ``resume``, continue from its newest checkpoint) a training run in ``run_dir``.
 
-    ``target``: a fixed opponent network (a best-response run, :mod:`training.tools.exploit`): the pool
-    holds only this network, playing its most likely action, and no snapshot of the learner is
-    ever added; its games are the ``past`` share.
+    ``pool``: the league the learner plays besides itself and the baselines; by default
+    ``OpponentPool.from_config(config.model, config.pool)``, the learner's own snapshots.  A best
+    response (:mod:`training.tools.exploit`) passes the pool of a
+    :class:`~training.league.pool.FixedTarget`, which never takes a snapshot of the learner.
 
     When resuming, ``config`` must be the checkpoint's config (possibly with
     overrides such as a larger ``total_updates``); see :func:`resume_config`.
@@ -351,11 +352,12 @@ def train(
     update :class:`TrainingDiverged`.
     """
     run_dir = Path(run_dir)
+    _check_pool(config, pool)
     initial = initial_model(config) if config.init_from is not None and not resume else None
     # 1. Setup: threads, run directory, lock, network (fresh or init_from), optimizer, pool.
     lock = _claim_run_dir(run_dir, resume)
     try:
-        run = _setup(config, log, target, initial)
+        run = _setup(config, log, initial, pool)
         # 2. Resume: the checkpoint's network, optimizer, pool and counters (all checked before any write).
         if resume:
             _resume(run, config, run_dir, log)
@@ -377,8 +379,8 @@ def train(
                 busy_seconds = time.perf_counter() - update_start
                 session.account(rollout, busy_seconds)
                 _advance_counters(run, rollout, update)
-                if run.target is None and update % config.pool.snapshot_every == 0:
-                    run.pool.add(run.model, update)
+                if update % config.pool.snapshot_every == 0:
+                    run.pool.add_learner(run.model, update)
                 last = update == config.total_updates or session.out_of_time()
                 # 5. Evaluate: periodically against the baselines, and a final evaluation at the end.
                 eval_start = time.perf_counter()
@@ -427,7 +429,6 @@ class _RunState:
     last_checkpoint: Path | None = None
     final_eval: dict[str, QuickEvalResult] = dataclasses.field(default_factory=dict)
     last_eval: dict[str, QuickEvalResult] = dataclasses.field(default_factory=dict)
-    target: ActorCritic | None = None
     name: str = ""
     results: ResultsStore | None = None
 
@@ -467,13 +468,22 @@ def initial_model(config: TrainConfig) -> ActorCritic:
     return model
 
 
-def _setup(
-    config: TrainConfig, log: Any, target: ActorCritic | None = None, initial: ActorCritic | None = None
-) -> _RunState:
-    """Torch threads, the initial network, the optimizer, an empty pool (or the target's) and zero counters.
+def _check_pool(config: TrainConfig, pool: OpponentPool | None) -> None:
+    """A ``ValueError`` (before anything is written) for a given pool built for another network than the config's."""
+    if pool is not None and pool.model_config != config.model:
+        raise ValueError(
+            f"the pool was built for a network of {plain_value(dataclasses.asdict(pool.model_config))}, "
+            f"but the config's model is {config.to_dict()['model']}"
+        )
 
-    With ``initial`` (the ``init_from`` network) the learner starts from its weights and, unless the
-    run has a fixed ``target``, the league starts with it as its first snapshot (update 0).
+
+def _setup(
+    config: TrainConfig, log: Any, initial: ActorCritic | None = None, pool: OpponentPool | None = None
+) -> _RunState:
+    """Torch threads, the initial network, the optimizer, the league (``pool``, else the config's) and zero counters.
+
+    With ``initial`` (the ``init_from`` network) the learner starts from its weights and the league
+    takes it as its first snapshot (update 0; a fixed target's league takes none).
     """
     threads = update_threads(config.threads)
     cores = available_cores()
@@ -490,21 +500,15 @@ def _setup(
     if initial is not None:
         log(f"init_from: the learner starts from {config.init_from}")
     model.eval()
-    settings = config.pool
-    pfsp = PFSP.from_config(settings)
-    if target is None:
-        pool = OpponentPool(config.model, settings.max_snapshots, pfsp=pfsp)
-        if initial is not None:
-            pool.add(model, 0)
-    else:
-        pool = OpponentPool(config.model, 1, deterministic=True, pfsp=pfsp)
-        pool.add(target, 0)
+    if pool is None:
+        pool = OpponentPool.from_config(config.model, config.pool)
+    if initial is not None:
+        pool.add_learner(model, 0)
     return _RunState(
         model=model,
         optimizer=torch.optim.Adam(model.parameters(), lr=config.ppo.lr, eps=config.ppo.adam_eps),
         pool=pool,
         counters={"update": 0, "global_step": 0, "actions": 0, "games": 0, "train_seconds": 0.0},
-        target=target,
     )
 
 
@@ -515,10 +519,10 @@ def _resume(run: _RunState, config: TrainConfig, run_dir: Path, log: Any) -> Non
         log(note)
     try:
         check_state_dict(checkpoint["model_state"], run.model.config)
-        if len(checkpoint["pool"]) > config.pool.max_snapshots:
+        if len(checkpoint["pool"]) > run.pool.max_snapshots:
             raise ValueError(
                 f"the pool holds {len(checkpoint['pool'])} snapshots, more than pool.max_snapshots "
-                f"{config.pool.max_snapshots}"
+                f"{run.pool.max_snapshots}"
             )
         for entry in checkpoint["pool"]:
             check_state_dict(entry["model_state"], entry_model_config(entry, run.model.config))
