@@ -272,40 +272,16 @@ def run_evaluation(
     ``KeyboardInterrupt``) on Ctrl-C, carrying the report of the games
     finished so far (whose records are written).
     """
-    check_games(games)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    resolved = check_entrants(entrants, sampled)
-    if resolved.sampled != sampled:
-        raise ValueError(f"the entrants were resolved with sampled={resolved.sampled}, not sampled={sampled}")
+    resolved = check_run(entrants, games, seed, workers, sampled)
     entrants = resolved.specs
     config = config or KahunaConfig()
     record = record_dir is not None
     if record:
         Path(record_dir).mkdir(parents=True, exist_ok=True)
-    tasks = schedule(entrants, games, seed)
     save = _store_writer(store, entrants, sampled, config, seed, source)
     started = time.perf_counter()
-    results: list[GameResult] = []
-    from tqdm import tqdm
-
-    interrupted = False
-    try:
-        with tqdm(total=len(tasks), desc="games", unit="game", disable=not progress, dynamic_ncols=True) as bar:
-
-            def collect(result: GameResult) -> None:
-                results.append(result)
-                save(result)
-                bar.update(1)
-
-            play_tasks(tasks, resolved, workers, config, record, collect)
-    except KeyboardInterrupt:
-        # The finished games are kept: their records are written and the report is raised with them.
-        interrupted = True
+    results, interrupted = _play_all(schedule(entrants, games, seed), resolved, workers, config, record, save, progress)
     elapsed = time.perf_counter() - started
-    results.sort(key=lambda r: (r.task.pairing, r.task.index))
     if record:
         for result in results:
             write_record(Path(record_dir) / _record_name(entrants, result), _record(entrants, result, config))
@@ -324,6 +300,53 @@ def run_evaluation(
     if interrupted:
         raise EvaluationInterrupted(report)
     return report
+
+
+def check_run(
+    entrants: Sequence[str] | ResolvedEntrants, games: int, seed: int, workers: int, sampled: bool
+) -> ResolvedEntrants:
+    """The checks every evaluation makes before its first game (one-line ``ValueError``s); the resolved entrants."""
+    check_games(games)
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    resolved = check_entrants(entrants, sampled)
+    if resolved.sampled != sampled:
+        raise ValueError(f"the entrants were resolved with sampled={resolved.sampled}, not sampled={sampled}")
+    return resolved
+
+
+def _play_all(
+    tasks: Sequence[GameTask],
+    entrants: ResolvedEntrants,
+    workers: int,
+    config: KahunaConfig,
+    record: bool,
+    save: Callable[[GameResult], None],
+    progress: bool,
+) -> tuple[list[GameResult], bool]:
+    """Play every task with a progress bar, saving each result; the results in game order, and whether Ctrl-C cut in.
+
+    On Ctrl-C the games finished so far are kept (the caller writes their records and reports them).
+    """
+    from tqdm import tqdm
+
+    results: list[GameResult] = []
+    interrupted = False
+    try:
+        with tqdm(total=len(tasks), desc="games", unit="game", disable=not progress, dynamic_ncols=True) as bar:
+
+            def collect(result: GameResult) -> None:
+                results.append(result)
+                save(result)
+                bar.update(1)
+
+            play_tasks(tasks, entrants, workers, config, record, collect)
+    except KeyboardInterrupt:
+        interrupted = True
+    results.sort(key=lambda r: (r.task.pairing, r.task.index))
+    return results, interrupted
 
 
 def _store_writer(

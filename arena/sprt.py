@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from arena.match import GameResult, check_games, schedule
+from arena.match import GameResult, schedule
 from arena.stats import Z95, expected_score
 
 PAIR_SCORES = (0.0, 0.5, 1.0, 1.5, 2.0)
@@ -345,24 +345,17 @@ def run_sprt(
     what :func:`arena.evaluation.run_evaluation` raises for bad entrants or a
     failed game.
     """
-    from arena.evaluation import _store_writer, check_entrants, play_tasks
+    from arena.evaluation import _store_writer, check_run, play_tasks
     from kahuna_env.engine import KahunaConfig
 
-    check_games(max_games)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    resolved = check_entrants((a, b) if resolved is None else resolved, sampled)
-    if resolved.specs != (a, b) or resolved.sampled != sampled:
+    resolved = check_run((a, b) if resolved is None else resolved, max_games, seed, workers, sampled)
+    if resolved.specs != (a, b):
         raise ValueError("the resolved entrants are not the ones named")
     entrants = resolved.specs
     config = config or KahunaConfig()
     tasks = schedule(entrants, max_games, seed)
     save = _store_writer(store, entrants, sampled, config, seed, "kahuna-sprt")
-    waiting: dict[int, dict[int, float]] = {}
-    counts = [0, 0, 0, 0, 0]
-    state: dict[str, Any] = {"next": 0, "llr": 0.0, "decision": None, "played": 0}
+    pairs = _PairCounts(test)
     started = time.perf_counter()
     from tqdm import tqdm
 
@@ -370,32 +363,49 @@ def run_sprt(
 
         def on_result(result: GameResult) -> bool:
             save(result)
-            state["played"] += 1
             bar.update(1)
-            seat = result.task.seats.index(0)
-            points = 0.5 if result.winner is None else float(result.winner == seat)
-            waiting.setdefault(result.task.index // 2, {})[result.task.index % 2] = points
-            while len(waiting.get(state["next"], {})) == 2 and state["decision"] is None:
-                pair = waiting.pop(state["next"])
-                counts[round(2 * (pair[0] + pair[1]))] += 1
-                state["next"] += 1
-                state["llr"] = pentanomial_llr(counts, test.elo0, test.elo1)
-                state["decision"] = test.decide(state["llr"])
-            return state["decision"] is not None
+            return pairs.add(result)
 
         play_tasks(tasks, resolved, workers, config, False, on_result)
     return SPRTReport(
         a=a,
         b=b,
         test=test,
-        counts=(counts[0], counts[1], counts[2], counts[3], counts[4]),
-        llr=float(state["llr"]),
-        decision=state["decision"],
+        counts=tuple(pairs.counts),
+        llr=float(pairs.llr),
+        decision=pairs.decision,
         max_games=max_games,
         seed=seed,
-        games_played=state["played"],
+        games_played=pairs.played,
         elapsed=time.perf_counter() - started,
     )
+
+
+class _PairCounts:
+    """The pentanomial counts of finished seat-swapped pairs, in deal order, and the test's decision on them."""
+
+    def __init__(self, test: SPRT) -> None:
+        self.test = test
+        self.counts = [0, 0, 0, 0, 0]
+        self.llr = 0.0
+        self.decision: str | None = None
+        self.played = 0
+        self._waiting: dict[int, dict[int, float]] = {}  # pair -> game of the pair -> entrant a's points
+        self._next = 0  # the next pair to count: pairs are counted in deal order, whatever order games finish in
+
+    def add(self, result: GameResult) -> bool:
+        """Count one finished game; whether the test has decided (no further game is needed)."""
+        self.played += 1
+        seat = result.task.seats.index(0)
+        points = 0.5 if result.winner is None else float(result.winner == seat)
+        self._waiting.setdefault(result.task.index // 2, {})[result.task.index % 2] = points
+        while len(self._waiting.get(self._next, {})) == 2 and self.decision is None:
+            pair = self._waiting.pop(self._next)
+            self.counts[round(2 * (pair[0] + pair[1]))] += 1
+            self._next += 1
+            self.llr = pentanomial_llr(self.counts, self.test.elo0, self.test.elo1)
+            self.decision = self.test.decide(self.llr)
+        return self.decision is not None
 
 
 def simulate(
