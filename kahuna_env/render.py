@@ -200,8 +200,15 @@ def render_rgb(game: KahunaGame, last_action: int | None = None, viewer: int | N
 
     image = Image.new("RGB", (WIDTH, HEIGHT), _SEA)
     draw = ImageDraw.Draw(image)
+    _draw_lines(draw, game)  # lines first, then bridges over them, then the islands on top
+    _draw_islands(draw, game)
+    _draw_title(draw, game, last_action)
+    _draw_panel(draw, game, viewer)
+    return np.asarray(image, dtype=np.uint8).copy()
 
-    # Lines first, then bridges over them, then the islands on top.
+
+def _draw_lines(draw: Any, game: KahunaGame) -> None:
+    """Free lines, bridges in their owner's colour, and the line being claimed."""
     for line, (a, b) in enumerate(LINES):
         start, end = island_pixel(a), island_pixel(b)
         owner = game.owner(line)
@@ -214,6 +221,10 @@ def render_rgb(game: KahunaGame, last_action: int | None = None, viewer: int | N
     if claim is not None:
         a, b = LINES[claim]
         draw.line((island_pixel(a), island_pixel(b)), fill=(250, 230, 60), width=5)
+
+
+def _draw_islands(draw: Any, game: KahunaGame) -> None:
+    """Each island: its name, bridge counts against its majority, and its controller's stone."""
     r = ISLAND_RADIUS
     for island in range(NUM_ISLANDS):
         x, y = island_pixel(island)
@@ -227,8 +238,9 @@ def render_rgb(game: KahunaGame, last_action: int | None = None, viewer: int | N
             sx, sy = x + r * STONE_OFFSET, y - r * STONE_OFFSET
             draw.ellipse((sx - 9, sy - 9, sx + 9, sy + 9), fill=PLAYER_COLOURS[controller], outline="white", width=2)
 
-    # Title over the board.
-    scores = game.scores
+
+def _draw_title(draw: Any, game: KahunaGame, last_action: int | None) -> None:
+    """The title over the board (round, who acts or the result) and the last action under it."""
     draw.text((20, 14), "Kahuna", fill=_INK, font=_font(24))
     draw.text((140, 22), f"round {game.round} of 3", fill=_INK, font=_font(16))
     if game.is_over:
@@ -242,13 +254,15 @@ def render_rgb(game: KahunaGame, last_action: int | None = None, viewer: int | N
     if last_action is not None:
         draw.text((20, HEIGHT - 30), f"last action: {describe_action(last_action)}", fill=_INK, font=_font(14))
 
-    # Side panel: scores, face-up row, pile, discard, hands.
+
+def _draw_panel(draw: Any, game: KahunaGame, viewer: int | None) -> None:
+    """The side panel: scores, the face-up row, the pile, the discards, then each player's hand."""
     draw.rectangle((BOARD_WIDTH, 0, WIDTH, HEIGHT), fill=_PANEL)
     x0 = BOARD_WIDTH + 16
     y = 16
     draw.text((x0, y), "Scores", fill=_INK, font=_font(16))
     for player in (0, 1):
-        text = f"{PLAYER_NAMES[player]}: {scores[player]}"
+        text = f"{PLAYER_NAMES[player]}: {game.scores[player]}"
         draw.text((x0 + 80 + player * 95, y + 1), text, fill=PLAYER_COLOURS[player], font=_font(14))
     y += 34
     draw.text((x0, y), "Face-up", fill=_INK, font=_font(14))
@@ -268,31 +282,35 @@ def render_rgb(game: KahunaGame, last_action: int | None = None, viewer: int | N
     )
     y += 30
     for player in (0, 1):
-        colour = PLAYER_COLOURS[player]
-        to_act = not game.is_over and game.current_player == player
-        draw.rectangle((x0 - 8, y - 4, x0 - 4, y + 18), fill=colour if to_act else _PANEL)
-        draw.text((x0, y), PLAYER_NAMES[player], fill=colour, font=_font(16))
-        draw.text(
-            (x0 + 90, y + 2),
-            f"islands {len(game.controlled_islands(player))}   bridges {game.bridges_on_board(player)}"
-            f" (+{game.supply(player)})",
-            fill=_INK,
-            font=_font(12),
-        )
-        y += 26
-        size = game.hand_size(player)
-        if viewer is None or viewer == player:
-            labels: list[str | None] = [ISLANDS[i] for i in game.hand(player)]
-        else:
-            known = game.known_cards(player)
-            labels = [ISLANDS[i] for i in range(NUM_ISLANDS) for _ in range(known[i])]
-            labels += ["?"] * (size - len(labels))
-        draw.text((x0, y), f"hand ({size})", fill=_INK, font=_font(12))
-        y += 18
-        _card_row(draw, x0, y, labels if labels else [None])
-        y += 50
+        y = _draw_player(draw, game, player, viewer, x0, y)
     draw.text((x0, y), "Islands: name, bridges red:blue / majority", fill=_MUTED, font=_font(11))
-    return np.asarray(image, dtype=np.uint8).copy()
+
+
+def _draw_player(draw: Any, game: KahunaGame, player: int, viewer: int | None, x0: int, y: int) -> int:
+    """One player's line (to-act mark, islands, bridges) and hand as ``viewer`` may see it; the next ``y``."""
+    colour = PLAYER_COLOURS[player]
+    to_act = not game.is_over and game.current_player == player
+    draw.rectangle((x0 - 8, y - 4, x0 - 4, y + 18), fill=colour if to_act else _PANEL)
+    draw.text((x0, y), PLAYER_NAMES[player], fill=colour, font=_font(16))
+    draw.text(
+        (x0 + 90, y + 2),
+        f"islands {len(game.controlled_islands(player))}   bridges {game.bridges_on_board(player)}"
+        f" (+{game.supply(player)})",
+        fill=_INK,
+        font=_font(12),
+    )
+    y += 26
+    size = game.hand_size(player)
+    if viewer is None or viewer == player:
+        labels: list[str | None] = [ISLANDS[i] for i in game.hand(player)]
+    else:
+        known = game.known_cards(player)
+        labels = [ISLANDS[i] for i in range(NUM_ISLANDS) for _ in range(known[i])]
+        labels += ["?"] * (size - len(labels))
+    draw.text((x0, y), f"hand ({size})", fill=_INK, font=_font(12))
+    y += 18
+    _card_row(draw, x0, y, labels if labels else [None])
+    return y + 50
 
 
 # ---------------------------------------------------------------------------------------- window
