@@ -586,6 +586,22 @@ class ActionSpace(spaces.Discrete):
         return super().contains(x)
 
 
+def _check_options(
+    render_mode: object, observation: object, closing_step: object, max_cycles: object, where: str
+) -> None:
+    """One-line ``ValueError`` for a bad ``render_mode``, ``observation``, ``closing_step`` or ``max_cycles``."""
+    if render_mode is not None and render_mode not in RENDER_MODES:
+        raise ValueError(f"{where}: render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
+    if not isinstance(observation, str) or observation not in OBSERVATION_MODES:
+        raise ValueError(f"{where}: observation must be one of {list(OBSERVATION_MODES)}, got {observation!r}")
+    if not isinstance(closing_step, bool):
+        raise ValueError(f"{where}: closing_step must be True or False, got {closing_step!r}")
+    if max_cycles is not None and (
+        isinstance(max_cycles, bool) or not isinstance(max_cycles, (int, np.integer)) or max_cycles < 1
+    ):
+        raise ValueError(f"{where}: max_cycles must be None or a positive int, got {max_cycles!r}")
+
+
 class raw_env(AECEnv, EzPickle):
     """The unwrapped Kahuna AEC environment (see the module docstring for the manual).
 
@@ -642,17 +658,8 @@ class raw_env(AECEnv, EzPickle):
         super().__init__()
         where = "kahuna_env.env()"
         self.reward_mode = check_reward_mode(reward, where)
-        if render_mode is not None and render_mode not in RENDER_MODES:
-            raise ValueError(f"{where}: render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
+        _check_options(render_mode, observation, closing_step, max_cycles, where)
         self.render_mode = render_mode
-        if not isinstance(observation, str) or observation not in OBSERVATION_MODES:
-            raise ValueError(f"{where}: observation must be one of {list(OBSERVATION_MODES)}, got {observation!r}")
-        if not isinstance(closing_step, bool):
-            raise ValueError(f"{where}: closing_step must be True or False, got {closing_step!r}")
-        if max_cycles is not None and (
-            isinstance(max_cycles, bool) or not isinstance(max_cycles, (int, np.integer)) or max_cycles < 1
-        ):
-            raise ValueError(f"{where}: max_cycles must be None or a positive int, got {max_cycles!r}")
         self.max_cycles: int | None = None if max_cycles is None else int(max_cycles)
         """Actions after which an unfinished game is truncated (``None``: no limit)."""
         self.num_steps = 0
