@@ -59,14 +59,18 @@ from arena.entrants import folder_label, parse_entrant
 from arena.records import read_record
 from kahuna_env.cli import first_line
 from kahuna_env.engine import DISCARD_RULES, VARIANTS
+from kahuna_web.analysis import AnalysisAgents, analyse, analysis_options, record_position, top_move
 from kahuna_web.compute import DEFAULT_WAITING, DEFAULT_WORKERS, BotQueue
+from kahuna_web.gamestore import GameStore
 from kahuna_web.results import results_tables
+from kahuna_web.rulebook import read_rules
 from kahuna_web.sessions import (
     DEFAULT_GAME_LIMIT,
     DEFAULT_IDLE_SECONDS,
     DEFAULT_MAX_GUIDED_SIMULATIONS,
     DEFAULT_MAX_SIMULATIONS,
     DEFAULT_PER_CLIENT,
+    CancelFlag,
     PlaySession,
     SessionStore,
     WebError,
@@ -182,21 +186,45 @@ def _page_routes(
             }
         )
 
-    return [Route("/", index), Route("/api/board", board), Mount("/static", StaticFiles(directory=STATIC))]
+    rules = read_rules()  # built once, at start
+
+    async def rules_page(request: Request) -> Response:
+        return JSONResponse({"sections": rules})
+
+    return [
+        Route("/", index),
+        Route("/api/board", board),
+        Route("/api/rules", rules_page),
+        Mount("/static", StaticFiles(directory=STATIC)),
+    ]
 
 
 # ------------------------------------------------------------------------------------------------ play
 async def _compute(
-    request: Request, bots: BotQueue, session: PlaySession, work: Callable[[], Any], held: bool = False
+    request: Request,
+    bots: BotQueue,
+    session: PlaySession,
+    work: Callable[[], Any],
+    held: bool = False,
+    in_queue: bool | None = None,
+    cancel: Any = None,
 ) -> Any:
-    """Run ``work`` (a move of ``session``) holding the game's lock: in the bot queue when the agent searches.
+    """Run ``work`` (a move or an analysis of ``session``) holding the game's lock: in the bot queue when it searches.
 
     409 if the game is busy, 503 if the queue is full.  A client that leaves
-    while it waits cancels the computation (the game is then abandoned).
-    ``held``: the caller holds the lock already (a new game); it is released in every case.
+    while it waits sets ``cancel`` (default: the game's own flag, which
+    abandons the game; an analysis passes its own).  ``held``: the caller
+    holds the lock already (a new game); it is released in every case.
+    ``in_queue``: run in the bot queue (default: when the agent searches).
     """
     if not held and not session.lock.acquire(blocking=False):
         raise WebError("a move of this game is still being played; wait for it", 409)
+    flag = cancel if cancel is not None else session.cancel
+    try:
+        session.freeze(thinking=cancel is None)
+    except BaseException:
+        session.lock.release()
+        raise
 
     def job() -> Any:
         try:
@@ -204,30 +232,44 @@ async def _compute(
         finally:
             session.lock.release()
 
-    if not session.searches:
+    if not (session.searches if in_queue is None else in_queue):
         return await run_in_threadpool(job)
     try:
         future = bots.submit(job)
     except WebError:
         session.lock.release()
         raise
+    return await _wait(request, future, flag)
+
+
+async def _wait(request: Request, future: Any, flag: Any) -> Any:
+    """The result of a bot-queue job; ``flag`` is set when the client waiting for it leaves (its search stops)."""
     waiting = asyncio.wrap_future(future)
     try:
         while True:
             done, _ = await asyncio.wait({waiting}, timeout=DISCONNECT_POLL)
             if done:
                 return waiting.result()
-            if not session.cancel.is_set() and await request.is_disconnected():
-                session.cancel.set()  # nobody waits for this move any more: the search stops
+            if not flag.is_set() and await request.is_disconnected():
+                flag.set()  # nobody waits for this any more: the search stops
     except asyncio.CancelledError:  # the server gave up on the request
-        session.cancel.set()
+        flag.set()
         raise
 
 
+async def _optional_json(request: Request, limit: int) -> dict[str, Any]:
+    """A POST body that may be empty (``{}``) or a JSON object; :class:`WebError` 400 for anything else."""
+    if not request.headers.get("content-length", "").strip("0") and "content-type" not in request.headers:
+        return {}
+    body = await read_json(request, limit)
+    if not isinstance(body, dict):
+        raise WebError("the request body must be a JSON object")
+    return body
+
+
 def _play_routes(store: SessionStore, bots: BotQueue, max_upload: int) -> list[BaseRoute]:
-    async def new_game(request: Request) -> Response:
-        params = await read_json(request, max_upload)
-        session = await run_in_threadpool(store.open_game, params, _client(request))
+    async def opening(request: Request, session: PlaySession) -> Response:
+        """The agent's opening moves of a game just opened (its lock held); the game as ``POST /api/games`` answers."""
         try:
             data = await _compute(request, bots, session, lambda: session.response(session.advance()), held=True)
         except WebError:
@@ -235,11 +277,21 @@ def _play_routes(store: SessionStore, bots: BotQueue, max_upload: int) -> list[B
             raise
         return JSONResponse(data, status_code=201)
 
+    async def new_game(request: Request) -> Response:
+        params = await read_json(request, max_upload)
+        return await opening(request, await run_in_threadpool(store.open_game, params, _client(request)))
+
     async def get_game(request: Request) -> Response:
-        return JSONResponse(store.get(request.path_params["game"]).response())
+        session = await run_in_threadpool(store.get, request.path_params["game"])
+        if not session.lock.acquire(blocking=False):
+            return JSONResponse(session.thinking_response())  # a move is being computed: the position before it
+        try:
+            return JSONResponse(session.response())
+        finally:
+            session.lock.release()
 
     async def move(request: Request) -> Response:
-        session = store.get(request.path_params["game"])
+        session = await run_in_threadpool(store.get, request.path_params["game"])
         body = await read_json(request, max_upload)
         if not isinstance(body, dict) or set(body) != {"action"}:
             raise WebError('a move is {"action": ACTION_ID}')
@@ -247,8 +299,31 @@ def _play_routes(store: SessionStore, bots: BotQueue, max_upload: int) -> list[B
             await _compute(request, bots, session, lambda: session.response(session.move(body["action"])))
         )
 
+    async def stop(request: Request) -> Response:
+        session = await run_in_threadpool(store.get, request.path_params["game"])
+        session.stop()
+        return JSONResponse({"stopped": True})
+
+    async def undo(request: Request) -> Response:
+        session = await run_in_threadpool(store.get, request.path_params["game"])
+        if not session.lock.acquire(blocking=False):
+            raise WebError("a move of this game is still being played; wait for it (or stop it)", 409)
+        try:
+            await run_in_threadpool(session.undo)
+            return JSONResponse(session.response())
+        finally:
+            session.lock.release()
+
+    async def rematch(request: Request) -> Response:
+        session = await run_in_threadpool(store.get, request.path_params["game"])
+        body = await _optional_json(request, max_upload)
+        if set(body) - {"swap_seats"} or not isinstance(body.get("swap_seats", False), bool):
+            raise WebError('a rematch is {"swap_seats": true or false}')
+        fresh = await run_in_threadpool(store.rematch, session, body.get("swap_seats", False), _client(request))
+        return await opening(request, fresh)
+
     async def abandon(request: Request) -> Response:
-        session = store.get(request.path_params["game"])
+        session = await run_in_threadpool(store.get, request.path_params["game"])
         session.cancel.set()  # a computation of the game stops within a simulation
         for _ in range(int(ABANDON_WAIT / 0.02)):
             if session.lock.acquire(blocking=False):
@@ -263,7 +338,7 @@ def _play_routes(store: SessionStore, bots: BotQueue, max_upload: int) -> list[B
             session.lock.release()
 
     async def record(request: Request) -> Response:
-        session = store.get(request.path_params["game"])
+        session = await run_in_threadpool(store.get, request.path_params["game"])
         if not session.lock.acquire(blocking=False):
             raise WebError("a move of this game is still being played; wait for it", 409)
         try:
@@ -282,9 +357,79 @@ def _play_routes(store: SessionStore, bots: BotQueue, max_upload: int) -> list[B
         Route("/api/games", new_game, methods=["POST"]),
         Route("/api/games/{game}", get_game),
         Route("/api/games/{game}/move", move, methods=["POST"]),
+        Route("/api/games/{game}/stop", stop, methods=["POST"]),
+        Route("/api/games/{game}/undo", undo, methods=["POST"]),
+        Route("/api/games/{game}/rematch", rematch, methods=["POST"]),
         Route("/api/games/{game}/abandon", abandon, methods=["POST"]),
         Route("/api/games/{game}/record", record),
     ]
+
+
+# ------------------------------------------------------------------------------------------------ analysis
+def _analysis_routes(
+    store: SessionStore, bots: BotQueue, agents: AnalysisAgents, records: Path | None, max_upload: int
+) -> list[BaseRoute]:
+    async def analyse_game(request: Request, params: dict[str, Any]) -> dict[str, Any]:
+        """The analysis of a game at the person's turn (409 otherwise), in the bot queue."""
+        session = await run_in_threadpool(store.get, request.path_params["game"])
+        spec, simulations = analysis_options(params, store.max_guided_simulations)
+        if session.finished or session.game.current_player != session.seat:
+            raise WebError("the analysis is for your turn: wait for the agent's move", 409)
+        flag = CancelFlag()
+
+        def work() -> dict[str, Any]:
+            if session.finished or session.game.current_player != session.seat:
+                raise WebError("the analysis is for your turn: wait for the agent's move", 409)
+            cancel = _EitherFlag(flag, session.cancel)
+            return analyse(session.game, agents, spec, simulations, cancel, len(session.actions))
+
+        return await _compute(request, bots, session, work, in_queue=True, cancel=flag)
+
+    async def game_analysis(request: Request) -> Response:
+        return JSONResponse(await analyse_game(request, dict(request.query_params)))
+
+    async def hint(request: Request) -> Response:
+        return JSONResponse(top_move(await analyse_game(request, await _optional_json(request, max_upload))))
+
+    async def replay_analysis(request: Request) -> Response:
+        body = await read_json(request, max_upload)
+        if not isinstance(body, dict) or "ply" not in body or ("record" in body) == ("name" in body):
+            raise WebError('a replay analysis is {"record": RECORD or "name": RECORD_NAME, "ply": K}')
+        options = {key: value for key, value in body.items() if key not in ("record", "name", "ply")}
+        spec, simulations = analysis_options(options, store.max_guided_simulations)
+        if "name" in body:
+            name = body["name"]
+            if not isinstance(name, str):
+                raise WebError("'name' must be the name of a record of the records folder")
+            path = record_path(records, name)
+            try:
+                record_data = await run_in_threadpool(read_record, path)
+            except (OSError, ValueError) as error:
+                raise WebError(first_line(error).replace(str(path), path.name), 422) from None
+        else:
+            record_data = body["record"]
+        game, ply = await run_in_threadpool(record_position, record_data, body["ply"])
+        if game.is_over:
+            raise WebError("the game is over at that ply: nobody is to act", 409)
+        flag = CancelFlag()
+        future = bots.submit(lambda: analyse(game, agents, spec, simulations, flag, ply))
+        return JSONResponse(await _wait(request, future, flag))
+
+    return [
+        Route("/api/games/{game}/analysis", game_analysis),
+        Route("/api/games/{game}/hint", hint, methods=["POST"]),
+        Route("/api/analysis", replay_analysis, methods=["POST"]),
+    ]
+
+
+class _EitherFlag:
+    """Set when either of two flags is (an analysis stops when its client leaves or its game is cancelled)."""
+
+    def __init__(self, first: Any, second: Any) -> None:
+        self.first, self.second = first, second
+
+    def is_set(self) -> bool:
+        return self.first.is_set() or self.second.is_set()
 
 
 # ------------------------------------------------------------------------------------------------ records
@@ -448,6 +593,7 @@ def create_app(
     store: SessionStore | None = None,
     bots: BotQueue | None = None,
     ladder_db: str | Path | None = None,
+    games: GameStore | None = None,
 ) -> Starlette:
     """The application.
 
@@ -458,12 +604,14 @@ def create_app(
         max_upload: largest request body in bytes.
         allowed_hosts: ``Host`` header names answered (``None``: any, for a server on a public address).
         max_simulations: largest ``mcts:N`` budget of an opponent.
-        max_guided_simulations: largest ``SOURCE@mcts:N`` budget of an opponent.
-        store: the games (default: a :class:`SessionStore` with the folder and caps above and its
+        max_guided_simulations: largest ``SOURCE@mcts:N`` budget of an opponent (and of an analysis's search).
+        store: the games (default: a :class:`SessionStore` with the folder and caps above, ``games`` and its
             default game limits); ``max_simulations`` and ``max_guided_simulations`` then are the store's.
-        ladder_db: a results store whose ladder ``GET /api/ladder`` serves (``kahuna-serve --db``; ``None``: none).
         bots: the bot queue (default: :data:`~kahuna_web.compute.DEFAULT_WORKERS` workers,
             :data:`~kahuna_web.compute.DEFAULT_WAITING` waiting).
+        ladder_db: a results store whose ladder ``GET /api/ladder`` serves (``kahuna-serve --db``; ``None``: none).
+        games: where games are kept (``kahuna-serve --data DIR``: :func:`kahuna_web.gamestore.open_data_folder`;
+            default: in memory, lost when the server stops).
 
     ``app.state.cancel_all()`` stops every agent's thinking at once (the server
     calls it from its signal handler); the application's shutdown does the
@@ -472,15 +620,67 @@ def create_app(
     records = Path(records_dir) if records_dir is not None else None
     agents = Path(agents_dir) if agents_dir is not None else None
     if store is None:
-        store = SessionStore(
-            agents_dir=agents,
-            limit=DEFAULT_GAME_LIMIT,
-            per_client=DEFAULT_PER_CLIENT,
-            idle_seconds=DEFAULT_IDLE_SECONDS,
-            max_simulations=max_simulations,
-            max_guided_simulations=max_guided_simulations,
-        )
+        store = _default_store(agents, max_simulations, max_guided_simulations, games)
     queue = bots if bots is not None else BotQueue(DEFAULT_WORKERS, DEFAULT_WAITING)
+    routes = _routes(store, queue, records, agents, list(results), max_upload, ladder_db)
+    app = Starlette(
+        routes=routes,
+        middleware=_middleware(allowed_hosts),
+        exception_handlers={WebError: _web_error, HTTPException: _http_error, Exception: _internal_error},
+        lifespan=_lifespan(store, queue),
+    )
+    app.state.store = store
+    app.state.bots = queue
+    app.state.cancel_all = store.cancel_all
+    return app
+
+
+def _default_store(
+    agents: Path | None, max_simulations: int, max_guided_simulations: int, games: GameStore | None
+) -> SessionStore:
+    """The games of an application given no store: the default limits, the agents folder and caps, ``games``."""
+    return SessionStore(
+        agents_dir=agents,
+        limit=DEFAULT_GAME_LIMIT,
+        per_client=DEFAULT_PER_CLIENT,
+        idle_seconds=DEFAULT_IDLE_SECONDS,
+        max_simulations=max_simulations,
+        max_guided_simulations=max_guided_simulations,
+        games=games,
+    )
+
+
+def _routes(
+    store: SessionStore,
+    queue: BotQueue,
+    records: Path | None,
+    agents: Path | None,
+    results: list[dict[str, Any]],
+    max_upload: int,
+    ladder_db: str | Path | None,
+) -> list[BaseRoute]:
+    """Every route, by group: the page, play, analysis, records, results, the ladder."""
+    analysers = AnalysisAgents(store.agents_dir, store.max_simulations, store.max_guided_simulations)
+    return [
+        *_page_routes(store, records, agents, max_upload, ladder_db is not None),
+        *_play_routes(store, queue, max_upload),
+        *_analysis_routes(store, queue, analysers, records, max_upload),
+        *_record_routes(records, max_upload),
+        *_results_routes(results, max_upload),
+        *_ladder_routes(Path(ladder_db) if ladder_db is not None else None),
+    ]
+
+
+def _middleware(allowed_hosts: Sequence[str] | None) -> list[Middleware]:
+    """Requests the stopping server gives up on answered 503; on loopback, only loopback ``Host`` names."""
+    middleware = [Middleware(AnswerWhileStopping)]
+    if allowed_hosts is not None:
+        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
+    return middleware
+
+
+def _lifespan(store: SessionStore, queue: BotQueue) -> Callable[[Starlette], Any]:
+    """At shutdown: every search stopped, the bot queue drained and ended."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -488,23 +688,4 @@ def create_app(
         store.cancel_all()
         await run_in_threadpool(queue.stop)
 
-    routes = [
-        *_page_routes(store, records, agents, max_upload, ladder_db is not None),
-        *_play_routes(store, queue, max_upload),
-        *_record_routes(records, max_upload),
-        *_results_routes(list(results), max_upload),
-        *_ladder_routes(Path(ladder_db) if ladder_db is not None else None),
-    ]
-    middleware = [Middleware(AnswerWhileStopping)]
-    if allowed_hosts is not None:
-        middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
-    app = Starlette(
-        routes=routes,
-        middleware=middleware,
-        exception_handlers={WebError: _web_error, HTTPException: _http_error, Exception: _internal_error},
-        lifespan=lifespan,
-    )
-    app.state.store = store
-    app.state.bots = queue
-    app.state.cancel_all = store.cancel_all
-    return app
+    return lifespan

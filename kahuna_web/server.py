@@ -5,6 +5,7 @@ Examples::
     kahuna-serve                                    # http://127.0.0.1:8000/, this machine only
     kahuna-serve --port 8080 --records games/ --results eval.json ratings.json
     kahuna-serve --agents runs/                     # agent files may be loaded from runs/ only
+    kahuna-serve --data ~/kahuna-games              # where games are kept (default kahuna-data/)
 
 The server binds to 127.0.0.1 unless ``--host`` says otherwise and prints
 the address.  Agent-file opponents are loaded only from the ``--agents``
@@ -14,9 +15,12 @@ available, search budgets up to ``--max-simulations`` (``mcts:N``) and
 ``--max-guided-simulations`` (``champion@mcts:N``).  Ctrl-C or SIGTERM stops
 the server within a couple of seconds whatever it is computing (every
 search is cancelled at once), and the port can be used again at once.
+Games are kept in ``--data DIR`` (default ``kahuna-data/`` in the working
+folder, created at start; ``DIR/games.sqlite``): they survive a reload of
+the page and a restart of the server.
 Needs the ``web`` extra (``pip install -e ".[web]"``).  Bad arguments (a
-missing records folder, an unreadable results file, a port in use) are one
-line on stderr, exit code 2.
+missing records folder, an unreadable results file, a port in use, a data
+folder that cannot be used) are one line on stderr, exit code 2.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ from kahuna_web.sessions import DEFAULT_MAX_GUIDED_SIMULATIONS, DEFAULT_MAX_SIMU
 
 PROGRAM = "kahuna-serve"
 DEFAULT_AGENTS_DIR = Path("runs")
+"""The agents folder used when ``--agents`` is not given and it exists."""
+DEFAULT_DATA_DIR = Path("kahuna-data")
+"""Where games are kept when ``--data`` is not given (created at start)."""
 """The agents folder used when ``--agents`` is not given and it exists."""
 GRACEFUL_SECONDS = 1
 """After Ctrl-C, how long requests still being answered may take before they are dropped."""
@@ -65,6 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="DIR",
         help="the only folder agent files may be loaded from (default runs/ when it exists)",
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA_DIR,
+        metavar="DIR",
+        help=f"folder the games are kept in (DIR/games.sqlite; default {DEFAULT_DATA_DIR}/, created at start)",
     )
     parser.add_argument(
         "--max-upload-kb", type=int, default=2048, metavar="KB", help="largest upload accepted (default 2048 kB)"
@@ -177,9 +191,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         sock = listening_socket(args.host, args.port)
     except OSError as error:
         exit_with_error(PROGRAM, f"cannot listen on {args.host}:{args.port}: {error.strerror or error}")
+    from kahuna_web.gamestore import GameStoreError, open_data_folder
+
+    try:  # after the port: a bad command line creates no folder
+        games = open_data_folder(args.data)
+    except GameStoreError as error:
+        sock.close()
+        exit_with_error(PROGRAM, f"--data: {first_line(error)}")
     port = sock.getsockname()[1]
     loopback = is_loopback(args.host)
     app = create_app(
+        games=games,
         records_dir=args.records,
         results=results,
         ladder_db=args.db,
@@ -196,6 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(f"Listening on {args.host}: other machines on the network can connect (there is no login).")
     print(f"Agent files: {'from ' + str(agents) if agents is not None else 'none (baselines only; --agents DIR)'}")
+    print(f"Games kept in {args.data / 'games.sqlite'}")
     print(
         f"Search budgets: mcts:N up to {args.max_simulations}, guided SOURCE@mcts:N up to {args.max_guided_simulations}"
     )
@@ -210,7 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     # A thread may still be busy with a request the server gave up on (an agent file loading, torch
-    # importing): not waited for.  The server writes no files, so nothing is left half-written.
+    # importing): not waited for.  The game store commits every change at once (one SQLite transaction
+    # each), so nothing is left half-written.
     os._exit(0)
 
 

@@ -30,11 +30,12 @@ one, never another client's), and forgets games idle for ``idle_seconds``.
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import secrets
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +44,25 @@ import numpy as np
 from arena.entrants import EntrantRefused, resolve_entrant
 from arena.match import Chooser, agent_chooser, play
 from arena.play import game_seeds
-from arena.records import check_record, game_record, game_result
+from arena.records import check_record, game_record
+from arena.records import game_result as game_result_of
 from arena.replay import ReplayError, replay
 from kahuna_env.actions import check_action, describe_action
 from kahuna_env.agents import Agent, MCTSAgent
-from kahuna_env.agents.mcts import SearchCancelled
+from kahuna_env.agents.mcts import SearchCancelled, action_priors
 from kahuna_env.cli import first_line
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
-from kahuna_web.views import action_line, public_action_text, result_text, seat_view, spectator_view
+from kahuna_web.gamestore import GameStore, GameStoreError, StoredGame
+from kahuna_web.views import (
+    action_line,
+    action_summary,
+    game_result,
+    last_turn,
+    public_facts,
+    result_text,
+    seat_view,
+    spectator_view,
+)
 
 MAX_SEED = 2**63 - 1
 """Largest play seed the page may ask for."""
@@ -213,14 +225,70 @@ class CancelFlag:
         return self._set
 
 
+class _SearchFlag:
+    """The flag a game's searching agent reads: set when the game is cancelled or the person asked it to stop."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: PlaySession) -> None:
+        self._session = session
+
+    def is_set(self) -> bool:
+        return self._session.cancel.is_set() or self._session.stopping
+
+
+def best_move_so_far(agent: Agent, game: KahunaGame, rng: np.random.Generator) -> int:
+    """The move of a search stopped early: its most visited root move, else its prior's best, else the first legal.
+
+    The root comes from the search when it exposes one (``agent.last_root``,
+    the root of its latest search; counted only when it was searched from
+    this position), the prior from the agent's evaluator (a network) or the
+    baseline's cheap prior, both for ``game.current_player``'s view only (a
+    determinization drawn with ``rng``).
+    """
+    legal = game.legal_actions()
+    root = getattr(agent, "last_root", None)
+    children = getattr(root, "children", None) or {}
+    visited = [(child.visits, action) for action, child in children.items() if child.visits and action in legal]
+    if visited and set(children) <= set(legal):
+        return max(visited)[1]
+    view = game.determinize(game.current_player, rng)
+    evaluator = getattr(agent, "evaluator", None)
+    try:
+        if evaluator is not None:
+            (priors,), _ = evaluator.evaluate([view], [legal])
+        else:
+            priors = action_priors(view, legal)
+    except Exception:  # a move must be played whatever the prior does
+        return legal[0]
+    return legal[int(np.argmax(priors))]
+
+
+def _continuation_seeds(seed: int, ply: int, undos: int) -> tuple[int, int]:
+    """(agent seed, determinization seed) of an agent taking over a game rebuilt at ``ply`` (a reload, an undo)."""
+    values = np.random.SeedSequence([seed, ply, undos, 1]).generate_state(2, dtype=np.uint64)
+    return int(values[0]), int(values[1])
+
+
 class PlaySession:
     """One game of a person in ``seat`` against an agent, as ``kahuna-play`` would set it up.
 
+    ``actions`` and ``undos`` rebuild a stored game (:mod:`kahuna_web.gamestore`):
+    the actions are replayed from the seed; the agent then goes on with
+    generators derived from the seed and the ply (:func:`_continuation_seeds`),
+    so a game reloaded or taken back continues the same way every time.
+
     Attributes:
         cancel: set to stop the agent's thinking (within a simulation); the game is then abandoned.
+        stopping: the person asked the agent to move now (``POST .../stop``): its search ends
+            and it plays its best move so far, for the rest of its turn.
+        thinking: the agent is choosing a move.
         client: the address of the client that started the game.
         last_used: the store's clock when the game was last asked for.
         lock: held while a move of the game is being computed.
+        summaries: what every action did, as the person may know it (:func:`kahuna_web.views.action_summary`).
+        undos: the undo marks, ``{"ply", "actions"}`` (the actions taken back from that ply on).
+        save_error: why the game's last change could not be stored (``None``: it was).
     """
 
     def __init__(
@@ -232,71 +300,125 @@ class PlaySession:
         seed: int,
         config: KahunaConfig,
         client: str = "",
+        actions: Sequence[int] = (),
+        undos: Sequence[dict[str, Any]] = (),
+        abandoned: bool = False,
+        saver: Callable[[StoredGame], None] | None = None,
     ) -> None:
         self.id = session_id
         self.client = client
         self.last_used = 0.0
         self.cancel = CancelFlag()
+        self.stopping = False
+        self.thinking = False
+        self.evicted = False
         self.searches = isinstance(opponent, MCTSAgent)
         """Whether the agent searches (its moves are computed in the bounded bot queue)."""
         if isinstance(opponent, MCTSAgent):
-            opponent.cancel = self.cancel
+            opponent.cancel = _SearchFlag(self)
+        self.opponent = opponent
         self.opponent_name = opponent_name
         self.seat = seat
         self.seed = seed
         self.config = config
-        self.deal_seed, agent_seed, choice_seed = game_seeds(seed)
-        opponent.reset(agent_seed)
-        self.game = KahunaGame(config, seed=self.deal_seed)
-        self.actions: list[int] = []
-        self.log: list[dict[str, Any]] = []
+        self.deal_seed, self._agent_seed, self._choice_seed = game_seeds(seed)
+        self.undos: list[dict[str, Any]] = [dict(mark) for mark in undos]
         self.abandoned = False
+        self.created = 0.0
+        self.save_error: str | None = None
         self.lock = threading.Lock()
-        self._opponent_chooser = agent_chooser(opponent, np.random.default_rng(choice_seed))
+        self._saver = saver
+        self._rebuild(list(actions))
+        self.abandoned = abandoned and not self.game.is_over
 
+    # -------------------------------------------------------------------------------------------- building
+    def _rebuild(self, actions: list[int]) -> None:
+        """The game from its deal with ``actions`` replayed; the agent set to go on from there."""
+        self.game = KahunaGame(self.config, seed=self.deal_seed)
+        self.actions: list[int] = []
+        self.summaries: list[dict[str, Any]] = []
+        for action in actions:
+            if self.game.is_over or not self.game.is_legal(action):
+                raise WebError(f"stored game {self.id[:40]!r} does not replay (an illegal action)", 422)
+            self._apply(self.game.current_player, action)
+        if actions or self.undos:
+            agent_seed, choice_seed = _continuation_seeds(self.seed, len(actions), len(self.undos))
+        else:
+            agent_seed, choice_seed = self._agent_seed, self._choice_seed
+        self.opponent.reset(agent_seed)
+        self._rng = np.random.default_rng(choice_seed)
+        self._opponent_chooser = agent_chooser(self.opponent, self._rng)
+
+    def _apply(self, player: int, action: int) -> dict[str, Any]:
+        before = public_facts(self.game)
+        self.game.step(action)
+        return self._note(before, player, action)
+
+    def _note(self, before: Any, player: int, action: int) -> dict[str, Any]:
+        self.actions.append(action)
+        summary = action_summary(before, self.game, action, player, self.seat)
+        self.summaries.append(summary)
+        return summary
+
+    # -------------------------------------------------------------------------------------------- properties
     @property
     def players(self) -> list[str]:
-        """The record's ``players``: ``human`` in the person's seat, the opponent's entrant string in the other."""
-        return self._names("human")
+        """The record's ``players``: ``human`` in the person's seat (with its undos), the opponent's entrant string."""
+        person = "human"
+        if self.undos:
+            plies = ", ".join(str(mark["ply"]) for mark in self.undos[:20]) + (", ..." if len(self.undos) > 20 else "")
+            person = f"human (took moves back {len(self.undos)} time{'s' * (len(self.undos) != 1)}, at plies {plies})"
+        return self._names(person)
 
     @property
     def finished(self) -> bool:
         """Whether no more moves are taken: the game is over or the person abandoned it."""
         return self.game.is_over or self.abandoned
 
+    @property
+    def status(self) -> str:
+        """``playing``, ``over`` or ``abandoned`` (the stored status)."""
+        return "over" if self.game.is_over else "abandoned" if self.abandoned else "playing"
+
     def _names(self, person: str = "you") -> list[str]:
         names = [self.opponent_name, self.opponent_name]
         names[self.seat] = person
         return names
 
+    # -------------------------------------------------------------------------------------------- playing
     def advance(self, action: int | None = None) -> list[dict[str, Any]]:
         """Play the person's ``action`` (if any), then the agent until the person is to act or the game ends.
 
-        Returns the steps for the page: who acted, the text (an opponent's
-        face-down discard hidden), the line acted on, and the person's view
-        after the action.  An illegal action raises :class:`WebError` (422)
-        before anything changes.
+        Returns the steps for the page: who acted, what it did (the summary of
+        :func:`kahuna_web.views.action_summary`: an opponent's face-down
+        discard hidden) and the person's view after the action.  An illegal
+        action raises :class:`WebError` (422) before anything changes.  The
+        game is saved afterwards.
         """
         pending: list[int | None] = [action]
+        self.stopping = False
 
         def person(game: KahunaGame) -> int | None:
+            self.thinking = False
             chosen, pending[0] = pending[0], None
             return chosen
 
         def agent(game: KahunaGame) -> int | None:
-            return None if self.cancel.is_set() else self._opponent_chooser(game)
+            if self.cancel.is_set():
+                return None
+            self.thinking = True
+            return self._agent_move(game)
 
         choosers: list[Chooser] = [agent, agent]
         choosers[self.seat] = person
         steps: list[dict[str, Any]] = []
+        before = [public_facts(self.game)]
 
         def after(player: int, acted: int, game: KahunaGame) -> None:
-            self.actions.append(acted)
-            text = public_action_text(acted, player, self.seat)
-            self.log.append({"n": len(self.actions), "player": player, "text": text})
-            steps.append(
-                {"player": player, "text": text, "line": action_line(acted), "state": seat_view(game, self.seat)}
-            )
+            summary = self._note(before[0], player, acted)
+            before[0] = public_facts(game)
+            steps.append({**summary, "state": seat_view(game, self.seat)})
+            self.freeze()  # what a reload of the page shows while the agent goes on
 
         try:
             play(self.game, choosers, after)
@@ -304,16 +426,28 @@ class PlaySession:
             raise WebError(first_line(error), 422) from None
         except SearchCancelled:
             pass  # the flag is set: abandoned below
+        finally:
+            self.thinking = False
+            self.stopping = False
         if self.cancel.is_set():
             self.abandon()
+        self.save()
         return steps
+
+    def _agent_move(self, game: KahunaGame) -> int:
+        """The agent's move; a search the person stopped plays its best move so far (:func:`best_move_so_far`)."""
+        if self.stopping and self.searches:
+            return best_move_so_far(self.opponent, game, self._rng)
+        try:
+            return self._opponent_chooser(game)
+        except SearchCancelled:
+            if self.cancel.is_set() or not self.stopping:
+                raise
+            return best_move_so_far(self.opponent, game, self._rng)
 
     def move(self, action: Any) -> list[dict[str, Any]]:
         """The person plays ``action`` (an action id); :class:`WebError` for a bad or illegal one, state unchanged."""
-        if self.abandoned or self.cancel.is_set():
-            raise WebError("this game was abandoned; start a new game", 409)
-        if self.game.is_over:
-            raise WebError("the game is over; start a new game", 409)
+        self._check_playable()
         try:
             action = check_action(_digits_to_int(action))
         except ValueError as error:
@@ -328,19 +462,87 @@ class PlaySession:
             raise WebError(f"action {action} ({describe_action(action)}) is not legal now", 422)
         return self.advance(action)
 
+    def _check_playable(self) -> None:
+        if self.evicted:
+            raise WebError("this game was set aside by the server; reload it", 409)
+        if self.abandoned or self.cancel.is_set():
+            raise WebError("this game was abandoned; start a new game", 409)
+        if self.game.is_over:
+            raise WebError("the game is over; start a new game", 409)
+
+    def undo(self) -> None:
+        """Take back the person's last action and the agent's actions after it; 409 if there is none or the game ended.
+
+        The taken-back actions are kept as an undo mark (:attr:`undos`), and
+        the record names them (:attr:`players`).
+        """
+        self._check_playable()
+        mine = [ply for ply, summary in enumerate(self.summaries) if summary["player"] == self.seat]
+        if not mine:
+            raise WebError("nothing to undo: you have not played yet", 409)
+        ply = mine[-1]
+        self.undos.append({"ply": ply, "actions": self.actions[ply:]})
+        self._rebuild(self.actions[:ply])
+        self.save()
+
+    def stop(self) -> None:
+        """Ask the thinking agent to move now (its best move so far); 409 when it is not thinking."""
+        if not self.thinking:
+            raise WebError("the agent is not thinking: there is nothing to stop", 409)
+        self.stopping = True
+
     def abandon(self) -> None:
         """Stop the game where it stands (its record is then ``finished: false``)."""
-        if not self.game.is_over:
+        if not self.game.is_over and not self.abandoned:
             self.abandoned = True
+            self.save()
 
+    # -------------------------------------------------------------------------------------------- storing
+    def stored(self) -> StoredGame:
+        """The game as the game store keeps it."""
+        return StoredGame(
+            id=self.id,
+            client=self.client,
+            opponent=self.opponent_name,
+            seat=self.seat,
+            seed=self.seed,
+            config=self.config.to_dict(),
+            actions=list(self.actions),
+            undos=[dict(mark) for mark in self.undos],
+            status=self.status,
+            created=self.created,
+        )
+
+    def save(self) -> None:
+        """Store the game (when the session has a store); a failure is kept in :attr:`save_error`, not raised."""
+        if self._saver is None:
+            return
+        try:
+            self._saver(self.stored())
+        except GameStoreError as error:
+            self.save_error = str(error)
+        else:
+            self.save_error = None
+
+    # -------------------------------------------------------------------------------------------- answers
     def state(self) -> dict[str, Any]:
-        """The person's view, the log, and (once finished) the result, the seed and the record's availability."""
+        """The person's view, the log, the opponent's last turn and (once finished) the result and the seed."""
         view = seat_view(self.game, self.seat)
-        view["log"] = list(self.log)
+        view["log"] = [
+            {"n": n, "player": summary["player"], "text": summary["text"]}
+            for n, summary in enumerate(self.summaries, start=1)
+        ]
+        view["turn_summary"] = last_turn(self.summaries, 1 - self.seat)
+        view["thinking"] = self.thinking
         view["abandoned"] = self.abandoned
-        view["result"] = result_text(self.game, self._names(), self.seat) if self.game.is_over else None
+        over = self.game.is_over
+        view["result"] = game_result(self.game, self._names(), self.seat, self.summaries) if over else None
+        view["result_text"] = view["result"]["text"] if over else None
         view["record_ready"] = self.finished
         view["seed"] = str(self.seed) if self.finished else None  # text: JavaScript numbers hold 53 bits
+        view["can_undo"] = not self.finished and any(s["player"] == self.seat for s in self.summaries)
+        view["undos"] = len(self.undos)
+        view["saved"] = self.save_error is None
         return view
 
     def response(self, steps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -353,6 +555,26 @@ class PlaySession:
             "steps": steps or [],
             "state": self.state(),
         }
+
+    def thinking_response(self) -> dict[str, Any]:
+        """What ``GET`` answers while a move is computed: the position before it, ``thinking``, nothing to play.
+
+        Built from the game as it stood when the computation began (the
+        game itself changes in another thread meanwhile).
+        """
+        return self._frozen
+
+    def freeze(self, thinking: bool = True) -> None:
+        """Keep :meth:`response` as it is now for :meth:`thinking_response` (before a computation, after each step).
+
+        ``thinking``: a move is being computed (nothing may be played
+        meanwhile); otherwise an analysis, which changes nothing.
+        """
+        frozen = self.response()
+        if thinking:
+            frozen["state"]["legal"] = []
+            frozen["state"]["thinking"] = True
+        self._frozen = frozen
 
     def record(self) -> dict[str, Any]:
         """The game as an ``arena.records`` record (as ``kahuna-play --record`` writes); 409 while in progress."""
@@ -367,20 +589,24 @@ class PlaySession:
             seed=self.deal_seed,
             config=self.config,
             actions=self.actions,
-            result=game_result(self.game),
+            result=game_result_of(self.game),
             finished=self.game.is_over,
             play_seed=self.seed,
         )
 
 
 class SessionStore:
-    """The games in progress: at most ``limit``, at most ``per_client`` per client, none idle for ``idle_seconds``.
+    """The games: at most ``limit`` in memory, at most ``per_client`` per client, none idle for ``idle_seconds``.
 
-    A client's new game beyond ``per_client`` replaces that client's least
-    recently used game (one not being computed); another client's games are
-    never touched.  When ``limit`` games are held and none has been idle too
-    long, a new game is refused (503).  ``clock`` (seconds) is the time the
-    idle expiry uses.
+    Every game is also kept in ``games`` (a :class:`~kahuna_web.gamestore.GameStore`;
+    default: in memory only), which outlives the memory's limits: a game set
+    aside (idle, or replaced in memory by its client's newer one) or held by
+    a server that stopped is rebuilt from it when it is asked for again
+    (:meth:`get`).  A client's new game beyond ``per_client`` sets aside that
+    client's least recently used game (one not being computed); another
+    client's games are never touched.  When ``limit`` games are held and none
+    has been idle too long, a new game is refused (503).  ``clock``
+    (seconds) is the time the idle expiry uses.
     """
 
     def __init__(
@@ -392,6 +618,7 @@ class SessionStore:
         max_simulations: int = DEFAULT_MAX_SIMULATIONS,
         max_guided_simulations: int = DEFAULT_MAX_GUIDED_SIMULATIONS,
         clock: Callable[[], float] = time.monotonic,
+        games: GameStore | None = None,
     ) -> None:
         self.agents_dir = agents_dir
         self.limit = limit
@@ -400,8 +627,10 @@ class SessionStore:
         self.max_simulations = max_simulations
         self.max_guided_simulations = max_guided_simulations
         self.clock = clock
+        self.games = games if games is not None else GameStore(None)
         self._sessions: collections.OrderedDict[str, PlaySession] = collections.OrderedDict()
         self._lock = threading.Lock()
+        self._loading = threading.Lock()
 
     def open_game(self, params: Any, client: str = "") -> PlaySession:
         """Check a new-game request (opponent, seat, seed, variant, discard_rule, handicap) and hold the game.
@@ -411,6 +640,10 @@ class SessionStore:
         The game is returned with its lock held (so that no new game can
         replace it before its opening is computed): the caller releases it.
         """
+        spec, seat, seed, config = self._new_game_request(params)
+        return self.start(spec, seat, seed, config, client)
+
+    def _new_game_request(self, params: Any) -> tuple[Any, int, int, KahunaConfig]:
         if not isinstance(params, Mapping):
             raise WebError("a new game needs a JSON object with 'opponent', 'seat', 'seed' and rule options")
         unknown = sorted(str(key)[:40] for key in params if key not in NEW_GAME_FIELDS)
@@ -420,18 +653,28 @@ class SessionStore:
         seed = _int_field(params, "seed", 0, MAX_SEED, None)
         if seed is None:
             seed = secrets.randbits(32)
-        config = parse_config(params)
-        spec = params.get("opponent", "greedy")
-        opponent = resolve_opponent(spec, self.agents_dir, seed, self.max_simulations, self.max_guided_simulations)
         assert seat is not None
-        session = PlaySession(secrets.token_urlsafe(12), opponent, spec.strip(), seat, seed, config, client)
+        return params.get("opponent", "greedy"), seat, seed, parse_config(params)
+
+    def start(self, spec: Any, seat: int, seed: int, config: KahunaConfig, client: str = "") -> PlaySession:
+        """A new game of ``client`` against ``spec``, held and stored, its lock held (see :meth:`open_game`)."""
+        opponent = resolve_opponent(spec, self.agents_dir, seed, self.max_simulations, self.max_guided_simulations)
+        session = PlaySession(
+            secrets.token_urlsafe(12), opponent, spec.strip(), seat, seed, config, client, saver=self._save
+        )
         session.lock.acquire()
         try:
             self._hold(session)
         except BaseException:
             session.lock.release()
             raise
+        session.save()
         return session
+
+    def rematch(self, session: PlaySession, swap_seats: bool, client: str = "") -> PlaySession:
+        """A new game against ``session``'s opponent, its rules, a new seed (the other seat if ``swap_seats``)."""
+        seat = 1 - session.seat if swap_seats else session.seat
+        return self.start(session.opponent_name, seat, secrets.randbits(32), session.config, client)
 
     def new_game(self, params: Any, client: str = "") -> tuple[PlaySession, list[dict[str, Any]]]:
         """:meth:`open_game`, then the agent's opening steps, in the calling thread."""
@@ -440,6 +683,11 @@ class SessionStore:
             return session, session.advance()
         finally:
             session.lock.release()
+
+    def _save(self, game: StoredGame) -> None:
+        with self._lock:
+            held = list(self._sessions)
+        self.games.save(game, keep=held)
 
     def _hold(self, session: PlaySession) -> None:
         with self._lock:
@@ -461,22 +709,67 @@ class SessionStore:
             self._sessions[session.id] = session
 
     def _drop(self, session: PlaySession) -> None:
-        session.cancel.set()
+        """Set ``session`` aside: out of memory (it stays in the game store and reloads when asked for)."""
+        session.evicted = True
         self._sessions.pop(session.id, None)
 
     def discard(self, session: PlaySession) -> None:
         """Forget ``session`` (a game whose opening could not be computed), stopping its agent."""
+        session.cancel.set()
         with self._lock:
             self._drop(session)
+        with contextlib.suppress(GameStoreError):  # a game nobody saw: at worst it stays stored, unfinished
+            self.games.delete(session.id)
+
+    def held(self, session_id: str) -> bool:
+        """Whether the game ``session_id`` is in memory now."""
+        with self._lock:
+            return session_id in self._sessions
 
     def get(self, session_id: str) -> PlaySession:
-        """The session ``session_id``; :class:`WebError` 404 if there is none (ended, replaced or forgotten)."""
+        """The game ``session_id``, reloaded from the game store if it is not in memory; 404 if there is none."""
         with self._lock:
             session = self._sessions.get(session_id)
             if session is not None:
                 session.last_used = self.clock()
-        if session is None:
-            raise WebError(f"no game {session_id[:40]!r} on this server (it ended or the server restarted)", 404)
+        if session is not None:
+            return session
+        with self._loading:  # one reload at a time: two requests for a game set aside build it once
+            with self._lock:
+                session = self._sessions.get(session_id)
+            if session is None:
+                session = self._reload(session_id)
+                self._hold(session)
+        return session
+
+    def _reload(self, session_id: str) -> PlaySession:
+        try:
+            stored = self.games.load(session_id)
+        except GameStoreError as error:
+            raise WebError(str(error), error.status) from None
+        if stored is None:
+            raise WebError(f"no game {session_id[:40]!r} on this server", 404)
+        try:
+            config = KahunaConfig.from_dict(stored.config)
+        except (TypeError, ValueError):
+            raise WebError(f"stored game {session_id[:40]!r} has rules this server does not know", 422) from None
+        opponent = resolve_opponent(
+            stored.opponent, self.agents_dir, stored.seed, self.max_simulations, self.max_guided_simulations
+        )
+        session = PlaySession(
+            stored.id,
+            opponent,
+            stored.opponent,
+            stored.seat,
+            stored.seed,
+            config,
+            stored.client,
+            actions=stored.actions,
+            undos=stored.undos,
+            abandoned=stored.status == "abandoned",
+            saver=self._save,
+        )
+        session.created = stored.created
         return session
 
     def cancel_all(self) -> None:

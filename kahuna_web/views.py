@@ -167,6 +167,92 @@ def spectator_view(game: KahunaGame) -> dict[str, Any]:
     return view
 
 
+# ------------------------------------------------------------------------------------------------ turn summaries
+PublicFacts = tuple[tuple[int | None, ...], tuple[int | None, ...], tuple[int, int], int, bool, bool]
+"""What :func:`public_facts` keeps of a position: line owners, island controllers, scores, round, final turns, over."""
+
+
+def public_facts(game: KahunaGame) -> PublicFacts:
+    """The public facts an action's summary compares before and after it (:func:`action_summary`)."""
+    return (
+        tuple(game.owner(line) for line in range(NUM_LINES)),
+        tuple(game.controller(island) for island in range(NUM_ISLANDS)),
+        (game.scores[0], game.scores[1]),
+        game.round,
+        game.in_final_turns,
+        game.is_over,
+    )
+
+
+def action_summary(
+    before: PublicFacts, game: KahunaGame, action: int, player: int, viewer: int | None
+) -> dict[str, Any]:
+    """What ``player``'s ``action`` did, as ``viewer`` may know it (``before``: :func:`public_facts` before it).
+
+    ``{"player", "action", "text", "line", "removed_bridges", "control_changes", "scoring"}``: the
+    action id (``None`` for the opponent's face-down discard, whose id names the card), its text, the
+    line it acted on, the lines whose bridge left the board (a removal, or the bridges a placement
+    that took control threw off), the islands whose controller changed (``{"island", "from", "to"}``,
+    ``None`` for nobody) and the scoring the action ended with: ``None``, or ``{"round", "points":
+    [p0, p1], "detail": {"kind": "interim" | "final" | "no_bridges", "islands": [controlled by 0,
+    by 1], "final_points" (final)}}``.  Built only from public facts: nothing hidden shows.
+    """
+    owners, controllers, scores, round_before, final_turns, was_over = before
+    removed = [line for line in range(NUM_LINES) if owners[line] is not None and game.owner(line) is None]
+    changes = [
+        {"island": island, "from": controllers[island], "to": game.controller(island)}
+        for island in range(NUM_ISLANDS)
+        if controllers[island] != game.controller(island)
+    ]
+    points = [game.scores[0] - scores[0], game.scores[1] - scores[1]]
+    islands = [len(game.controlled_islands(0)), len(game.controlled_islands(1))]
+    scoring: dict[str, Any] | None = None
+    if game.round != round_before:
+        scoring = {"round": round_before, "points": points, "detail": {"kind": "interim", "islands": islands}}
+    elif game.is_over and not was_over:
+        final = final_turns and action == PASS  # the final scoring ends the last final turn (a pass)
+        detail: dict[str, Any] = {"kind": "final" if final else "no_bridges", "islands": islands}
+        if final:
+            detail["final_points"] = list(game.final_points)
+        scoring = {"round": game.round, "points": points, "detail": detail}
+    hidden = viewer is not None and player != viewer and DISCARD <= action < DRAW
+    return {
+        "player": player,
+        "action": None if hidden else action,
+        "text": public_action_text(action, player, viewer),
+        "line": action_line(action),
+        "removed_bridges": removed,
+        "control_changes": changes,
+        "scoring": scoring,
+    }
+
+
+def last_turn(summaries: list[dict[str, Any]], player: int) -> list[dict[str, Any]]:
+    """The summaries of ``player``'s last turn: its last run of actions (the other player's since then skipped)."""
+    end = len(summaries)
+    while end and summaries[end - 1]["player"] != player:
+        end -= 1
+    start = end
+    while start and summaries[start - 1]["player"] == player:
+        start -= 1
+    return summaries[start:end]
+
+
+def game_result(game: KahunaGame, names: list[str], seat: int | None, summaries: list[dict[str, Any]]) -> dict:
+    """The end screen of a finished game: winner, scores, every scoring, both hands (revealed only now), a line."""
+    if not game.is_over:
+        raise ValueError("a game's result is shown only once it is over (it reveals both hands)")
+    return {
+        "winner": game.winner,
+        "scores": list(game.scores),
+        "final_points": list(game.final_points),
+        "bridges": [game.bridges_on_board(0), game.bridges_on_board(1)],
+        "scoring_breakdown": [entry["scoring"] for entry in summaries if entry["scoring"] is not None],
+        "revealed_hands": [[ISLANDS[i] for i in game.hand(player)] for player in (0, 1)],
+        "text": result_text(game, names, seat),
+    }
+
+
 def result_text(game: KahunaGame, names: list[str], seat: int | None = None) -> str:
     """One line for a finished game: the winner (``You win`` when ``seat`` won) and the points."""
     scores, final = game.scores, game.final_points
@@ -178,17 +264,25 @@ def result_text(game: KahunaGame, names: list[str], seat: int | None = None) -> 
     else:
         verdict = f"{names[winner]} wins"
     return (
-        f"{verdict}: {names[0]} {scores[0]} points, {names[1]} {scores[1]} points "
+        f"{verdict}: {names[0]} {_points(scores[0])}, {names[1]} {_points(scores[1])} "
         f"(final scoring {final[0]} : {final[1]})"
     )
+
+
+def _points(count: int) -> str:
+    return f"{count} point" if count == 1 else f"{count} points"
 
 
 __all__ = [
     "action_entry",
     "action_kind",
     "action_line",
+    "action_summary",
     "board_geometry",
+    "game_result",
+    "last_turn",
     "public_action_text",
+    "public_facts",
     "result_text",
     "seat_view",
     "spectator_view",

@@ -24,7 +24,7 @@ from kahuna_env.cli import first_line
 from kahuna_env.engine import KahunaGame
 from policy.model import ActorCritic, model_from_payload, sample_from_logits
 from policy.registry import SHIPPED_AGENTS, SHIPPED_AGENTS_DIR, shipped_agent_names
-from policy.reward import DEFAULT_REWARD, recorded_reward
+from policy.reward import DEFAULT_REWARD, island_potentials, recorded_reward
 
 __all__ = [
     "DEFAULT_REWARD",
@@ -78,6 +78,26 @@ class PolicyAgent(SeededAgent):
 
     def act(self, observation: np.ndarray, action_mask: np.ndarray, game: KahunaGame | None = None) -> int:
         return int(self.act_batch(observation[None, :], np.asarray(action_mask)[None, :])[0])
+
+    @torch.inference_mode()
+    def probabilities_and_value(self, observation: np.ndarray, action_mask: np.ndarray) -> tuple[np.ndarray, float]:
+        """The policy's move probabilities (179, zero off the mask, summing to 1) and the seat's win probability.
+
+        For one seat's observation (what it may know) and its legal-action
+        mask.  The win probability (draws count half) is the critic's value
+        with the reward settings it was trained with undone, as the guided
+        search reads it (``policy/search.py``); :data:`DEFAULT_REWARD` when the file records none.
+        """
+        observations = np.asarray(observation, dtype=np.float32)[None, :]
+        mask = np.asarray(action_mask).astype(bool)[None, :]
+        logits, values = self.model(torch.from_numpy(observations), torch.from_numpy(mask))
+        probabilities = torch.softmax(logits.double(), dim=-1)[0].numpy()
+        probabilities[~mask[0]] = 0.0
+        probabilities /= probabilities.sum()
+        reward = self.reward or DEFAULT_REWARD
+        potential = float(island_potentials(observations)[0])
+        outcome = (float(values[0]) + reward["island_shaping"] * potential) / reward["win"]
+        return probabilities, float(np.clip((outcome + 1.0) / 2.0, 0.0, 1.0))
 
 
 def read_policy_file(path: str | Path) -> dict[str, Any]:

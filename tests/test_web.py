@@ -97,8 +97,13 @@ def test_a_full_game_offers_only_legal_moves_and_ends_with_a_result(client):
         assert len(data["state"]["log"]) == len(session.actions)
     state = data["state"]
     assert state["legal"] == [] and state["record_ready"] and state["seed"] == "4"
-    assert state["result"].startswith(("You win", "random wins", "The game is a draw"))
-    assert f"{state['scores'][0]} points" in state["result"]
+    result = state["result"]
+    assert result["text"] == state["result_text"]
+    assert result["text"].startswith(("You win", "random wins", "The game is a draw"))
+    points = state["scores"][0]
+    assert f"{points} point{'s' * (points != 1)}," in result["text"]
+    assert result["winner"] == session.game.winner and result["scores"] == session.game.scores
+    assert result["revealed_hands"] == [[ISLANDS[i] for i in session.game.hand(p)] for p in (0, 1)]
     response = client.post(f"/api/games/{data['id']}/move", json={"action": 147})
     assert response.status_code == 409 and "over" in response.json()["error"]
 

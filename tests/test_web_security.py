@@ -550,8 +550,12 @@ def test_another_clients_new_games_never_drop_a_game_in_progress():
     assert mine.get(f"/api/games/{game}").status_code == 200
     store = app.state.store
     assert sum(s.client == "10.0.0.2" for s in store._sessions.values()) == store.per_client
-    # Their first games made way for their own later ones.
-    assert theirs.get(f"/api/games/{answers[0].json()['id']}").status_code == 404
+    # Their first games made way in memory for their own later ones; they stay stored and reload on demand.
+    first = answers[0].json()["id"]
+    assert not store.held(first)
+    reloaded = theirs.get(f"/api/games/{first}")
+    assert reloaded.status_code == 200 and reloaded.json()["state"] == answers[0].json()["state"]
+    assert store.held(first) and mine.get(f"/api/games/{game}").status_code == 200
 
 
 def opened(store, client):
@@ -589,10 +593,13 @@ def test_idle_games_are_forgotten_but_not_one_being_computed():
     assert busy.lock.acquire(blocking=False)  # its move is being computed
     opened(store, "c")
     busy.lock.release()
-    with pytest.raises(WebError) as gone:
-        store.get(idle.id)
-    assert gone.value.status == 404 and idle.cancel.is_set()
+    assert not store.held(idle.id) and idle.evicted  # set aside: out of memory, still stored
     assert store.get(busy.id) is busy and store.get(recent.id) is recent
+    back = store.get(idle.id)  # rebuilt from the game store
+    assert back is not idle and back.actions == idle.actions and back.game.to_dict() == idle.game.to_dict()
+    with pytest.raises(WebError) as stale:
+        idle.move(idle.game.legal_actions()[0])  # the object set aside refuses moves: only one copy plays
+    assert stale.value.status == 409
 
 
 def test_a_clients_games_being_computed_are_not_replaced(tmp_path):
@@ -607,8 +614,7 @@ def test_a_clients_games_being_computed_are_not_replaced(tmp_path):
     second.lock.release()
     opened(store, "a")  # replaces the one not being computed
     assert store.get(first.id) is first
-    with pytest.raises(WebError):
-        store.get(second.id)
+    assert not store.held(second.id) and store.get(second.id) is not second  # set aside, then reloaded
 
 
 def test_the_bot_queue_answers_503_when_full_and_runs_every_job():

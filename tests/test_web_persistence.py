@@ -1,0 +1,403 @@
+"""kahuna-serve's games outlive the page and the server (docs/WEB.md, API): the game store, turn summaries,
+stop, undo, rematch, the rules panel.  Through Starlette's test client, and a real server for stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import sqlite3
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("starlette", reason='needs the web extra: pip install -e ".[web]"')
+pytest.importorskip("httpx2", reason='needs the web extra: pip install -e ".[web]"')
+pytest.importorskip("uvicorn", reason='needs the web extra: pip install -e ".[web]"')
+
+import uvicorn
+from starlette.testclient import TestClient
+
+from arena.records import check_record
+from arena.replay import replay
+from arena.store import ResultsStore
+from kahuna_env.actions import DISCARD, DRAW, describe_action
+from kahuna_env.board import ISLANDS, NUM_ISLANDS, NUM_LINES
+from kahuna_web.app import create_app
+from kahuna_web.gamestore import STORE_FILE, GameStore, GameStoreError, StoredGame, open_data_folder
+from kahuna_web.rulebook import RULES_FILE, read_rules
+from kahuna_web.server import listening_socket
+from kahuna_web.server import main as serve_main
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+HUGE = 10**6
+
+
+def local_client(app, **options):
+    return TestClient(app, base_url="http://127.0.0.1", **options)
+
+
+def assert_one_line_4xx(response, status):
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error and "\n" not in error and "Traceback" not in error and "/" not in error.replace("..", ""), error
+    return error
+
+
+def new_game(client, **request):
+    response = client.post("/api/games", json={"opponent": "greedy", "seat": 0, "seed": 11, **request})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+def play(client, data, rng, moves):
+    for _ in range(moves):
+        if data["state"]["over"]:
+            break
+        legal = data["state"]["legal"]
+        action = legal[int(rng.integers(len(legal)))]["id"]
+        response = client.post(f"/api/games/{data['id']}/move", json={"action": action})
+        assert response.status_code == 200, response.text
+        data = response.json()
+    return data
+
+
+def comparable(state):
+    """A game's state without what changes between two answers of the same position (nothing, today)."""
+    return json.loads(json.dumps(state))
+
+
+# ------------------------------------------------------------------------------------------------ the game store
+def test_a_restarted_server_continues_the_game_and_its_record_downloads(tmp_path):
+    rng = np.random.default_rng(1)
+    with local_client(create_app(games=open_data_folder(tmp_path))) as client:
+        data = play(client, new_game(client), rng, 12)
+        game_id = data["id"]
+        assert (tmp_path / STORE_FILE).is_file()
+    # A second server on the same data folder: the game as it was, and it goes on.
+    with local_client(create_app(games=open_data_folder(tmp_path))) as client:
+        again = client.get(f"/api/games/{game_id}")
+        assert again.status_code == 200
+        assert comparable(again.json()["state"]) == comparable(data["state"])
+        data = play(client, again.json(), rng, 6)
+        assert len(data["state"]["log"]) > len(again.json()["state"]["log"])
+        assert client.post(f"/api/games/{game_id}/abandon").status_code == 200
+    with local_client(create_app(games=open_data_folder(tmp_path))) as client:
+        record = client.get(f"/api/games/{game_id}/record")
+        assert record.status_code == 200
+        body = record.json()
+        check_record(body)
+        assert body["finished"] is False and len(body["actions"]) == len(data["state"]["log"])
+        final = replay(body)
+        state = client.get(f"/api/games/{game_id}").json()["state"]
+        assert state["abandoned"] and final.to_dict()["bridges"] == state["lines"]
+
+
+def test_a_reload_gets_the_same_game(tmp_path):
+    with local_client(create_app(games=open_data_folder(tmp_path))) as client:
+        data = play(client, new_game(client, seat=1), np.random.default_rng(2), 5)
+        first = client.get(f"/api/games/{data['id']}").json()
+        second = client.get(f"/api/games/{data['id']}").json()
+        assert first == second and first["state"]["legal"] == data["state"]["legal"]
+        assert first["state"]["thinking"] is False
+
+
+def test_the_game_store_refuses_files_it_does_not_own_and_leaves_them_unchanged(tmp_path, capsys):
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / STORE_FILE).write_bytes(b"this is not an SQLite file, just some bytes " * 50)
+    before = (corrupt / STORE_FILE).read_bytes()
+    with pytest.raises(GameStoreError) as bad:
+        open_data_folder(corrupt)
+    assert "not a kahuna-serve game store" in str(bad.value) and "\n" not in str(bad.value)
+    assert (corrupt / STORE_FILE).read_bytes() == before
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    with ResultsStore(foreign / STORE_FILE):
+        pass  # a results store under the game store's name
+    tables = sqlite3.connect(foreign / STORE_FILE).execute("SELECT name FROM sqlite_master").fetchall()
+    with pytest.raises(GameStoreError, match="not a kahuna-serve game store"):
+        open_data_folder(foreign)
+    assert sqlite3.connect(foreign / STORE_FILE).execute("SELECT name FROM sqlite_master").fetchall() == tables
+    for folder, words in ((corrupt, "not a kahuna-serve game store"), (tmp_path / "file.txt", "is not a folder")):
+        if folder.suffix:
+            folder.write_text("x", encoding="utf-8")
+        with pytest.raises(SystemExit) as stop:
+            serve_main(["--port", "0", "--data", str(folder)])
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith("kahuna-serve: error: --data: ") and words in err and err.count("\n") == 1, err
+
+
+def test_a_damaged_stored_game_is_a_one_line_4xx_and_nothing_else_changes(tmp_path):
+    games = open_data_folder(tmp_path)
+    app = create_app(games=games)
+    with local_client(app) as client:
+        good = new_game(client)
+        bad = new_game(client, seed=12)
+        app.state.store._sessions.clear()  # both set aside: they reload from the file
+        games._db.execute("UPDATE web_games SET actions = '[999, 1' WHERE id = ?", (bad["id"],))
+        assert_one_line_4xx(client.get(f"/api/games/{bad['id']}"), 422)
+        games._db.execute("UPDATE web_games SET actions = '[151, 151, 151]' WHERE id = ?", (bad["id"],))
+        assert "does not replay" in assert_one_line_4xx(client.get(f"/api/games/{bad['id']}"), 422)
+        assert client.get(f"/api/games/{good['id']}").json()["state"] == good["state"]
+        for path in ("/api/games/nope", "/api/games/%00", "/api/games/" + "x" * 300):
+            assert_one_line_4xx(client.get(path), 404)
+
+
+def test_the_game_store_is_bounded_and_drops_the_oldest_finished_games_first(tmp_path):
+    store = GameStore(tmp_path / "games.sqlite", max_games=3)
+
+    def stored(name, status):
+        return StoredGame(name, "c", "greedy", 0, 1, {}, [], [], status)
+
+    store.save(stored("old-finished", "over"))
+    store.save(stored("playing", "playing"))
+    store.save(stored("new-finished", "abandoned"))
+    store.save(stored("fourth", "playing"))
+    assert store.count() == 3 and store.load("old-finished") is None and store.load("new-finished") is not None
+    store.save(stored("fifth", "playing"), keep=["new-finished"])
+    assert store.count() == 3 and store.load("playing") is None and store.load("new-finished") is not None
+    with pytest.raises(GameStoreError, match="full"):
+        GameStore(tmp_path / "small.sqlite", max_bytes=16 * 4096).save(
+            StoredGame("big", "c", "greedy", 0, 1, {"x": "y" * 200_000}, [], [], "playing")
+        )
+
+
+# ------------------------------------------------------------------------------------------------ turn summaries
+def test_the_turn_summary_tells_the_opponents_whole_turn_without_hidden_cards():
+    rng = np.random.default_rng(3)
+    seen = {"removed": 0, "control": 0, "scoring": 0, "hidden": 0}
+    with local_client(create_app()) as client:
+        for seed in range(3):
+            data = new_game(client, opponent="random", seed=seed)  # random discards face down at times
+            session = client.app.state.store.get(data["id"])
+            while not data["state"]["over"]:
+                data = play(client, data, rng, 1)
+                steps = data["steps"]
+                theirs = [step for step in steps if step["player"] == 1]
+                state = data["state"]
+                if theirs and not state["over"]:  # the summary is the opponent's turn just played
+                    summary = state["turn_summary"]
+                    assert [entry["text"] for entry in summary] == [step["text"] for step in theirs]
+                for step in steps:
+                    hidden = step["player"] == 1 and step["text"] == "discard a card face down"
+                    seen["hidden"] += hidden
+                    if hidden:
+                        assert step["action"] is None  # its id would name the card
+                    else:
+                        assert describe_action(step["action"]) == step["text"]
+                    assert all(0 <= line < NUM_LINES for line in step["removed_bridges"])
+                    for change in step["control_changes"]:
+                        assert 0 <= change["island"] < NUM_ISLANDS and change["from"] != change["to"]
+                    seen["removed"] += bool(step["removed_bridges"])
+                    seen["control"] += bool(step["control_changes"])
+                    if step["scoring"] is not None:
+                        seen["scoring"] += 1
+                        assert step["scoring"]["detail"]["kind"] in ("interim", "final", "no_bridges")
+            result = data["state"]["result"]
+            kinds = [entry["detail"]["kind"] for entry in result["scoring_breakdown"]]
+            assert (
+                kinds[-1] in ("final", "no_bridges")
+                and sum(entry["points"][0] for entry in result["scoring_breakdown"]) == result["scores"][0]
+            )
+            assert result["revealed_hands"] == [[ISLANDS[i] for i in session.game.hand(p)] for p in (0, 1)]
+    assert all(seen.values()), seen
+
+
+def test_a_turn_summary_names_the_bridges_a_placement_throws_off():
+    """Summaries follow the engine: every removed line was owned before and is free after, control changes match."""
+    from kahuna_env.engine import KahunaGame
+    from kahuna_web.views import action_summary, public_facts
+
+    rng = np.random.default_rng(5)
+    sweeps = 0
+    for seed in range(20):
+        game = KahunaGame(seed=seed)
+        while not game.is_over:
+            legal = game.legal_actions()
+            action = legal[int(rng.integers(len(legal)))]
+            before, player = public_facts(game), game.current_player
+            owners = [game.owner(line) for line in range(NUM_LINES)]
+            game.step(action)
+            entry = action_summary(before, game, action, player, viewer=1 - player)
+            assert entry["removed_bridges"] == [
+                line for line in range(NUM_LINES) if owners[line] is not None and game.owner(line) is None
+            ]
+            if action < 54 and entry["removed_bridges"]:  # a placement that took control threw bridges off
+                sweeps += 1
+                assert any(change["to"] == player for change in entry["control_changes"])
+            if DISCARD <= action < DRAW:
+                assert entry["action"] is None and entry["text"] == "discard a card face down"
+    assert sweeps
+
+
+# ------------------------------------------------------------------------------------------------ undo, rematch
+def test_undo_takes_back_your_last_action_and_the_agents_replies_and_the_record_says_so():
+    rng = np.random.default_rng(4)
+    with local_client(create_app()) as client:
+        data = new_game(client, seat=0)
+        assert_one_line_4xx(client.post(f"/api/games/{data['id']}/undo"), 409)  # nothing played yet
+        assert not data["state"]["can_undo"]
+        data = play(client, data, rng, 8)
+        session = client.app.state.store.get(data["id"])
+        before = list(session.actions)
+        mine = max(ply for ply, entry in enumerate(session.summaries) if entry["player"] == 0)
+        undone = client.post(f"/api/games/{data['id']}/undo")
+        assert undone.status_code == 200, undone.text
+        state = undone.json()["state"]
+        assert session.actions == before[:mine] and len(state["log"]) == mine
+        assert state["to_act"] == 0 and before[mine] in {move["id"] for move in state["legal"]}
+        assert state["undos"] == 1 and session.undos == [{"ply": mine, "actions": before[mine:]}]
+        data = play(client, undone.json(), rng, 3)
+        client.post(f"/api/games/{data['id']}/abandon")
+        assert_one_line_4xx(client.post(f"/api/games/{data['id']}/undo"), 409)  # finished
+        record = client.get(f"/api/games/{data['id']}/record").json()
+        check_record(record)
+        assert f"at plies {mine}" in record["players"][0] and record["players"][1] == "greedy"
+        assert replay(record).to_dict() == session.game.to_dict()
+
+
+def test_undo_survives_a_restart(tmp_path):
+    rng = np.random.default_rng(6)
+    with local_client(create_app(games=open_data_folder(tmp_path))) as client:
+        data = play(client, new_game(client), rng, 6)
+        undone = client.post(f"/api/games/{data['id']}/undo").json()
+    with local_client(create_app(games=open_data_folder(tmp_path))) as client:
+        again = client.get(f"/api/games/{data['id']}").json()
+        assert again["state"] == undone["state"]
+
+
+def test_a_rematch_keeps_the_opponent_and_rules_with_a_new_seed_and_can_swap_seats():
+    with local_client(create_app()) as client:
+        data = new_game(client, opponent="random", seat=0, variant="planning")
+        same = client.post(f"/api/games/{data['id']}/rematch", json={"swap_seats": False})
+        swapped = client.post(f"/api/games/{data['id']}/rematch", json={"swap_seats": True})
+        plain = client.post(f"/api/games/{data['id']}/rematch")  # no body: the same seat
+        for answer, seat in ((same, 0), (swapped, 1), (plain, 0)):
+            assert answer.status_code == 201, answer.text
+            body = answer.json()
+            assert body["id"] != data["id"] and body["seat"] == seat and body["opponent"] == "random"
+            assert body["config"] == data["config"]
+        assert swapped.json()["steps"] and swapped.json()["steps"][0]["player"] == 0  # the agent opens now
+        for bad in ({"swap_seats": "yes"}, {"swap": True}, [True]):
+            assert_one_line_4xx(client.post(f"/api/games/{data['id']}/rematch", json=bad), 400)
+        assert_one_line_4xx(client.post("/api/games/nope/rematch", json={"swap_seats": True}), 404)
+
+
+# ------------------------------------------------------------------------------------------------ stop
+@contextlib.contextmanager
+def running(app):
+    sock = listening_socket("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    for _ in range(6000):
+        if server.started:
+            break
+        time.sleep(0.01)
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
+        sock.close()
+
+
+def request(port, method, path, body=None):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    try:
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        connection.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
+        answer = connection.getresponse()
+        return answer.status, json.loads(answer.read() or b"null")
+    finally:
+        connection.close()
+
+
+class CountingFlag:
+    """Wraps a search's flag: counts its readings (one before every simulation) once the stop was asked for."""
+
+    def __init__(self, inner, session):
+        self.inner = inner
+        self.session = session
+        self.readings = 0
+        self.before = 0
+
+    def is_set(self):
+        if self.session.stopping:
+            self.readings += 1
+        else:
+            self.before += 1
+        return self.inner.is_set()
+
+
+def test_stop_makes_a_searching_agent_move_at_once_and_the_game_goes_on():
+    app = create_app(max_simulations=HUGE)
+    store = app.state.store
+    with running(app) as port:
+        opened = {}
+        thread = threading.Thread(
+            target=lambda: opened.update(
+                answer=request(port, "POST", "/api/games", {"opponent": f"mcts:{HUGE}", "seat": 1, "seed": 2})
+            )
+        )
+        thread.start()
+        for _ in range(30000):  # hang guard: the search starts at once
+            sessions = list(store._sessions.values())
+            if sessions and sessions[0].thinking:
+                break
+            time.sleep(0.01)
+        (session,) = sessions
+        counter = CountingFlag(session.opponent.cancel, session)
+        session.opponent.cancel = counter  # read before every simulation of the running search
+        assert request(port, "GET", f"/api/games/{session.id}")[1]["state"]["thinking"] is True
+        status, body = request(port, "POST", f"/api/games/{session.id}/stop")
+        assert (status, body) == (200, {"stopped": True})
+        thread.join(timeout=300)
+        status, data = opened["answer"]
+        assert status == 201 and data["state"]["to_act"] == 1 and not data["state"]["abandoned"]
+        assert data["steps"] and all(step["player"] == 0 for step in data["steps"])
+        # The search ended at its next simulation (the one reading of the flag that found it set), and no
+        # other search started for the rest of the agent's turn.
+        assert counter.before > 0 and counter.readings == 1
+        status, error = request(port, "POST", f"/api/games/{session.id}/stop")
+        assert status == 409 and "not thinking" in error["error"]
+        legal = data["state"]["legal"][0]["id"]
+        assert request(port, "POST", f"/api/games/{session.id}/abandon")[0] == 200
+        assert request(port, "POST", f"/api/games/{session.id}/move", {"action": legal})[0] == 409
+
+
+def test_the_best_move_so_far_is_the_most_visited_then_the_prior():
+    from kahuna_env.agents.mcts import MCTSAgent, SearchNode
+    from kahuna_env.engine import KahunaGame
+    from kahuna_web.sessions import best_move_so_far
+
+    game = KahunaGame(seed=3)
+    legal = game.legal_actions()
+    agent = MCTSAgent(simulations=10, seed=0)
+    root = SearchNode(1.0)
+    for visits, action in enumerate(legal):
+        root.children[action] = SearchNode(0.1)
+        root.children[action].visits = visits if action != legal[1] else 99
+    agent.last_root = root
+    assert best_move_so_far(agent, game, np.random.default_rng(0)) == legal[1]
+    agent.last_root = None  # no search yet: the cheap prior's favourite, a legal move
+    assert best_move_so_far(agent, game, np.random.default_rng(0)) in legal
+
+
+# ------------------------------------------------------------------------------------------------ rules
+def test_the_rules_panel_is_the_packaged_copy_of_docs_rules():
+    assert RULES_FILE.read_text(encoding="utf-8") == (ROOT / "docs" / "RULES.md").read_text(encoding="utf-8")
+    with local_client(create_app()) as client:
+        sections = client.get("/api/rules").json()["sections"]
+    assert sections == read_rules()
+    titles = [section["title"] for section in sections]
+    assert {"Setup", "A turn", "Control", "Rounds and scoring"} <= set(titles)
+    for section in sections:
+        assert section["text"] and "<script" not in section["html"]
+        assert "[<code>test_" not in section["html"] and "[also <code>" not in section["html"]  # for developers
+    assert "<strong>Place</strong>" in next(s["html"] for s in sections if s["title"] == "A turn")
