@@ -184,6 +184,20 @@ def fit_bradley_terry(
     group of entrants never scored against the others) when ``prior_draws``
     is 0.
     """
+    scores, games = _checked_results(scores, games, prior_draws)
+    log_strength, iterations = _mm_log_strengths(scores, games, tolerance, max_iterations)
+    strength = np.exp(log_strength)
+    p = strength[:, None] / (strength[:, None] + strength[None, :])
+    weight = games * p * p.T
+    information = np.diag(weight.sum(axis=1)) - weight
+    covariance = np.linalg.pinv(information) * ELO_PER_NATURAL_LOG**2
+    elo = ELO_MEAN + ELO_PER_NATURAL_LOG * log_strength
+    se = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
+    return BradleyTerryFit(elo=elo, elo_se=se, covariance=covariance, iterations=iterations)
+
+
+def _checked_results(scores: np.ndarray, games: np.ndarray, prior_draws: float) -> tuple[np.ndarray, np.ndarray]:
+    """The score and game matrices with the prior draws added, after every check of :func:`fit_bradley_terry`."""
     scores = np.asarray(scores, dtype=float)
     games = np.asarray(games, dtype=float)
     n = scores.shape[0]
@@ -210,8 +224,15 @@ def fit_bradley_terry(
             "the results have no finite Bradley-Terry fit: some entrants never scored against the others "
             "(use prior_draws > 0)"
         )
+    return scores, games
+
+
+def _mm_log_strengths(
+    scores: np.ndarray, games: np.ndarray, tolerance: float, max_iterations: int
+) -> tuple[np.ndarray, int]:
+    """Hunter's MM iterations to the maximum-likelihood log-strengths (mean 0); and the iterations taken."""
     wins = scores.sum(axis=1)
-    log_strength = np.zeros(n)
+    log_strength = np.zeros(scores.shape[0])
     iterations = 0
     while True:
         iterations += 1
@@ -222,17 +243,9 @@ def fit_bradley_terry(
         change = float(np.max(np.abs(updated - log_strength)))
         log_strength = updated
         if change < tolerance:
-            break
+            return log_strength, iterations
         if iterations >= max_iterations:
             raise ValueError(f"Bradley-Terry fit did not converge in {max_iterations} iterations")
-    strength = np.exp(log_strength)
-    p = strength[:, None] / (strength[:, None] + strength[None, :])
-    weight = games * p * p.T
-    information = np.diag(weight.sum(axis=1)) - weight
-    covariance = np.linalg.pinv(information) * ELO_PER_NATURAL_LOG**2
-    elo = ELO_MEAN + ELO_PER_NATURAL_LOG * log_strength
-    se = np.sqrt(np.clip(np.diag(covariance), 0.0, None))
-    return BradleyTerryFit(elo=elo, elo_se=se, covariance=covariance, iterations=iterations)
 
 
 def _strongly_connected(edges: np.ndarray) -> bool:
