@@ -1,9 +1,11 @@
-"""Static facts of the Kahuna board (docs/RULES.md, "Material") and the incidence tables the engine uses.
+"""Static facts of the Kahuna board (docs/RULES.md, "Material") and the one set of lookup tables.
 
 Islands are numbered alphabetically (``ALOA`` = 0 … ``LALE`` = 11) and lines
 (possible bridges) alphabetically by their two islands; a line's ``a`` island
 is the alphabetically first one.  Everything here is computed once at import
-and never changes.
+and never changes.  The incidence and bitmask tables are built here only: the
+engine uses them as Python ints, the batched engine (:mod:`kahuna_env.vector`)
+converts the same tuples to numpy arrays and never rebuilds them.
 
 Bitmask conventions: a set of lines is an ``int`` with bit ``l`` set for line
 ``l``; a set of islands is an ``int`` with bit ``i`` set for island ``i``.
@@ -71,6 +73,10 @@ LINE_NAMES: tuple[str, ...] = _LINE_NAMES
 """Line names such as ``"ALOA-BARI"``; the index is the line id."""
 LINE_ID: dict[tuple[int, int], int] = {pair: line for line, pair in enumerate(LINES)}
 """``(a, b)`` with ``a < b`` -> line id."""
+LINE_A: tuple[int, ...] = tuple(a for a, _ in LINES)
+"""For each line, its ``a`` (first) island."""
+LINE_B: tuple[int, ...] = tuple(b for _, b in LINES)
+"""For each line, its ``b`` (second) island."""
 
 ISLAND_LINES: tuple[tuple[int, ...], ...] = tuple(
     tuple(line for line, (a, b) in enumerate(LINES) if island in (a, b)) for island in range(NUM_ISLANDS)
@@ -107,6 +113,15 @@ HAND_LIMIT = 5
 FACE_UP_SLOTS = 3
 STARTING_HAND = 3
 
+# --- lookup tables: built once here, used by the engine (as ints) and the batched engine (as arrays) -----
+ISLAND_BIT: tuple[int, ...] = tuple(1 << island for island in range(NUM_ISLANDS))
+"""Island id -> its bit in an island set."""
+LINE_BIT: tuple[int, ...] = tuple(1 << line for line in range(NUM_LINES))
+"""Line id -> its bit in a line set."""
+INCIDENCE: tuple[tuple[int, ...], ...] = tuple(
+    tuple(int(island in pair) for island in range(NUM_ISLANDS)) for pair in LINES
+)
+"""Line-island incidence: ``INCIDENCE[l][i] == 1`` when line ``l`` touches island ``i``."""
 ALL_LINES_MASK = (1 << NUM_LINES) - 1
 """The bitmask of all 27 lines (the complement of a line set is ``~mask & ALL_LINES_MASK``)."""
 ISLAND_LINE_MASK: tuple[int, ...] = tuple(sum(1 << line for line in lines) for lines in ISLAND_LINES)

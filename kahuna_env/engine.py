@@ -4,8 +4,9 @@
 bridge ownership as per-player line bitmasks, incremental per-island bridge
 counts, per-player control bitmasks, hands as per-island card counts with
 "at least one" / "at least two" island bitmasks.  Every field is listed once,
-with its meaning, in :data:`STATE_FIELDS`; ``__slots__``, the empty game and
-:meth:`KahunaGame.clone` are built from that list.  The legal actions of a
+with its meaning, in the schema of the game state (:data:`kahuna_env.schema.FIELDS`,
+beside the batch's arrays and the position keys); :data:`STATE_FIELDS`,
+``__slots__``, the empty game and :meth:`KahunaGame.clone` are built from it.  The legal actions of a
 state are computed once (from those bitmasks and precomputed tables) and
 reused both for :meth:`KahunaGame.legal_actions` and for validating
 :meth:`KahunaGame.step`.
@@ -46,6 +47,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from kahuna_env import actions as A
+from kahuna_env import schema
 from kahuna_env.actions import (  # re-exported: the action encoding is part of the engine's public API
     DISCARD,
     DRAW,
@@ -66,21 +68,24 @@ from kahuna_env.board import (
     CARDS_PER_ISLAND,
     FACE_UP_SLOTS,
     HAND_LIMIT,
+    ISLAND_BIT,
     ISLAND_ID,
     ISLAND_LINE_MASK,
     ISLANDS,
+    LINE_A,
+    LINE_B,
+    LINE_BIT,
     LINE_NAMES,
-    LINES,
     LINES_TOUCHING,
     LINES_WITH_A_IN,
     LINES_WITH_B_IN,
     MAJORITY,
     NUM_CARDS,
     NUM_ISLANDS,
-    NUM_LINES,
     STARTING_HAND,
 )
-from kahuna_env.positions import INTERIM_POINTS, Position, parse_position
+from kahuna_env.positions import Position, parse_position
+from kahuna_env.schema import INTERIM_POINTS
 
 __all__ = [
     "DISCARD",
@@ -209,10 +214,10 @@ _REMOVE_END = A.DISCARD
 """First action id after the REMOVE actions."""
 _HIGH_CHUNK = 2 * _CHUNK
 """Shift of the third 9-bit chunk of a 27-bit line set (lines 18..26): ``mask >> _HIGH_CHUNK``."""
-_ISLAND_BIT = tuple(1 << i for i in range(NUM_ISLANDS))
-_LINE_BIT = tuple(1 << line for line in range(NUM_LINES))
-_LINE_A = tuple(a for a, _ in LINES)
-_LINE_B = tuple(b for _, b in LINES)
+_ISLAND_BIT = ISLAND_BIT
+_LINE_BIT = LINE_BIT
+_LINE_A = LINE_A
+_LINE_B = LINE_B
 _PAID = A.PAID_ISLANDS
 _ACTION_LINE = A.ACTION_LINE
 
@@ -259,7 +264,7 @@ def _islands_per_player() -> list[list[int]]:
     return [[0] * NUM_ISLANDS, [0] * NUM_ISLANDS]
 
 
-# --- the state fields, listed once ------------------------------------------------------------------
+# --- the state fields: the engine's slots of the one schema (kahuna_env.schema.FIELDS) ----------------
 class StateField(NamedTuple):
     """One field of a :class:`KahunaGame`: its slot, how :meth:`KahunaGame.clone` copies it, its meaning."""
 
@@ -267,51 +272,49 @@ class StateField(NamedTuple):
     copy: str
     """``"value"`` (immutable, shared), ``"list"`` (one list) or ``"pair"`` (one list per player)."""
     empty: Callable[[], Any] | None
-    """The value in a game with nothing dealt (``None``: set from the config or the seed)."""
+    """The value in a game with nothing dealt (``None``: an option, set from the config)."""
     meaning: str
 
 
-STATE_FIELDS: tuple[StateField, ...] = (
-    StateField("config", "value", None, "the rule options (a frozen KahunaConfig)"),
-    StateField("_planning", "value", None, "config.variant == 'planning', cached for the legality hot path"),
-    StateField("_hand_limit_rule", "value", None, "config.discard_rule == 'hand_limit', cached likewise"),
-    StateField("_owner", "list", lambda: [-1] * NUM_LINES, "per line: its bridge's owner, -1 when free"),
-    StateField("_line_mask", "list", lambda: [0, 0], "per player: the lines holding their bridges (bitmask)"),
-    StateField("_count", "pair", _islands_per_player, "per player, per island: bridges on its lines"),
-    StateField("_control", "list", lambda: [0, 0], "per player: the islands they control (bitmask)"),
-    StateField("_hand", "pair", _islands_per_player, "per player, per island: cards in hand"),
-    StateField("_hand_size", "list", lambda: [0, 0], "per player: cards in hand"),
-    StateField("_has1", "list", lambda: [0, 0], "per player: islands with at least one card in hand (bitmask)"),
-    StateField("_has2", "list", lambda: [0, 0], "per player: islands with at least two cards in hand (bitmask)"),
-    StateField("_pile", "list", list, "the face-down pile, island ids, top LAST (drawing is pop())"),
-    StateField("_face_up", "list", lambda: [-1] * FACE_UP_SLOTS, "per face-up slot: an island id, -1 when empty"),
-    StateField("_open_discard", "list", lambda: [0] * NUM_ISLANDS, "per island: openly played cards this round"),
-    StateField("_face_down", "pair", _islands_per_player, "per player, per island: face-down discards"),
-    StateField("_known", "pair", _islands_per_player, "per player, per island: cards known in hand"),
-    StateField("_current", "value", lambda: 0, "the player to act (see KahunaGame.current_player once over)"),
-    StateField("_round", "value", lambda: 1, "the round, 1..3"),
-    StateField("_scores", "list", lambda: [0, 0], "per player: points so far"),
-    StateField("_final_points", "list", lambda: [0, 0], "per player: points of the final scoring"),
-    StateField("_played", "value", lambda: 0, "cards the player to act played this turn"),
-    StateField("_discarded", "value", lambda: 0, "cards the player to act discarded face down this turn"),
-    StateField("_must_draw", "value", lambda: False, "the opponent's previous turn ended with a pass"),
-    StateField("_claim_line", "value", lambda: -1, "the line the player to act may claim for free, -1 if none"),
-    StateField("_setup_left", "value", lambda: 0, "free handicap bridges still to place"),
-    StateField("_final_turns_left", "value", lambda: 0, "extra turns left after round 3 ran out of cards"),
-    StateField("_over", "value", lambda: False, "the game has ended"),
-    StateField("_winner", "value", lambda: None, "0, 1, or None (a draw, or not over)"),
-    StateField("_legal", "value", lambda: None, "the legal actions (a tuple), computed on first use; None"),
-    StateField("_rng", "value", lambda: None, "the game's numpy Generator, built on first use (see _generator)"),
-    StateField("_rng_source", "value", None, "what builds _rng: a seed, a copied generator state, or None"),
+def _copy_kind(field: schema.Field) -> str:
+    """A scalar is shared, a row is one list, a per-player table is a pair of lists."""
+    if not field.shape:
+        return "value"
+    return "pair" if len(field.shape) == 2 else "list"
+
+
+def _empty_factory(field: schema.Field) -> Callable[[], Any] | None:
+    """A function making the field's empty value as the engine holds it (a fresh list each call)."""
+    if field.role == "option":
+        return None
+    if field.engine_empty is not ...:
+        empty = field.engine_empty
+        return (lambda: list(empty)) if isinstance(empty, list) else (lambda: empty)
+    empty, shape = field.empty, schema.dims(field)
+    if not shape:
+        return lambda: empty
+    if len(shape) == 1:
+        return lambda: [empty] * shape[0]
+    return lambda: [[empty] * shape[1] for _ in range(shape[0])]
+
+
+STATE_FIELDS: tuple[StateField, ...] = tuple(
+    StateField(field.engine, _copy_kind(field), _empty_factory(field), field.meaning)
+    for field in schema.FIELDS
+    if field.engine is not None
 )
-"""Every field of a game, once: ``__slots__``, the empty game, :meth:`KahunaGame.clone` and the
-rollback of a failed :meth:`KahunaGame.step` are built from this list."""
+"""Every field of a game, once, from :data:`kahuna_env.schema.FIELDS`: ``__slots__``, the empty game,
+:meth:`KahunaGame.clone` and the rollback of a failed :meth:`KahunaGame.step` are built from this list."""
 
 _FIELD_NAMES = tuple(field.name for field in STATE_FIELDS)
 _VALUE_FIELDS = tuple(field.name for field in STATE_FIELDS if field.copy == "value")
 _LIST_FIELDS = tuple(field.name for field in STATE_FIELDS if field.copy == "list")
 _PAIR_FIELDS = tuple(field.name for field in STATE_FIELDS if field.copy == "pair")
 _EMPTY = tuple((field.name, field.empty) for field in STATE_FIELDS if field.empty is not None)
+_OPTIONS = tuple(
+    (field.engine, field.from_config) for field in schema.FIELDS if field.engine and field.role == "option"
+)
+"""``(slot, reader of the config)`` of the options the engine holds: the config itself and its cached flags."""
 _get_values = operator.attrgetter(*_VALUE_FIELDS)
 _get_lists = operator.attrgetter(*_LIST_FIELDS)
 _get_pairs = operator.attrgetter(*_PAIR_FIELDS)
@@ -385,9 +388,8 @@ class KahunaGame:
         """Every field of :data:`STATE_FIELDS` at its empty value: nothing dealt, no bridges."""
         for name, empty in _EMPTY:
             setattr(self, name, empty())
-        self.config = config
-        self._planning = config.variant == "planning"
-        self._hand_limit_rule = config.discard_rule == "hand_limit"
+        for name, read in _OPTIONS:
+            setattr(self, name, read(config))
         # The generator is built lazily (see _generator): most copies of a game never reshuffle,
         # and building a Generator costs more than copying the whole game.
         self._rng_source: int | dict | None = seed

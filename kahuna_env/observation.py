@@ -6,7 +6,12 @@ viewer's own private information, and nothing else: the opponent's hand, the
 pile order and the identity of the opponent's face-down discards never enter
 it, so two games with the same public history and different hidden cards give
 the same vector.  :data:`OBSERVATION_LAYOUT` maps each feature name to its
-slice; every entry lies in ``[0, 1]``.
+slice; every entry lies in ``[0, 1]``.  The blocks, their order, sizes and
+scaling are stated once in :data:`kahuna_env.schema.OBSERVATION_BLOCKS` (with
+the state fields each reads, checked against who may see them); this module
+and the batched encoder (:meth:`kahuna_env.vector.KahunaBatch.observations`)
+both take :data:`OBSERVATION_LAYOUT`, :data:`OBSERVATION_SCALE` and
+:data:`STATE_SCALE` from here.
 
 =============================  ====  =====================================================
 name                           size  meaning
@@ -55,43 +60,14 @@ import numpy as np
 from kahuna_env.board import (
     BRIDGES_PER_PLAYER,
     CARDS_PER_ISLAND,
-    DEGREE,
-    HAND_LIMIT,
-    NUM_CARDS,
     NUM_ISLANDS,
     NUM_LINES,
 )
 from kahuna_env.engine import KahunaGame
+from kahuna_env.schema import OBSERVATION_BLOCKS, STATE_BLOCKS, Block
 
-_FEATURES: tuple[tuple[str, int], ...] = (
-    ("lines_mine", NUM_LINES),
-    ("lines_opponent", NUM_LINES),
-    ("control_mine", NUM_ISLANDS),
-    ("control_opponent", NUM_ISLANDS),
-    ("bridges_mine", NUM_ISLANDS),
-    ("bridges_opponent", NUM_ISLANDS),
-    ("hand", NUM_ISLANDS),
-    ("face_up", 3 * NUM_ISLANDS),
-    ("pile_size", 1),
-    ("discard_open", NUM_ISLANDS),
-    ("my_face_down", NUM_ISLANDS),
-    ("opponent_face_down_count", 1),
-    ("opponent_hand_size", 1),
-    ("opponent_known", NUM_ISLANDS),
-    ("unseen", NUM_ISLANDS),
-    ("scores", 2),
-    ("round", 3),
-    ("final_turns", 2),
-    ("supply", 2),
-    ("cards_played", 1),
-    ("discarding", 1),
-    ("must_draw", 1),
-    ("claim", NUM_LINES),
-    ("setup", 2),
-    ("my_turn", 1),
-    ("first_player", 1),
-    ("rules", 2),
-)
+_FEATURES: tuple[tuple[str, int], ...] = tuple((block.name, block.size) for block in OBSERVATION_BLOCKS)
+"""The blocks of :data:`kahuna_env.schema.OBSERVATION_BLOCKS` (the one statement of the layout), in order."""
 
 
 def _layout(features: tuple[tuple[str, int], ...]) -> dict[str, slice]:
@@ -108,12 +84,7 @@ OBSERVATION_LAYOUT: dict[str, slice] = _layout(_FEATURES)
 OBSERVATION_SIZE: int = sum(size for _, size in _FEATURES)
 """Length of the observation vector."""
 
-_STATE_EXTRA: tuple[tuple[str, int], ...] = (
-    ("hand_player_1", NUM_ISLANDS),
-    ("pile_cards", NUM_ISLANDS),
-    ("face_down_player_1", NUM_ISLANDS),
-    ("current_player", 1),
-)
+_STATE_EXTRA: tuple[tuple[str, int], ...] = tuple((block.name, block.size) for block in STATE_BLOCKS)
 STATE_LAYOUT: dict[str, slice] = {
     **OBSERVATION_LAYOUT,
     **{name: slice(OBSERVATION_SIZE + s.start, OBSERVATION_SIZE + s.stop) for name, s in _layout(_STATE_EXTRA).items()},
@@ -152,36 +123,23 @@ _UNSEEN_START = int.from_bytes(bytes([0x80 + CARDS_PER_ISLAND] * NUM_ISLANDS), "
 _SLOT_COUNT = {card: int.from_bytes(one_hot, "little") for card, one_hot in _SLOT_BY_CARD.items()}
 _from_bytes = int.from_bytes
 assert CARDS_PER_ISLAND == 2 and 4 * CARDS_PER_ISLAND + 3 < 0x80
-_SCALES: dict[str, float | tuple[float, ...]] = {
-    "bridges_mine": tuple(1.0 / d for d in DEGREE),
-    "bridges_opponent": tuple(1.0 / d for d in DEGREE),
-    "hand": 1.0 / CARDS_PER_ISLAND,
-    "pile_size": 1.0 / NUM_CARDS,
-    "discard_open": 1.0 / CARDS_PER_ISLAND,
-    "my_face_down": 1.0 / CARDS_PER_ISLAND,
-    "opponent_face_down_count": 1.0 / NUM_CARDS,
-    "opponent_hand_size": 1.0 / HAND_LIMIT,
-    "opponent_known": 1.0 / CARDS_PER_ISLAND,
-    "unseen": 1.0 / CARDS_PER_ISLAND,
-    "scores": 1.0 / 15.0,
-    "supply": 1.0 / BRIDGES_PER_PLAYER,
-    "cards_played": 1.0 / HAND_LIMIT,
-}
 
 
-def _scale_vector(layout: dict[str, slice], size: int, extra: dict[str, float]) -> np.ndarray:
-    scale = np.ones(size, dtype=np.float32)
-    for name, factor in {**_SCALES, **extra}.items():
-        scale[layout[name]] = factor
-    scale[layout["final_turns"].start + 1] = 0.5
-    scale[layout["setup"].start + 1] = 1.0 / 3.0
+def _scale_vector(blocks: tuple[Block, ...]) -> np.ndarray:
+    """The blocks' scale factors laid end to end: entry ``k`` of the vector times ``scale[k]`` lies in [0, 1]."""
+    scale = np.ones(sum(block.size for block in blocks), dtype=np.float32)
+    start = 0
+    for block in blocks:
+        scale[start : start + block.size] = block.scale
+        start += block.size
+    scale.flags.writeable = False
     return scale
 
 
-_SCALE = _scale_vector(OBSERVATION_LAYOUT, OBSERVATION_SIZE, {})
-_SCALE.flags.writeable = False
-OBSERVATION_SCALE = _SCALE
+OBSERVATION_SCALE = _SCALE = _scale_vector(OBSERVATION_BLOCKS)
 """The factor of each observation entry that maps its raw count into [0, 1] (read-only; the batched engine uses it)."""
+STATE_SCALE = _STATE_SCALE = _scale_vector(OBSERVATION_BLOCKS + STATE_BLOCKS)
+"""The factor of each state entry, likewise (read-only; the batched engine uses it)."""
 
 
 def _raw_observation(game: KahunaGame, player: int) -> bytes:
@@ -275,10 +233,6 @@ def encode_observation(game: KahunaGame, player: int, out: np.ndarray | None = N
         return raw * _SCALE
     np.multiply(raw, _SCALE, out=out)
     return out
-
-
-_STATE_SCALE = np.concatenate([_SCALE, np.full(STATE_SIZE - OBSERVATION_SIZE, 0.5, dtype=np.float32)])
-_STATE_SCALE[-1] = 1.0
 
 
 def encode_state(game: KahunaGame) -> np.ndarray:

@@ -9,8 +9,10 @@ which :meth:`kahuna_env.engine.KahunaGame.from_dict` builds the game; the
 engine then adds the checks that need its rules (the outcome of a finished
 game, a legal action for the player to move).  Every rejection is a one-line
 ``ValueError`` naming the key and what is wrong; nothing is silently
-repaired.  This module imports only the board: the config is parsed by a
-function the engine passes in.
+repaired.  The keys, their order and the integer ranges come from the
+schema of the game state (:data:`kahuna_env.schema.FIELDS`).  This module
+imports only the board and the schema: the config is parsed by a function
+the engine passes in.
 """
 
 from __future__ import annotations
@@ -35,30 +37,20 @@ from kahuna_env.board import (
     NUM_ISLANDS,
     NUM_LINES,
 )
+from kahuna_env.schema import FIELDS, INTERIM_POINTS, MAX_POINTS
 
 if TYPE_CHECKING:
     from kahuna_env.engine import KahunaConfig
 
-REQUIRED_KEYS = ("bridges", "hands", "face_up", "pile", "discard", "current_player", "round", "scores")
-"""Keys every position has (docs/RULES.md, "Positions")."""
-OPTIONAL_KEYS = (
-    "config",
-    "played_this_turn",
-    "discarded_this_turn",
-    "must_draw",
-    "claim_line",
-    "setup_left",
-    "final_turns_left",
-    "face_down",
-    "known",
-    "final_points",
-    "over",
-    "winner",
-)
-"""Keys :meth:`KahunaGame.to_dict` adds; omitted, they mean "start of a turn, nothing played yet"."""
+__all__ = ["INTERIM_POINTS", "MAX_POINTS", "OPTIONAL_KEYS", "REQUIRED_KEYS", "Position", "parse_position"]
 
-INTERIM_POINTS = {1: 1, 2: 2}
-"""Points for the player with more controlled islands at the end of rounds 1 and 2."""
+REQUIRED_KEYS: tuple[str, ...] = tuple(field.position for field in FIELDS if field.position and field.required)
+"""Keys every position has (docs/RULES.md, "Positions"): bridges, hands, face_up, pile, discard,
+current_player, round, scores (the schema's fields with a required position key, in its order)."""
+OPTIONAL_KEYS: tuple[str, ...] = tuple(field.position for field in FIELDS if field.position and not field.required)
+"""Keys :meth:`KahunaGame.to_dict` adds; omitted, they mean "start of a turn, nothing played yet"."""
+_RANGE = {field.position: (field.low, field.high) for field in FIELDS if field.position and field.high is not None}
+"""Position key -> the smallest and largest value of a scalar integer field (kahuna_env.schema)."""
 
 
 def _interim_results(round_: int) -> frozenset[tuple[int, int]]:
@@ -76,8 +68,6 @@ def _interim_results(round_: int) -> frozenset[tuple[int, int]]:
 INTERIM_RESULTS: dict[int, frozenset[tuple[int, int]]] = {round_: _interim_results(round_) for round_ in (1, 2, 3)}
 """Round -> the scores possible before the final scoring: round 1 (0, 0); round 2 one point to
 at most one player; round 3 adds two points to at most one player."""
-MAX_POINTS = sum(INTERIM_POINTS.values()) + NUM_ISLANDS
-"""The most a player can score: both interim scorings and a 12-island final difference."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,12 +205,10 @@ def _read_fields(position: Mapping[str, Any], config: KahunaConfig) -> Position:
     if not _is_player(current):
         raise ValueError(f"position 'current_player' must be 0 or 1, got {current!r}")
     round_ = position["round"]
-    if not _is_int(round_) or not 1 <= round_ <= 3:
+    if not _is_int(round_) or not _RANGE["round"][0] <= round_ <= _RANGE["round"][1]:
         raise ValueError(f"position 'round' must be 1, 2 or 3, got {round_!r}")
-    scores = _int_pair(position, "scores", MAX_POINTS)
-    final_points = (
-        _int_pair(position, "final_points", NUM_ISLANDS) if position.get("final_points") is not None else [0, 0]
-    )
+    scores = _int_pair(position, "scores")
+    final_points = _int_pair(position, "final_points") if position.get("final_points") is not None else [0, 0]
 
     face_down = [[], []] if position.get("face_down") is None else _list(position, "face_down", 2)
     face_down_cards = [_cards(face_down[player], f"face_down[{player}]") for player in (0, 1)]
@@ -258,12 +246,12 @@ def _read_fields(position: Mapping[str, Any], config: KahunaConfig) -> Position:
         round=round_,
         scores=(scores[0], scores[1]),
         final_points=(final_points[0], final_points[1]),
-        played=_count(position, "played_this_turn", HAND_LIMIT),
-        discarded=_count(position, "discarded_this_turn", HAND_LIMIT),
+        played=_count(position, "played_this_turn"),
+        discarded=_count(position, "discarded_this_turn"),
         must_draw=must_draw,
         claim_line=-1 if claim_line is None else claim_line,
-        setup_left=_count(position, "setup_left", 3),
-        final_turns_left=_count(position, "final_turns_left", 2),
+        setup_left=_count(position, "setup_left"),
+        final_turns_left=_count(position, "final_turns_left"),
         over=over,
         winner=winner,
     )
@@ -406,7 +394,8 @@ def _counts(cards: list[int]) -> tuple[int, ...]:
     return tuple(counts)
 
 
-def _int_pair(position: Mapping[str, Any], key: str, top: int) -> list[int]:
+def _int_pair(position: Mapping[str, Any], key: str) -> list[int]:
+    top = _RANGE[key][1]
     pair = _list(position, key, 2)
     for value in pair:
         if not _is_int(value) or not 0 <= value <= top:
@@ -414,7 +403,8 @@ def _int_pair(position: Mapping[str, Any], key: str, top: int) -> list[int]:
     return [int(pair[0]), int(pair[1])]
 
 
-def _count(position: Mapping[str, Any], key: str, top: int) -> int:
+def _count(position: Mapping[str, Any], key: str) -> int:
+    top = _RANGE[key][1]
     value = position.get(key)
     if value is None:
         return 0

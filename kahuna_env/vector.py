@@ -80,13 +80,19 @@ import numpy as np
 
 from kahuna_env import actions as A
 from kahuna_env.board import (
+    ALL_LINES_MASK,
     BRIDGES_PER_PLAYER,
     CARDS_PER_ISLAND,
     FACE_UP_SLOTS,
     HAND_LIMIT,
+    INCIDENCE,
     ISLAND_ID,
-    ISLANDS,
-    LINES,
+    LINE_A,
+    LINE_B,
+    LINE_BIT,
+    LINES_TOUCHING,
+    LINES_WITH_A_IN,
+    LINES_WITH_B_IN,
     MAJORITY,
     NUM_CARDS,
     NUM_ISLANDS,
@@ -94,7 +100,9 @@ from kahuna_env.board import (
     STARTING_HAND,
 )
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame, as_config, check_seed
-from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SCALE, OBSERVATION_SIZE, STATE_SIZE
+from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SCALE, OBSERVATION_SIZE, STATE_SCALE
+from kahuna_env.positions import Position
+from kahuna_env.schema import FIELDS, dims
 
 __all__ = ["MAX_GAMES", "KahunaBatch", "StepResult", "sample_set_bits"]
 
@@ -102,34 +110,21 @@ MAX_GAMES = 2**20
 """The largest batch, 1,048,576 games: a game's state, mask, observation buffer and generators take about
 2.5 KB, so this many hold about 2.5 GB.  A larger ``n`` is a ``ValueError`` before anything is allocated."""
 
-# --- static tables ---------------------------------------------------------------------------
-_LA = np.array([a for a, _ in LINES], dtype=np.intp)
-_LB = np.array([b for _, b in LINES], dtype=np.intp)
+# --- static tables: the board's one set (kahuna_env.board), as arrays ------------------------
+_LA = np.array(LINE_A, dtype=np.intp)
+_LB = np.array(LINE_B, dtype=np.intp)
 _MAJ = np.array(MAJORITY, dtype=np.int8)
-_INC = np.zeros((NUM_LINES, NUM_ISLANDS), dtype=np.int8)
+_INC = np.array(INCIDENCE, dtype=np.int8)
 """Line-island incidence: ``_INC[l, i] == 1`` when line ``l`` touches island ``i``."""
-_INC[np.arange(NUM_LINES), _LA] = 1
-_INC[np.arange(NUM_LINES), _LB] = 1
 _TOUCH = _INC.T.astype(bool)
 """``_TOUCH[i]``: the lines touching island ``i`` (bool, 12 x 27)."""
-_LINE_BIT = np.uint64(1) << np.arange(NUM_LINES, dtype=np.uint64)
-_ALL_LINES = np.uint64((1 << NUM_LINES) - 1)
-
-
-def _union_table(per_island: np.ndarray) -> np.ndarray:
-    """For every island set (a 12-bit mask), the union (bitwise or) of ``per_island`` over its members."""
-    table = np.zeros(1 << NUM_ISLANDS, dtype=np.uint64)
-    for island_set in range(1, 1 << NUM_ISLANDS):
-        low = island_set & -island_set
-        table[island_set] = table[island_set ^ low] | per_island[low.bit_length() - 1]
-    return table
-
-
-_LINES_A_IN = _union_table(np.array([_LINE_BIT[_LA == i].sum() for i in range(NUM_ISLANDS)], dtype=np.uint64))
+_LINE_BIT = np.array(LINE_BIT, dtype=np.uint64)
+_ALL_LINES = np.uint64(ALL_LINES_MASK)
+_LINES_A_IN = np.array(LINES_WITH_A_IN, dtype=np.uint64)
 """Island set -> lines whose ``a`` island is in the set."""
-_LINES_B_IN = _union_table(np.array([_LINE_BIT[_LB == i].sum() for i in range(NUM_ISLANDS)], dtype=np.uint64))
+_LINES_B_IN = np.array(LINES_WITH_B_IN, dtype=np.uint64)
 """Island set -> lines whose ``b`` island is in the set."""
-_LINES_TOUCHING = _LINES_A_IN | _LINES_B_IN
+_LINES_TOUCHING = np.array(LINES_TOUCHING, dtype=np.uint64)
 """Island set -> lines touching an island of the set."""
 _DECK = np.repeat(np.arange(NUM_ISLANDS, dtype=np.int8), CARDS_PER_ISLAND)
 _ISLAND_RANGE = np.arange(NUM_ISLANDS, dtype=np.int8)
@@ -152,9 +147,22 @@ _PAY2 = np.array([*(p[1] if len(p) > 1 else -1 for p in A.PAID_ISLANDS), -1], dt
 
 
 _SCALE = OBSERVATION_SCALE
-_STATE_SCALE = np.concatenate([_SCALE, np.full(STATE_SIZE - OBSERVATION_SIZE, 0.5, dtype=np.float32)])
-_STATE_SCALE[-1] = 1.0
+_STATE_SCALE = STATE_SCALE
 _O = {name: (s.start, s.stop) for name, s in OBSERVATION_LAYOUT.items()}
+
+# --- the per-game arrays, from the schema (kahuna_env.schema.FIELDS) ---------------------------
+_STATE_ARRAYS = tuple(
+    (field.batch, dims(field), np.dtype(field.dtype), field.empty)
+    for field in FIELDS
+    if field.batch is not None and field.role in ("state", "derived")
+)
+"""``(array name, shape per game, dtype, empty value)`` of every state array; a new deal clears them all."""
+_OPTION_ARRAYS = tuple(
+    (field.batch, np.dtype(field.dtype), field.from_config)
+    for field in FIELDS
+    if field.batch is not None and field.role == "option"
+)
+"""``(array name, dtype, reader of the config)`` of every per-game rule option."""
 
 
 _ISLAND_WEIGHT = (1 << np.arange(NUM_ISLANDS)).astype(np.float32)
@@ -235,10 +243,6 @@ class StepResult(NamedTuple):
     final_points: np.ndarray
     reset: np.ndarray
     player: np.ndarray
-
-
-def _names(counts: Sequence[int]) -> list[str]:
-    return [ISLANDS[i] for i in range(NUM_ISLANDS) for _ in range(counts[i])]
 
 
 def _counts(names: Sequence[str]) -> list[int]:
@@ -350,39 +354,13 @@ class KahunaBatch:
         self._rngs: list[np.random.Generator | None] = [None] * n
         self.auto_reset = bool(auto_reset)
 
-        self.planning = np.array([c.variant == "planning" for c in configs], dtype=bool)
-        self.hand_limit = np.array([c.discard_rule == "hand_limit" for c in configs], dtype=bool)
-        self.first_player = np.array([c.first_player for c in configs], dtype=np.int8)
-        self.handicap_player = np.array([-1 if c.handicap is None else c.handicap[0] for c in configs], dtype=np.int8)
-        self.handicap_bridges = np.array([0 if c.handicap is None else c.handicap[1] for c in configs], dtype=np.int8)
+        for name, dtype, read in _OPTION_ARRAYS:
+            setattr(self, name, np.array([read(c) for c in configs], dtype=dtype))
         self._any_planning = bool(self.planning.any())
         self._any_hand_limit = bool(self.hand_limit.any())
-
-        i8 = np.int8
-        self.owner = np.full((n, NUM_LINES), -1, dtype=i8)
-        self.lines = np.zeros((n, 2), dtype=np.uint64)
-        """Each player's bridges as a line bitmask (bit ``l`` for line ``l``), kept with ``owner``."""
-        self.count = np.zeros((n, 2, NUM_ISLANDS), dtype=i8)
-        self.bridges = np.zeros((n, 2), dtype=i8)
-        self.hand = np.zeros((n, 2, NUM_ISLANDS), dtype=i8)
-        self.known = np.zeros((n, 2, NUM_ISLANDS), dtype=i8)
-        self.face_down = np.zeros((n, 2, NUM_ISLANDS), dtype=i8)
-        self.open_discard = np.zeros((n, NUM_ISLANDS), dtype=i8)
-        self.pile = np.zeros((n, NUM_CARDS), dtype=i8)
-        self.pile_len = np.zeros(n, dtype=i8)
-        self.face_up = np.full((n, FACE_UP_SLOTS), -1, dtype=i8)
-        self.current = np.zeros(n, dtype=i8)
-        self.round = np.ones(n, dtype=i8)
-        self.scores = np.zeros((n, 2), dtype=i8)
-        self.final_points = np.zeros((n, 2), dtype=i8)
-        self.played = np.zeros(n, dtype=i8)
-        self.discarded = np.zeros(n, dtype=i8)
-        self.must_draw = np.zeros(n, dtype=bool)
-        self.claim_line = np.full(n, -1, dtype=i8)
-        self.setup_left = np.zeros(n, dtype=i8)
-        self.final_turns = np.zeros(n, dtype=i8)
-        self.over = np.zeros(n, dtype=bool)
-        self.winner = np.full(n, -1, dtype=i8)
+        # The state arrays of the module docstring's table, one per schema field the batch holds.
+        for name, shape, dtype, empty in _STATE_ARRAYS:
+            setattr(self, name, np.full((n, *shape), empty, dtype=dtype))
         self._rows = np.arange(n)
         self._mask = np.zeros((n, A.NUM_ACTIONS), dtype=bool)
         self._words = np.zeros((n, 3), dtype=np.uint64)
@@ -446,11 +424,8 @@ class KahunaBatch:
 
     def _set_config(self, i: int, config: KahunaConfig) -> None:
         self.configs[i] = config
-        self.planning[i] = config.variant == "planning"
-        self.hand_limit[i] = config.discard_rule == "hand_limit"
-        self.first_player[i] = config.first_player
-        self.handicap_player[i] = -1 if config.handicap is None else config.handicap[0]
-        self.handicap_bridges[i] = 0 if config.handicap is None else config.handicap[1]
+        for name, _, read in _OPTION_ARRAYS:
+            getattr(self, name)[i] = read(config)
         self._any_planning = bool(self.planning.any())
         self._any_hand_limit = bool(self.hand_limit.any())
 
@@ -514,6 +489,8 @@ class KahunaBatch:
             self.game_seeds[i] = seed
             self._rngs[i] = None
         orders = np.stack([self._permutation(i, NUM_CARDS) for i in indices.tolist()])
+        for name, _, _, empty in _STATE_ARRAYS:
+            getattr(self, name)[indices] = empty
         cards = _DECK[orders]  # (k, 24)
         onehot = cards[:, :, None] == _ISLAND_RANGE  # (k, 24, 12)
         dealt = 2 * STARTING_HAND
@@ -521,20 +498,8 @@ class KahunaBatch:
         self.hand[indices, 1] = onehot[:, STARTING_HAND:dealt].sum(1)
         self.face_up[indices] = cards[:, dealt : dealt + FACE_UP_SLOTS]
         rest = cards[:, dealt + FACE_UP_SLOTS :][:, ::-1]
-        self.pile[indices] = 0
         self.pile[indices, : rest.shape[1]] = rest
         self.pile_len[indices] = rest.shape[1]
-        for array in (self.count, self.bridges, self.known, self.face_down, self.open_discard):
-            array[indices] = 0
-        for array in (self.scores, self.final_points, self.played, self.discarded, self.final_turns):
-            array[indices] = 0
-        self.owner[indices] = -1
-        self.lines[indices] = 0
-        self.round[indices] = 1
-        self.must_draw[indices] = False
-        self.claim_line[indices] = -1
-        self.over[indices] = False
-        self.winner[indices] = -1
         handicap = self.handicap_player[indices]
         self.current[indices] = np.where(handicap >= 0, handicap, self.first_player[indices])
         self.setup_left[indices] = self.handicap_bridges[indices]
@@ -1067,52 +1032,41 @@ class KahunaBatch:
     def to_dicts(self, indices: Sequence[int] | np.ndarray | None = None) -> list[dict[str, Any]]:
         """The positions of the given games (all when None), each as ``KahunaGame.to_dict`` writes it."""
         indices = self._rows if indices is None else self._indices(indices)
-        owner = self.owner[indices].tolist()
-        hand = self.hand[indices].tolist()
-        known = self.known[indices].tolist()
-        face_down = self.face_down[indices].tolist()
-        discard = (self.open_discard[indices] + self.face_down[indices].sum(1)).tolist()
-        pile = self.pile[indices].tolist()
-        pile_len = self.pile_len[indices].tolist()
-        face_up = self.face_up[indices].tolist()
-        current = self.current[indices].tolist()
-        round_ = self.round[indices].tolist()
-        scores = self.scores[indices].tolist()
-        final_points = self.final_points[indices].tolist()
-        played = self.played[indices].tolist()
-        discarded = self.discarded[indices].tolist()
-        must_draw = self.must_draw[indices].tolist()
-        claim = self.claim_line[indices].tolist()
-        setup = self.setup_left[indices].tolist()
-        final_turns = self.final_turns[indices].tolist()
-        over = self.over[indices].tolist()
-        winner = self.winner[indices].tolist()
+        columns = {
+            name: getattr(self, name)[indices].tolist()
+            for name in (
+                "owner", "hand", "face_up", "pile", "pile_len", "open_discard", "face_down", "known", "current",
+                "round", "scores", "final_points", "played", "discarded", "must_draw", "claim_line", "setup_left",
+                "final_turns", "over", "winner",
+            )
+        }  # fmt: skip
         out = []
         for k, i in enumerate(indices.tolist()):
-            out.append(
-                {
-                    "bridges": [None if x < 0 else x for x in owner[k]],
-                    "hands": [_names(hand[k][0]), _names(hand[k][1])],
-                    "face_up": [None if c < 0 else ISLANDS[c] for c in face_up[k]],
-                    "pile": [ISLANDS[c] for c in reversed(pile[k][: pile_len[k]])],
-                    "discard": _names(discard[k]),
-                    "current_player": current[k],
-                    "round": round_[k],
-                    "scores": scores[k],
-                    "config": self.configs[i].to_dict(),
-                    "played_this_turn": played[k],
-                    "discarded_this_turn": discarded[k],
-                    "must_draw": must_draw[k],
-                    "claim_line": None if claim[k] < 0 else claim[k],
-                    "setup_left": setup[k],
-                    "final_turns_left": final_turns[k],
-                    "face_down": [_names(face_down[k][0]), _names(face_down[k][1])],
-                    "known": [_names(known[k][0]), _names(known[k][1])],
-                    "final_points": final_points[k],
-                    "over": over[k],
-                    "winner": None if winner[k] < 0 else winner[k],
-                }
+            row = {name: column[k] for name, column in columns.items()}
+            winner = row["winner"]
+            position = Position(
+                config=self.configs[i],
+                owners=tuple(row["owner"]),
+                hands=(tuple(row["hand"][0]), tuple(row["hand"][1])),
+                face_up=tuple(row["face_up"]),
+                pile=tuple(reversed(row["pile"][: row["pile_len"]])),
+                open_discard=tuple(row["open_discard"]),
+                face_down=(tuple(row["face_down"][0]), tuple(row["face_down"][1])),
+                known=(tuple(row["known"][0]), tuple(row["known"][1])),
+                current_player=row["current"],
+                round=row["round"],
+                scores=(row["scores"][0], row["scores"][1]),
+                final_points=(row["final_points"][0], row["final_points"][1]),
+                played=row["played"],
+                discarded=row["discarded"],
+                must_draw=row["must_draw"],
+                claim_line=row["claim_line"],
+                setup_left=row["setup_left"],
+                final_turns_left=row["final_turns"],
+                over=row["over"],
+                winner=None if winner < 0 else winner,
             )
+            out.append(position.to_dict())
         return out
 
     def game(self, i: int, seed: int | None = None) -> KahunaGame:
