@@ -326,38 +326,9 @@ def import_report(store: ResultsStore, path: Path) -> int:
     """
     from arena.evaluation import entrant_identity
 
-    try:
-        size = path.stat().st_size
-        if size > MAX_REPORT_BYTES:
-            raise ValueError(f"{path}: {size} bytes, more than the {MAX_REPORT_BYTES} a report may have")
-        raw = path.read_bytes()
-        data = json.loads(raw.decode("utf-8"))
-    except OSError as error:
-        raise ValueError(f"{path}: cannot read: {error.strerror or first_line(error)}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        raise ValueError(f"{path}: not a kahuna-eval report (not UTF-8 JSON)") from None
-    if not isinstance(data, dict) or data.get("format") != "kahuna-eval-v1":
-        raise ValueError(f"{path}: not a kahuna-eval report (format must be 'kahuna-eval-v1')")
-    entrants, pairings, config = data.get("entrants"), data.get("pairings"), data.get("config")
-    if not isinstance(entrants, list) or not all(isinstance(e, str) and e for e in entrants) or len(entrants) < 2:
-        raise ValueError(f"{path}: 'entrants' must be a list of at least two entrant strings")
-    if not isinstance(pairings, list) or not pairings:
-        raise ValueError(f"{path}: 'pairings' must be a non-empty list")
-    try:
-        rules = KahunaConfig.from_dict(config).to_dict()
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{path}: 'config' is not a rule set: {first_line(error)}") from None
-    results = []
-    for number, pairing in enumerate(pairings):
-        where = f"{path}: pairings[{number}]"
-        if not isinstance(pairing, dict) or pairing.get("a") not in entrants or pairing.get("b") not in entrants:
-            raise ValueError(f"{where} must name two of the report's entrants as 'a' and 'b'")
-        if pairing["a"] == pairing["b"]:
-            raise ValueError(f"{where} pairs {pairing['a']!r} with itself")
-        counts = [pairing.get(name) for name in ("wins", "draws", "losses")]
-        if not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 10**9 for c in counts):
-            raise ValueError(f"{where}: 'wins', 'draws' and 'losses' must be non-negative integers")
-        results.append((pairing["a"], pairing["b"], *counts))
+    raw, data = _read_report(path)
+    entrants = data["entrants"]
+    results, rules = _report_tallies(path, data)
     digest = hashlib.sha256(raw).hexdigest()
     if store.query("SELECT id FROM sessions WHERE source = 'import' AND command = ?", (f"sha256:{digest}",)):
         raise ValueError(f"{path}: this report is already in the store (imported before)")
@@ -382,6 +353,49 @@ def import_report(store: ResultsStore, path: Path) -> int:
     for a, b, wins, draws, losses in results:
         store.add_tally(session, identities[a], identities[b], wins, draws, losses)
     return len(results)
+
+
+def _read_report(path: Path) -> tuple[bytes, dict[str, Any]]:
+    """The bytes of a ``kahuna-eval --json`` report and its JSON (a mapping of format ``kahuna-eval-v1``)."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_REPORT_BYTES:
+            raise ValueError(f"{path}: {size} bytes, more than the {MAX_REPORT_BYTES} a report may have")
+        raw = path.read_bytes()
+        data = json.loads(raw.decode("utf-8"))
+    except OSError as error:
+        raise ValueError(f"{path}: cannot read: {error.strerror or first_line(error)}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise ValueError(f"{path}: not a kahuna-eval report (not UTF-8 JSON)") from None
+    if not isinstance(data, dict) or data.get("format") != "kahuna-eval-v1":
+        raise ValueError(f"{path}: not a kahuna-eval report (format must be 'kahuna-eval-v1')")
+    entrants = data.get("entrants")
+    if not isinstance(entrants, list) or not all(isinstance(e, str) and e for e in entrants) or len(entrants) < 2:
+        raise ValueError(f"{path}: 'entrants' must be a list of at least two entrant strings")
+    return raw, data
+
+
+def _report_tallies(path: Path, data: dict[str, Any]) -> tuple[list[tuple[str, str, int, int, int]], dict[str, Any]]:
+    """A report's pairings as ``(a, b, wins, draws, losses)``, checked, and its rule set."""
+    entrants, pairings, config = data["entrants"], data.get("pairings"), data.get("config")
+    if not isinstance(pairings, list) or not pairings:
+        raise ValueError(f"{path}: 'pairings' must be a non-empty list")
+    try:
+        rules = KahunaConfig.from_dict(config).to_dict()
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{path}: 'config' is not a rule set: {first_line(error)}") from None
+    results = []
+    for number, pairing in enumerate(pairings):
+        where = f"{path}: pairings[{number}]"
+        if not isinstance(pairing, dict) or pairing.get("a") not in entrants or pairing.get("b") not in entrants:
+            raise ValueError(f"{where} must name two of the report's entrants as 'a' and 'b'")
+        if pairing["a"] == pairing["b"]:
+            raise ValueError(f"{where} pairs {pairing['a']!r} with itself")
+        counts = [pairing.get(name) for name in ("wins", "draws", "losses")]
+        if not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 10**9 for c in counts):
+            raise ValueError(f"{where}: 'wins', 'draws' and 'losses' must be non-negative integers")
+        results.append((pairing["a"], pairing["b"], *counts))
+    return results, rules
 
 
 # ---------------------------------------------------------------------------------------------- the plot
@@ -559,23 +573,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     anchors = dict(args.anchor) if args.anchor else dict(DEFAULT_ANCHORS)
     rules = None if args.all_rules else KahunaConfig(variant=args.variant, discard_rule=args.discard_rule).to_dict()
     try:
-        for name, path in (("--json", args.json), ("--plot", args.plot)):
-            if path is not None:
-                check_writable(name, path)
-        if args.plot is not None and args.plot.suffix.lower() != ".png":
-            raise ValueError(f"--plot must name a .png file, got {args.plot}")
-        from arena.evaluation import check_entrants, entrant_identity
-
-        for spec in anchors:
-            check_entrants([spec, "random" if spec != "random" else "greedy"])
-            entrant_identity(spec)
-        newcomers = []
-        for spec in args.entrant:
-            check_entrants([spec, "random" if spec != "random" else "greedy"])
-            newcomers.append(entrant_identity(spec))
-        writable = args.import_report is not None or args.play
-        if not writable and not args.db.exists():
-            raise ValueError(f"{args.db}: no such results store (kahuna-eval --db {args.db} creates one)")
+        newcomers = _check_arguments(args, anchors)
         store = ResultsStore(args.db)  # an older layout is migrated
     except (StoreError, FileNotFoundError, ValueError) as error:
         fail(str(error))
@@ -595,24 +593,48 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.play:
                 _play(store, pairings, args, rules)
                 ladder = fit_ladder(store, rules, anchors)
-        if not ladder.rows:
-            print(f"{args.db}: no games stored yet")
-        else:
-            print(ladder.table())
-        if args.json is not None:
-            try:
-                args.json.parent.mkdir(parents=True, exist_ok=True)
-                args.json.write_text(json.dumps(ladder.to_dict(), indent=2) + "\n", encoding="utf-8")
-            except OSError as error:
-                fail(f"cannot write --json {args.json}: {first_line(error)}", code=1)
-            print(f"ladder written to {args.json}")
-        if args.plot is not None:
-            try:
-                runs = plot_runs(ladder, args.plot)
-            except OSError as error:
-                fail(f"cannot write --plot {args.plot}: {first_line(error)}", code=1)
-            print(f"Elo of {runs} training run(s) drawn in {args.plot}")
+        print(ladder.table() if ladder.rows else f"{args.db}: no games stored yet")
+        _write_outputs(args, ladder)
     return 0
+
+
+def _check_arguments(args: argparse.Namespace, anchors: dict[str, float]) -> list[Entrant]:
+    """Every check before the store is opened (output paths, entrants, the store's existence); the newcomers."""
+    for name, path in (("--json", args.json), ("--plot", args.plot)):
+        if path is not None:
+            check_writable(name, path)
+    if args.plot is not None and args.plot.suffix.lower() != ".png":
+        raise ValueError(f"--plot must name a .png file, got {args.plot}")
+    from arena.evaluation import check_entrants, entrant_identity
+
+    for spec in anchors:
+        check_entrants([spec, "random" if spec != "random" else "greedy"])
+        entrant_identity(spec)
+    newcomers = []
+    for spec in args.entrant:
+        check_entrants([spec, "random" if spec != "random" else "greedy"])
+        newcomers.append(entrant_identity(spec))
+    writable = args.import_report is not None or args.play
+    if not writable and not args.db.exists():
+        raise ValueError(f"{args.db}: no such results store (kahuna-eval --db {args.db} creates one)")
+    return newcomers
+
+
+def _write_outputs(args: argparse.Namespace, ladder: Ladder) -> None:
+    """``--json`` (the ladder) and ``--plot`` (Elo per training run); a write failure ends with exit code 1."""
+    if args.json is not None:
+        try:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(ladder.to_dict(), indent=2) + "\n", encoding="utf-8")
+        except OSError as error:
+            fail(f"cannot write --json {args.json}: {first_line(error)}", code=1)
+        print(f"ladder written to {args.json}")
+    if args.plot is not None:
+        try:
+            runs = plot_runs(ladder, args.plot)
+        except OSError as error:
+            fail(f"cannot write --plot {args.plot}: {first_line(error)}", code=1)
+        print(f"Elo of {runs} training run(s) drawn in {args.plot}")
 
 
 def _play(store: ResultsStore, pairings: Sequence[Pairing], args: argparse.Namespace, rules: Any) -> None:
