@@ -53,7 +53,7 @@ import torch
 import torch.nn.functional as F
 
 from kahuna_env.actions import NUM_ACTIONS
-from kahuna_env.agents import Agent, choose_action, make_agent
+from kahuna_env.agents import Agent, make_agent
 from kahuna_env.cli import (
     OneLineParser,
     add_force_argument,
@@ -67,6 +67,8 @@ from kahuna_env.cli import (
 )
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE
+from kahuna_env.seated import PerGamePolicy, play_seated
+from kahuna_env.vector import KahunaBatch
 from kahuna_env.workers import WorkerFailed, Workers
 from policy.agent import DEFAULT_REWARD, load_agent
 from policy.model import ActorCritic
@@ -142,13 +144,19 @@ def opponent_of(game: int, opponents: Sequence[str]) -> str:
 
 
 def _play_games(task: tuple[str, int, int, list[str], list[int]]) -> Decisions:
-    """Worker: play the data games ``games`` and return the teacher's decisions."""
+    """Worker: play the data games ``games`` side by side and return the teacher's decisions.
+
+    The games share one :class:`~kahuna_env.vector.KahunaBatch` played by
+    :func:`kahuna_env.seated.play_seated`; each has its own teacher, opponent and
+    determinization generator (:func:`game_seeds`), so its moves do not depend on
+    which other games share the batch.
+    """
     student, simulations, seed, opponents, games = task
     torch.set_num_threads(1)
     policy = load_agent(student)
     network = policy.model
     reward = policy.reward or DEFAULT_REWARD  # the value semantics of the student's critic
-    parts = []
+    teachers, others, rngs, deals = [], [], [], []
     for game in games:
         deal, teacher_seed, opponent_seed, choice_seed = game_seeds(seed, game)
         teacher = _Recorder(
@@ -161,12 +169,18 @@ def _play_games(task: tuple[str, int, int, list[str], list[int]]) -> Decisions:
             )
         )
         name = opponent_of(game, opponents)
-        opponent = teacher if name == SELF else make_agent(name, seed=opponent_seed)
-        rng = np.random.default_rng(choice_seed)
-        seats = [teacher, opponent] if game % 2 == 0 else [opponent, teacher]
-        board = KahunaGame(seed=deal)
-        while not board.is_over:
-            board.step(int(choose_action(seats[board.current_player], board, rng)))
+        teachers.append(teacher)
+        others.append(teacher if name == SELF else make_agent(name, seed=opponent_seed))
+        rngs.append(np.random.default_rng(choice_seed))
+        deals.append(deal)
+    # Seats: the teacher (policy 0) in seat 0 of even games and seat 1 of odd ones, the opponent (1) in the other.
+    board = KahunaBatch(len(games), seed=0)
+    board.reset(game_seeds=deals)
+    teacher_seat = np.asarray(games, dtype=np.int64) % 2
+    seating = np.where(np.arange(2)[None, :] == teacher_seat[:, None], 0, 1)
+    play_seated(board, [PerGamePolicy(teachers, rngs), PerGamePolicy(others, rngs)], seating)
+    parts = []
+    for game, teacher in zip(games, teachers, strict=True):
         if teacher.rows:
             observations, masks, actions = zip(*teacher.rows, strict=True)
             parts.append(
@@ -342,33 +356,15 @@ def check_outputs(out: Path, student: str, force: bool) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    numbers = (("--lr", args.lr, True), ("--kl", args.kl, False), ("--value-coef", args.value_coef, False))
-    for label, number, positive in numbers:
-        if not np.isfinite(number) or number < 0 or (positive and number == 0):
-            exit_with_error(PROGRAM, f"{label} must be a finite number {'> 0' if positive else '>= 0'}, got {number}")
-    try:
-        opponents = _opponents(args.opponents, args.simulations)
-        student = load_agent(args.student)
-    except (FileNotFoundError, ValueError) as error:
-        exit_with_error(PROGRAM, first_line(error))
+    opponents, student, fit = _check_arguments(args)
     out: Path = args.out
-    try:
-        check_outputs(out, args.student, args.force)
-        out.mkdir(parents=True, exist_ok=True)
-    except ValueError as error:
-        exit_with_error(PROGRAM, first_line(error))
-    except OSError as error:  # e.g. --out /proc/x: a folder that cannot hold new entries
-        exit_with_error(PROGRAM, f"cannot create --out {out}: {error.strerror or first_line(error)}")
-    fit = FitSettings(args.epochs, args.lr, args.batch_size, args.kl, args.value_coef, seed=args.seed)
-
-    started = time.perf_counter()
-    reward = student.reward
-    if reward is None:
+    if student.reward is None:
         print(
             f"{PROGRAM}: warning: {args.student} does not record the reward settings it was trained with; the "
             f"search reads its values with the default ones {DEFAULT_REWARD}",
             file=sys.stderr,
         )
+    started = time.perf_counter()
     try:
         data = generate(args.student, args.simulations, args.games, args.seed, opponents, args.workers)
     except WorkerFailed as error:  # a data game failed in a worker, or a worker died: one line
@@ -392,7 +388,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{best['held_out_agreement']:.3f} (epoch {report['best_epoch']} of {fit.epochs}), fit {fit_seconds:.0f} s",
         flush=True,
     )
-    source_meta = dict(student.meta or {})
     distill = {
         "student": str(args.student),
         "teacher": f"{args.student}@mcts:{args.simulations}",
@@ -406,24 +401,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "fit_seconds": fit_seconds,
         "workers": args.workers,
     }
-    meta: dict[str, Any] = {
-        "name": out.name,
-        "commit": git_commit(Path(__file__).resolve().parent),
-        "distill": distill,
-        "student_meta": source_meta,
-        # The fit keeps the critic (value_coef), so the value semantics are the student's.
-        "reward": reward,
-        "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    }
-    total = whole_training(source_meta)
-    if isinstance(total, dict) and total:
-        meta["total_training"] = {
-            **total,
-            "train_seconds": float(total.get("train_seconds", 0.0)) + generate_seconds + fit_seconds,
-            "distill_decisions": len(data),
-        }
-    if reward is None:
-        del meta["reward"]  # an old student that records none: so does its distillation
+    meta = _distilled_meta(out, student, distill)
     try:
         export_agent(out / "agent.pt", model, meta)
         write_text_atomic(out / "distill.json", json.dumps(distill, indent=2) + "\n")
@@ -431,6 +409,54 @@ def main(argv: Sequence[str] | None = None) -> int:
         exit_with_error(PROGRAM, describe_os_error(error), code=1)
     print(f"{PROGRAM}: agent written to {out / 'agent.pt'}")
     return 0
+
+
+def _check_arguments(args: argparse.Namespace) -> tuple[list[str], Any, FitSettings]:
+    """Every check before the first game (exit 2, one line): the numbers, the opponents, the student, ``--out``."""
+    numbers = (("--lr", args.lr, True), ("--kl", args.kl, False), ("--value-coef", args.value_coef, False))
+    for label, number, positive in numbers:
+        if not np.isfinite(number) or number < 0 or (positive and number == 0):
+            exit_with_error(PROGRAM, f"{label} must be a finite number {'> 0' if positive else '>= 0'}, got {number}")
+    try:
+        opponents = _opponents(args.opponents, args.simulations)
+        student = load_agent(args.student)
+    except (FileNotFoundError, ValueError) as error:
+        exit_with_error(PROGRAM, first_line(error))
+    try:
+        check_outputs(args.out, args.student, args.force)
+        args.out.mkdir(parents=True, exist_ok=True)
+    except ValueError as error:
+        exit_with_error(PROGRAM, first_line(error))
+    except OSError as error:  # e.g. --out /proc/x: a folder that cannot hold new entries
+        exit_with_error(PROGRAM, f"cannot create --out {args.out}: {error.strerror or first_line(error)}")
+    fit = FitSettings(args.epochs, args.lr, args.batch_size, args.kl, args.value_coef, seed=args.seed)
+    return opponents, student, fit
+
+
+def _distilled_meta(out: Path, student: Any, distill: dict[str, Any]) -> dict[str, Any]:
+    """The distilled agent's provenance: the distillation, the student's own meta and the whole training behind it."""
+    source_meta = dict(student.meta or {})
+    meta: dict[str, Any] = {
+        "name": out.name,
+        "commit": git_commit(Path(__file__).resolve().parent),
+        "distill": distill,
+        "student_meta": source_meta,
+        # The fit keeps the critic (value_coef), so the value semantics are the student's.
+        "reward": student.reward,
+        "made_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    total = whole_training(source_meta)
+    if isinstance(total, dict) and total:
+        meta["total_training"] = {
+            **total,
+            "train_seconds": float(total.get("train_seconds", 0.0))
+            + distill["generate_seconds"]
+            + distill["fit_seconds"],
+            "distill_decisions": distill["decisions"],
+        }
+    if student.reward is None:
+        del meta["reward"]  # an old student that records none: so does its distillation
+    return meta
 
 
 if __name__ == "__main__":
