@@ -1,0 +1,328 @@
+"""The one schema of the game state (kahuna_env.schema) and everything derived from or checked against it.
+
+The schema states every field once; the engine's slots, the batch's arrays, the
+position keys and the observation blocks come from it or are held to it here.
+A field added without its decisions (engine slot, batch array, position key,
+observation) fails loudly: :func:`check_schema` runs at import, and the tests
+below fail when a representation holds a field the schema does not list, or
+when a field held twice (engine and batch) is not compared game by game.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from kahuna_env import observation, schema
+from kahuna_env.board import ISLAND_ID, ISLANDS, MAJORITY, NUM_ISLANDS
+from kahuna_env.engine import STATE_FIELDS, KahunaConfig, KahunaGame
+from kahuna_env.positions import OPTIONAL_KEYS, REQUIRED_KEYS, Position
+from kahuna_env.schema import FIELDS, OBSERVATION_BLOCKS, STATE_BLOCKS, Block, Field, check_schema
+from kahuna_env.vector import KahunaBatch
+
+CONFIGS = [
+    KahunaConfig(variant=variant, discard_rule=rule, handicap=handicap, first_player=first)
+    for variant, rule, handicap, first in itertools.product(
+        ("standard", "planning"), ("instead_of_play", "hand_limit"), (None, (1, 2)), (0, 1)
+    )
+]
+
+
+def _state_field(**changes) -> Field:
+    """A well-formed new state field, with ``changes`` applied."""
+    field = Field(
+        "tokens", ("players",), "int8", 0, "public", "state", "_tokens", "tokens", "tokens", ("scores",), "tokens"
+    )
+    return field._replace(**changes)
+
+
+def _with_block(field: Field, block: Block) -> tuple[tuple[Field, ...], tuple[Block, ...]]:
+    return (*FIELDS, field), (*OBSERVATION_BLOCKS, block)
+
+
+# ---------------------------------------------------------------------------------------------- the schema itself
+def test_the_shipped_schema_passes_its_checks():
+    check_schema()
+    assert sum(block.size for block in OBSERVATION_BLOCKS) == observation.OBSERVATION_SIZE == 246
+
+
+@pytest.mark.parametrize("missing", ["engine", "batch", "position"])
+def test_a_state_field_without_an_engine_slot_batch_array_or_position_key_fails_loudly(missing):
+    field = _state_field(observation="not shown", **{missing: None})
+    with pytest.raises(ValueError, match=rf"schema field 'tokens' is game state: .*missing: {missing}$"):
+        check_schema((*FIELDS, field))
+
+
+def test_a_field_must_say_whether_the_observation_shows_it():
+    with pytest.raises(TypeError):
+        Field("tokens", ("players",), "int8", 0, "public", "state", "_tokens", "tokens", "tokens")  # type: ignore[call-arg]
+    for silent in ("", "  ", ()):
+        with pytest.raises(ValueError, match="observation must name the blocks that show it, or say why none does"):
+            check_schema((*FIELDS, _state_field(observation=silent)))
+
+
+def test_a_field_naming_a_block_must_be_read_by_it():
+    with pytest.raises(ValueError, match="names observation block 'round', which does not read it"):
+        check_schema((*FIELDS, _state_field(observation=("round",))))
+    with pytest.raises(ValueError, match=r"names unknown observation block\(s\) \['tally'\]"):
+        check_schema((*FIELDS, _state_field(observation=("tally",))))
+
+
+def test_a_block_reading_a_field_must_be_listed_by_it():
+    fields, blocks = _with_block(_state_field(observation="not shown"), Block("tally", 2, 1.0, ("tokens.mine",), ""))
+    with pytest.raises(ValueError, match=r"block 'tally' reads 'tokens\.mine', but field 'tokens' does not list"):
+        check_schema(fields, blocks)
+
+
+def test_a_block_may_not_read_the_opponents_private_cards():
+    peek = Block("peek", NUM_ISLANDS, 0.5, ("hand.opponent",), "the opponent's hand")
+    hand = next(field for field in FIELDS if field.name == "hand")
+    fields = tuple(f._replace(observation=(*hand.observation, "peek")) if f is hand else f for f in FIELDS)
+    with pytest.raises(ValueError, match=r"block 'peek' reads 'hand\.opponent': only the owner sees that field"):
+        check_schema(fields, (*OBSERVATION_BLOCKS, peek))
+    # The number of the opponent's cards is public.
+    count = Block("peek", 1, 0.2, ("hand.opponent.total",), "the opponent's hand size")
+    check_schema(fields, (*OBSERVATION_BLOCKS, count))
+
+
+def test_a_block_may_not_read_the_pile_order():
+    pile = next(field for field in FIELDS if field.name == "pile")
+    fields = tuple(f._replace(observation=("pile_size", "order")) if f is pile else f for f in FIELDS)
+    order = Block("order", 24, 1.0, ("pile",), "the pile")
+    with pytest.raises(ValueError, match="block 'order' reads 'pile', hidden from both players"):
+        check_schema(fields, (*OBSERVATION_BLOCKS, order))
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"shape": ("players", "tokens")}, r"unknown dimension\(s\) \['tokens'\]"),
+        ({"visibility": "secret"}, "visibility must be one of"),
+        ({"role": "extra"}, "role must be one of"),
+        ({"batch": "hand"}, r"batch \['hand'\] given to more than one field"),
+        ({"engine": "_hand"}, r"engine \['_hand'\] given to more than one field"),
+        ({"position": "hands"}, r"position \['hands'\] given to more than one field"),
+    ],
+)
+def test_a_malformed_field_is_a_one_line_error_naming_it(changes, message):
+    field = _state_field(observation="not shown", **changes)
+    with pytest.raises(ValueError, match=message) as error:
+        check_schema((*FIELDS, field))
+    assert "\n" not in str(error.value)
+
+
+# ---------------------------------------------------------------------------------------------- the engine
+def test_the_engines_slots_are_the_schemas_engine_fields_in_order():
+    slots = tuple(field.engine for field in FIELDS if field.engine is not None)
+    assert KahunaGame.__slots__ == slots == tuple(field.name for field in STATE_FIELDS)
+
+
+def test_the_engines_empty_game_holds_each_fields_empty_value_in_the_schemas_shape():
+    game = KahunaGame.__new__(KahunaGame)
+    game._init_empty(KahunaConfig(variant="planning", handicap=(1, 2)), 5)
+    for field in FIELDS:
+        if field.engine is None or field.role in ("cache", "chance"):
+            continue
+        value = getattr(game, field.engine)
+        if field.role == "option":
+            assert value == field.from_config(game.config), field.name
+        elif field.engine_empty is not ...:
+            assert value == field.engine_empty, field.name
+        else:
+            expected = np.full(schema.dims(field), field.empty)
+            assert np.array_equal(np.array(value), expected) and np.shape(value) == expected.shape, field.name
+
+
+# ---------------------------------------------------------------------------------------------- the batch
+def test_every_batch_array_is_a_schema_field_with_its_dtype_and_shape():
+    n = 3
+    batch = KahunaBatch(n, config=CONFIGS[:n], seed=0)
+    arrays = {
+        name: value
+        for name, value in vars(batch).items()
+        if isinstance(value, np.ndarray) and not name.startswith("_") and value.shape[:1] == (n,)
+    }
+    declared = {field.batch: field for field in FIELDS if field.batch is not None}
+    assert set(arrays) == set(declared)
+    for name, array in arrays.items():
+        field = declared[name]
+        assert array.dtype == np.dtype(field.dtype), name
+        assert array.shape == (n, *schema.dims(field)), name
+
+
+def test_a_new_deal_clears_every_state_array_to_its_empty_value():
+    config = KahunaConfig(handicap=(0, 1))
+    batch = KahunaBatch(2, config=config, seed=3)
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        batch.step(batch.random_actions(rng))
+    batch.reset([1])
+    fresh = KahunaBatch(1, config=config, seed=0)
+    fresh.reset([0], game_seeds=[batch.game_seeds[1]])
+    for field in FIELDS:
+        if field.batch is not None:
+            assert np.array_equal(getattr(batch, field.batch)[1], getattr(fresh, field.batch)[0]), field.name
+
+
+# ---------------------------------------------------------------------------------------------- positions
+def test_the_position_keys_are_the_schemas_and_every_game_writes_them_all():
+    keys = tuple(field.position for field in FIELDS if field.position is not None)
+    assert REQUIRED_KEYS + OPTIONAL_KEYS == tuple(sorted(keys, key=lambda key: key not in REQUIRED_KEYS))
+    assert REQUIRED_KEYS == ("bridges", "hands", "face_up", "pile", "discard", "current_player", "round", "scores")
+    assert len(dataclasses.fields(Position)) == len(keys)
+    assert list(KahunaGame(seed=0).to_dict()) == list(REQUIRED_KEYS + OPTIONAL_KEYS)
+    assert list(KahunaBatch(1, seed=0).to_dicts()[0]) == list(REQUIRED_KEYS + OPTIONAL_KEYS)
+
+
+@pytest.mark.parametrize("field", [field for field in FIELDS if field.position and field.high is not None])
+def test_a_position_value_outside_the_schemas_range_is_refused_naming_the_key(field):
+    base = KahunaGame(seed=0).to_dict()
+    for bad in (field.low - 1, field.high + 1):
+        value = [bad, 0] if field.shape else bad
+        with pytest.raises(ValueError, match=f"position '{field.position}'") as error:
+            KahunaGame.from_dict({**base, field.position: value})
+        assert "\n" not in str(error.value)
+
+
+# ---------------------------------------------------------------------------------------------- observation
+def test_the_observation_layout_and_scales_are_the_schemas_blocks():
+    layout = observation.OBSERVATION_LAYOUT
+    assert [(name, s.stop - s.start) for name, s in layout.items()] == [(b.name, b.size) for b in OBSERVATION_BLOCKS]
+    extra = list(observation.STATE_LAYOUT.items())[len(layout) :]
+    assert [(name, s.stop - s.start) for name, s in extra] == [(b.name, b.size) for b in STATE_BLOCKS]
+    for block in OBSERVATION_BLOCKS + STATE_BLOCKS:
+        scale = observation.STATE_SCALE[observation.STATE_LAYOUT[block.name]]
+        assert np.array_equal(scale, np.broadcast_to(np.float32(block.scale), (block.size,))), block.name
+    assert np.array_equal(observation.OBSERVATION_SCALE, observation.STATE_SCALE[: observation.OBSERVATION_SIZE])
+
+
+def test_the_observation_manual_table_lists_the_schemas_blocks():
+    rows = re.findall(r"^``(\w+)``\s+(\d+)\s", observation.__doc__, flags=re.MULTILINE)
+    assert [(name, int(size)) for name, size in rows] == [(block.name, block.size) for block in OBSERVATION_BLOCKS]
+
+
+def _hidden_from(position: dict, viewer: int, rng: np.random.Generator) -> dict:
+    """The position with everything the schema hides from ``viewer`` dealt again: the opponent's unknown hand
+    cards and face-down discards (visibility ``owner``) and the pile (``hidden``), same sizes in the same places."""
+    opponent = 1 - viewer
+    hand = Counter(position["hands"][opponent])
+    known = Counter(position["known"][opponent])
+    face_down = position["face_down"][opponent]
+    pool = [*(hand - known).elements(), *face_down, *position["pile"]]
+    pool = [pool[k] for k in rng.permutation(len(pool))]
+    unknown = len(pool) - len(face_down) - len(position["pile"])
+    hands = list(position["hands"])
+    hands[opponent] = sorted([*known.elements(), *pool[:unknown]], key=ISLAND_ID.get)
+    downs = list(position["face_down"])
+    downs[opponent] = pool[unknown : unknown + len(face_down)]
+    open_cards = Counter(position["discard"]) - Counter(position["face_down"][0]) - Counter(position["face_down"][1])
+    discard = [*open_cards.elements(), *downs[0], *downs[1]]
+    return {
+        **position,
+        "hands": hands,
+        "face_down": downs,
+        "pile": pool[unknown + len(face_down) :],
+        "discard": discard,
+    }
+
+
+def test_what_the_schema_hides_from_a_player_never_changes_their_observation():
+    rng = np.random.default_rng(7)
+    compared = changed = 0
+    for k, config in enumerate(CONFIGS):
+        game = KahunaGame(config, seed=k)
+        for step in range(400):
+            if game.is_over:
+                break
+            game.step(int(rng.choice(game.legal_actions())))
+            if step % 23:
+                continue
+            position = game.to_dict()
+            for viewer in (0, 1):
+                try:
+                    twin = KahunaGame.from_dict(_hidden_from(position, viewer, rng))
+                except ValueError:
+                    continue  # the new deal left the player to move without a legal action: not a position
+                seen = observation.encode_observation(game, viewer)
+                assert np.array_equal(seen, observation.encode_observation(twin, viewer))
+                changed += twin.to_dict() != position
+                batch = KahunaBatch.from_dicts([position, twin.to_dict()])
+                seen = batch.observations(viewer)
+                assert np.array_equal(seen[0], seen[1])
+                compared += 1
+    assert compared >= 100 and changed >= compared // 2
+
+
+# ---------------------------------------------------------------------------------------------- engine against batch
+_FROM_BATCH = {
+    "control": lambda batch, i: [
+        sum(1 << island for island in range(NUM_ISLANDS) if batch.count[i, player, island] >= MAJORITY[island])
+        for player in (0, 1)
+    ],
+    "hand_size": lambda batch, i: batch.hand[i].sum(1).tolist(),
+    "has1": lambda batch, i: [sum(1 << x for x in range(NUM_ISLANDS) if batch.hand[i, p, x] >= 1) for p in (0, 1)],
+    "has2": lambda batch, i: [sum(1 << x for x in range(NUM_ISLANDS) if batch.hand[i, p, x] >= 2) for p in (0, 1)],
+    "config": lambda batch, i: batch.configs[i],
+}
+"""Fields the engine holds and the batch computes: the batch's value of game ``i``."""
+_FROM_ENGINE = {
+    "bridges": lambda game: [game.bridges_on_board(0), game.bridges_on_board(1)],
+    "pile_len": lambda game: game.pile_size,
+    "first_player": lambda game: game.config.first_player,
+    "handicap_player": lambda game: -1 if game.config.handicap is None else game.config.handicap[0],
+    "handicap_bridges": lambda game: 0 if game.config.handicap is None else game.config.handicap[1],
+}
+"""Fields the batch holds and the engine computes: the engine's value."""
+
+
+def _engine_value(field: Field, game: KahunaGame):
+    if field.engine is None:
+        return _FROM_ENGINE[field.name](game)
+    value = getattr(game, field.engine)
+    return field.empty if value is None and field.engine_empty is None else value
+
+
+def _batch_value(field: Field, batch: KahunaBatch, i: int):
+    if field.batch is None:
+        return _FROM_BATCH[field.name](batch, i)
+    value = getattr(batch, field.batch)[i]
+    if field.name == "pile":  # both hold the pile bottom first; the batch's row has room for every card
+        value = value[: batch.pile_len[i]]
+    return value.tolist()
+
+
+def test_every_field_held_by_the_engine_or_the_batch_is_compared_below():
+    compared = {field.name for field in FIELDS if field.engine and field.batch}
+    compared |= set(_FROM_BATCH) | set(_FROM_ENGINE)
+    assert compared == {field.name for field in FIELDS if field.role not in ("cache", "chance")}
+
+
+def test_the_batch_holds_every_schema_field_as_the_engine_does_game_by_game():
+    """The differential gate, field by field: the batch's arrays equal the engine's slots as the schema pairs them."""
+    configs = CONFIGS[:6]
+    batch = KahunaBatch(len(configs), config=configs, seed=11)
+    games = [KahunaGame(config, seed=seed) for config, seed in zip(configs, batch.game_seeds, strict=True)]
+    rng = np.random.default_rng(1)
+    fields = [field for field in FIELDS if field.role not in ("cache", "chance")]
+    for step in range(500):
+        for i, game in enumerate(games):
+            for field in fields:
+                engine, batched = _engine_value(field, game), _batch_value(field, batch, i)
+                assert engine == batched, f"step {step}, game {i}, field {field.name}: {engine} != {batched}"
+        actions = batch.random_actions(rng)
+        batch.step(actions)
+        for i, game in enumerate(games):
+            if not game.is_over:
+                game.step(int(actions[i]))
+    assert sum(game.is_over for game in games) >= 3
+
+
+def test_the_pile_is_named_by_island():
+    # The position's pile is island names top first; the engine's and the batch's are ids bottom first.
+    game = KahunaGame(seed=4)
+    assert game.to_dict()["pile"] == [ISLANDS[card] for card in reversed(game._pile)]
