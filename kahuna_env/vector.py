@@ -9,7 +9,10 @@ the batch, with no Python loop over games; only the rare chance events (the
 deal of a new game, the reshuffle after an interim scoring) loop, over the
 affected games only, and all chance goes through :meth:`KahunaBatch._permutation`.
 
-State layout (``N`` games, ``P = 2`` players; ``int8`` unless noted):
+State layout (``N`` games, ``P = 2`` players; ``int8`` unless noted).  These are the
+schema's batch arrays (:data:`kahuna_env.schema.FIELDS`, column ``batch``): the batch
+allocates them, and clears them for a new deal, from the schema's shapes, dtypes and
+empty values; ``tests/test_schema.py`` holds this table and every array to it.
 
 =================  ============  ===================================================
 array              shape         meaning
@@ -46,8 +49,11 @@ the words directly.
 
 Control is not stored: a player controls an island exactly when ``count``
 reaches its majority (the engine keeps that invariant).  Per-game options
-(variant, discard rule, first player, handicap) are arrays too, so one batch
-may mix configurations.
+(``planning``, ``hand_limit``, ``first_player``, ``handicap_player``,
+``handicap_bridges``: the schema's option fields, read off each config) are
+arrays too, so one batch may mix configurations.  The lookup tables are the
+board's (:mod:`kahuna_env.board`), converted to arrays; the observation's
+block order and scaling are the schema's, as the scalar encoder's.
 
 Chance, the scheme of the PettingZoo env (``kahuna_env.env``): every slot has
 a *seeder*, ``numpy.random.default_rng(slot_seed)``; each game dealt into the

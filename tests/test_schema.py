@@ -10,15 +10,18 @@ when a field held twice (engine and batch) is not compared game by game.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
 import itertools
 import re
+import textwrap
 from collections import Counter
 
 import numpy as np
 import pytest
 
-from kahuna_env import observation, schema
+from kahuna_env import observation, schema, vector
 from kahuna_env.board import ISLAND_ID, ISLANDS, MAJORITY, NUM_ISLANDS
 from kahuna_env.engine import STATE_FIELDS, KahunaConfig, KahunaGame
 from kahuna_env.positions import OPTIONAL_KEYS, REQUIRED_KEYS, Position
@@ -326,3 +329,32 @@ def test_the_pile_is_named_by_island():
     # The position's pile is island names top first; the engine's and the batch's are ids bottom first.
     game = KahunaGame(seed=4)
     assert game.to_dict()["pile"] == [ISLANDS[card] for card in reversed(game._pile)]
+
+
+def _table_rows(doc: str) -> list[tuple[str, tuple[int, ...], str]]:
+    """``(name, shape per game, dtype)`` of each row of a docstring table: ``name``, ``(N, ...)``, u64/bool/int8."""
+    rows = []
+    for name, shape, dtype in re.findall(r"^``(\w+)``\s+\(N,\s*([\d, ]*)\)\s*(u64|bool)?", doc, flags=re.MULTILINE):
+        sizes = tuple(int(size) for size in shape.replace(" ", "").split(",") if size)
+        rows.append((name, sizes, {"u64": "uint64", "bool": "bool"}.get(dtype, "int8")))
+    return rows
+
+
+def test_the_batch_manual_table_lists_the_schemas_state_arrays():
+    expected = {
+        (field.batch, schema.dims(field), field.dtype)
+        for field in FIELDS
+        if field.batch is not None and field.role in ("state", "derived")
+    }
+    assert set(_table_rows(vector.__doc__)) == expected
+
+
+def test_the_batched_encoder_writes_every_observation_block_once_in_order():
+    tree = ast.parse(textwrap.dedent(inspect.getsource(vector.KahunaBatch._raw_observations)))
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "put" and node.args
+    ]
+    written = [node.args[0].value for node in sorted(calls, key=lambda node: node.lineno)]
+    assert written == [block.name for block in OBSERVATION_BLOCKS]
