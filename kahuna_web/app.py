@@ -267,24 +267,35 @@ async def _optional_json(request: Request, limit: int) -> dict[str, Any]:
     return body
 
 
+async def _opening(request: Request, store: SessionStore, bots: BotQueue, session: PlaySession) -> Response:
+    """The agent's opening moves of a game just opened (its lock held), answered as ``POST /api/games`` (201)."""
+    try:
+        data = await _compute(request, bots, session, lambda: session.response(session.advance()), held=True)
+    except WebError:
+        store.discard(session)
+        raise
+    return JSONResponse(data, status_code=201)
+
+
 def _play_routes(store: SessionStore, bots: BotQueue, max_upload: int) -> list[BaseRoute]:
-    async def opening(request: Request, session: PlaySession) -> Response:
-        """The agent's opening moves of a game just opened (its lock held); the game as ``POST /api/games`` answers."""
-        try:
-            data = await _compute(request, bots, session, lambda: session.response(session.advance()), held=True)
-        except WebError:
-            store.discard(session)
-            raise
-        return JSONResponse(data, status_code=201)
+    """Starting and playing games: a new game, a rematch, the game, a move."""
 
     async def new_game(request: Request) -> Response:
         params = await read_json(request, max_upload)
-        return await opening(request, await run_in_threadpool(store.open_game, params, _client(request)))
+        return await _opening(request, store, bots, await run_in_threadpool(store.open_game, params, _client(request)))
+
+    async def rematch(request: Request) -> Response:
+        session = await run_in_threadpool(store.get, request.path_params["game"])
+        body = await _optional_json(request, max_upload)
+        if set(body) - {"swap_seats"} or not isinstance(body.get("swap_seats", False), bool):
+            raise WebError('a rematch is {"swap_seats": true or false}')
+        fresh = await run_in_threadpool(store.rematch, session, body.get("swap_seats", False), _client(request))
+        return await _opening(request, store, bots, fresh)
 
     async def get_game(request: Request) -> Response:
         session = await run_in_threadpool(store.get, request.path_params["game"])
         if not session.lock.acquire(blocking=False):
-            return JSONResponse(session.thinking_response())  # a move is being computed: the position before it
+            return JSONResponse(session.thinking_response())  # a move is being computed: the position so far
         try:
             return JSONResponse(session.response())
         finally:
@@ -298,6 +309,17 @@ def _play_routes(store: SessionStore, bots: BotQueue, max_upload: int) -> list[B
         return JSONResponse(
             await _compute(request, bots, session, lambda: session.response(session.move(body["action"])))
         )
+
+    return [
+        Route("/api/games", new_game, methods=["POST"]),
+        Route("/api/games/{game}", get_game),
+        Route("/api/games/{game}/move", move, methods=["POST"]),
+        Route("/api/games/{game}/rematch", rematch, methods=["POST"]),
+    ]
+
+
+def _control_routes(store: SessionStore) -> list[BaseRoute]:
+    """Around the moves: stop the agent's search, undo, abandon, the record."""
 
     async def stop(request: Request) -> Response:
         session = await run_in_threadpool(store.get, request.path_params["game"])
@@ -313,14 +335,6 @@ def _play_routes(store: SessionStore, bots: BotQueue, max_upload: int) -> list[B
             return JSONResponse(session.response())
         finally:
             session.lock.release()
-
-    async def rematch(request: Request) -> Response:
-        session = await run_in_threadpool(store.get, request.path_params["game"])
-        body = await _optional_json(request, max_upload)
-        if set(body) - {"swap_seats"} or not isinstance(body.get("swap_seats", False), bool):
-            raise WebError('a rematch is {"swap_seats": true or false}')
-        fresh = await run_in_threadpool(store.rematch, session, body.get("swap_seats", False), _client(request))
-        return await opening(request, fresh)
 
     async def abandon(request: Request) -> Response:
         session = await run_in_threadpool(store.get, request.path_params["game"])
@@ -354,12 +368,8 @@ def _play_routes(store: SessionStore, bots: BotQueue, max_upload: int) -> list[B
         )
 
     return [
-        Route("/api/games", new_game, methods=["POST"]),
-        Route("/api/games/{game}", get_game),
-        Route("/api/games/{game}/move", move, methods=["POST"]),
         Route("/api/games/{game}/stop", stop, methods=["POST"]),
         Route("/api/games/{game}/undo", undo, methods=["POST"]),
-        Route("/api/games/{game}/rematch", rematch, methods=["POST"]),
         Route("/api/games/{game}/abandon", abandon, methods=["POST"]),
         Route("/api/games/{game}/record", record),
     ]
@@ -659,11 +669,12 @@ def _routes(
     max_upload: int,
     ladder_db: str | Path | None,
 ) -> list[BaseRoute]:
-    """Every route, by group: the page, play, analysis, records, results, the ladder."""
+    """Every route, by group: the page, play, control of a game, analysis, records, results, the ladder."""
     analysers = AnalysisAgents(store.agents_dir, store.max_simulations, store.max_guided_simulations)
     return [
         *_page_routes(store, records, agents, max_upload, ladder_db is not None),
         *_play_routes(store, queue, max_upload),
+        *_control_routes(store),
         *_analysis_routes(store, queue, analysers, records, max_upload),
         *_record_routes(records, max_upload),
         *_results_routes(results, max_upload),

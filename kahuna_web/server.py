@@ -159,18 +159,10 @@ def serve(app: Any, sock: socket.socket) -> None:
     Server(config).run(sockets=[sock])
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``kahuna-serve`` until interrupted, then end the process (exit code 0); bad arguments exit 2."""
-    args = build_parser().parse_args(argv)
-    try:
-        import uvicorn  # noqa: F401
-
-        from kahuna_web.app import LOOPBACK_HOSTS, create_app
-    except ImportError as error:
-        exit_with_error(PROGRAM, f'needs the web extra (pip install -e ".[web]"): {first_line(error)}')
+def _read_inputs(args: argparse.Namespace) -> tuple[Path | None, list[dict[str, Any]]]:
+    """The agents folder (``--agents``, else ``runs/`` if there) and the ``--results`` tables; ``--db`` checked."""
     from kahuna_web.results import read_results
 
-    _check_arguments(args)
     agents = args.agents
     if agents is None and DEFAULT_AGENTS_DIR.is_dir():
         agents = DEFAULT_AGENTS_DIR
@@ -187,30 +179,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             ladder_summary(args.db)
         except ValueError as error:
             exit_with_error(PROGRAM, f"--db {args.db}: {first_line(error)}")
+    return agents, results
+
+
+def _open_port_and_data(args: argparse.Namespace) -> tuple[socket.socket, Any]:
+    """The listening socket, then the game store of ``--data`` (after the port: a bad command creates no folder)."""
     try:  # a port in use is one line here rather than a log message from the server
         sock = listening_socket(args.host, args.port)
     except OSError as error:
         exit_with_error(PROGRAM, f"cannot listen on {args.host}:{args.port}: {error.strerror or error}")
     from kahuna_web.gamestore import GameStoreError, open_data_folder
 
-    try:  # after the port: a bad command line creates no folder
+    try:
         games = open_data_folder(args.data)
     except GameStoreError as error:
         sock.close()
         exit_with_error(PROGRAM, f"--data: {first_line(error)}")
-    port = sock.getsockname()[1]
-    loopback = is_loopback(args.host)
-    app = create_app(
-        games=games,
-        records_dir=args.records,
-        results=results,
-        ladder_db=args.db,
-        agents_dir=agents,
-        max_upload=args.max_upload_kb * 1024,
-        allowed_hosts=(*LOOPBACK_HOSTS, args.host) if loopback else None,
-        max_simulations=args.max_simulations,
-        max_guided_simulations=args.max_guided_simulations,
-    )
+    return sock, games
+
+
+def _announce(args: argparse.Namespace, port: int, loopback: bool, agents: Path | None) -> None:
+    """The lines ``kahuna-serve`` starts with: the address, who may connect, agent files, games, budgets."""
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"Kahuna board at http://{shown}:{port}/  (Ctrl-C stops it)")
     if loopback:
@@ -223,6 +212,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Search budgets: mcts:N up to {args.max_simulations}, guided SOURCE@mcts:N up to {args.max_guided_simulations}"
     )
     sys.stdout.flush()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``kahuna-serve`` until interrupted, then end the process (exit code 0); bad arguments exit 2."""
+    args = build_parser().parse_args(argv)
+    try:
+        import uvicorn  # noqa: F401
+
+        from kahuna_web.app import LOOPBACK_HOSTS, create_app
+    except ImportError as error:
+        exit_with_error(PROGRAM, f'needs the web extra (pip install -e ".[web]"): {first_line(error)}')
+    _check_arguments(args)
+    agents, results = _read_inputs(args)
+    sock, games = _open_port_and_data(args)
+    loopback = is_loopback(args.host)
+    app = create_app(
+        games=games,
+        records_dir=args.records,
+        results=results,
+        ladder_db=args.db,
+        agents_dir=agents,
+        max_upload=args.max_upload_kb * 1024,
+        allowed_hosts=(*LOOPBACK_HOSTS, args.host) if loopback else None,
+        max_simulations=args.max_simulations,
+        max_guided_simulations=args.max_guided_simulations,
+    )
+    _announce(args, sock.getsockname()[1], loopback, agents)
     try:
         serve(app, sock)
     except KeyboardInterrupt:  # uvicorn raises the Ctrl-C it handled again once it has stopped

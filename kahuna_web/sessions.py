@@ -237,21 +237,19 @@ class _SearchFlag:
         return self._session.cancel.is_set() or self._session.stopping
 
 
-def best_move_so_far(agent: Agent, game: KahunaGame, rng: np.random.Generator) -> int:
-    """The move of a search stopped early: its most visited root move, else its prior's best, else the first legal.
+def best_move_so_far(agent: Agent, game: KahunaGame, rng: np.random.Generator, found: Any = None) -> int:
+    """The move of a search stopped early: ``found``, else its prior's best, else the first legal move.
 
-    The root comes from the search when it exposes one (``agent.last_root``,
-    the root of its latest search; counted only when it was searched from
-    this position), the prior from the agent's evaluator (a network) or the
-    baseline's cheap prior, both for ``game.current_player``'s view only (a
+    ``found``: the best move of the simulations done, as the search reports
+    it when stopped (the ``result.move`` of its :class:`SearchCancelled`: the
+    most visited root move, or the best finalist of a halving root); counted
+    only when legal here.  The prior is the agent's evaluator's (a network)
+    or the baseline's cheap one, for ``game.current_player``'s view only (a
     determinization drawn with ``rng``).
     """
     legal = game.legal_actions()
-    root = getattr(agent, "last_root", None)
-    children = getattr(root, "children", None) or {}
-    visited = [(child.visits, action) for action, child in children.items() if child.visits and action in legal]
-    if visited and set(children) <= set(legal):
-        return max(visited)[1]
+    if isinstance(found, int) and found in legal:
+        return found
     view = game.determinize(game.current_player, rng)
     evaluator = getattr(agent, "evaluator", None)
     try:
@@ -330,6 +328,7 @@ class PlaySession:
         self._saver = saver
         self._rebuild(list(actions))
         self.abandoned = abandoned and not self.game.is_over
+        self.freeze(thinking=False)
 
     # -------------------------------------------------------------------------------------------- building
     def _rebuild(self, actions: list[int]) -> None:
@@ -440,10 +439,11 @@ class PlaySession:
             return best_move_so_far(self.opponent, game, self._rng)
         try:
             return self._opponent_chooser(game)
-        except SearchCancelled:
+        except SearchCancelled as stopped:
             if self.cancel.is_set() or not self.stopping:
                 raise
-            return best_move_so_far(self.opponent, game, self._rng)
+            found = getattr(getattr(stopped, "result", None), "move", None)
+            return best_move_so_far(self.opponent, game, self._rng, found)
 
     def move(self, action: Any) -> list[dict[str, Any]]:
         """The person plays ``action`` (an action id); :class:`WebError` for a bad or illegal one, state unchanged."""
@@ -562,7 +562,10 @@ class PlaySession:
         Built from the game as it stood when the computation began (the
         game itself changes in another thread meanwhile).
         """
-        return self._frozen
+        frozen = self._frozen
+        if self.thinking and not frozen["state"]["thinking"]:
+            frozen = {**frozen, "state": {**frozen["state"], "thinking": True, "legal": []}}
+        return frozen
 
     def freeze(self, thinking: bool = True) -> None:
         """Keep :meth:`response` as it is now for :meth:`thinking_response` (before a computation, after each step).

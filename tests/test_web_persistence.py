@@ -319,12 +319,12 @@ def request(port, method, path, body=None):
 
 
 class CountingFlag:
-    """Wraps a search's flag: counts its readings (one before every simulation) once the stop was asked for."""
+    """Wraps the flag a search reads before every simulation: counts the readings before and after the stop."""
 
     def __init__(self, inner, session):
         self.inner = inner
         self.session = session
-        self.readings = 0
+        self.readings = 0  # once the stop was asked for
         self.before = 0
 
     def is_set(self):
@@ -338,55 +338,55 @@ class CountingFlag:
 def test_stop_makes_a_searching_agent_move_at_once_and_the_game_goes_on():
     app = create_app(max_simulations=HUGE)
     store = app.state.store
-    with running(app) as port:
-        opened = {}
-        thread = threading.Thread(
-            target=lambda: opened.update(
-                answer=request(port, "POST", "/api/games", {"opponent": f"mcts:{HUGE}", "seat": 1, "seed": 2})
-            )
-        )
+    with local_client(app) as client:
+        session = store.open_game({"opponent": f"mcts:{HUGE}", "seat": 1, "seed": 2}, client="testclient")
+        counter = CountingFlag(session.opponent.cancel, session)
+        session.opponent.cancel = counter  # what the search reads before every simulation
+        opening = {}
+
+        def open_the_game():  # what POST /api/games runs in the bot queue
+            try:
+                opening["steps"] = session.advance()
+            finally:
+                session.lock.release()
+
+        thread = threading.Thread(target=open_the_game)
         thread.start()
         for _ in range(30000):  # hang guard: the search starts at once
-            sessions = list(store._sessions.values())
-            if sessions and sessions[0].thinking:
+            if session.thinking and counter.before > 10:
                 break
             time.sleep(0.01)
-        (session,) = sessions
-        counter = CountingFlag(session.opponent.cancel, session)
-        session.opponent.cancel = counter  # read before every simulation of the running search
-        assert request(port, "GET", f"/api/games/{session.id}")[1]["state"]["thinking"] is True
-        status, body = request(port, "POST", f"/api/games/{session.id}/stop")
-        assert (status, body) == (200, {"stopped": True})
-        thread.join(timeout=300)
-        status, data = opened["answer"]
-        assert status == 201 and data["state"]["to_act"] == 1 and not data["state"]["abandoned"]
-        assert data["steps"] and all(step["player"] == 0 for step in data["steps"])
-        # The search ended at its next simulation (the one reading of the flag that found it set), and no
-        # other search started for the rest of the agent's turn.
-        assert counter.before > 0 and counter.readings == 1
-        status, error = request(port, "POST", f"/api/games/{session.id}/stop")
-        assert status == 409 and "not thinking" in error["error"]
-        legal = data["state"]["legal"][0]["id"]
-        assert request(port, "POST", f"/api/games/{session.id}/abandon")[0] == 200
-        assert request(port, "POST", f"/api/games/{session.id}/move", {"action": legal})[0] == 409
+        during = client.get(f"/api/games/{session.id}").json()
+        assert during["state"]["thinking"] is True and during["state"]["legal"] == []
+        assert client.post(f"/api/games/{session.id}/stop").json() == {"stopped": True}
+        thread.join(timeout=600)
+        assert not thread.is_alive()
+        # The search ended at its next simulation (the one reading that found the flag set), far from its
+        # budget, and no other search started for the rest of the agent's turn.
+        assert counter.readings == 1 and counter.before < HUGE
+        steps = opening["steps"]
+        assert steps and all(step["player"] == 0 for step in steps)
+        state = client.get(f"/api/games/{session.id}").json()["state"]
+        assert state["to_act"] == 1 and state["thinking"] is False and not state["abandoned"] and state["legal"]
+        assert_one_line_4xx(client.post(f"/api/games/{session.id}/stop"), 409)  # nothing is thinking now
+        assert client.post(f"/api/games/{session.id}/abandon").status_code == 200
+        assert_one_line_4xx(client.post(f"/api/games/{session.id}/stop"), 409)
 
 
-def test_the_best_move_so_far_is_the_most_visited_then_the_prior():
-    from kahuna_env.agents.mcts import MCTSAgent, SearchNode
+def test_the_best_move_so_far_is_the_searchs_then_the_priors():
+    from kahuna_env.agents.mcts import MCTSAgent, action_priors
     from kahuna_env.engine import KahunaGame
     from kahuna_web.sessions import best_move_so_far
 
     game = KahunaGame(seed=3)
     legal = game.legal_actions()
     agent = MCTSAgent(simulations=10, seed=0)
-    root = SearchNode(1.0)
-    for visits, action in enumerate(legal):
-        root.children[action] = SearchNode(0.1)
-        root.children[action].visits = visits if action != legal[1] else 99
-    agent.last_root = root
-    assert best_move_so_far(agent, game, np.random.default_rng(0)) == legal[1]
-    agent.last_root = None  # no search yet: the cheap prior's favourite, a legal move
-    assert best_move_so_far(agent, game, np.random.default_rng(0)) in legal
+    assert best_move_so_far(agent, game, np.random.default_rng(0), found=legal[1]) == legal[1]
+    illegal = next(action for action in range(179) if action not in legal)
+    for found in (None, illegal):  # no simulation done, or a move of another position: the prior's favourite
+        move = best_move_so_far(agent, game, np.random.default_rng(0), found=found)
+        priors = action_priors(game.determinize(game.current_player, np.random.default_rng(0)), legal)
+        assert move == legal[int(np.argmax(priors))]
 
 
 # ------------------------------------------------------------------------------------------------ rules
