@@ -71,7 +71,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from kahuna_env.actions import NUM_ACTIONS
-from kahuna_env.agents import Agent, choose_action
+from kahuna_env.agents import Agent
 from kahuna_env.agents.batched import BATCHED_BASELINES, BatchedAgent, make_batched_agent
 from kahuna_env.engine import IllegalActionError, KahunaGame, check_seed
 from kahuna_env.env import start_game
@@ -82,7 +82,8 @@ from kahuna_env.gym_env import (
     KahunaSingleAgentEnv,
     OpponentSpec,
 )
-from kahuna_env.vector import KahunaBatch, _is_sequence, _seed_list
+from kahuna_env.seated import AWAIT, BaselinePolicy, BatchPolicy, PerGamePolicy, play_seated
+from kahuna_env.vector import KahunaBatch, StepResult, _is_sequence, _seed_list
 
 __all__ = ["KahunaVectorEnv", "is_batched_opponent"]
 
@@ -435,35 +436,34 @@ class KahunaVectorEnv(VectorEnv):
         terminated: np.ndarray | None = None,
         finals: list[tuple[np.ndarray, np.ndarray]] | None = None,
     ) -> None:
-        """Step the opponents of the live games until every learner is to act.
+        """Step the opponents of the live games until every learner is to act (:func:`~kahuna_env.seated.play_seated`).
 
         A game that ends on an opponent's move is recorded (``rewards``, ``terminated``, ``finals``) and
         its next episode dealt at once, its opponent's first moves joining this loop (during a step).
         """
         batch = self.batch
-        while True:
-            to_move = ~batch.over & (batch.current != self.seats)
-            if not to_move.any():
-                return
-            if self.batched_opponent is not None:
-                actions = self.batched_opponent.act(batch, to_move)
-            else:
-                actions = self._ask_opponents(np.flatnonzero(to_move))
-            try:
-                batch.step(actions, active=to_move)
-            except IllegalActionError as error:
-                raise IllegalActionError(f"{_WHERE}: an opponent chose an illegal action: {error}") from None
+        if self.batched_opponent is not None:
+            opponent: BatchPolicy = BaselinePolicy(self.batched_opponent)
+        else:
+            opponent = PerGamePolicy(self.opponents, self._opponent_rngs)
+        seating = self._seating()
+
+        def record_ends(_: StepResult) -> None:
             if finals is not None and batch.over.any():
                 assert rewards is not None and terminated is not None
                 self._end(np.flatnonzero(batch.over), rewards, terminated, finals)
+                seating[:] = self._seating()  # the new episodes' seats
 
-    def _ask_opponents(self, rows: np.ndarray) -> np.ndarray:
-        """The per-game opponents' actions in the games ``rows`` (each sees only a determinization)."""
-        actions = np.zeros(self.num_envs, dtype=np.intp)
-        for i, position in zip(rows.tolist(), self.batch.to_dicts(rows), strict=True):
-            game = KahunaGame.from_dict(position)
-            actions[i] = choose_action(self.opponents[i], game, self._opponent_rngs[i])
-        return actions
+        try:
+            play_seated(batch, [opponent], seating, on_step=record_ends)
+        except IllegalActionError as error:
+            raise IllegalActionError(f"{_WHERE}: an opponent chose an illegal action: {error}") from None
+
+    def _seating(self) -> np.ndarray:
+        """The driver's seating: the opponent (policy 0) in every seat but the learner's, which waits for ``step``."""
+        seating = np.zeros((self.num_envs, 2), dtype=np.intp)
+        seating[np.arange(self.num_envs), self.seats] = AWAIT
+        return seating
 
     def _explain(self, i: int, action: int) -> str:
         if not 0 <= action < NUM_ACTIONS:

@@ -1,4 +1,4 @@
-"""Collection on the batched engine (``rollout.backend: vector``) against the scalar engine's rules and semantics."""
+"""Self-play collection on the seated-play driver against the scalar engine's rules and semantics (the oracle)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from training.ppo.config import ConfigError, RolloutConfig
 from training.selfplay import batched_rollout
 from training.selfplay.batched_rollout import play_games_batched
 from training.selfplay.collector import SelfPlayCollector, play_function
-from training.selfplay.rollout import GameBatch, play_games
+from training.selfplay.rollout import GameBatch
 
 MODEL_CONFIG = ModelConfig(hidden_sizes=(32,))
 
@@ -118,25 +118,36 @@ def test_batched_games_replay_in_the_scalar_engine_with_the_same_observations_ma
             assert played.rewards[rows[-1]] == outcome and played.dones[rows[-1]]
             assert not played.dones[rows[:-1]].any() and not played.rewards[rows[:-1]].any()
     assert checked_greedy > 50
-    assert played.stats["actions"] == sum(int(acting.sum()) for _, acting, _ in recorder.ticks)
+    assert played.stats.actions == sum(int(acting.sum()) for _, acting, _ in recorder.ticks)
 
 
-def test_results_and_outcomes_agree_on_both_backends(mixed_kinds):
+def test_results_and_outcomes_agree_with_the_games_in_the_scalar_engine(monkeypatch, mixed_kinds):
+    recorder = _Recorder(monkeypatch)
     model, snapshot = _models(1)
-    for play in (play_games, play_games_batched):
-        batch = _batch(mixed_kinds, seed=5)
-        played = play(batch, model, [snapshot], KahunaConfig())
-        outcomes = played.stats["outcomes"]
-        assert outcomes.shape == (len(mixed_kinds),)
-        for code, kind in enumerate(KINDS):
-            if code == KIND_LATEST:
-                continue
-            chosen = outcomes[np.array(mixed_kinds) == code]
-            expected = [int((chosen == 1).sum()), int((chosen == 0).sum()), int((chosen == -1).sum())]
-            assert played.stats["results"][kind] == expected, (play.__name__, kind)
-        selfplay = outcomes[np.array(mixed_kinds) == KIND_LATEST]
-        wins, draws, losses = played.stats["first_seat_results"]
-        assert (wins, draws, losses) == ((selfplay == 1).sum(), (selfplay == 0).sum(), (selfplay == -1).sum())
+    batch = _batch(mixed_kinds, seed=5)
+    played = play_games_batched(batch, model, [snapshot], KahunaConfig())
+    winners = []
+    for g in range(len(mixed_kinds)):  # the oracle: each game replayed in the scalar engine
+        game = KahunaGame(KahunaConfig(), seed=int(batch.seeds[g]))
+        for actions, acting, _ in recorder.ticks:
+            if acting[g]:
+                game.step(int(actions[g]))
+        assert game.is_over
+        winners.append(-1 if game.winner is None else game.winner)
+    seat = np.where(batch.learner_seats[:, 0], 0, 1)
+    expected_outcomes = np.where(np.array(winners) < 0, 0, np.where(np.array(winners) == seat, 1, -1))
+    outcomes = played.stats.outcomes
+    np.testing.assert_array_equal(outcomes, expected_outcomes)
+    for code, kind in enumerate(KINDS):
+        if code == KIND_LATEST:
+            continue
+        chosen = outcomes[np.array(mixed_kinds) == code]
+        expected = (int((chosen == 1).sum()), int((chosen == 0).sum()), int((chosen == -1).sum()))
+        assert played.stats.results[kind] == expected, kind
+    selfplay = outcomes[np.array(mixed_kinds) == KIND_LATEST]
+    wins, draws, losses = played.stats.first_seat_results
+    assert (wins, draws, losses) == ((selfplay == 1).sum(), (selfplay == 0).sum(), (selfplay == -1).sum())
+    assert played.stats.games == len(mixed_kinds) and played.stats.decisions == len(played)
 
 
 def test_the_same_batch_gives_the_same_games_and_a_different_seed_different_ones(mixed_kinds):
@@ -174,12 +185,20 @@ def test_argmax_snapshots_play_their_most_likely_action(monkeypatch):
     assert checked > 50
 
 
-@pytest.mark.parametrize("backend", ["scalar", "vector"])
-def test_mcts_opponent_games_are_played_on_both_backends(backend):
+def test_mcts_opponent_games_are_played_through_choose_action(monkeypatch):
+    asked = []
+    original = batched_rollout.PerGamePolicy.act
+
+    def act(policy, batch, rows):
+        asked.append(rows.tolist())
+        return original(policy, batch, rows)
+
+    monkeypatch.setattr(batched_rollout.PerGamePolicy, "act", act)
     model, _ = _models(5)
     batch = _batch([KIND_MCTS, KIND_MCTS], seed=13, mcts_simulations=2)
-    played = play_function(backend)(batch, model, [], KahunaConfig())
-    assert sum(played.stats["results"]["mcts"]) == 2
+    played = play_function("vector")(batch, model, [], KahunaConfig())
+    assert sum(played.stats.results["mcts"]) == 2
+    assert asked and all(set(rows) <= {0, 1} for rows in asked)
     assert played.dones.sum() == 2  # one learner seat per game, each with a terminal decision
 
 
@@ -195,15 +214,25 @@ def test_vector_collection_with_a_worker_is_deterministic_and_complete():
             rollouts.append(collector.collect(model, pool, pool.assign(8, shares, rng), rng))
     first, second = rollouts
     np.testing.assert_array_equal(first.actions, second.actions)
-    assert first.stats["games"] == 8 and first.dones.sum() == 2 * 2 + 6  # two self-play games learn both seats
-    assert first.stats["outcomes"].shape == (8,)
+    assert first.stats.games == 8 and first.dones.sum() == 2 * 2 + 6  # two self-play games learn both seats
+    assert first.stats.outcomes.shape == (8,)
 
 
 def test_an_unknown_backend_is_refused_in_one_line():
-    with pytest.raises(ConfigError, match=r"rollout.backend: must be 'scalar' or 'vector', got 'gpu'"):
+    with pytest.raises(ConfigError, match=r"rollout.backend: must be 'vector' .*, got 'gpu'"):
         RolloutConfig(backend="gpu")
     with pytest.raises(ValueError, match="unknown rollout backend 'gpu'"):
         play_function("gpu")
+
+
+def test_the_removed_scalar_backend_is_refused_in_one_line():
+    with pytest.raises(ConfigError, match=r"rollout.backend: .*'scalar' backend was removed.*, got 'scalar'$") as error:
+        RolloutConfig(backend="scalar")
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="rollout backend 'scalar' was removed"):
+        play_function("scalar")
+    with pytest.raises(ValueError, match="'scalar' was removed"):
+        SelfPlayCollector(2, backend="scalar")
 
 
 @pytest.mark.parametrize("argmax", [False, True], ids=["sampled", "argmax"])
@@ -228,4 +257,4 @@ def test_stacked_snapshots_play_the_games_of_one_pass_per_snapshot(monkeypatch, 
     assert calls == [3]
     np.testing.assert_array_equal(stacked.actions, separate.actions)
     np.testing.assert_array_equal(stacked.observations, separate.observations)
-    np.testing.assert_array_equal(stacked.stats["outcomes"], separate.stats["outcomes"])
+    np.testing.assert_array_equal(stacked.stats.outcomes, separate.stats.outcomes)

@@ -176,8 +176,7 @@ def tiny_run_args(run_dir, *overrides: str) -> list[str]:
     return args
 
 
-@pytest.mark.parametrize("backend", ["scalar", "vector"])
-def test_mcts_games_happen_when_the_share_is_set(tmp_path, backend):
+def test_mcts_games_happen_when_the_share_is_set(tmp_path):
     run_dir = tmp_path / "run"
     args = tiny_run_args(
         run_dir,
@@ -188,7 +187,6 @@ def test_mcts_games_happen_when_the_share_is_set(tmp_path, backend):
         "pool.random=0",
         "pool.mcts=0.5",
         "pool.mcts_simulations=2",
-        f"rollout.backend={backend}",
     )
     assert main(args) == 0
     record = read_metrics(run_dir / "metrics.jsonl")[0]

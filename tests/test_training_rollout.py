@@ -13,16 +13,12 @@ from kahuna_env.agents import GreedyAgent
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, encode_observation
 from policy.model import MASKED_LOGIT, ActorCritic, ModelConfig, StackedNetworks, sample_actions
+from policy.reward import island_potentials
 from training.league.pool import KIND_GREEDY, KIND_LATEST, KIND_PAST, OpponentPool, split_counts
 from training.ppo.config import PPOConfig
 from training.ppo.trainer import ppo_losses, ppo_update
 from training.selfplay.collector import SelfPlayCollector
-from training.selfplay.rollout import (
-    baseline_action,
-    island_potentials,
-    per_seat_gae,
-    shaping_rewards,
-)
+from training.selfplay.rollout import per_seat_gae, shaping_rewards
 
 # A hand-made stretch of one game, in time order: seat 0 plays a two-action turn (rows 0, 1),
 # seat 1 a three-action turn (rows 2-4), then each seat's final decision (rows 5, 6).
@@ -254,7 +250,7 @@ def test_turns_of_several_actions_stay_in_one_trajectory(self_play_rollout):
     rows = np.flatnonzero(rollout.trajectory == rollout.trajectory[0])
     card_plays = [row for row in rows[:-1] if rollout.actions[row] < 147]
     assert card_plays, "expected at least one multi-action turn"
-    assert rollout.stats["decisions"] == len(rollout)
+    assert rollout.stats.decisions == len(rollout)
 
 
 def test_collection_with_a_worker_process_is_deterministic_and_complete():
@@ -273,19 +269,20 @@ def test_collection_with_a_worker_process_is_deterministic_and_complete():
     np.testing.assert_array_equal(first.advantages, second.advantages)
     # Both processes' games are there: games 0 and 2 in this process, 1 and 3 in the worker.
     assert set((first.trajectory // 2).tolist()) == {0, 1, 2, 3}
-    assert first.stats["games"] == 4 and first.dones.sum() == len(np.unique(first.trajectory))
+    assert first.stats.games == 4 and first.dones.sum() == len(np.unique(first.trajectory))
 
 
-def test_greedy_training_shortcut_acts_as_on_a_determinization():
-    # baseline_action skips greedy's determinized copy: valid only because greedy's choice
-    # depends on nothing hidden. Compare it on the real game and on a determinization, same seed.
+def test_greedy_acts_on_the_real_game_as_on_a_determinization():
+    # The batched greedy of collection and evaluation never determinizes: valid only because
+    # greedy's choice depends on nothing hidden. Compare it on the real game and on a
+    # determinization, same seed.
     checked = 0
     for seed in range(40):
         game = KahunaGame(seed=seed)
         sampler = np.random.default_rng(seed)
         while not game.is_over:
             player = game.current_player
-            on_real = baseline_action(GreedyAgent(seed=checked), game, sampler)
+            on_real = GreedyAgent(seed=checked).act(None, game.action_mask(), game)
             on_copy = GreedyAgent(seed=checked).act(None, game.action_mask(), game.determinize(player, sampler))
             assert on_real == on_copy, (seed, game.to_dict())
             checked += 1

@@ -75,8 +75,8 @@ class RolloutConfig:
     Attributes:
         num_games: games played in parallel per update; each update plays all of them to the end.
         workers: extra processes that play a share of the games in parallel with this one (0: none).
-        backend: ``scalar`` (one game object per game) or ``vector`` (the batched numpy engine,
-            same games and learning semantics, array work instead of per-game Python).
+        backend: ``vector``: the batched numpy engine (the seated-play driver, :mod:`kahuna_env.seated`).
+            The ``scalar`` backend was removed; the scalar engine is the tests' oracle.
     """
 
     num_games: int = 256
@@ -90,7 +90,10 @@ class RolloutConfig:
         check_value(0 <= self.workers < self.num_games, "rollout.workers", "must be in [0, num_games)", self.workers)
         check_value(self.workers <= MAX_WORKERS, "rollout.workers", f"must be <= {MAX_WORKERS}", self.workers)
         check_value(
-            self.backend in ("scalar", "vector"), "rollout.backend", "must be 'scalar' or 'vector'", self.backend
+            self.backend == "vector",
+            "rollout.backend",
+            "must be 'vector' (the 'scalar' backend was removed: collection plays on the batched engine)",
+            self.backend,
         )
 
 

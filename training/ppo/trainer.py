@@ -47,7 +47,7 @@ from arena.store import Entrant, ResultsStore, StoredGame, baseline_entrant
 from kahuna_env.cli import first_line
 from kahuna_env.engine import KahunaConfig
 from policy.model import ActorCritic, check_state_dict
-from training.league.pool import KINDS, GameAssignment, OpponentPool, entry_model_config, league_scalars
+from training.league.pool import GameAssignment, OpponentPool, entry_model_config, league_scalars
 from training.ppo.checkpoint import (
     build_checkpoint,
     checkpoint_dir,
@@ -244,24 +244,6 @@ def build_model(config: TrainConfig) -> ActorCritic:
         return ActorCritic(config.model)
 
 
-def _rollout_scalars(rollout: Rollout) -> dict[str, float]:
-    stats = rollout.stats
-    scalars: dict[str, float] = {
-        "charts/episodic_return": float(np.mean(stats["episodic_returns"])) if len(stats["episodic_returns"]) else 0.0,
-        "charts/decisions": float(stats["decisions"]),
-        "charts/game_length": stats["actions"] / stats["games"],
-    }
-    for kind in KINDS[1:]:
-        wins, draws, losses = stats["results"][kind]
-        games = wins + draws + losses
-        if games:
-            scalars[f"rollout/win_rate_vs_{kind}"] = wins / games
-    wins, draws, losses = stats["first_seat_results"]
-    if wins + draws + losses:
-        scalars["rollout/selfplay_first_seat_win_rate"] = wins / (wins + draws + losses)
-    return scalars
-
-
 def _evaluate(
     model: ActorCritic, config: TrainConfig, games: int, write: Callable[[str, FinishedGame], None] | None = None
 ) -> dict[str, QuickEvalResult]:
@@ -371,7 +353,7 @@ def train(
                 update_start = time.perf_counter()
                 # 3. Collect: play the update's games to the end.
                 rollout, assignment, minibatch_generator = _collect(config, run, session, update)
-                run.pool.record(assignment, rollout.stats["outcomes"])
+                run.pool.record(assignment, rollout.stats.outcomes)
                 collect_seconds = time.perf_counter() - update_start
                 # 4. Update: PPO epochs on the learner's decisions; stop if anything became non-finite.
                 losses = ppo_update(run.model, run.optimizer, rollout, config.ppo, minibatch_generator)
@@ -637,8 +619,8 @@ class _Session:
         scalars = {
             "charts/learning_rate": run.optimizer.param_groups[0]["lr"],
             "charts/SPS": self.decisions_per_second(),
-            "charts/actions_per_second": rollout.stats["actions"] / busy_seconds,
-            **_rollout_scalars(rollout),
+            "charts/actions_per_second": rollout.stats.actions / busy_seconds,
+            **rollout.stats.as_metrics(),
             **{f"losses/{key}": value for key, value in losses.items() if key not in ("epochs",)},
             "losses/epochs": losses["epochs"],
             **_eval_scalars(results),
@@ -699,8 +681,8 @@ def _check_finite(run: _RunState, losses: dict[str, float], update: int, run_dir
 def _advance_counters(run: _RunState, rollout: Rollout, update: int) -> None:
     run.counters["update"] = update
     run.counters["global_step"] += len(rollout)
-    run.counters["actions"] += rollout.stats["actions"]
-    run.counters["games"] += rollout.stats["games"]
+    run.counters["actions"] += rollout.stats.actions
+    run.counters["games"] += rollout.stats.games
 
 
 def _evaluate_phase(config: TrainConfig, run: _RunState, update: int, last: bool) -> dict[str, QuickEvalResult]:

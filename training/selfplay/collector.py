@@ -1,10 +1,10 @@
 """The collector of the trainer: one update's games, played in this process and in worker processes.
 
 :class:`SelfPlayCollector` splits an update's games into batches, plays them
-with the configured backend (:data:`BACKENDS`) here and in ``rollout.workers``
-spawned processes, and joins the learner's decisions into one
-:class:`~training.selfplay.rollout.Rollout` (see :mod:`training.selfplay.rollout` for the
-learning semantics, which both backends share).
+(:func:`~training.selfplay.batched_rollout.play_games_batched`, on the seated-play
+driver) here and in ``rollout.workers`` spawned processes, and joins the
+learner's decisions into one :class:`~training.selfplay.rollout.Rollout` (see
+:mod:`training.selfplay.rollout` for the learning semantics).
 """
 
 from __future__ import annotations
@@ -19,19 +19,23 @@ from kahuna_env.engine import KahunaConfig
 from policy.model import ActorCritic, ModelConfig
 from training.league.pool import GameAssignment, OpponentPool
 from training.selfplay.batched_rollout import play_games_batched
-from training.selfplay.rollout import GameBatch, Rollout, finish_rollout, play_games
+from training.selfplay.rollout import GameBatch, Rollout, finish_rollout
 
-BACKENDS = ("scalar", "vector")
-"""Collection backends: ``scalar`` (one :class:`KahunaGame` per game, :func:`play_games`) and
-``vector`` (the batched engine, :func:`training.selfplay.batched_rollout.play_games_batched`)."""
+BACKENDS = ("vector",)
+"""Collection backends: ``vector`` (the batched engine, :func:`training.selfplay.batched_rollout.play_games_batched`).
+The ``scalar`` backend (one ``KahunaGame`` per game) is gone: the scalar engine is the tests' oracle
+(``tests/test_batched_rollout.py`` replays every collected game in it)."""
 
 
 def play_function(backend: str) -> Any:
     """The function that plays a :class:`GameBatch` on ``backend`` (one of :data:`BACKENDS`)."""
-    if backend == "scalar":
-        return play_games
     if backend == "vector":
         return play_games_batched
+    if backend == "scalar":
+        raise ValueError(
+            "rollout backend 'scalar' was removed: collection plays on the batched engine ('vector'), "
+            "whose games are the scalar engine's"
+        )
     raise ValueError(f"unknown rollout backend {backend!r}; known: {', '.join(BACKENDS)}")
 
 
@@ -109,7 +113,7 @@ class SelfPlayCollector:
         island_shaping: float = 0.0,
         workers: int = 0,
         model_config: ModelConfig | None = None,
-        backend: str = "scalar",
+        backend: str = "vector",
         mcts_simulations: int = 50,
     ) -> None:
         self.play = play_function(backend)

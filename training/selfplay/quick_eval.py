@@ -1,8 +1,12 @@
 """Fast batched evaluation of a policy network against a baseline, used during and at the end of training.
 
-All games run side by side; the policy's moves of all games are one forward
-pass per tick, the baseline moves go through
-:func:`kahuna_env.agents.choose_action` (a determinization for ``greedy``).
+All games run side by side on the seated-play driver
+(:func:`kahuna_env.seated.play_seated`): the policy's moves of all games are
+one forward pass per tick; a baseline named ``"greedy"`` or ``"random"`` plays
+all its games at once (:mod:`kahuna_env.agents.batched`; greedy decides from
+the public state and its own hand only), any other opponent (an
+:class:`~kahuna_env.agents.Agent`, ``mcts``) game by game through
+:func:`kahuna_env.agents.choose_action` on a determinization.
 Games are seat-balanced: games ``2k`` and ``2k+1`` share a deal, with the
 policy first in one and second in the other.  The same ``seed`` gives the
 same games, so evaluations during a run are comparable.
@@ -17,11 +21,13 @@ import numpy as np
 import torch
 
 from arena.stats import Tally
-from kahuna_env.actions import NUM_ACTIONS
-from kahuna_env.agents import Agent, choose_action, make_agent
-from kahuna_env.engine import KahunaConfig, KahunaGame
-from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
-from policy.model import ActorCritic, sample_actions
+from kahuna_env.agents import Agent, make_agent
+from kahuna_env.agents.batched import BATCHED_BASELINES, make_batched_agent
+from kahuna_env.engine import KahunaConfig
+from kahuna_env.seated import BaselinePolicy, BatchPolicy, PerGamePolicy, play_seated
+from kahuna_env.vector import KahunaBatch, StepResult
+from policy.model import ActorCritic
+from training.selfplay.policies import NetworkPolicy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,12 +85,6 @@ class FinishedGame:
     moves: int
 
 
-@torch.inference_mode()
-def _greedy_actions(model: ActorCritic, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-    logits, _ = model(torch.from_numpy(observations), torch.from_numpy(masks))
-    return logits.argmax(dim=1).numpy()
-
-
 def evaluate_policy(
     model: ActorCritic,
     opponent: str | Agent,
@@ -100,45 +100,40 @@ def evaluate_policy(
     otherwise it samples (seeded from ``seed``).  ``on_game`` receives every
     game once all are over (the results store of ``eval.db`` keeps them).
     """
+    # Seats: the policy (0) in seat g % 2 of game g, the opponent (1) in the other; deals shared by pairs.
     rng = np.random.default_rng([seed, 1])
-    agent = make_agent(opponent, seed=seed) if isinstance(opponent, str) else opponent
     generator = torch.Generator().manual_seed(seed)
-    config = game_config or KahunaConfig()
     deal_seeds = np.random.default_rng([seed, 0]).integers(2**63, size=(games + 1) // 2)
-    boards = [KahunaGame(config, seed=int(deal_seeds[g // 2])) for g in range(games)]
-    policy_seat = [g % 2 for g in range(games)]
-    observations = np.zeros((games, OBSERVATION_SIZE), dtype=np.float32)
-    masks = np.zeros((games, NUM_ACTIONS), dtype=bool)
+    policy_seat = np.arange(games) % 2
+    batch = KahunaBatch(games, game_config or KahunaConfig(), seed=0)
+    batch.reset(game_seeds=[int(deal_seeds[g // 2]) for g in range(games)])
     model.eval()
-    moves = [0] * games
-    active = list(range(games))
-    while active:
-        policy_games = [g for g in active if boards[g].current_player == policy_seat[g]]
-        opponent_games = [g for g in active if boards[g].current_player != policy_seat[g]]
-        if policy_games:
-            n = len(policy_games)
-            masks[:n] = False
-            for j, g in enumerate(policy_games):
-                game = boards[g]
-                encode_observation(game, game.current_player, out=observations[j])
-                masks[j, game.legal_actions()] = True
-            if deterministic:
-                actions = _greedy_actions(model, observations[:n], masks[:n])
-            else:
-                actions = sample_actions(model, observations[:n], masks[:n], generator)[0]
-            for g, action in zip(policy_games, actions.tolist(), strict=True):
-                boards[g].step(action)
-                moves[g] += 1
-        for g in opponent_games:
-            boards[g].step(choose_action(agent, boards[g], rng))
-            moves[g] += 1
-        active = [g for g in active if not boards[g].is_over]
+    policies = [NetworkPolicy(model, generator, argmax=deterministic), _opponent_policy(opponent, seed, rng)]
+    seating = np.where(np.arange(2)[None, :] == policy_seat[:, None], 0, 1)
+    # Play: every game to its end, counting each game's actions.
+    moves = np.zeros(games, dtype=np.int64)
+
+    def count(result: StepResult) -> None:
+        moves[result.player >= 0] += 1
+
+    play_seated(batch, policies, seating, on_step=count)
+    # Tally: the policy's score and margin in every game.
     tally = Tally()
-    for g, game in enumerate(boards):
-        seat = policy_seat[g]
-        outcome = 0.5 if game.winner is None else float(game.winner == seat)
-        tally = tally.add(outcome, game.scores[seat] - game.scores[1 - seat])
+    for g in range(games):
+        seat = int(policy_seat[g])
+        winner = int(batch.winner[g])
+        outcome = 0.5 if winner < 0 else float(winner == seat)
+        scores = batch.scores[g].tolist()
+        tally = tally.add(outcome, scores[seat] - scores[1 - seat])
         if on_game is not None:
-            on_game(FinishedGame(g, seat, int(deal_seeds[g // 2]), outcome, game.scores[0], game.scores[1], moves[g]))
-    name = opponent if isinstance(opponent, str) else getattr(agent, "name", "opponent")
+            on_game(FinishedGame(g, seat, int(deal_seeds[g // 2]), outcome, scores[0], scores[1], int(moves[g])))
+    name = opponent if isinstance(opponent, str) else getattr(opponent, "name", "opponent")
     return QuickEvalResult(tally.wins, tally.draws, tally.losses, tally.margin_sum, opponent=name)
+
+
+def _opponent_policy(opponent: str | Agent, seed: int, rng: np.random.Generator) -> BatchPolicy:
+    """The opponent as a seat of the driver: a batched baseline for its name, else asked game by game."""
+    if isinstance(opponent, str) and opponent in BATCHED_BASELINES:
+        return BaselinePolicy(make_batched_agent(opponent, seed=seed))
+    agent = make_agent(opponent, seed=seed) if isinstance(opponent, str) else opponent
+    return PerGamePolicy(agent, rng)

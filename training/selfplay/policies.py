@@ -1,0 +1,221 @@
+"""The networks as :class:`~kahuna_env.seated.BatchPolicy` seats of the seated-play driver (torch side).
+
+* :class:`NetworkPolicy`: one network (the learner, or a policy being
+  evaluated) answering all its games of a tick with one forward pass, sampling
+  with a seeded ``torch.Generator`` or playing its most likely legal action;
+  as the learner it records every decision (:class:`LearnerRecord`).
+* :class:`SnapshotPolicy`: the pool's snapshots, each game against its own; all
+  of them in one stacked forward pass (:class:`~policy.model.StackedNetworks`)
+  or one pass per snapshot, each snapshot drawing its noise as one pass of its
+  own would.
+
+:mod:`kahuna_env.seated` has the baselines and the per-game adapter for any
+scalar agent; this module is where torch enters.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from kahuna_env.actions import NUM_ACTIONS
+from kahuna_env.observation import OBSERVATION_SIZE
+from kahuna_env.vector import KahunaBatch
+from policy.model import ActorCritic, StackedNetworks, sample_actions, sample_from_logits
+from policy.reward import island_potentials
+from training.selfplay.rollout import CollectionStats, PlayedGames
+
+_ARRAYS = {
+    "observations": ((OBSERVATION_SIZE,), np.float32),
+    "masks": ((NUM_ACTIONS,), bool),
+    "actions": ((), np.int64),
+    "log_probs": ((), np.float32),
+    "values": ((), np.float32),
+    "rewards": ((), np.float32),
+    "dones": ((), bool),
+    "trajectory": ((), np.int64),
+    "potentials": ((), np.float32),
+}
+"""The per-decision arrays a :class:`LearnerRecord` fills: trailing shape and dtype."""
+
+
+class LearnerRecord:
+    """The learner's decisions while the games are played: arrays that grow, each seat's latest row.
+
+    Args:
+        game_numbers: each batch row's game number (trajectory ids are ``2 * game number + seat``).
+        potentials: record the shaping potential of each decision.
+        logits: record the masked logits each decision was sampled from.
+    """
+
+    def __init__(self, game_numbers: np.ndarray, potentials: bool = False, logits: bool = False) -> None:
+        games = len(game_numbers)
+        capacity = max(games, 1) * 150
+        self.game_numbers = np.asarray(game_numbers, dtype=np.int64)
+        self.size = 0
+        self.arrays = {name: np.zeros((capacity, *shape), dtype=dtype) for name, (shape, dtype) in _ARRAYS.items()}
+        if logits:
+            self.arrays["logits"] = np.zeros((capacity, NUM_ACTIONS), dtype=np.float32)
+        self.potentials = potentials
+        self.last_row = np.full((games, 2), -1, dtype=np.int64)
+        """Each seat's latest recorded decision (-1: none yet)."""
+
+    def reserve(self, batch: KahunaBatch, rows: np.ndarray) -> dict[str, np.ndarray]:
+        """Record that the games ``rows`` decide now; returns the new decisions' arrays to fill (views)."""
+        count = len(rows)
+        start = self.size
+        capacity = len(self.arrays["actions"])
+        if start + count > capacity:
+            grow = max(count, capacity)
+            for name, array in self.arrays.items():
+                self.arrays[name] = np.concatenate([array, np.zeros((grow, *array.shape[1:]), dtype=array.dtype)])
+        self.size = start + count
+        new = {name: array[start : self.size] for name, array in self.arrays.items()}
+        player = batch.current[rows].astype(np.intp)
+        new["trajectory"][:] = 2 * self.game_numbers[rows] + player
+        self.last_row[rows, player] = np.arange(start, self.size)
+        return new
+
+    def played(self, winners: np.ndarray, win_reward: float, stats: CollectionStats) -> PlayedGames:
+        """The recorded decisions, each seat's last one rewarded (``+win``, ``-win``, 0) from ``winners`` (-1: draw)."""
+        arrays = {name: array[: self.size] for name, array in self.arrays.items()}
+        for seat in (0, 1):
+            last = self.last_row[:, seat]
+            decided = last >= 0
+            outcome = np.where(winners < 0, 0, np.where(winners == seat, 1, -1))
+            arrays["rewards"][last[decided]] += win_reward * outcome[decided]
+            arrays["dones"][last[decided]] = True
+        return PlayedGames(**arrays, stats=stats)
+
+
+class NetworkPolicy:
+    """A network playing its seats: one forward pass per tick over all its games.
+
+    Args:
+        model: the network (in eval mode).
+        generator: the sampling noise (one ``(rows, 179)`` uniform draw per call).
+        argmax: play the most likely legal action instead of sampling (draws no noise).
+        record: the learner's record; every decision is stored there with its
+            log-probability and value (None: nothing is stored).
+    """
+
+    def __init__(
+        self,
+        model: ActorCritic,
+        generator: torch.Generator,
+        argmax: bool = False,
+        record: LearnerRecord | None = None,
+    ) -> None:
+        if argmax and record is not None:
+            raise ValueError("a recording learner samples its actions: argmax must be False")
+        self.model = model
+        self.generator = generator
+        self.argmax = argmax
+        self.record = record
+
+    def act(self, batch: KahunaBatch, rows: np.ndarray) -> np.ndarray:
+        if self.record is None:
+            observations = batch.observations(rows=rows)
+            masks = batch.legal_masks()[rows]
+            if self.argmax:
+                return argmax_actions(self.model, observations, masks)
+            return sample_actions(self.model, observations, masks, self.generator)[0]
+        new = self.record.reserve(batch, rows)
+        new["observations"][:] = batch.observations(rows=rows)
+        new["masks"][:] = batch.legal_masks()[rows]
+        if self.record.potentials:
+            new["potentials"][:] = island_potentials(new["observations"])
+        actions, log_probs, values = sample_actions(
+            self.model, new["observations"], new["masks"], self.generator, new.get("logits")
+        )
+        new["actions"][:] = actions
+        new["log_probs"][:] = log_probs
+        new["values"][:] = values
+        return actions
+
+
+class SnapshotPolicy:
+    """The pool's snapshots as one policy: game ``i`` plays snapshot ``snapshot_of[i]``.
+
+    Args:
+        snapshots: the networks by pool index.
+        snapshot_of: ``(N,)`` the pool index of each game's snapshot (-1 where none).
+        generator: the sampling noise, drawn per snapshot in ascending pool index (as one pass each would).
+        argmax: play each snapshot's most likely legal action.
+        stacked: the snapshots in use stacked (one batched product per layer), or None for one pass each.
+        stack_position: each stacked snapshot's position in ``stacked``, by pool index.
+    """
+
+    def __init__(
+        self,
+        snapshots: list[ActorCritic],
+        snapshot_of: np.ndarray,
+        generator: torch.Generator,
+        argmax: bool = False,
+        stacked: StackedNetworks | None = None,
+        stack_position: dict[int, int] | None = None,
+    ) -> None:
+        self.snapshots = snapshots
+        self.snapshot_of = np.asarray(snapshot_of)
+        self.generator = generator
+        self.argmax = argmax
+        self.stacked = stacked
+        self.stack_position = stack_position or {}
+
+    def act(self, batch: KahunaBatch, rows: np.ndarray) -> np.ndarray:
+        observations = batch.observations(rows=rows)
+        masks = batch.legal_masks()[rows]
+        snapshot_of = self.snapshot_of[rows]
+        in_use = np.unique(snapshot_of)
+        groups = [np.flatnonzero(snapshot_of == snapshot) for snapshot in in_use]
+        actions = np.zeros(len(rows), dtype=np.intp)
+        if self.stacked is None:
+            for snapshot, group in zip(in_use.tolist(), groups, strict=True):
+                network = self.snapshots[snapshot]
+                if self.argmax:
+                    actions[group] = argmax_actions(network, observations[group], masks[group])
+                else:
+                    actions[group] = sample_actions(network, observations[group], masks[group], self.generator)[0]
+        else:
+            positions = [self.stack_position[snapshot] for snapshot in in_use.tolist()]
+            stacked_actions(self.stacked, positions, groups, observations, masks, self.generator, self.argmax, actions)
+        return actions
+
+
+@torch.inference_mode()
+def argmax_actions(model: ActorCritic, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    """The most likely legal action of each row."""
+    logits, _ = model(torch.from_numpy(observations), torch.from_numpy(masks))
+    return logits.argmax(dim=1).numpy()
+
+
+@torch.inference_mode()
+def stacked_actions(
+    stacked: StackedNetworks,
+    positions: list[int],
+    groups: list[np.ndarray],
+    observations: np.ndarray,
+    masks: np.ndarray,
+    generator: torch.Generator,
+    argmax: bool,
+    actions: np.ndarray,
+) -> None:
+    """Set ``actions[groups[i]]`` to the actions of the stack's network ``positions[i]`` on those rows.
+
+    One forward pass of all the stacked networks over their rows (padded to the largest group);
+    then each group, in order, draws its noise from ``generator`` exactly as one pass of its own
+    would (one ``(rows, 179)`` uniform draw per group), or takes its most likely legal actions.
+    """
+    rows = max(len(group) for group in groups)
+    padded_observations = np.zeros((stacked.size, rows, observations.shape[1]), dtype=np.float32)
+    padded_masks = np.zeros((stacked.size, rows, masks.shape[1]), dtype=bool)
+    for position, group in zip(positions, groups, strict=True):
+        padded_observations[position, : len(group)] = observations[group]
+        padded_masks[position, : len(group)] = masks[group]
+    logits, _ = stacked(torch.from_numpy(padded_observations), torch.from_numpy(padded_masks))
+    for position, group in zip(positions, groups, strict=True):
+        own = logits[position, : len(group)]
+        if argmax:
+            actions[group] = own.argmax(dim=1).numpy()
+        else:
+            actions[group] = sample_from_logits(own, torch.rand(own.shape, generator=generator)).numpy()
