@@ -78,6 +78,7 @@ def synthetic_rollout(decisions: int, seed: int) -> Rollout:
         rewards=np.zeros(decisions, dtype=np.float32),
         dones=np.zeros(decisions, dtype=bool),
         trajectory=np.zeros(decisions, dtype=np.int64),
+        potentials=np.zeros(decisions, dtype=np.float32),
         advantages=rng.standard_normal(decisions).astype(np.float32),
         returns=rng.standard_normal(decisions).astype(np.float32),
         stats={},
