@@ -309,6 +309,7 @@ class PlaySession:
         self.cancel = CancelFlag()
         self.stopping = False
         self.thinking = False
+        self.thinking_since = 0.0
         self.evicted = False
         self.searches = isinstance(opponent, MCTSAgent)
         """Whether the agent searches (its moves are computed in the bounded bot queue)."""
@@ -405,6 +406,8 @@ class PlaySession:
         def agent(game: KahunaGame) -> int | None:
             if self.cancel.is_set():
                 return None
+            if not self.thinking:
+                self.thinking_since = time.monotonic()
             self.thinking = True
             return self._agent_move(game)
 
@@ -563,8 +566,10 @@ class PlaySession:
         game itself changes in another thread meanwhile).
         """
         frozen = self._frozen
-        if self.thinking and not frozen["state"]["thinking"]:
-            frozen = {**frozen, "state": {**frozen["state"], "thinking": True, "legal": []}}
+        if self.thinking:
+            seconds = round(time.monotonic() - self.thinking_since, 1)
+            state = {**frozen["state"], "thinking": True, "legal": [], "thinking_seconds": seconds}
+            frozen = {**frozen, "state": state}
         return frozen
 
     def freeze(self, thinking: bool = True) -> None:

@@ -358,6 +358,7 @@ def test_stop_makes_a_searching_agent_move_at_once_and_the_game_goes_on():
             time.sleep(0.01)
         during = client.get(f"/api/games/{session.id}").json()
         assert during["state"]["thinking"] is True and during["state"]["legal"] == []
+        assert during["state"]["thinking_seconds"] >= 0
         assert client.post(f"/api/games/{session.id}/stop").json() == {"stopped": True}
         thread.join(timeout=600)
         assert not thread.is_alive()
