@@ -274,7 +274,8 @@ def test_a_wheel_holds_the_champion_and_it_loads_from_a_non_editable_install(tmp
     (wheel,) = wheels.glob("kahuna_rl-*.whl")
     listing = zipfile.ZipFile(wheel).namelist()
     assert "policy/agents/champion.pt" in listing
-    assert {"kahuna_web/static/index.html", "kahuna_web/static/app.js"} <= set(listing)  # kahuna-serve's page
+    page = {"kahuna_web/static/index.html", "kahuna_web/static/app.js", "kahuna_web/static/RULES.md"}
+    assert page <= set(listing)  # kahuna-serve's page and its rules panel
 
     target = tmp_path / "installed"
     install = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "-q", "--target", str(target)]
