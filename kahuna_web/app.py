@@ -401,24 +401,37 @@ def _analysis_routes(
     async def hint(request: Request) -> Response:
         return JSONResponse(top_move(await analyse_game(request, await _optional_json(request, max_upload))))
 
+    async def source_record(body: dict[str, Any]) -> Any:
+        """The record a replay analysis names: given, a record of ``--records``, or a finished stored game's."""
+        if "record" in body:
+            return body["record"]
+        if "game" in body:
+            if not isinstance(body["game"], str):
+                raise WebError("'game' must be a game id")
+            session = await run_in_threadpool(store.get, body["game"])
+            if not session.lock.acquire(blocking=False):
+                raise WebError("a move of this game is still being played; wait for it", 409)
+            try:
+                return session.record()  # 409 while it is on: its record would tell the hidden cards
+            finally:
+                session.lock.release()
+        name = body["name"]
+        if not isinstance(name, str):
+            raise WebError("'name' must be the name of a record of the records folder")
+        path = record_path(records, name)
+        try:
+            return await run_in_threadpool(read_record, path)
+        except (OSError, ValueError) as error:
+            raise WebError(first_line(error).replace(str(path), path.name), 422) from None
+
     async def replay_analysis(request: Request) -> Response:
         body = await read_json(request, max_upload)
-        if not isinstance(body, dict) or "ply" not in body or ("record" in body) == ("name" in body):
-            raise WebError('a replay analysis is {"record": RECORD or "name": RECORD_NAME, "ply": K}')
-        options = {key: value for key, value in body.items() if key not in ("record", "name", "ply")}
+        sources = ("record", "name", "game")
+        if not isinstance(body, dict) or "ply" not in body or sum(key in body for key in sources) != 1:
+            raise WebError('a replay analysis is {"record": RECORD, "name": RECORD_NAME or "game": ID, "ply": K}')
+        options = {key: value for key, value in body.items() if key not in (*sources, "ply")}
         spec, simulations = analysis_options(options, store.max_guided_simulations)
-        if "name" in body:
-            name = body["name"]
-            if not isinstance(name, str):
-                raise WebError("'name' must be the name of a record of the records folder")
-            path = record_path(records, name)
-            try:
-                record_data = await run_in_threadpool(read_record, path)
-            except (OSError, ValueError) as error:
-                raise WebError(first_line(error).replace(str(path), path.name), 422) from None
-        else:
-            record_data = body["record"]
-        game, ply = await run_in_threadpool(record_position, record_data, body["ply"])
+        game, ply = await run_in_threadpool(record_position, await source_record(body), body["ply"])
         if game.is_over:
             raise WebError("the game is over at that ply: nobody is to act", 409)
         flag = CancelFlag()

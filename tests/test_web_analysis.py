@@ -154,6 +154,12 @@ def test_a_replay_position_is_analysed_from_the_seat_to_act(client, tmp_path):
     assert analysis["seat"] == position.current_player
     assert {int(a) for a in analysis["probabilities"]} == set(position.legal_actions())
     assert sum(analysis["probabilities"].values()) == pytest.approx(1.0, abs=1e-9) and analysis["search"]
+    by_id = client.post("/api/analysis", json={"game": data["id"], "ply": 3, "simulations": 4}).json()
+    assert by_id == analysis  # a stored game, once finished
+    live = game_at_my_turn(client, moves=1, seed=26)
+    assert "over or abandoned" in assert_one_line_4xx(
+        client.post("/api/analysis", json={"game": live["id"], "ply": 0}), 409
+    )  # a game in progress: its earlier positions seen by the agent's seat would tell its cards
     folder = tmp_path / "records"
     folder.mkdir()
     write_record(folder / "game.json", record)
@@ -171,5 +177,7 @@ def test_a_replay_position_is_analysed_from_the_seat_to_act(client, tmp_path):
         ({"record": {**record, "actions": [999]}, "ply": 0}, 422),
         ({"record": record, "ply": 0, "simulations": 26}, 400),
         ({"name": "game.json", "ply": 0}, 404),  # no records folder
+        ({"game": "nope", "ply": 0}, 404),
+        ({"game": data["id"], "record": record, "ply": 0}, 400),
     ):
         assert_one_line_4xx(client.post("/api/analysis", json=body), status)
