@@ -258,3 +258,31 @@ def test_stacked_snapshots_play_the_games_of_one_pass_per_snapshot(monkeypatch, 
     np.testing.assert_array_equal(stacked.actions, separate.actions)
     np.testing.assert_array_equal(stacked.observations, separate.observations)
     np.testing.assert_array_equal(stacked.stats.outcomes, separate.stats.outcomes)
+
+
+def test_collection_statistics_are_typed_and_logged_under_the_trainers_names():
+    model, snapshot = _models(9)
+    pool = OpponentPool(MODEL_CONFIG, 5)
+    pool.add(snapshot, 1)
+    shares = {"latest": 0.25, "past": 0.25, "greedy": 0.25, "random": 0.25}
+    rng = np.random.default_rng(3)
+    rollout = SelfPlayCollector(8, island_shaping=0.5).collect(model, pool, pool.assign(8, shares, rng), rng)
+    stats = rollout.stats
+    assert (stats.games, stats.decisions) == (8, len(rollout))
+    assert len(stats.episodic_returns) == len(np.unique(rollout.trajectory))
+    metrics = stats.as_metrics()
+    assert set(metrics) == {
+        "charts/episodic_return",
+        "charts/decisions",
+        "charts/game_length",
+        "rollout/win_rate_vs_past",
+        "rollout/win_rate_vs_greedy",
+        "rollout/win_rate_vs_random",
+        "rollout/selfplay_first_seat_win_rate",
+    }
+    assert metrics["charts/episodic_return"] == pytest.approx(float(np.mean(stats.episodic_returns)))
+    assert metrics["charts/game_length"] == stats.actions / 8
+    wins, draws, losses = stats.results["greedy"]
+    assert wins + draws + losses == 2 and metrics["rollout/win_rate_vs_greedy"] == wins / 2
+    wins, draws, losses = stats.first_seat_results
+    assert metrics["rollout/selfplay_first_seat_win_rate"] == wins / (wins + draws + losses)
