@@ -189,7 +189,7 @@ def _page_routes(
     rules = read_rules()  # built once, at start
 
     async def rules_page(request: Request) -> Response:
-        return JSONResponse({"sections": rules})
+        return JSONResponse(rules)
 
     return [
         Route("/", index),
