@@ -8,8 +8,15 @@ route                                        what it does
 ``POST /api/games``                          a new game (opponent, seat, seed, rules); the agent's first moves
 ``GET /api/games/{id}``                      the game from the person's seat
 ``POST /api/games/{id}/move``                ``{"action": id}``; then the agent's actions until it is your turn
+``POST /api/games/{id}/stop``                the thinking agent plays its best move so far
+``POST /api/games/{id}/undo``                take back your last action and the agent's replies
+``POST /api/games/{id}/rematch``             ``{"swap_seats": bool}``: a new game, same opponent and rules
+``GET /api/games/{id}/analysis``             the agent's probabilities, value and search for your turn
+``POST /api/games/{id}/hint``                the agent's top move for your turn
 ``POST /api/games/{id}/abandon``             stop the game (its record can then be downloaded)
 ``GET /api/games/{id}/record``               the record (``kahuna-replay`` reads it), once the game is over
+``POST /api/analysis``                       the analysis of a record's position (given, by name or game id)
+``GET /api/rules``                           docs/RULES.md as sections for the rules panel
 ``GET /api/records``                         the records in ``--records DIR``
 ``GET /api/records/{name}``                  every position of a record in that folder
 ``POST /api/replay``                         every position of an uploaded record
@@ -29,8 +36,10 @@ rebinding).  A searching agent thinks in the bounded :class:`BotQueue`, and
 stops within a simulation when its client leaves, its game is abandoned or
 the server stops (docs/WEB.md, Threat model).
 
-:func:`create_app` builds the application from four groups of routes (the
-page, play, records, results), each a function below.
+:func:`create_app` builds the application from groups of routes (the page,
+play, control of a game, analysis, records, results, the ladder), each a
+function below, in named steps.  Games are kept in the game store it is
+given (``kahuna-serve --data DIR``), so they survive a reload and a restart.
 """
 
 from __future__ import annotations

@@ -21,10 +21,19 @@ and ``..`` resolved; nothing outside it is looked at), anything else that
 names a file is 403.  A game's agent thinks only when asked (a new game whose
 agent opens, a move) and stops within a simulation once the game's
 :class:`CancelFlag` is set (the page left, the game was abandoned, the
-server is stopping); the game is then abandoned.  The
-:class:`SessionStore` holds at most ``limit`` games, at most ``per_client``
-per client address (a client's new game replaces its own least recently used
-one, never another client's), and forgets games idle for ``idle_seconds``.
+server is stopping); the game is then abandoned.  Asked to stop
+(:meth:`PlaySession.stop`), its search ends at the next simulation instead
+and it plays its best move so far (:func:`best_move_so_far`), for the rest
+of its turn.  The person may take back their last action and the agent's
+replies after it (:meth:`PlaySession.undo`).
+
+The :class:`SessionStore` holds at most ``limit`` games in memory, at most
+``per_client`` per client address (a client's new game sets aside its own
+least recently used one, never another client's), and sets aside games idle
+for ``idle_seconds``.  Every game is also kept in a
+:class:`~kahuna_web.gamestore.GameStore` (``kahuna-serve --data DIR``) after
+every change, and a game set aside, or held by a server that stopped, is
+rebuilt from it by replaying its actions when it is asked for.
 """
 
 from __future__ import annotations
