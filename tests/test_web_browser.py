@@ -1,20 +1,27 @@
 """kahuna-serve's page in a real headless Chromium (Debian's ``chromium`` and ``chromium-driver``, via Selenium).
 
-A server on a free loopback port (a thread running uvicorn) and one browser
-serve every test of this module: a full game against ``random`` played by
-clicking legal moves (the first one on the SVG board) until the result shows,
-the record it offers replayed by ``kahuna-replay``; the opponent's actions
-animated one by one; bad input shown on the
-page; a record opened and stepped through; results files shown as tables.
+A server on a free loopback port (a thread running uvicorn, its games in a
+``--data`` folder) and one browser serve every test of this module: a full
+game against ``random`` played by clicking legal moves (the first one on the
+SVG board) until the end screen shows, the record it offers replayed by
+``kahuna-replay``, then a swapped-seat rematch abandoned; the opponent's
+actions animated one by one and summarised; a hand card that shows its moves
+and never discards; reload and a server restart keeping the game; the phone
+layout; the analysis board, a hint and an undo; a move played by keyboard; a
+search stopped; the contrast of the board's marks and of the text; the rules
+panel; bad input shown on the page; a record opened, stepped and analysed;
+results files shown as tables.
 
 The tests skip, saying why, only when the browser, its driver or Selenium
 is missing (``apt-get install chromium chromium-driver``; the ``web`` extra).
 ``KAHUNA_WEB_SCREENSHOT=docs/img/web_board.png`` also saves the mid-game
-screenshot there (it is always saved under the test's temporary folder).
+screenshot there (it is always saved under the test's temporary folder);
+``benchmarks/web_screenshots.py`` takes the pictures of docs/WEB.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,6 +30,9 @@ import socket
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -34,7 +44,9 @@ import uvicorn
 from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from arena.evaluation import run_evaluation
@@ -52,30 +64,47 @@ pytestmark = pytest.mark.skipif(
 WAIT = 120.0
 """Seconds to wait for the page at most: a whole game takes a few seconds, but a 2-core machine with other
 CPU-bound work slows Chromium several times over; every wait polls, so a generous bound costs nothing."""
+HUGE_SEARCH = 1_000_000
+"""Simulations per decision of the opponent whose search the Stop test ends: hours of work if Stop failed."""
 
 
 # ------------------------------------------------------------------------------------------------ fixtures
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
-    """A records folder (kahuna-eval --record games) and a results file (kahuna-eval --json)."""
+    """A records folder (kahuna-eval --record games), a results file (kahuna-eval --json), a --data folder."""
     root = tmp_path_factory.mktemp("web")
     records = root / "records"
     run_evaluation(["greedy", "random"], games=2, seed=5, workers=1, record_dir=records)
     report = run_evaluation(["random", "greedy", "mcts:2"], games=2, seed=3, workers=1)
     results = root / "ratings.json"
     results.write_text(json.dumps(report.to_dict()), encoding="utf-8")
-    return {"root": root, "records": records, "results": results}
+    return {"root": root, "records": records, "results": results, "data": root / "data"}
 
 
-@pytest.fixture(scope="module")
-def server(folders):
-    """kahuna-serve's app on a free loopback port, in a thread; yields its address."""
+@contextlib.contextmanager
+def app_on_data(folders: dict[str, Path]) -> Iterator[Any]:
+    """kahuna-serve's app as ``kahuna-serve --records --results --data --max-simulations 1000000`` builds it."""
+    from kahuna_web.gamestore import open_data_folder
     from kahuna_web.results import read_results
 
+    games = open_data_folder(folders["data"])
+    try:
+        yield create_app(
+            records_dir=folders["records"],
+            results=[read_results(folders["results"])],
+            max_simulations=HUGE_SEARCH,
+            games=games,
+        )
+    finally:
+        games.close()
+
+
+@contextlib.contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """``app`` on a free loopback port, in a thread, until the block ends; yields its address."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    app = create_app(records_dir=folders["records"], results=[read_results(folders["results"])])
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     instance = uvicorn.Server(config)
     thread = threading.Thread(target=instance.run, daemon=True)
@@ -84,9 +113,18 @@ def server(folders):
     while not instance.started:
         assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
         time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    instance.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        instance.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server(folders):
+    """kahuna-serve's app on a free loopback port, in a thread; yields its address."""
+    with app_on_data(folders) as app, serving(app) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")
@@ -109,18 +147,30 @@ def wait(driver, condition, message):
     return WebDriverWait(driver, WAIT, poll_frequency=0.02).until(lambda d: condition(d), message)
 
 
-def open_page(driver, server, query="?delay=0&autoplay=40"):
-    driver.get_log("browser")  # forget what earlier tests logged
+def open_page(driver, server, query="?delay=0&autoplay=40", fresh=True):
+    """The page at ``query``; ``fresh``: as a browser that never played here (no last game to reopen)."""
+    if fresh:
+        driver.get(server + "/api/board")  # a page of the origin, to forget its last game
+        driver.execute_script("window.localStorage.clear()")
+    driver.get_log("browser")  # forget what earlier tests (and the JSON page's favicon) logged
     driver.get(server + "/" + query)
     wait(driver, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1", "page not ready")
 
 
+def busy(driver):
+    return driver.find_element(By.TAG_NAME, "body").get_attribute("data-busy") == "1"
+
+
 def idle(driver):
-    wait(driver, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-busy") == "0", "page stays busy")
+    wait(driver, lambda d: not busy(d), "page stays busy")
 
 
 def text_of(driver, element_id):
     return driver.find_element(By.ID, element_id).text
+
+
+def shown(driver, element_id):
+    return driver.find_element(By.ID, element_id).is_displayed()
 
 
 def message(driver):
@@ -132,7 +182,19 @@ def page_errors(driver):
     return [entry["message"] for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
 
 
-def start_game(driver, opponent, seed):
+def answer_dialog(driver, yes=True):
+    """Answer the page's confirmation dialog (which must be open)."""
+    wait(driver, lambda d: d.find_element(By.ID, "confirm").get_attribute("open") is not None, "no confirmation asked")
+    driver.find_element(By.ID, "confirm-yes" if yes else "confirm-no").click()
+    wait(driver, lambda d: d.find_element(By.ID, "confirm").get_attribute("open") is None, "the dialog stays open")
+
+
+def dialog_open(driver):
+    return driver.find_element(By.ID, "confirm").get_attribute("open") is not None
+
+
+def start_game(driver, opponent, seed, seat=0):
+    Select(driver.find_element(By.ID, "seat")).select_by_value(str(seat))
     field = driver.find_element(By.ID, "opponent")
     field.clear()
     field.send_keys(opponent)
@@ -140,7 +202,57 @@ def start_game(driver, opponent, seed):
     seed_field.clear()
     seed_field.send_keys(str(seed))
     driver.find_element(By.ID, "start").click()
+    if dialog_open(driver):  # a game in progress is replaced only once confirmed
+        answer_dialog(driver)
     idle(driver)
+
+
+def play_button(driver, button):
+    """Click a move button; a face-down discard is then confirmed."""
+    button.click()
+    if dialog_open(driver):
+        answer_dialog(driver)
+    idle(driver)
+
+
+def log_texts(driver):
+    return [item.text for item in driver.find_elements(By.CSS_SELECTOR, "#play-log li")]
+
+
+def legal_ids(driver):
+    return [int(b.get_attribute("data-action")) for b in driver.find_elements(By.CSS_SELECTOR, "#moves button.move")]
+
+
+def game_id(driver):
+    match = re.search(r"[?&]game=([^&]+)", driver.current_url)
+    assert match, f"the address names no game: {driver.current_url}"
+    return match.group(1)
+
+
+def first_move_that_is_not_a_discard(driver):
+    return next(b for b in driver.find_elements(By.CSS_SELECTOR, "#moves button.move") if "discard" not in b.text)
+
+
+def turn_ending_move(driver):
+    """The draw (or else the pass) button: a move that hands the turn to the opponent."""
+    for kind in ("draw", "pass"):
+        found = driver.find_elements(By.CSS_SELECTOR, f"#moves button.move.{kind}")
+        if found:
+            return found[0]
+    raise AssertionError("neither draw nor pass is offered")
+
+
+SEEN_SCRIPT = """
+const message = document.getElementById('message');
+const texts = (selector) => [...document.querySelectorAll(selector)].map((node) => node.textContent);
+return {
+  message: message.hidden ? '' : message.textContent,
+  log: texts('#play-log li'),
+  summary: document.getElementById('turn-summary').hidden ? [] : texts('#turn-summary ol li'),
+  over: !document.getElementById('end-screen').hidden,
+};
+"""
+"""What the full game checks after each click, read in one round trip."""
 
 
 # ------------------------------------------------------------------------------------------------ play
@@ -151,25 +263,34 @@ def test_a_full_game_against_random_by_clicking_legal_moves(browser, server, tmp
     board = browser.find_element(By.ID, "play-board")
     assert len(board.find_elements(By.CSS_SELECTOR, "g.island-group")) == 12
     assert len(board.find_elements(By.CSS_SELECTOR, "g.line")) == 27
-    assert not browser.find_element(By.ID, "download").is_displayed()  # no record (no seed) during the game
+    assert not shown(browser, "download") and shown(browser, "download-later")  # the record tells the deal
     rng = np.random.default_rng(0)
     clicks = 0
     used_board = False
-    while not text_of(browser, "result"):
+    while not shown(browser, "end-screen"):  # one script per click reads the page: a round trip each is slow
         moves = browser.find_elements(By.CSS_SELECTOR, "#moves button.move")
         assert moves, "no legal move offered while the game is on"
         lines = board.find_elements(By.CSS_SELECTOR, "g.playable")
-        if lines and not used_board:  # once through the board: a line, then which card pays
+        if lines and not used_board:  # once through the board: a line, then which card pays (if more than one)
+            logged = len(log_texts(browser))
             lines[0].click()
-            choices = browser.find_elements(By.CSS_SELECTOR, "#chooser button.move")
-            assert choices and all(c.text.startswith(("place", "remove", "free")) for c in choices)
-            choices[0].click()
+            choices = [c for c in browser.find_elements(By.CSS_SELECTOR, "#chooser button.move") if c.is_displayed()]
+            if choices:
+                assert all(c.text.startswith(("place", "remove", "free")) for c in choices)
+                choices[0].click()
+            idle(browser)
+            assert len(log_texts(browser)) > logged  # a one-choice line plays at once
             used_board = True
         else:
-            moves[int(rng.integers(len(moves)))].click()
+            play_button(browser, moves[int(rng.integers(len(moves)))])
         idle(browser)
         clicks += 1
-        assert message(browser) == "", message(browser)
+        seen = browser.execute_script(SEEN_SCRIPT)
+        assert seen["message"] == "", seen["message"]
+        since = list(reversed(seen["log"]))
+        theirs = next((k for k, text in enumerate(since) if text.startswith("you: ")), len(since))
+        if theirs and not seen["over"]:  # the opponent's whole turn, summarised until we act
+            assert seen["summary"] == [text[len("random: ") :] for text in reversed(since[:theirs])], seen
         if clicks == 25:
             path = tmp_path / "web_board.png"
             assert browser.save_screenshot(str(path)) and path.stat().st_size > 10_000
@@ -179,8 +300,16 @@ def test_a_full_game_against_random_by_clicking_legal_moves(browser, server, tmp
         assert clicks < 600, "the game does not end"
     assert used_board
     result = text_of(browser, "result")
-    pattern = r"(You win|random wins|The game is a draw): you \d+ points, random \d+ points \(final scoring \d+ : \d+\)"
+    points = r"\d+ points?"
+    pattern = rf"(You win|random wins|The game is a draw): you {points}, random {points} \(final scoring \d+ : \d+\)"
     assert re.fullmatch(pattern, result), result
+    assert not re.search(r"\b1 points", result)
+    outcome = browser.find_element(By.ID, "end-screen").get_attribute("data-outcome")
+    expected = "win" if result.startswith("You win") else "loss" if result.startswith("random") else "draw"
+    assert outcome == expected and expected in browser.find_element(By.ID, "result").get_attribute("class")
+    revealed = browser.find_elements(By.CSS_SELECTOR, "#revealed .row")
+    assert len(revealed) == 2 and revealed[0].text.startswith("random's hand, revealed")
+    assert browser.find_elements(By.CSS_SELECTOR, "#breakdown table tr")  # every scoring, with its points
     assert browser.find_elements(By.CSS_SELECTOR, "#moves button.move") == []
     download = browser.find_element(By.ID, "download")
     assert download.is_displayed()
@@ -188,7 +317,23 @@ def test_a_full_game_against_random_by_clicking_legal_moves(browser, server, tmp
     with urllib.request.urlopen(download.get_attribute("href"), timeout=WAIT) as answer:
         record.write_bytes(answer.read())
     assert replay_main([str(record), "--quiet"]) == 0
-    assert len(browser.find_elements(By.CSS_SELECTOR, "#play-log li")) == len(read_record(record)["actions"])
+    assert len(log_texts(browser)) == len(read_record(record)["actions"])
+    # Swap seats: a new game against the same opponent, now in the other seat; then abandoned (asked first).
+    first = game_id(browser)
+    browser.find_element(By.ID, "swap").click()
+    idle(browser)
+    assert game_id(browser) != first and "player_1" in text_of(browser, "opponent-info")
+    assert not shown(browser, "end-screen") and legal_ids(browser)
+    browser.find_element(By.ID, "abandon").click()
+    answer_dialog(browser, yes=False)
+    assert legal_ids(browser)  # not abandoned: the answer was no
+    browser.find_element(By.ID, "abandon").click()
+    answer_dialog(browser)
+    idle(browser)
+    assert browser.find_element(By.ID, "end-screen").get_attribute("data-outcome") == "abandoned"
+    assert "inactive" in browser.find_element(By.ID, "play-area").get_attribute("class")
+    assert board.find_element(By.CSS_SELECTOR, "text.inactive-text").text == "Game abandoned"
+    assert legal_ids(browser) == [] and not browser.find_element(By.ID, "abandon").is_enabled()
     assert page_errors(browser) == []
 
 
@@ -202,18 +347,287 @@ def test_the_opponents_actions_play_one_by_one(browser, server):
     browser.find_element(By.ID, "start").click()
     seen = []
     deadline = time.monotonic() + WAIT
-    while browser.find_element(By.TAG_NAME, "body").get_attribute("data-busy") == "1":
+    while busy(browser):
         seen.append(text_of(browser, "last-action"))
         assert time.monotonic() < deadline
         time.sleep(0.03)
-    shown = [text for text in dict.fromkeys(seen) if text.startswith("random plays: ")]
-    logged = [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#play-log li")]
+    shown_texts = [text for text in dict.fromkeys(seen) if text.startswith("random plays: ")]
+    logged = log_texts(browser)
     assert len(logged) == 3 and all(text.startswith("random: ") for text in logged)
     expected = iter(f"random plays: {text[len('random: ') :]}" for text in logged)
     # At least two of the three shown one after the other, in order (a busy machine may sample past one).
-    assert len(shown) >= 2 and all(text in expected for text in shown), (shown, logged)
+    assert len(shown_texts) >= 2 and all(text in expected for text in shown_texts), (shown_texts, logged)
     assert browser.find_elements(By.CSS_SELECTOR, "#moves button.move")  # then it is our turn
+    # The whole opening turn stays summarised, in the panel and on the board, until we act.
+    summary = [item.text for item in browser.find_elements(By.CSS_SELECTOR, "#turn-summary ol li")]
+    assert [text.split(" — ")[0] for text in summary] == [text[len("random: ") :].split(" — ")[0] for text in logged]
+    board_lines = [text for text in logged if re.search(r": (place|remove|free bridge) ", text)]
+    badges = browser.find_elements(By.CSS_SELECTOR, "#play-board g.turn-badge")
+    assert len(badges) == len(board_lines)
     Select(browser.find_element(By.ID, "seat")).select_by_value("0")
+
+
+def test_a_hand_card_click_shows_its_moves_and_never_discards(browser, server):
+    open_page(browser, server)
+    start_game(browser, "greedy", 11)
+    before = log_texts(browser)
+    cards = browser.find_elements(By.CSS_SELECTOR, "#play-cards button.card.hand")
+    assert cards, "no hand card offered"
+    card = cards[0].get_attribute("data-card")
+    cards[0].click()
+    assert log_texts(browser) == before and not dialog_open(browser)  # nothing played, nothing asked
+    info = browser.find_element(By.ID, "card-info")
+    assert info.is_displayed() and card in info.text
+    pressed = browser.find_element(By.CSS_SELECTOR, f"#play-cards button[data-card='{card}']")
+    assert pressed.get_attribute("aria-pressed") == "true"
+    paying = info.find_elements(By.CSS_SELECTOR, "button.move")
+    assert all(card in button.text for button in paying)
+    # The lines it can pay for are drawn selected on the board.
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#play-board line.hint.selected")) == len(
+        {describe_action(int(b.get_attribute("data-action"))).split()[1] for b in paying}
+    )
+    # Discarding is its own button, and asks first: "no" changes nothing, "yes" discards that card.
+    browser.find_element(By.ID, "discard").click()
+    answer_dialog(browser, yes=False)
+    assert log_texts(browser) == before
+    browser.find_element(By.ID, "discard").click()
+    answer_dialog(browser)
+    idle(browser)
+    assert log_texts(browser)[len(before)] == f"you: discard {card} face down"
+    # The first Tab stop of the page is not a discard (nor any move).
+    open_page(browser, server)
+    start_game(browser, "greedy", 11)
+    ActionChains(browser).send_keys(Keys.TAB).perform()
+    focused = browser.switch_to.active_element
+    assert focused.get_attribute("data-action") is None and "discard" not in focused.text.lower()
+    assert page_errors(browser) == []
+
+
+def test_a_reload_keeps_the_game_and_a_lost_game_says_so(browser, server):
+    open_page(browser, server)
+    start_game(browser, "greedy", 4)
+    play_button(browser, first_move_that_is_not_a_discard(browser))
+    identity, logged = game_id(browser), log_texts(browser)
+    browser.refresh()
+    wait(browser, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1", "not ready")
+    assert game_id(browser) == identity and log_texts(browser) == logged and legal_ids(browser)
+    # A closed tab: the page without the game in its address reopens the last game of this browser.
+    open_page(browser, server, fresh=False)
+    assert game_id(browser) == identity and log_texts(browser) == logged
+    # A game the server does not have: one line, a new game offered, nothing else changed.
+    open_page(browser, server, "?delay=0&game=no-such-game")
+    lost = browser.find_element(By.ID, "lost-game")
+    assert lost.is_displayed() and "no-such-game" in lost.text and "\n" not in lost.text.replace("Start a new game", "")
+    assert not shown(browser, "play-area") and "game=" not in browser.current_url
+    browser.find_element(By.ID, "lost-new").click()
+    idle(browser)
+    assert shown(browser, "play-area") and legal_ids(browser) and game_id(browser) != "no-such-game"
+    assert page_errors(browser) == [] or all("404" in error for error in page_errors(browser))
+
+
+def test_a_server_restart_keeps_the_game(browser, server, folders):
+    open_page(browser, server)
+    start_game(browser, "greedy", 8)
+    play_button(browser, first_move_that_is_not_a_discard(browser))
+    identity, logged = game_id(browser), log_texts(browser)
+    with app_on_data(folders) as app, serving(app) as second:  # a second server on the same --data folder
+        open_page(browser, second, f"?delay=0&game={identity}")
+        assert log_texts(browser) == logged and legal_ids(browser)
+        play_button(browser, first_move_that_is_not_a_discard(browser))
+        assert len(log_texts(browser)) > len(logged) and message(browser) == ""
+        browser.find_element(By.ID, "abandon").click()
+        answer_dialog(browser)
+        idle(browser)
+        with urllib.request.urlopen(browser.find_element(By.ID, "download").get_attribute("href"), timeout=WAIT) as got:
+            record = json.loads(got.read())
+        assert len(record["actions"]) == len(log_texts(browser)) and record["finished"] is False
+
+
+def test_the_phone_layout_scrolls_no_sideways_and_the_chooser_is_in_view(browser, server):
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+    )
+    try:
+        open_page(browser, server)
+        start_game(browser, "greedy", 2)
+        overflow = "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        assert browser.execute_script(overflow) <= 0
+        width = browser.execute_script("return document.getElementById('play-board').getBoundingClientRect().width")
+        assert 300 <= width <= 390
+        # A line with more than one move: the chooser opens beside it, wholly in view.
+        lines = browser.find_elements(By.CSS_SELECTOR, "#play-board g.playable")
+        several = [line for line in lines if " or " in line.get_attribute("aria-label")]
+        assert several, "no line with two moves in this deal"
+        several[-1].click()
+        chooser = browser.find_element(By.ID, "chooser")
+        assert chooser.is_displayed()
+        box = browser.execute_script(
+            "const r = arguments[0].getBoundingClientRect();"
+            "return [r.left, r.top, r.right, r.bottom, window.innerWidth, window.innerHeight];",
+            chooser,
+        )
+        left, top, right, bottom, view_width, view_height = box
+        assert 0 <= left and right <= view_width and 0 <= top and bottom <= view_height, box
+        assert browser.execute_script(overflow) <= 0
+        for tab in ("results", "replay"):
+            browser.find_element(By.CSS_SELECTOR, f"nav button[data-tab={tab}]").click()
+            assert browser.execute_script(overflow) <= 0, tab
+        browser.find_element(By.ID, "open-record").click()  # a replay: its board, controls and log
+        wait(browser, lambda d: shown(d, "replay-area"), "the record did not open")
+        assert browser.execute_script(overflow) <= 0
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_the_analysis_board_gives_probabilities_over_legal_moves_a_hint_and_undo(browser, server):
+    open_page(browser, server)
+    start_game(browser, "greedy", 5)
+    legal = set(legal_ids(browser))
+    browser.find_element(By.CSS_SELECTOR, "#analysis-panel summary").click()
+    browser.find_element(By.ID, "analyse").click()
+    idle(browser)
+    assert message(browser) == "", message(browser)
+    rows = browser.find_elements(By.CSS_SELECTOR, "#analysis table.probabilities tr[data-action]")
+    probabilities = {int(row.get_attribute("data-action")): float(row.get_attribute("data-p")) for row in rows}
+    assert probabilities and set(probabilities) <= legal
+    assert sum(probabilities.values()) == pytest.approx(1.0, abs=1e-6)
+    assert re.search(r"win probability for you \d+(\.\d)?%", text_of(browser, "analysis"))
+    assert browser.find_elements(By.CSS_SELECTOR, "#play-board g.prob-label")  # drawn on the board
+    # On request, a search's visits and values for the top moves.
+    simulations = browser.find_element(By.ID, "analysis-simulations")
+    simulations.clear()
+    simulations.send_keys("4")
+    browser.find_element(By.ID, "analyse").click()
+    idle(browser)
+    searched = browser.find_elements(By.CSS_SELECTOR, "#analysis table.search tr[data-action]")
+    assert searched and all(int(row.get_attribute("data-action")) in legal for row in searched)
+    # A hint marks one legal move; undo takes our move back.
+    browser.find_element(By.ID, "hint").click()
+    idle(browser)
+    hinted = browser.find_elements(By.CSS_SELECTOR, "#moves button.move.hinted")
+    assert len(hinted) == 1 and int(hinted[0].get_attribute("data-action")) in legal
+    assert message(browser).startswith("Hint from champion: ")
+    before = log_texts(browser)
+    play_button(browser, first_move_that_is_not_a_discard(browser))
+    assert len(log_texts(browser)) > len(before)
+    browser.find_element(By.ID, "undo").click()
+    idle(browser)
+    assert log_texts(browser) == before and set(legal_ids(browser)) == legal
+    assert page_errors(browser) == []
+
+
+def test_a_move_is_played_with_the_keyboard(browser, server):
+    open_page(browser, server)
+    start_game(browser, "greedy", 6)
+    lines = browser.find_elements(By.CSS_SELECTOR, "#play-board g.playable")
+    assert len(lines) >= 2 and all(line.get_attribute("tabindex") == "0" for line in lines)
+    browser.execute_script("arguments[0].focus()", lines[0])
+    ActionChains(browser).send_keys(Keys.ARROW_RIGHT).perform()
+    focused = browser.switch_to.active_element
+    assert focused.get_attribute("data-line") == lines[1].get_attribute("data-line")
+    name = focused.get_attribute("aria-label").split(":")[0]
+    ActionChains(browser).send_keys(Keys.ENTER).perform()
+    if shown(browser, "chooser"):  # several ways to pay: the first choice has the focus
+        assert browser.switch_to.active_element.get_attribute("class") == "move choice"
+        ActionChains(browser).send_keys(Keys.ENTER).perform()
+    idle(browser)
+    mine = [text for text in log_texts(browser) if text.startswith("you: ")]
+    assert mine and name in mine[0]
+    # Marks carry their meaning for screen readers; the live region announces the turn.
+    assert browser.find_element(By.CSS_SELECTOR, "#play-board g.line").get_attribute("aria-label").startswith("line ")
+    wait(browser, lambda d: d.find_element(By.ID, "announce").get_attribute("textContent"), "nothing announced")
+
+
+def test_stop_ends_the_opponents_search_and_it_moves(browser, server):
+    open_page(browser, server)
+    start_game(browser, f"mcts:{HUGE_SEARCH}", 9)
+    before = log_texts(browser)
+    turn_ending_move(browser).click()
+    wait(browser, lambda d: shown(d, "thinking"), "no thinking indicator")
+    wait(browser, lambda d: re.search(r"is thinking… \d+ s", text_of(d, "thinking")), "no elapsed time")
+    assert all(not button.is_enabled() for button in browser.find_elements(By.CSS_SELECTOR, "#tab-play button.move"))
+    assert browser.find_elements(By.CSS_SELECTOR, "#play-board g.playable") == []  # no hints meanwhile
+    browser.find_element(By.ID, "stop").click()
+    idle(browser)
+    assert message(browser) == "", message(browser)
+    logged = log_texts(browser)
+    assert len(logged) >= len(before) + 2 and logged[len(before) + 1].startswith(f"mcts:{HUGE_SEARCH}: ")
+    assert legal_ids(browser) and not shown(browser, "end-screen")  # our turn again, the game goes on
+
+
+# ------------------------------------------------------------------------------------------------ looks
+def luminance(colour: str) -> float:
+    """WCAG relative luminance of a CSS ``rgb(...)``/``rgba(...)`` colour."""
+    r, g, b = (int(part) / 255 for part in re.findall(r"[\d.]+", colour)[:3])
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b)]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast(first: str, second: str) -> float:
+    high, low = sorted((luminance(first), luminance(second)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+COLOURS_SCRIPT = """
+const sea = getComputedStyle(document.getElementById('play-board')).backgroundColor;
+const SVG = 'http://www.w3.org/2000/svg';
+const probe = (tag, cls, parent) => {
+  const node = tag === 'line' ? document.createElementNS(SVG, 'line') : document.createElement(tag);
+  node.setAttribute('class', cls);
+  parent.append(node);
+  const style = getComputedStyle(node);
+  const colour = tag === 'line' ? style.stroke : style.color;
+  node.remove();
+  return colour;
+};
+const board = document.getElementById('play-board');
+const panel = document.querySelector('#tab-play .panel');
+const end = document.getElementById('end-screen');
+const marks = {};
+for (const cls of ['free', 'hint', 'turn-mark', 'removed', 'claim', 'prob']) marks[cls] = probe('line', cls, board);
+const panelBg = getComputedStyle(panel).backgroundColor;
+const texts = {};
+for (const cls of ['p0', 'p1', 'muted', 'effects']) texts[cls] = [probe('span', cls, panel), panelBg];
+texts['page'] = [getComputedStyle(document.body).color, getComputedStyle(document.body).backgroundColor];
+const backs = {win: '#e9f5ec', loss: '#fbeceb', draw: '#fbf5e1'};
+for (const outcome of ['win', 'loss', 'draw']) {
+  end.dataset.outcome = outcome;
+  texts['result ' + outcome] = [probe('div', 'result ' + outcome, end), getComputedStyle(end).backgroundColor];
+}
+delete end.dataset.outcome;
+const back = document.querySelector('#play-cards .card.back');
+texts['card back'] = [getComputedStyle(back).color, getComputedStyle(back).backgroundColor];
+return {sea, marks, texts};
+"""
+
+
+def test_board_marks_and_text_have_enough_contrast(browser, server):
+    open_page(browser, server)
+    start_game(browser, "greedy", 3)
+    colours = browser.execute_script(COLOURS_SCRIPT)
+    sea = colours["sea"]
+    marks = {name: contrast(colour, sea) for name, colour in colours["marks"].items()}
+    assert all(ratio >= 3.0 for ratio in marks.values()), marks  # board marks against the sea
+    texts = {name: contrast(*pair) for name, pair in colours["texts"].items()}
+    assert all(ratio >= 4.5 for ratio in texts.values()), texts  # text against its background
+    # The marks drawn now are those colours: the free lines and the hints of this position.
+    free = browser.find_element(By.CSS_SELECTOR, "#play-board line.free").value_of_css_property("stroke")
+    hint = browser.find_element(By.CSS_SELECTOR, "#play-board line.hint").value_of_css_property("stroke")
+    assert contrast(free, sea) >= 3.0 and contrast(hint, sea) >= 3.0
+
+
+def test_the_rules_panel_shows_the_rules(browser, server):
+    open_page(browser, server)
+    browser.find_element(By.ID, "rules-open").click()
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#rules-body details"), "no rules shown")
+    titles = [node.text for node in browser.find_elements(By.CSS_SELECTOR, "#rules-body details summary")]
+    assert "Setup" in titles and any(title.startswith("A turn") for title in titles), titles
+    assert "majority" in text_of(browser, "rules-body")
+    browser.find_element(By.ID, "rules-close").click()
+    assert not shown(browser, "rules-panel")
+    # The legend says what an island's label means.
+    start_game(browser, "greedy", 1)
+    assert "the majority needed to control it" in text_of(browser, "legend")
 
 
 def test_bad_input_is_a_message_on_the_page(browser, server, folders, tmp_path):
@@ -253,8 +667,18 @@ def test_a_record_steps_forward_back_jumps_and_autoplays(browser, server, folder
     player = "greedy" if record["players"][0] == "greedy" else "random"
     assert text_of(browser, "replay-move").endswith(f": {describe_action(record['actions'][2])}")
     assert player in text_of(browser, "replay-status")
+    # The analysis board of this position, for the seat to act there: probabilities over its legal moves.
+    browser.find_element(By.CSS_SELECTOR, "#replay-analysis-panel summary").click()
+    browser.find_element(By.ID, "replay-analyse").click()
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#replay-analysis tr[data-p]"), "no replay analysis")
+    rows = browser.find_elements(By.CSS_SELECTOR, "#replay-analysis tr[data-p]")
+    probabilities = {int(row.get_attribute("data-action")): float(row.get_attribute("data-p")) for row in rows}
+    assert sum(probabilities.values()) == pytest.approx(1.0, abs=1e-6) and record["actions"][3] in probabilities
+    drawn = "#replay-board g.prob-label, #replay-cards .badge"  # on the lines, the cards, the pile
+    assert browser.find_elements(By.CSS_SELECTOR, drawn)
     browser.find_element(By.ID, "rp-back").click()
     assert text_of(browser, "rp-counter") == f"move 2 of {total}"
+    assert not browser.find_elements(By.CSS_SELECTOR, drawn)  # another position
     jump = browser.find_element(By.ID, "rp-jump")
     jump.clear()
     jump.send_keys(str(total))
