@@ -57,7 +57,7 @@ from arena.records import check_record, game_record
 from arena.records import game_result as game_result_of
 from arena.replay import ReplayError, replay
 from kahuna_env.actions import check_action, describe_action
-from kahuna_env.agents import Agent, MCTSAgent
+from kahuna_env.agents import Agent, MCTSAgent, RandomAgent
 from kahuna_env.agents.mcts import SearchCancelled, action_priors
 from kahuna_env.cli import first_line
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
@@ -770,9 +770,12 @@ class SessionStore:
             config = KahunaConfig.from_dict(stored.config)
         except (TypeError, ValueError):
             raise WebError(f"stored game {session_id[:40]!r} has rules this server does not know", 422) from None
-        opponent = resolve_opponent(
-            stored.opponent, self.agents_dir, stored.seed, self.max_simulations, self.max_guided_simulations
-        )
+        if stored.status == "playing":
+            opponent = resolve_opponent(
+                stored.opponent, self.agents_dir, stored.seed, self.max_simulations, self.max_guided_simulations
+            )
+        else:  # a finished game never asks its agent again: no network to load, and a file since removed is no matter
+            opponent = RandomAgent()
         session = PlaySession(
             stored.id,
             opponent,

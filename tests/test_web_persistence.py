@@ -96,6 +96,21 @@ def test_a_restarted_server_continues_the_game_and_its_record_downloads(tmp_path
         assert state["abandoned"] and final.to_dict()["bridges"] == state["lines"]
 
 
+def test_a_finished_game_reloads_without_its_agent(tmp_path):
+    """Its record and end screen come back even when its agent file is gone."""
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    games = open_data_folder(tmp_path / "data")
+    with local_client(create_app(games=games, agents_dir=agents)) as client:
+        data = play(client, new_game(client), np.random.default_rng(7), 4)
+        client.post(f"/api/games/{data['id']}/abandon")
+        games._db.execute("UPDATE web_games SET opponent = 'agents/gone.pt' WHERE id = ?", (data["id"],))
+        client.app.state.store._sessions.clear()
+        again = client.get(f"/api/games/{data['id']}")
+        assert again.status_code == 200 and again.json()["state"]["abandoned"]
+        assert client.get(f"/api/games/{data['id']}/record").json()["players"][1] == "agents/gone.pt"
+
+
 def test_a_reload_gets_the_same_game(tmp_path):
     with local_client(create_app(games=open_data_folder(tmp_path))) as client:
         data = play(client, new_game(client, seat=1), np.random.default_rng(2), 5)
