@@ -62,9 +62,10 @@ from kahuna_env.actions import NUM_ACTIONS  # noqa: E402
 from kahuna_env.agents import choose_action, make_agent  # noqa: E402
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame  # noqa: E402
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation  # noqa: E402
+from policy.reward import island_potentials  # noqa: E402
 from training.league.pool import KINDS  # noqa: E402
 from training.rllib.league import AGENTS, agent_ids, snapshot_agent  # noqa: E402
-from training.selfplay.rollout import island_potentials, shaping_rewards  # noqa: E402
+from training.selfplay.rollout import shaping_rewards  # noqa: E402
 
 BASELINES = ("greedy", "random")
 """Opponent kinds played inside the env (never RLlib agents)."""
