@@ -48,7 +48,7 @@ TINY_RUN = [
     "env_runners.num_envs_per_env_runner=1",
     "ppo.train_batch_size=256",
     "ppo.minibatch_size=128",
-    "ppo.num_epochs=1",
+    "ppo.update_epochs=1",
     "model.architecture=mlp",
     "model.hidden_sizes=[32,32]",
     "model.activation=tanh",
@@ -155,6 +155,125 @@ def test_cli_config_error_is_one_line_exit_2(capsys):
     assert "ppo.nope: unknown key" in err and "Traceback" not in err
 
 
+# ---------------------------------------------------------------------------------------------- one PPO vocabulary
+RLLIB_ONLY_PPO_KEYS = {"train_batch_size", "vf_clip_param", "kl_coeff", "loss"}
+"""``ppo:`` keys with no kahuna-train counterpart (RLlib's batch, its value cap and KL penalty, the loss choice)."""
+OLD_STORED_PPO_NAMES = {
+    "num_epochs": "update_epochs",
+    "entropy_coeff": "ent_coef",
+    "clip_param": "clip_coef",
+    "vf_loss_coeff": "vf_coef",
+    "grad_clip": "max_grad_norm",
+}
+"""The ``ppo:`` keys a run directory's ``config.yaml`` held before issue 35 (RLlib's names), and today's."""
+
+
+def test_ppo_keys_are_kahuna_trains_names():
+    from training.ppo.config import PPOConfig as NativePPOConfig
+    from training.rllib.config import PPO_TO_RLLIB, PPOConfig
+
+    rllib_keys = {field.name for field in dataclasses.fields(PPOConfig)}
+    native_keys = {field.name for field in dataclasses.fields(NativePPOConfig)}
+    assert rllib_keys - RLLIB_ONLY_PPO_KEYS <= native_keys  # every shared knob under the native name
+    assert set(PPO_TO_RLLIB) <= rllib_keys
+    assert {"update_epochs", "ent_coef", "clip_coef", "vf_coef", "max_grad_norm", "gae_lambda"} <= rllib_keys
+    assert not rllib_keys & set(OLD_STORED_PPO_NAMES)
+
+
+@pytest.mark.parametrize(("old", "new"), sorted(OLD_STORED_PPO_NAMES.items()))
+def test_a_ppo_key_under_rllibs_name_is_refused_naming_the_new_key(tmp_path, old, new):
+    message = f"ppo.{old}: RLlib's name; write ppo.{new} "
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_rllib_config(CONFIG, [f"ppo.{old}=1"])
+    path = tmp_path / "old.yaml"
+    path.write_text(f"ppo:\n  {old}: 1\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_rllib_config(path)
+
+
+def test_rllibs_own_argument_names_are_refused_too():
+    with pytest.raises(ConfigError, match=re.escape("ppo.lambda_: RLlib's name; write ppo.gae_lambda ")):
+        load_rllib_config(CONFIG, ["ppo.lambda_=0.9"])
+    with pytest.raises(ConfigError, match=re.escape("write ppo.train_batch_size ")):
+        load_rllib_config(CONFIG, ["ppo.train_batch_size_per_learner=512"])
+
+
+def test_cli_rllib_name_is_one_line_exit_2(capsys):
+    assert main(["--config", str(CONFIG), "--set", "ppo.entropy_coeff=0.01", "--print-config"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().count("\n") == 0 and "Traceback" not in err
+    assert "ppo.entropy_coeff: RLlib's name; write ppo.ent_coef" in err
+
+
+def _old_run_dir(tmp_path: Path, settings: list[str]) -> Path:
+    """A run directory whose ``config.yaml`` is written as before issue 35: RLlib's names under ``ppo:``."""
+    values = load_rllib_config(CONFIG, settings).to_dict()
+    values["ppo"] = {
+        next((old for old, new in OLD_STORED_PPO_NAMES.items() if new == key), key): value
+        for key, value in values["ppo"].items()
+    }
+    assert set(OLD_STORED_PPO_NAMES) <= set(values["ppo"])
+    run_dir = tmp_path / "old-run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(values, sort_keys=False), encoding="utf-8")
+    return run_dir
+
+
+def test_a_run_directory_stored_with_rllibs_names_is_read_in_todays(tmp_path):
+    from training.rllib.config import load_run_config
+    from training.rllib.errors import TrainingError
+    from training.rllib.loop import resume
+
+    run_dir = _old_run_dir(tmp_path, ["ppo.update_epochs=3", "ppo.ent_coef=0.02", "ppo.max_grad_norm=0.7"])
+    stored = load_run_config(run_dir / "config.yaml")
+    assert stored == load_rllib_config(CONFIG, ["ppo.update_epochs=3", "ppo.ent_coef=0.02", "ppo.max_grad_norm=0.7"])
+    assert load_run_config(run_dir / "config.yaml", ["ppo.clip_coef=0.1"]).ppo.clip_coef == 0.1
+    # resume reads it: it gets as far as looking for a checkpoint.
+    with pytest.raises(TrainingError, match="has no RLlib checkpoint to resume from"):
+        resume(run_dir)
+    # The overrides are the user's: today's names only.
+    with pytest.raises(ConfigError, match=re.escape("ppo.num_epochs: RLlib's name; write ppo.update_epochs")):
+        resume(run_dir, ["ppo.num_epochs=2"])
+    with pytest.raises(ConfigError, match=re.escape("ppo.num_epochs: RLlib's name")):
+        load_rllib_config(run_dir / "config.yaml")  # a config file (not a run's own) gets no translation
+
+
+def test_the_mapping_to_rllibs_names_is_the_table_in_the_docs():
+    from training.rllib.config import PPO_TO_RLLIB
+
+    text = (ROOT / "docs" / "RLLIB.md").read_text(encoding="utf-8")
+    section = text.split("### One PPO vocabulary", 1)[1].split("\n#", 1)[0]
+    rows = dict(re.findall(r"^\| `ppo\.(\w+)` \| `(\w+)` \|", section, flags=re.MULTILINE))
+    assert rows == PPO_TO_RLLIB
+
+
+@needs_ray
+def test_rllibs_ppo_config_takes_each_ppo_key_under_rllibs_name():
+    from training.rllib.algorithm import build_ppo_config
+
+    settings = {
+        "ppo.lr": 2e-3,
+        "ppo.gamma": 0.99,
+        "ppo.gae_lambda": 0.9,
+        "ppo.train_batch_size": 512,
+        "ppo.minibatch_size": 128,
+        "ppo.update_epochs": 3,
+        "ppo.ent_coef": 0.02,
+        "ppo.clip_coef": 0.3,
+        "ppo.vf_coef": 0.7,
+        "ppo.vf_clip_param": 5.0,
+        "ppo.max_grad_norm": 0.9,
+        "ppo.kl_coeff": 0.1,
+    }
+    config = load_rllib_config(CONFIG, [*(f"{key}={value}" for key, value in settings.items()), "ppo.anneal_lr=false"])
+    algo = build_ppo_config(config)
+    assert (algo.lr, algo.gamma, algo.lambda_) == (2e-3, 0.99, 0.9)
+    assert (algo.train_batch_size_per_learner, algo.minibatch_size, algo.num_epochs) == (512, 128, 3)
+    assert (algo.entropy_coeff, algo.clip_param, algo.vf_loss_coeff) == (0.02, 0.3, 0.7)
+    assert (algo.vf_clip_param, algo.grad_clip, algo.kl_coeff, algo.use_kl_loss) == (5.0, 0.9, 0.1, True)
+    assert build_ppo_config(load_rllib_config(CONFIG)).use_kl_loss is False  # kl_coeff: 0
+
+
 # ---------------------------------------------------------------------------------------------- extra missing
 def test_missing_ray_is_a_clear_error_naming_the_install_command():
     # A fresh interpreter in which `import ray` fails, as without the extra.
@@ -242,14 +361,14 @@ def test_a_port_that_is_not_a_ray_head_fails_fast(capsys):
 
 @needs_ray
 def test_silent_cluster_address_times_out():
+    from training.rllib.connect import check_reachable
     from training.rllib.errors import RayConnectionError
-    from training.rllib.train import _check_reachable
 
     budget = _fail_fast_budget(1.0)
     start = time.perf_counter()
     # TEST-NET-1 (RFC 5737): never answers; the check must give up after the timeout.
     with pytest.raises(RayConnectionError, match=r"cannot reach the Ray cluster at 192\.0\.2\.1:6379"):
-        _check_reachable("192.0.2.1:6379", 1.0)
+        check_reachable("192.0.2.1:6379", 1.0)
     assert time.perf_counter() - start < budget
 
 

@@ -66,7 +66,7 @@ def test_a_chunk_whose_only_action_hangs_has_no_agent_chunks_and_is_checked_with
     from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
     from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
 
-    from training.rllib.train import check_sampled_actions
+    from training.rllib.callbacks import check_sampled_actions
 
     game, action = turn_ending_start()
     first = f"player_{game.current_player}"
@@ -107,7 +107,7 @@ def test_a_chunk_whose_only_action_hangs_has_no_agent_chunks_and_is_checked_with
 def test_an_illegal_action_is_counted_in_numpy_and_list_chunks():
     from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
-    from training.rllib.train import count_illegal
+    from training.rllib.callbacks import count_illegal
 
     game = KahunaGame(seed=3)
     player = game.current_player
@@ -125,7 +125,8 @@ def test_an_illegal_action_is_counted_in_numpy_and_list_chunks():
 def test_every_shape_a_real_env_runner_samples_is_checked(fragment, numpy):
     from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 
-    from training.rllib.train import build_ppo_config, check_sampled_actions
+    from training.rllib.algorithm import build_ppo_config
+    from training.rllib.callbacks import check_sampled_actions
 
     envs = 2
     config = load_rllib_config(
@@ -178,7 +179,8 @@ def test_every_shape_a_real_env_runner_samples_is_checked(fragment, numpy):
 def test_complete_episodes_samples_whole_games_only():
     from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 
-    from training.rllib.train import build_ppo_config, check_sampled_actions
+    from training.rllib.algorithm import build_ppo_config
+    from training.rllib.callbacks import check_sampled_actions
 
     envs = 2
     config = load_rllib_config(

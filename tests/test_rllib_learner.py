@@ -31,8 +31,8 @@ SMALL = ["model.architecture=mlp", "model.hidden_sizes=[16]", "pool.max_snapshot
 
 
 def build_learner(*overrides: str):
+    from training.rllib.algorithm import build_ppo_config
     from training.rllib.env import action_space, observation_space
-    from training.rllib.train import build_ppo_config
 
     config = load_rllib_config(CONFIG, [*SMALL, *overrides])
     spaces = {module: (observation_space(), action_space()) for module in ("learner", "snapshot_0")}
@@ -83,9 +83,9 @@ def native_loss(learner, batch: dict, config) -> tuple[torch.Tensor, dict]:
     module = learner.module["learner"].unwrapped()
     logits, values = module.net(batch[Columns.OBS]["observations"][keep], batch[Columns.OBS]["action_mask"][keep])
     ppo = NativePPOConfig(
-        clip_coef=config.ppo.clip_param,
-        ent_coef=config.ppo.entropy_coeff,
-        vf_coef=config.ppo.vf_loss_coeff,
+        clip_coef=config.ppo.clip_coef,
+        ent_coef=config.ppo.ent_coef,
+        vf_coef=config.ppo.vf_coef,
         clip_vloss=config.ppo.clip_vloss,
         norm_adv=True,
     )
@@ -212,4 +212,4 @@ def test_shipped_config_uses_the_native_loss_with_the_native_trainers_constants(
     native = load_config(ROOT / "configs" / "quick.yaml").ppo
     assert rllib.loss == "native"
     assert (rllib.clip_vloss, rllib.adam_eps) == (native.clip_vloss, native.adam_eps)
-    assert rllib.clip_param == native.clip_coef
+    assert rllib.clip_coef == native.clip_coef

@@ -18,7 +18,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from helpers import local_algorithm
+from test_rllib import OLD_STORED_PPO_NAMES
 
 from policy.model import ActorCritic, ModelConfig
 from training.league.pool import KINDS, PFSP, GameAssignment, OpponentPool
@@ -269,7 +271,8 @@ def test_pushed_probabilities_reach_the_runners_envs_and_the_slot_metrics():
     """In-process EnvRunner: push the odds, sample, read the per-slot sums the driver records."""
     from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 
-    from training.rllib.train import build_ppo_config, push_snapshot_probabilities
+    from training.rllib.algorithm import build_ppo_config
+    from training.rllib.callbacks import push_snapshot_probabilities
 
     config = load_rllib_config(
         CONFIG,
@@ -316,7 +319,7 @@ RUN = [
     "env_runners.num_envs_per_env_runner=2",
     "ppo.train_batch_size=1024",
     "ppo.minibatch_size=512",
-    "ppo.num_epochs=1",
+    "ppo.update_epochs=1",
     "model.architecture=mlp",
     "model.hidden_sizes=[16]",
     "pool.latest=0.1",
@@ -344,7 +347,7 @@ LEAGUE_KEYS = ("league/min_snapshot_win_rate", "league/mean_snapshot_win_rate", 
 
 @needs_ray
 def test_a_pfsp_run_records_pushes_logs_and_resumes_its_statistics(tmp_path, monkeypatch):
-    import training.rllib.train as train_module
+    import training.rllib.loop as train_module
     from training.league.pool import league_scalars
 
     updates: list[dict] = []
@@ -404,7 +407,13 @@ def test_a_pfsp_run_records_pushes_logs_and_resumes_its_statistics(tmp_path, mon
         np.testing.assert_allclose(saved["pfsp_games"], update["after"]["pfsp_games"])
 
     # Resume: the third iteration starts from the saved statistics and its envs draw with their odds.
+    # The run's config.yaml is rewritten as runs before issue 35 stored it (RLlib's ppo: names): it still resumes.
+    stored = yaml.safe_load((run_dir / "config.yaml").read_text())
+    renamed = {new: old for old, new in OLD_STORED_PPO_NAMES.items()}
+    stored["ppo"] = {renamed.get(key, key): value for key, value in stored["ppo"].items()}
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(stored, sort_keys=False))
     train_module.resume(run_dir, ["iterations=3"], on_iteration=on_iteration)
+    assert load_rllib_config(run_dir / "config.yaml") == load_rllib_config(CONFIG, [*RUN, "iterations=3"])
     assert [update["iteration"] for update in updates] == [1, 2, 3]
     assert updates[2]["before"] == updates[1]["after"]  # not fresh statistics
     expected = native_pool_with(updates[1]["after"], pfsp).probabilities().tolist()
@@ -417,7 +426,7 @@ def test_a_pfsp_run_records_pushes_logs_and_resumes_its_statistics(tmp_path, mon
 
 @needs_ray
 def test_a_run_with_snapshots_per_update_plays_each_iteration_against_the_slots_it_chose(tmp_path, monkeypatch):
-    import training.rllib.train as train_module
+    import training.rllib.loop as train_module
 
     games_per_slot: dict[int, np.ndarray] = {}
 

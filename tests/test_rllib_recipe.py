@@ -92,8 +92,9 @@ def _play(env, seed: int, rng: np.random.Generator):
 @needs_ray
 @pytest.mark.parametrize(("coefficient", "gamma"), [(1.0, 1.0), (0.7, 0.99)])
 def test_island_shaping_is_the_native_trainers(coefficient, gamma):
+    from policy.reward import island_potentials
     from training.rllib.env import KahunaMultiAgentEnv
-    from training.selfplay.rollout import island_potentials, shaping_rewards
+    from training.selfplay.rollout import shaping_rewards
 
     env = KahunaMultiAgentEnv({"island_shaping": coefficient, "gamma": gamma, "win": 2.0})
     rng = np.random.default_rng(0)
@@ -188,7 +189,8 @@ def test_every_baseline_move_goes_through_choose_action(monkeypatch, baseline):
 def test_env_runner_maps_snapshot_agents_and_logs_the_score_against_each_baseline():
     from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 
-    from training.rllib.train import SCORE_METRIC, build_ppo_config
+    from training.rllib.algorithm import build_ppo_config
+    from training.rllib.callbacks import SCORE_METRIC
 
     config = load_rllib_config(
         CONFIG,

@@ -9,6 +9,15 @@ that need ray (:func:`train`, :func:`resume`, :func:`build_ppo_config`,
 :class:`RLlibNotInstalledError`, naming the install command, when ray is
 missing.  Command line: ``kahuna-rllib`` (:mod:`training.rllib.cli`); user
 guide: ``docs/RLLIB.md``.
+
+Modules by role: ``config`` (the typed config and the one table from the
+``ppo:`` keys, kahuna-train's names, to RLlib's), ``algorithm`` (RLlib's
+``PPOConfig`` built from it), ``connect`` (local Ray or a cluster, probed first), ``env``, ``module``,
+``learner`` and ``batched_runner`` (what RLlib runs), ``league`` and
+``callbacks`` (snapshot slots, PFSP, the hooks and the driver's pushes to the
+EnvRunners), ``progress`` (an iteration's metrics row and checks), ``loop``
+(the run, resume, checkpoints), ``train`` (the entry the CLI calls),
+``export``.
 """
 
 from __future__ import annotations
@@ -27,11 +36,11 @@ from training.rllib.errors import (
 )
 
 _LAZY = {
-    "train": "training.rllib.train",
-    "resume": "training.rllib.train",
-    "build_ppo_config": "training.rllib.train",
-    "connect_ray": "training.rllib.train",
-    "RunResult": "training.rllib.train",
+    "train": "training.rllib.loop",
+    "resume": "training.rllib.loop",
+    "RunResult": "training.rllib.loop",
+    "build_ppo_config": "training.rllib.algorithm",
+    "connect_ray": "training.rllib.connect",
     "export_checkpoint": "training.rllib.export",
     "KahunaMultiAgentEnv": "training.rllib.env",
     "KahunaRLModule": "training.rllib.module",

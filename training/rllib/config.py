@@ -7,6 +7,12 @@ docstring; an unknown key, a wrong type or a bad value is a
 got -1.0``); ``--set section.key=value`` overrides any key, the value parsed
 as YAML (``--set env_runners.num_env_runners=8``, ``--set ray.address=auto``).
 
+One PPO vocabulary: the ``ppo:`` keys are kahuna-train's (``ent_coef``,
+``clip_coef``, ``update_epochs``, ...), and :data:`PPO_TO_RLLIB` is the one
+table that maps them to RLlib's arguments (:func:`rllib_training_arguments`;
+:func:`training.rllib.algorithm.build_ppo_config` builds RLlib's whole
+``PPOConfig``).
+
 This module needs neither ray nor torch beyond what :mod:`training` already
 imports, so a config can be checked without the ``rllib`` extra installed.
 """
@@ -35,6 +41,8 @@ from training.ppo.config import (
 )
 
 __all__ = [
+    "PPO_TO_RLLIB",
+    "RLLIB_PPO_NAMES",
     "CheckpointConfig",
     "ConfigError",
     "EnvRunnersConfig",
@@ -48,7 +56,9 @@ __all__ = [
     "RewardConfig",
     "config_to_yaml",
     "load_rllib_config",
+    "load_run_config",
     "rllib_config_from_dict",
+    "rllib_training_arguments",
 ]
 
 
@@ -225,40 +235,65 @@ class LearnersConfig:
         )
 
 
+PPO_TO_RLLIB: dict[str, str] = {
+    "lr": "lr",
+    "gamma": "gamma",
+    "gae_lambda": "lambda_",
+    "train_batch_size": "train_batch_size_per_learner",
+    "minibatch_size": "minibatch_size",
+    "update_epochs": "num_epochs",
+    "ent_coef": "entropy_coeff",
+    "clip_coef": "clip_param",
+    "vf_coef": "vf_loss_coeff",
+    "vf_clip_param": "vf_clip_param",
+    "max_grad_norm": "grad_clip",
+    "kl_coeff": "kl_coeff",
+}
+"""The one mapping of the project's PPO vocabulary onto RLlib's: ``ppo:`` key -> argument of ``PPOConfig.training``.
+
+The ``ppo:`` keys are kahuna-train's (:class:`training.ppo.config.PPOConfig`, CleanRL's names);
+``train_batch_size``, ``vf_clip_param`` and ``kl_coeff`` exist only here.  The other ``ppo:`` keys are
+not RLlib arguments: ``anneal_lr`` and ``min_lr_fraction`` turn ``lr`` into a schedule
+(:meth:`RLlibConfig.lr_schedule`), ``kl_coeff > 0`` also sets ``use_kl_loss``, and ``loss``,
+``clip_vloss``, ``adam_eps`` and ``bf16`` go to the project's Learner (``learner_config_dict``).
+docs/RLLIB.md shows this table.
+"""
+RLLIB_PPO_NAMES: dict[str, str] = {rllib: key for key, rllib in PPO_TO_RLLIB.items() if rllib != key}
+"""RLlib's name -> the ``ppo:`` key to write instead: a config that uses one is refused (no silent aliasing)."""
 PPO_LOSSES = ("native", "rllib")
 """Values of ``ppo.loss`` (``training.rllib.learner``)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class PPOConfig:
-    """RLlib PPO hyperparameters (RLlib's own names where they are valid YAML keys).
+    """PPO hyperparameters, under kahuna-train's names (:data:`PPO_TO_RLLIB` maps them to RLlib's).
 
     Attributes:
         lr: Adam learning rate.
         anneal_lr: anneal the learning rate linearly to ``min_lr_fraction * lr`` over the run
-            (``iterations * train_batch_size`` env steps; the native trainer's key), as an RLlib
-            learning-rate schedule on the sampled env steps.
+            (``iterations * train_batch_size`` env steps), as an RLlib learning-rate schedule on
+            the sampled env steps.
         min_lr_fraction: final learning rate as a fraction of ``lr`` when annealing.
         gamma: discount factor per agent decision.
-        gae_lambda: GAE lambda (RLlib's ``lambda_``).
+        gae_lambda: GAE lambda.
         train_batch_size: env steps (both seats together) per learner per iteration.
         minibatch_size: transitions per gradient step.
-        num_epochs: passes over each train batch.
-        entropy_coeff: entropy bonus coefficient.
-        clip_param: PPO policy ratio clipping.
-        vf_loss_coeff: value loss coefficient.
+        update_epochs: passes over each train batch.
+        ent_coef: entropy bonus coefficient.
+        clip_coef: PPO policy ratio clipping.
+        vf_coef: value loss coefficient.
         vf_clip_param: ``loss: rllib`` only: RLlib's cap on the squared value error.
-        grad_clip: gradient norm clipping (null: none).
+        max_grad_norm: gradient norm clipping (null: none).
         kl_coeff: initial coefficient of RLlib's adaptive KL penalty (0: no KL loss).
         loss: ``native``: the native trainer's PPO loss (advantages standardized per minibatch,
             ``0.5 * (V - R)^2`` clipped around the sampled values, see ``training.rllib.learner``);
             ``rllib``: RLlib's stock PPO loss.
         clip_vloss: ``loss: native`` only: clip the value loss around the sampled values
-            (with ``clip_param``, the native ``ppo.clip_vloss``).
-        adam_eps: Adam epsilon (the native ``ppo.adam_eps``; RLlib's own default is 1e-8).
-        bf16: the native ``ppo.bf16``: ``true`` runs the learner's forward passes (and so their
-            backward passes) under bfloat16 autocast on a CPU learner, the losses in float32;
-            ``auto``: only where the CPU has native bfloat16; sampling always runs in float32.
+            (with ``clip_coef``).
+        adam_eps: Adam epsilon (RLlib's own default is 1e-8).
+        bf16: ``true`` runs the learner's forward passes (and so their backward passes) under
+            bfloat16 autocast on a CPU learner, the losses in float32; ``auto``: only where the
+            CPU has native bfloat16; sampling always runs in float32.
     """
 
     lr: float = 3e-4
@@ -268,12 +303,12 @@ class PPOConfig:
     gae_lambda: float = 0.95
     train_batch_size: int = 8192
     minibatch_size: int = 1024
-    num_epochs: int = 4
-    entropy_coeff: float = 0.01
-    clip_param: float = 0.2
-    vf_loss_coeff: float = 0.5
+    update_epochs: int = 4
+    ent_coef: float = 0.01
+    clip_coef: float = 0.2
+    vf_coef: float = 0.5
     vf_clip_param: float = 10.0
-    grad_clip: float | None = 0.5
+    max_grad_norm: float | None = 0.5
     kl_coeff: float = 0.0
     loss: str = "native"
     clip_vloss: bool = True
@@ -294,13 +329,16 @@ class PPOConfig:
             f"must be <= ppo.train_batch_size ({self.train_batch_size})",
             self.minibatch_size,
         )
-        check_value(self.num_epochs >= 1, "ppo.num_epochs", "must be >= 1", self.num_epochs)
-        check_value(self.entropy_coeff >= 0, "ppo.entropy_coeff", "must be >= 0", self.entropy_coeff)
-        check_value(self.clip_param > 0, "ppo.clip_param", "must be > 0", self.clip_param)
-        check_value(self.vf_loss_coeff >= 0, "ppo.vf_loss_coeff", "must be >= 0", self.vf_loss_coeff)
+        check_value(self.update_epochs >= 1, "ppo.update_epochs", "must be >= 1", self.update_epochs)
+        check_value(self.ent_coef >= 0, "ppo.ent_coef", "must be >= 0", self.ent_coef)
+        check_value(self.clip_coef > 0, "ppo.clip_coef", "must be > 0", self.clip_coef)
+        check_value(self.vf_coef >= 0, "ppo.vf_coef", "must be >= 0", self.vf_coef)
         check_value(self.vf_clip_param > 0, "ppo.vf_clip_param", "must be > 0", self.vf_clip_param)
         check_value(
-            self.grad_clip is None or self.grad_clip > 0, "ppo.grad_clip", "must be > 0 or null", self.grad_clip
+            self.max_grad_norm is None or self.max_grad_norm > 0,
+            "ppo.max_grad_norm",
+            "must be > 0 or null",
+            self.max_grad_norm,
         )
         check_value(self.kl_coeff >= 0, "ppo.kl_coeff", "must be >= 0", self.kl_coeff)
         check_value(self.loss in PPO_LOSSES, "ppo.loss", f"must be one of {', '.join(PPO_LOSSES)}", self.loss)
@@ -453,9 +491,21 @@ class RLlibConfig:
 
 
 def rllib_config_from_dict(values: Mapping[str, Any]) -> RLlibConfig:
-    """Build and validate an :class:`RLlibConfig` from a nested mapping (missing keys take defaults)."""
+    """Build and validate an :class:`RLlibConfig` from a nested mapping (missing keys take defaults).
+
+    A ``ppo:`` key under RLlib's name (``entropy_coeff``) is a :class:`ConfigError` naming the key to
+    write instead (``ent_coef``); run directories written before the rename are read by
+    :func:`load_run_config`.
+    """
     if not isinstance(values, Mapping):
         raise ConfigError(f"a config must be a mapping of sections, got {type(values).__name__}")
+    ppo = values.get("ppo")
+    for name in ppo if isinstance(ppo, Mapping) else ():
+        if name in RLLIB_PPO_NAMES:
+            raise ConfigError(
+                f"ppo.{name}: RLlib's name; write ppo.{RLLIB_PPO_NAMES[name]} (the ppo: keys are kahuna-train's; "
+                "docs/RLLIB.md maps them to RLlib's)"
+            )
     return build_section(RLlibConfig, values)
 
 
@@ -465,6 +515,31 @@ def load_rllib_config(path: str | Path | None = None, overrides: Sequence[str] =
     return rllib_config_from_dict(apply_overrides(values, overrides))
 
 
+def load_run_config(path: str | Path, overrides: Sequence[str] = ()) -> RLlibConfig:
+    """Load a run directory's own ``config.yaml``, written by this or an earlier version, plus ``overrides``.
+
+    Runs written before the ``ppo:`` keys took kahuna-train's names stored RLlib's
+    (``num_epochs``, ``entropy_coeff``, ...): the stored file is read in today's names
+    (:data:`RLLIB_PPO_NAMES`).  The overrides are the user's and must use today's names.
+    """
+    values = read_yaml(path)
+    ppo = values.get("ppo")
+    if isinstance(ppo, dict):
+        for old, new in RLLIB_PPO_NAMES.items():
+            if old in ppo and new not in ppo:
+                ppo[new] = ppo.pop(old)
+    return rllib_config_from_dict(apply_overrides(values, overrides))
+
+
 def config_to_yaml(config: RLlibConfig) -> str:
     """The config as YAML text (loads back to an equal config)."""
     return yaml.safe_dump(config.to_dict(), sort_keys=False)
+
+
+def rllib_training_arguments(config: RLlibConfig) -> dict[str, Any]:
+    """The arguments of RLlib's ``PPOConfig.training``: the ``ppo:`` keys renamed by :data:`PPO_TO_RLLIB`."""
+    ppo = config.ppo
+    arguments = {rllib: getattr(ppo, key) for key, rllib in PPO_TO_RLLIB.items()}
+    arguments[PPO_TO_RLLIB["lr"]] = config.lr_schedule()
+    arguments["use_kl_loss"] = ppo.kl_coeff > 0
+    return arguments
