@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from kahuna_env import actions as A
+from kahuna_env.agents.greedy import TURN_ENDS
 from kahuna_env.board import ISLAND_LINE_MASK, LINES, MAJORITY, NUM_ISLANDS, NUM_LINES
 from kahuna_env.vector import KahunaBatch, sample_set_bits
 
@@ -52,8 +53,9 @@ _LINE_AT = np.full((NUM_ISLANDS, NUM_ISLANDS), NUM_LINES, dtype=np.intp)
 """``_LINE_AT[i, j]``: the line joining islands ``i`` and ``j``, or ``NUM_LINES`` (none)."""
 _LINE_AT[_LA, _LB] = _LINE_AT[_LB, _LA] = np.arange(NUM_LINES)
 _ISLAND_LINES = np.array(ISLAND_LINE_MASK, dtype=np.uint64)
-_END = slice(A.DRAW, A.FREE_BRIDGE)
-"""The ends of a turn, in greedy's order of preference: draw, take slot 0, 1, 2, pass."""
+_END = slice(TURN_ENDS[0], TURN_ENDS[-1] + 1)
+"""The ends of a turn, in greedy's order of preference (:data:`~kahuna_env.agents.greedy.TURN_ENDS`)."""
+assert tuple(range(_END.start, _END.stop)) == TURN_ENDS, "the batched greedy reads the turn ends as one slice"
 _PADDED = 192
 """Candidate columns padded to three 64-bit words (179 actions + 13 unused)."""
 

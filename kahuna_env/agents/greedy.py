@@ -9,6 +9,10 @@ from kahuna_env.agents.base import SeededAgent
 from kahuna_env.board import LINES, MAJORITY, NUM_ISLANDS
 from kahuna_env.engine import KahunaGame, control_kept, control_taken, swept_lines
 
+TURN_ENDS: tuple[int, ...] = (A.DRAW, A.TAKE, A.TAKE + 1, A.TAKE + 2, A.PASS)
+"""The ends of a turn in greedy's order of preference (draw, take slot 0, 1, 2, pass); the batched
+greedy reads them as one slice of the mask, so they are consecutive action ids."""
+
 
 def _progress(counts: list[int], opponent_control: int) -> int:
     """Bridges counting towards majorities the player can still take (a tie-break)."""
@@ -89,7 +93,7 @@ def best_actions(game: KahunaGame) -> list[int]:
             best.append(action)
     if best and best_key is not None and (best_key[0] > 0 or (best_key[0] == 0 and best_key[1:4] > current)):
         return best
-    for end in (A.DRAW, A.TAKE, A.TAKE + 1, A.TAKE + 2, A.PASS):
+    for end in TURN_ENDS:
         if end in legal:
             return [end]
     if best:
