@@ -385,6 +385,30 @@ def _control_routes(store: SessionStore) -> list[BaseRoute]:
 
 
 # ------------------------------------------------------------------------------------------------ analysis
+async def _source_record(store: SessionStore, records: Path | None, body: dict[str, Any]) -> Any:
+    """The record a replay analysis names: given, a record of ``--records``, or a finished stored game's."""
+    if "record" in body:
+        return body["record"]
+    if "game" in body:
+        if not isinstance(body["game"], str):
+            raise WebError("'game' must be a game id")
+        session = await run_in_threadpool(store.get, body["game"])
+        if not session.lock.acquire(blocking=False):
+            raise WebError("a move of this game is still being played; wait for it", 409)
+        try:
+            return session.record()  # 409 while it is on: its record would tell the hidden cards
+        finally:
+            session.lock.release()
+    name = body["name"]
+    if not isinstance(name, str):
+        raise WebError("'name' must be the name of a record of the records folder")
+    path = record_path(records, name)
+    try:
+        return await run_in_threadpool(read_record, path)
+    except (OSError, ValueError) as error:
+        raise WebError(first_line(error).replace(str(path), path.name), 422) from None
+
+
 def _analysis_routes(
     store: SessionStore, bots: BotQueue, agents: AnalysisAgents, records: Path | None, max_upload: int
 ) -> list[BaseRoute]:
@@ -410,29 +434,6 @@ def _analysis_routes(
     async def hint(request: Request) -> Response:
         return JSONResponse(top_move(await analyse_game(request, await _optional_json(request, max_upload))))
 
-    async def source_record(body: dict[str, Any]) -> Any:
-        """The record a replay analysis names: given, a record of ``--records``, or a finished stored game's."""
-        if "record" in body:
-            return body["record"]
-        if "game" in body:
-            if not isinstance(body["game"], str):
-                raise WebError("'game' must be a game id")
-            session = await run_in_threadpool(store.get, body["game"])
-            if not session.lock.acquire(blocking=False):
-                raise WebError("a move of this game is still being played; wait for it", 409)
-            try:
-                return session.record()  # 409 while it is on: its record would tell the hidden cards
-            finally:
-                session.lock.release()
-        name = body["name"]
-        if not isinstance(name, str):
-            raise WebError("'name' must be the name of a record of the records folder")
-        path = record_path(records, name)
-        try:
-            return await run_in_threadpool(read_record, path)
-        except (OSError, ValueError) as error:
-            raise WebError(first_line(error).replace(str(path), path.name), 422) from None
-
     async def replay_analysis(request: Request) -> Response:
         body = await read_json(request, max_upload)
         sources = ("record", "name", "game")
@@ -440,7 +441,7 @@ def _analysis_routes(
             raise WebError('a replay analysis is {"record": RECORD, "name": RECORD_NAME or "game": ID, "ply": K}')
         options = {key: value for key, value in body.items() if key not in (*sources, "ply")}
         spec, simulations = analysis_options(options, store.max_guided_simulations)
-        game, ply = await run_in_threadpool(record_position, await source_record(body), body["ply"])
+        game, ply = await run_in_threadpool(record_position, await _source_record(store, records, body), body["ply"])
         if game.is_over:
             raise WebError("the game is over at that ply: nobody is to act", 409)
         flag = CancelFlag()
