@@ -281,7 +281,7 @@ def test_kahuna_eval_plays_a_small_match_with_a_search_entrant(policy_file, caps
 
 def test_opponent_prior_temperature_sharpens_only_the_opponents_nodes(model):
     from kahuna_env import actions as A
-    from kahuna_env.agents.mcts import _sharpen
+    from kahuna_env.agents.evaluators import _sharpen
 
     logits = np.array([2.0, 0.5, -1.0, 0.1])
     flat = np.exp(logits / 20) / np.exp(logits / 20).sum()
@@ -333,10 +333,10 @@ def test_root_candidates_halve_the_root_by_mean_value(model, monkeypatch):
     assert {a: c.visits for a, c in again.children.items()} == {a: c.visits for a, c in root.children.items()}
     assert choose_action(agent, game, np.random.default_rng(1)) in game.legal_actions()
     # Each phase keeps the better half by the mean values at the end of the phase before.
-    from kahuna_env.agents import mcts
+    from kahuna_env.agents.selectors import SequentialHalving
 
     phases = []
-    original = mcts._Halving.next_phase
+    original = SequentialHalving.next_phase
 
     def next_phase(self, node, done):
         fresh = not self.queue
@@ -346,7 +346,7 @@ def test_root_candidates_halve_the_root_by_mean_value(model, monkeypatch):
             phases.append((means, list(self.candidates)))
         return queue
 
-    monkeypatch.setattr(mcts._Halving, "next_phase", next_phase)
+    monkeypatch.setattr(SequentialHalving, "next_phase", next_phase)
     GuidedMCTSAgent(model, simulations=50, seed=0, root_candidates=8).search(view)
     assert [len(kept) for _, kept in phases] == [8, 4, 2]
     for means, kept in phases[1:]:

@@ -44,12 +44,21 @@ def _heuristic_guided(options):
     return lambda seed: MCTSAgent(seed=seed, evaluator=HeuristicLeafEvaluator(), **options)
 
 
-def _champion(options):
-    def build(seed):
-        from policy.search import load_guided_agent
+_LOADED: dict = {}
 
-        options_ = dict(options)
-        return load_guided_agent("champion", simulations=options_.pop("simulations"), seed=seed, **options_)
+
+def _champion(options):
+    """``champion@mcts:N`` as :func:`policy.search.load_guided_agent` builds it, the file read once."""
+
+    def build(seed):
+        from policy.agent import load_agent
+        from policy.search import GuidedMCTSAgent
+
+        if "champion" not in _LOADED:
+            _LOADED["champion"] = load_agent("champion")
+        policy = _LOADED["champion"]
+        reward = {"island_shaping": policy.reward["island_shaping"], "win_reward": policy.reward["win"]}
+        return GuidedMCTSAgent(policy.model, seed=seed, **reward, **options)
 
     return build
 
@@ -139,8 +148,19 @@ def play_case(name):
     return results
 
 
+@pytest.fixture
+def one_torch_thread():
+    """One torch thread while the test runs (the network's small forward passes; a busy machine's cores)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.mark.parametrize("name", list(CASES))
-def test_the_search_decides_as_recorded(name):
+def test_the_search_decides_as_recorded(name, one_torch_thread):
     recorded = json.loads(RECORD.read_text())[name]
     played = play_case(name)
     assert [r["move"] for r in played] == [r["move"] for r in recorded]
@@ -153,5 +173,8 @@ def test_the_search_decides_as_recorded(name):
 
 
 if __name__ == "__main__":
+    import torch
+
+    torch.set_num_threads(1)
     RECORD.write_text(json.dumps({name: play_case(name) for name in CASES}, indent=1) + "\n")
     print(f"wrote {RECORD}", file=sys.stderr)
