@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 from kahuna_env.board import (
     BRIDGES_PER_PLAYER,
     CARDS_PER_ISLAND,
-    FACE_UP_SLOTS,
     HAND_LIMIT,
     ISLAND_ID,
     ISLAND_LINE_MASK,
@@ -37,7 +36,7 @@ from kahuna_env.board import (
     NUM_ISLANDS,
     NUM_LINES,
 )
-from kahuna_env.schema import FIELDS, INTERIM_POINTS, MAX_POINTS
+from kahuna_env.schema import FIELDS, INTERIM_POINTS, MAX_POINTS, dims
 
 if TYPE_CHECKING:
     from kahuna_env.engine import KahunaConfig
@@ -50,7 +49,14 @@ current_player, round, scores (the schema's fields with a required position key,
 OPTIONAL_KEYS: tuple[str, ...] = tuple(field.position for field in FIELDS if field.position and not field.required)
 """Keys :meth:`KahunaGame.to_dict` adds; omitted, they mean "start of a turn, nothing played yet"."""
 _RANGE = {field.position: (field.low, field.high) for field in FIELDS if field.position and field.high is not None}
-"""Position key -> the smallest and largest value of a scalar integer field (kahuna_env.schema)."""
+"""Position key -> the smallest and largest value of an integer field (kahuna_env.schema)."""
+_LENGTH = {
+    field.position: dims(field)[0]
+    for field in FIELDS
+    if field.position and field.shape[:1] in (("players",), ("lines",), ("slots",))
+}
+"""Position key -> the length of its list: the first dimension of the schema's shape when it is players, lines
+or slots (a per-island count is written as a list of card names, of any length)."""
 
 
 def _interim_results(round_: int) -> frozenset[tuple[int, int]]:
@@ -175,7 +181,7 @@ def parse_position(position: object, parse_config: Callable[[Any], KahunaConfig]
 # ---------------------------------------------------------------------------------------------- format
 def _read_fields(position: Mapping[str, Any], config: KahunaConfig) -> Position:
     """Types, ranges and card counts of every key; the cross-field rules come after."""
-    owners = _list(position, "bridges", NUM_LINES)
+    owners = _list(position, "bridges", _LENGTH["bridges"])
     for line, owner in enumerate(owners):
         if owner is not None and not _is_player(owner):
             raise ValueError(f"position 'bridges'[{line}] ({LINE_NAMES[line]}) must be null, 0 or 1, got {owner!r}")
@@ -184,12 +190,12 @@ def _read_fields(position: Mapping[str, Any], config: KahunaConfig) -> Position:
         if placed > BRIDGES_PER_PLAYER:
             raise ValueError(f"position 'bridges': player {player} has {placed} bridges, at most {BRIDGES_PER_PLAYER}")
 
-    hands = _list(position, "hands", 2)
+    hands = _list(position, "hands", _LENGTH["hands"])
     hand_cards = [_cards(hands[player], f"hands[{player}]") for player in (0, 1)]
     for player in (0, 1):
         if len(hand_cards[player]) > HAND_LIMIT:
             raise ValueError(f"position 'hands'[{player}] holds {len(hand_cards[player])} cards, at most {HAND_LIMIT}")
-    face_up_names = _list(position, "face_up", FACE_UP_SLOTS)
+    face_up_names = _list(position, "face_up", _LENGTH["face_up"])
     face_up = [-1 if name is None else _card(name, f"face_up[{slot}]") for slot, name in enumerate(face_up_names)]
     pile = _cards(_list(position, "pile"), "pile")
     discard = _cards(_list(position, "discard"), "discard")
@@ -210,11 +216,11 @@ def _read_fields(position: Mapping[str, Any], config: KahunaConfig) -> Position:
     scores = _int_pair(position, "scores")
     final_points = _int_pair(position, "final_points") if position.get("final_points") is not None else [0, 0]
 
-    face_down = [[], []] if position.get("face_down") is None else _list(position, "face_down", 2)
+    face_down = [[], []] if position.get("face_down") is None else _list(position, "face_down", _LENGTH["face_down"])
     face_down_cards = [_cards(face_down[player], f"face_down[{player}]") for player in (0, 1)]
     if not Counter(face_down_cards[0] + face_down_cards[1]) <= Counter(discard):
         raise ValueError("position 'face_down' cards must all be among the 'discard' cards")
-    known = [[], []] if position.get("known") is None else _list(position, "known", 2)
+    known = [[], []] if position.get("known") is None else _list(position, "known", _LENGTH["known"])
     known_cards = [_cards(known[player], f"known[{player}]") for player in (0, 1)]
     for player in (0, 1):
         if not Counter(known_cards[player]) <= Counter(hand_cards[player]):
@@ -396,7 +402,7 @@ def _counts(cards: list[int]) -> tuple[int, ...]:
 
 def _int_pair(position: Mapping[str, Any], key: str) -> list[int]:
     top = _RANGE[key][1]
-    pair = _list(position, key, 2)
+    pair = _list(position, key, _LENGTH[key])
     for value in pair:
         if not _is_int(value) or not 0 <= value <= top:
             raise ValueError(f"position '{key}' must be two integers in 0..{top}, got {pair!r}")
