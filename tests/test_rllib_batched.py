@@ -102,10 +102,10 @@ def test_each_learner_seat_is_one_finished_episode_with_the_envs_rewards_and_inf
     import torch
     from ray.rllib.core.columns import Columns
 
+    from policy.reward import island_potentials
     from training.league.pool import KIND_LATEST, KINDS
     from training.rllib.batched_runner import seat_episodes
     from training.rllib.league import LEARNER, league_mapping
-    from training.selfplay.rollout import island_potentials
 
     env = kahuna_env()
     batch, played, learner = play(env, 24, seed=2)

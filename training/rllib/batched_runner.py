@@ -6,11 +6,12 @@ every env step; on Kahuna that overhead, not the game, bounds a runner at
 about 1,000-3,000 env steps/s per core.  :class:`KahunaBatchedEnvRunner`
 keeps everything RLlib sees of a runner (the RLModules and their weight
 syncs, metrics, callbacks, checkpointable state, restarts) and replaces only
-``sample()``: it plays whole games with the native trainer's batched
-collection (:func:`training.selfplay.batched_rollout.play_games_batched`: all games of
-a wave in one :class:`~kahuna_env.vector.KahunaBatch`, one forward pass of the
-learner module per tick for every game where a learner seat is to move, one
-per snapshot slot in use, ``greedy`` / ``random`` as array work) and hands
+``sample()``: it plays whole games with the native trainer's collection
+(:func:`training.selfplay.batched_rollout.play_games_batched` on the project's one
+seated-play driver, :func:`kahuna_env.seated.play_seated`: all games of a wave in
+one :class:`~kahuna_env.vector.KahunaBatch`, one forward pass of the learner
+module per tick for every game where a learner seat is to move, one stacked pass
+for the snapshot slots in use, ``greedy`` / ``random`` as array work) and hands
 RLlib finished ``MultiAgentEpisode`` objects.
 
 What a sample call returns
