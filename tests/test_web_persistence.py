@@ -417,3 +417,31 @@ def test_the_rules_panel_is_the_packaged_copy_of_docs_rules():
         assert section["text"] and "<script" not in section["html"]
         assert "[<code>test_" not in section["html"] and "[also <code>" not in section["html"]  # for developers
     assert "<strong>Place</strong>" in next(s["html"] for s in sections if s["title"] == "A turn")
+
+
+def test_a_reload_while_the_agent_thinks_shows_the_position_so_far_and_stop_goes_through_the_api():
+    app = create_app(max_simulations=HUGE)
+    store = app.state.store
+    with local_client(app) as client:
+        opened = {}
+        thread = threading.Thread(
+            target=lambda: opened.update(
+                answer=client.post("/api/games", json={"opponent": f"mcts:{HUGE}", "seat": 1, "seed": 4})
+            )
+        )
+        thread.start()
+        for _ in range(30000):  # hang guard: the search starts at once
+            sessions = list(store._sessions.values())
+            if sessions and sessions[0].thinking:
+                break
+            time.sleep(0.01)
+        (session,) = sessions
+        during = client.get(f"/api/games/{session.id}").json()["state"]
+        assert during["thinking"] is True and during["legal"] == [] and during["log"] == []
+        assert_one_line_4xx(client.post(f"/api/games/{session.id}/undo"), 409)  # a move is being computed
+        assert_one_line_4xx(client.get(f"/api/games/{session.id}/analysis"), 409)
+        assert client.post(f"/api/games/{session.id}/stop").json() == {"stopped": True}
+        thread.join(timeout=600)
+        answer = opened["answer"]
+        assert answer.status_code == 201 and answer.json()["state"]["to_act"] == 1
+        assert not answer.json()["state"]["thinking"] and answer.json()["state"]["legal"]
