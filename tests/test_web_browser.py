@@ -318,6 +318,11 @@ def test_a_full_game_against_random_by_clicking_legal_moves(browser, server, tmp
         record.write_bytes(answer.read())
     assert replay_main([str(record), "--quiet"]) == 0
     assert len(log_texts(browser)) == len(read_record(record)["actions"])
+    # The game on the Replay tab, from its record.
+    browser.find_element(By.ID, "replay-game").click()
+    actions = len(read_record(record)["actions"])
+    wait(browser, lambda d: text_of(d, "rp-counter") == f"move 0 of {actions}", "the game did not open as a replay")
+    browser.find_element(By.CSS_SELECTOR, "nav button[data-tab=play]").click()
     # Swap seats: a new game against the same opponent, now in the other seat; then abandoned (asked first).
     first = game_id(browser)
     browser.find_element(By.ID, "swap").click()
@@ -483,6 +488,7 @@ def test_the_analysis_board_gives_probabilities_over_legal_moves_a_hint_and_undo
     open_page(browser, server)
     start_game(browser, "greedy", 5)
     legal = set(legal_ids(browser))
+    assert browser.find_elements(By.CSS_SELECTOR, "#tab-play .badge, #play-board g.prob-label") == []  # none asked
     browser.find_element(By.CSS_SELECTOR, "#analysis-panel summary").click()
     browser.find_element(By.ID, "analyse").click()
     idle(browser)
@@ -493,6 +499,7 @@ def test_the_analysis_board_gives_probabilities_over_legal_moves_a_hint_and_undo
     assert sum(probabilities.values()) == pytest.approx(1.0, abs=1e-6)
     assert re.search(r"win probability for you \d+(\.\d)?%", text_of(browser, "analysis"))
     assert browser.find_elements(By.CSS_SELECTOR, "#play-board g.prob-label")  # drawn on the board
+    assert browser.find_elements(By.CSS_SELECTOR, "#play-cards .badge")  # and on the cards
     # On request, a search's visits and values for the top moves.
     simulations = browser.find_element(By.ID, "analysis-simulations")
     simulations.clear()
@@ -547,12 +554,31 @@ def test_stop_ends_the_opponents_search_and_it_moves(browser, server):
     wait(browser, lambda d: re.search(r"is thinking… \d+ s", text_of(d, "thinking")), "no elapsed time")
     assert all(not button.is_enabled() for button in browser.find_elements(By.CSS_SELECTOR, "#tab-play button.move"))
     assert browser.find_elements(By.CSS_SELECTOR, "#play-board g.playable") == []  # no hints meanwhile
-    browser.find_element(By.ID, "stop").click()
-    idle(browser)
+    # The game opened in a second tab meanwhile says it is thinking too, and can stop it.
+    first_tab, address = browser.current_window_handle, browser.current_url
+    browser.switch_to.new_window("tab")
+    try:
+        browser.get(address)
+        wait(browser, lambda d: shown(d, "thinking"), "the reopened game does not show its opponent thinking")
+        assert browser.find_elements(By.CSS_SELECTOR, "#moves button.move") == []
+        browser.find_element(By.ID, "stop").click()
+        idle(browser)
+        assert legal_ids(browser) and log_texts(browser)[len(before) + 1].startswith(f"mcts:{HUGE_SEARCH}: ")
+    finally:
+        browser.close()
+        browser.switch_to.window(first_tab)
+    idle(browser)  # the first tab's move request answered normally
     assert message(browser) == "", message(browser)
     logged = log_texts(browser)
     assert len(logged) >= len(before) + 2 and logged[len(before) + 1].startswith(f"mcts:{HUGE_SEARCH}: ")
     assert legal_ids(browser) and not shown(browser, "end-screen")  # our turn again, the game goes on
+    # Stop in the page that asked: a second search, stopped there.
+    logged = log_texts(browser)
+    turn_ending_move(browser).click()
+    wait(browser, lambda d: shown(d, "thinking"), "no thinking indicator")
+    browser.find_element(By.ID, "stop").click()
+    idle(browser)
+    assert len(log_texts(browser)) >= len(logged) + 2 and legal_ids(browser) and message(browser) == ""
 
 
 # ------------------------------------------------------------------------------------------------ looks

@@ -263,7 +263,7 @@ function drawBoard(node, state, options = {}) {
     if (options.highlight === line.id) group.append(svg("line", { ...ends, class: "last" }));
     if (playable.has(line.id)) group.append(svg("line", { ...ends, class: selected.has(line.id) ? "hint selected" : "hint" }));
     const p = probabilities.get(line.id);
-    if (p !== undefined && p > 0) {
+    if (p !== undefined && p >= 0.005) { // the lines the agent gives at least half a percent
       group.append(svg("line", { ...ends, class: "prob", "stroke-width": (2 + 16 * p).toFixed(1) }));
       const label = svg("g", { class: "prob-label", "data-line": line.id });
       const [mx, my] = [(a.x + b.x) / 2, (a.y + b.y) / 2];
@@ -386,11 +386,11 @@ function cardNode(label, extra = {}) {
 }
 
 function badge(p) {
-  return p === undefined ? null : el("span", { class: "badge", text: percent(p) });
+  return typeof p === "number" ? el("span", { class: "badge", text: percent(p) }) : null;
 }
 
 function withBadge(node, p) {
-  if (p !== undefined) node.append(badge(p));
+  if (typeof p === "number") node.append(badge(p));
   return node;
 }
 
@@ -534,7 +534,7 @@ function renderPlay(state, options = {}) {
     const why = state.over ? "The game is over." : state.abandoned ? "The game was abandoned." : `${names[thinking ? 1 - game.seat : state.to_act]} is playing…`;
     list.append(el("span", { class: "muted", text: why }));
   }
-  document.getElementById("play-area").classList.toggle("inactive", finished);
+  document.getElementById("play-area").classList.toggle("inactive", Boolean(state.abandoned));
   const mine = moves.length > 0;
   const mineBefore = (state.log || []).some((entry) => entry.player === game.seat);
   enable("hint", mine);
@@ -676,8 +676,8 @@ function clearTurn() {
 }
 
 // ---------------------------------------------------------------- thinking
-function startThinking() {
-  const started = performance.now();
+function startThinking(already = 0) {
+  const started = performance.now() - 1000 * already; // a reopened game: the seconds it has thought already
   const box = document.getElementById("thinking");
   const text = document.getElementById("thinking-text");
   const stop = document.getElementById("stop");
@@ -953,6 +953,22 @@ async function undoMove() {
   }
 }
 
+// The finished game on the Replay tab (its record, replayed by the server), with its analysis board.
+async function replayThisGame() {
+  if (!game) return;
+  try {
+    const response = await fetch(`/api/games/${game.id}/record`);
+    const text = await response.text();
+    if (!response.ok) throw new Error(JSON.parse(text).error || `HTTP ${response.status}`);
+    const data = await api("POST", "/api/replay", text);
+    selectTab("replay");
+    openReplay(data, { game: game.id });
+    clearMessage();
+  } catch (error) {
+    showMessage(error.message);
+  }
+}
+
 function gameLost(id, reason) {
   const box = document.getElementById("lost-game");
   box.replaceChildren(`The game ${id} is no longer on this server (${reason}). `,
@@ -990,7 +1006,7 @@ async function resumeGame(id) {
 async function waitWhileThinking() {
   setBusy(true);
   renderPlay(current, { thinking: true });
-  startThinking();
+  startThinking(current.thinking_seconds || 0);
   try {
     for (;;) {
       await sleep(POLL_INTERVAL);
@@ -1405,7 +1421,8 @@ async function toggleRules(open) {
         const content = el("div", { class: "rules-text" });
         if (section.html !== undefined) content.innerHTML = section.html; // built by the server from its own docs/RULES.md
         else content.append(...String(section.text).split(/\n{2,}/).map((para) => el("p", { text: para })));
-        body.append(el("details", { open: k < 2 ? true : null }, el("summary", { text: section.title }), content));
+        const title = String(section.title).replaceAll("`", ""); // Markdown's code marks
+        body.append(el("details", { open: k < 2 ? true : null }, el("summary", { text: title }), content));
       });
       body.dataset.loaded = "1";
     } catch (error) {
@@ -1451,6 +1468,7 @@ async function init() {
   on("analyse", "click", analyseGame);
   on("rematch", "click", () => rematch(false));
   on("swap", "click", () => rematch(true));
+  on("replay-game", "click", replayThisGame);
   on("rules-open", "click", () => toggleRules(document.getElementById("rules-panel").hidden));
   on("rules-close", "click", () => toggleRules(false));
   on("rules-panel", "keydown", (event) => { if (event.key === "Escape") toggleRules(false); });
