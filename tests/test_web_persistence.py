@@ -445,3 +445,25 @@ def test_a_reload_while_the_agent_thinks_shows_the_position_so_far_and_stop_goes
         answer = opened["answer"]
         assert answer.status_code == 201 and answer.json()["state"]["to_act"] == 1
         assert not answer.json()["state"]["thinking"] and answer.json()["state"]["legal"]
+
+
+def test_a_stopped_search_plays_the_move_its_search_reports():
+    """The search's own best move so far (SearchCancelled.result.move) is the one played, when legal."""
+    from types import SimpleNamespace
+
+    from kahuna_env.agents.mcts import SearchCancelled
+    from kahuna_web.sessions import SessionStore
+
+    session = SessionStore().open_game({"opponent": "mcts:50", "seat": 1, "seed": 3})
+    legal = session.game.legal_actions()
+
+    def stopped_search(game):
+        raise SearchCancelled("stopped", SimpleNamespace(move=legal[-1]))
+
+    session._opponent_chooser = stopped_search
+    session.stopping = True
+    assert session._agent_move(session.game) == legal[-1]
+    session.stopping = False  # not asked to stop: a cancelled search abandons, as before
+    with pytest.raises(SearchCancelled):
+        session._agent_move(session.game)
+    session.lock.release()
