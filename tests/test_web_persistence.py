@@ -457,13 +457,19 @@ def test_a_stopped_search_plays_the_move_its_search_reports():
     session = SessionStore().open_game({"opponent": "mcts:50", "seat": 1, "seed": 3})
     legal = session.game.legal_actions()
 
-    def stopped_search(game):
+    def stopped_search(game):  # the person presses Stop while it searches
+        session.stopping = True
         raise SearchCancelled("stopped", SimpleNamespace(move=legal[-1]))
 
     session._opponent_chooser = stopped_search
-    session.stopping = True
     assert session._agent_move(session.game) == legal[-1]
-    session.stopping = False  # not asked to stop: a cancelled search abandons, as before
+    session.stopping = False
+
+    def cancelled_search(game):  # the page left: a cancelled search abandons, as before
+        session.cancel.set()
+        raise SearchCancelled("cancelled", SimpleNamespace(move=legal[-1]))
+
+    session._opponent_chooser = cancelled_search
     with pytest.raises(SearchCancelled):
         session._agent_move(session.game)
     session.lock.release()
