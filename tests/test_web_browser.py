@@ -399,6 +399,13 @@ def test_a_hand_card_click_shows_its_moves_and_never_discards(browser, server):
     answer_dialog(browser)
     idle(browser)
     assert log_texts(browser)[len(before)] == f"you: discard {card} face down"
+    # The opponent's strength beside its name (the --results table rates greedy).
+    assert re.search(r"against greedy · Elo -?\d+ ±\d+", text_of(browser, "opponent-info"))
+    # New game during a game in progress asks first; "no" keeps the game.
+    identity, logged = game_id(browser), log_texts(browser)
+    browser.find_element(By.ID, "start").click()
+    answer_dialog(browser, yes=False)
+    assert game_id(browser) == identity and log_texts(browser) == logged
     # The first Tab stop of the page is not a discard (nor any move).
     open_page(browser, server)
     start_game(browser, "greedy", 11)
