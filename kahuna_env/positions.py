@@ -41,7 +41,15 @@ from kahuna_env.schema import FIELDS, INTERIM_POINTS, MAX_POINTS, dims
 if TYPE_CHECKING:
     from kahuna_env.engine import KahunaConfig
 
-__all__ = ["INTERIM_POINTS", "MAX_POINTS", "OPTIONAL_KEYS", "REQUIRED_KEYS", "Position", "parse_position"]
+__all__ = [
+    "INTERIM_POINTS",
+    "MAX_POINTS",
+    "OPTIONAL_KEYS",
+    "REQUIRED_KEYS",
+    "Position",
+    "parse_position",
+    "position_json",
+]
 
 REQUIRED_KEYS: tuple[str, ...] = tuple(field.position for field in FIELDS if field.position and field.required)
 """Keys every position has (docs/RULES.md, "Positions"): bridges, hands, face_up, pile, discard,
@@ -121,35 +129,69 @@ class Position:
         return sum(1 << i for i in range(NUM_ISLANDS) if (lines & ISLAND_LINE_MASK[i]).bit_count() >= MAJORITY[i])
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form, every key of :data:`REQUIRED_KEYS` and :data:`OPTIONAL_KEYS`."""
-        discard = [sum(counts) for counts in zip(self.open_discard, *self.face_down, strict=True)]
-        return {
-            "bridges": [None if owner < 0 else owner for owner in self.owners],
-            "hands": [_names(self.hands[0]), _names(self.hands[1])],
-            "face_up": [None if card < 0 else ISLANDS[card] for card in self.face_up],
-            "pile": [ISLANDS[card] for card in self.pile],
-            "discard": _names(discard),
-            "current_player": self.current_player,
-            "round": self.round,
-            "scores": list(self.scores),
-            "config": self.config.to_dict(),
-            "played_this_turn": self.played,
-            "discarded_this_turn": self.discarded,
-            "must_draw": self.must_draw,
-            "claim_line": None if self.claim_line < 0 else self.claim_line,
-            "setup_left": self.setup_left,
-            "final_turns_left": self.final_turns_left,
-            "face_down": [_names(self.face_down[0]), _names(self.face_down[1])],
-            "known": [_names(self.known[0]), _names(self.known[1])],
-            "final_points": list(self.final_points),
-            "over": self.over,
-            "winner": self.winner,
-        }
+        """The JSON form, every key of :data:`REQUIRED_KEYS` and :data:`OPTIONAL_KEYS` (see :func:`position_json`)."""
+        return position_json(*(getattr(self, name) for name in _POSITION_FIELDS))
 
     @property
     def ended_prematurely(self) -> bool:
         """From round 2 on, a player without a bridge on the board has ended the game."""
         return self.round >= 2 and not (self.bridges(0) and self.bridges(1))
+
+
+_POSITION_FIELDS = tuple(field.name for field in dataclasses.fields(Position))
+
+
+def position_json(
+    config: KahunaConfig,
+    owners: Sequence[int],
+    hands: Sequence[Sequence[int]],
+    face_up: Sequence[int],
+    pile: Sequence[int],
+    open_discard: Sequence[int],
+    face_down: Sequence[Sequence[int]],
+    known: Sequence[Sequence[int]],
+    current_player: int,
+    round_: int,
+    scores: Sequence[int],
+    final_points: Sequence[int],
+    played: int,
+    discarded: int,
+    must_draw: bool,
+    claim_line: int,
+    setup_left: int,
+    final_turns_left: int,
+    over: bool,
+    winner: int | None,
+) -> dict[str, Any]:
+    """The JSON form of a position given as :class:`Position`'s fields, in its order (plain numbers).
+
+    The one writer of the format: :meth:`Position.to_dict` (so :meth:`KahunaGame.to_dict`) and
+    :meth:`kahuna_env.vector.KahunaBatch.to_dicts` both call it, the batch without building a
+    :class:`Position` per game.  ``pile`` lists island ids top first.
+    """
+    discard = [sum(counts) for counts in zip(open_discard, *face_down, strict=True)]
+    return {
+        "bridges": [None if owner < 0 else owner for owner in owners],
+        "hands": [_names(hands[0]), _names(hands[1])],
+        "face_up": [None if card < 0 else ISLANDS[card] for card in face_up],
+        "pile": [ISLANDS[card] for card in pile],
+        "discard": _names(discard),
+        "current_player": current_player,
+        "round": round_,
+        "scores": list(scores),
+        "config": config.to_dict(),
+        "played_this_turn": played,
+        "discarded_this_turn": discarded,
+        "must_draw": must_draw,
+        "claim_line": None if claim_line < 0 else claim_line,
+        "setup_left": setup_left,
+        "final_turns_left": final_turns_left,
+        "face_down": [_names(face_down[0]), _names(face_down[1])],
+        "known": [_names(known[0]), _names(known[1])],
+        "final_points": list(final_points),
+        "over": over,
+        "winner": winner,
+    }
 
 
 def parse_position(position: object, parse_config: Callable[[Any], KahunaConfig]) -> Position:

@@ -107,7 +107,7 @@ from kahuna_env.board import (
 )
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame, as_config, check_seed
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SCALE, OBSERVATION_SIZE, STATE_SCALE
-from kahuna_env.positions import Position
+from kahuna_env.positions import position_json
 from kahuna_env.schema import FIELDS, dims
 
 __all__ = ["MAX_GAMES", "KahunaBatch", "StepResult", "sample_set_bits"]
@@ -1038,42 +1038,52 @@ class KahunaBatch:
     def to_dicts(self, indices: Sequence[int] | np.ndarray | None = None) -> list[dict[str, Any]]:
         """The positions of the given games (all when None), each as ``KahunaGame.to_dict`` writes it."""
         indices = self._rows if indices is None else self._indices(indices)
-        columns = {
-            name: getattr(self, name)[indices].tolist()
-            for name in (
-                "owner", "hand", "face_up", "pile", "pile_len", "open_discard", "face_down", "known", "current",
-                "round", "scores", "final_points", "played", "discarded", "must_draw", "claim_line", "setup_left",
-                "final_turns", "over", "winner",
+        owner = self.owner[indices].tolist()
+        hand = self.hand[indices].tolist()
+        face_up = self.face_up[indices].tolist()
+        pile = self.pile[indices].tolist()
+        pile_len = self.pile_len[indices].tolist()
+        open_discard = self.open_discard[indices].tolist()
+        face_down = self.face_down[indices].tolist()
+        known = self.known[indices].tolist()
+        current = self.current[indices].tolist()
+        round_ = self.round[indices].tolist()
+        scores = self.scores[indices].tolist()
+        final_points = self.final_points[indices].tolist()
+        played = self.played[indices].tolist()
+        discarded = self.discarded[indices].tolist()
+        must_draw = self.must_draw[indices].tolist()
+        claim = self.claim_line[indices].tolist()
+        setup = self.setup_left[indices].tolist()
+        final_turns = self.final_turns[indices].tolist()
+        over = self.over[indices].tolist()
+        winner = self.winner[indices].tolist()
+        # The format's one writer, with Position's fields in its order (the pile top first).
+        return [
+            position_json(
+                self.configs[i],
+                owner[k],
+                hand[k],
+                face_up[k],
+                pile[k][pile_len[k] - 1 :: -1] if pile_len[k] else [],
+                open_discard[k],
+                face_down[k],
+                known[k],
+                current[k],
+                round_[k],
+                scores[k],
+                final_points[k],
+                played[k],
+                discarded[k],
+                must_draw[k],
+                claim[k],
+                setup[k],
+                final_turns[k],
+                over[k],
+                None if winner[k] < 0 else winner[k],
             )
-        }  # fmt: skip
-        out = []
-        for k, i in enumerate(indices.tolist()):
-            row = {name: column[k] for name, column in columns.items()}
-            winner = row["winner"]
-            position = Position(
-                config=self.configs[i],
-                owners=tuple(row["owner"]),
-                hands=(tuple(row["hand"][0]), tuple(row["hand"][1])),
-                face_up=tuple(row["face_up"]),
-                pile=tuple(reversed(row["pile"][: row["pile_len"]])),
-                open_discard=tuple(row["open_discard"]),
-                face_down=(tuple(row["face_down"][0]), tuple(row["face_down"][1])),
-                known=(tuple(row["known"][0]), tuple(row["known"][1])),
-                current_player=row["current"],
-                round=row["round"],
-                scores=(row["scores"][0], row["scores"][1]),
-                final_points=(row["final_points"][0], row["final_points"][1]),
-                played=row["played"],
-                discarded=row["discarded"],
-                must_draw=row["must_draw"],
-                claim_line=row["claim_line"],
-                setup_left=row["setup_left"],
-                final_turns_left=row["final_turns"],
-                over=row["over"],
-                winner=None if winner < 0 else winner,
-            )
-            out.append(position.to_dict())
-        return out
+            for k, i in enumerate(indices.tolist())
+        ]
 
     def game(self, i: int, seed: int | None = None) -> KahunaGame:
         """Game ``i`` as an independent :class:`KahunaGame`: ``KahunaGame.from_dict(position, seed)``.
