@@ -52,7 +52,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from arena.evaluation import run_evaluation
 from arena.records import read_record
 from arena.replay import main as replay_main
-from kahuna_env.actions import describe_action
+from kahuna_env.actions import NUM_ACTIONS, describe_action
 from kahuna_web.app import create_app
 
 CHROMIUM = os.environ.get("KAHUNA_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -586,6 +586,13 @@ def test_stop_ends_the_opponents_search_and_it_moves(browser, server):
     browser.find_element(By.ID, "stop").click()
     idle(browser)
     assert len(log_texts(browser)) >= len(logged) + 2 and legal_ids(browser) and message(browser) == ""
+
+
+def test_the_pages_action_encoding_is_the_engines(browser, server):
+    """The page draws an analysis by action id (its line, the cards it pays): its reading of docs/ENV.md's encoding."""
+    open_page(browser, server)
+    texts = browser.execute_script(f"return Array.from({{length: {NUM_ACTIONS}}}, (_, a) => describeAction(a))")
+    assert texts == [describe_action(action) for action in range(NUM_ACTIONS)]
 
 
 # ------------------------------------------------------------------------------------------------ looks
