@@ -1,7 +1,10 @@
-"""Search guided by the network: the ``mcts`` baseline's ISMCTS with an :class:`ActorCritic` as prior and value.
+"""Search guided by the network: the one ISMCTS search with an :class:`ActorCritic` as prior and value.
 
-:class:`NetworkEvaluator` is the torch side of
-:class:`kahuna_env.agents.mcts.LeafEvaluator`: for a batch of determinized
+The network is the search's evaluator plug-in (:mod:`kahuna_env.agents.search`):
+:class:`NetworkEvaluator` is a :class:`kahuna_env.agents.evaluators.LeafEvaluator`,
+which :class:`kahuna_env.agents.evaluators.GuidedEvaluator` plugs into the
+descent (a batch of leaves per forward pass; this module is the torch side,
+``kahuna_env`` never imports torch).  For a batch of determinized
 positions it encodes each one from the player to move
 (:func:`kahuna_env.observation.encode_observation`, what that player may
 know), runs one forward pass and returns
@@ -26,7 +29,10 @@ know), runs one forward pass and returns
 
 :class:`GuidedMCTSAgent` is an :class:`~kahuna_env.agents.mcts.MCTSAgent` with
 that evaluator and, at the root, sequential halving over the policy's top
-``root_candidates`` (4) actions instead of PUCT; :func:`load_guided_agent` builds one from anything
+``root_candidates`` (4) actions instead of PUCT
+(:class:`~kahuna_env.agents.selectors.SequentialHalving`); its
+``last_search`` holds the visit counts, mean values and policy of its last
+search (e.g. search-improved training targets); :func:`load_guided_agent` builds one from anything
 :func:`policy.agent.load_agent` reads (``PATH.pt@mcts:N`` and
 ``champion@mcts:N`` as entrants, see ``arena/entrants.py``).  The agent acts
 through :func:`kahuna_env.agents.choose_action` like every other: it is

@@ -363,3 +363,15 @@ def test_bad_root_candidates_are_one_line_errors(model, bad):
 def test_root_candidates_need_the_guided_search():
     with pytest.raises(ValueError, match="root_candidates needs an evaluator"):
         MCTSAgent(root_candidates=4)
+
+
+def test_the_guided_search_gives_its_visit_counts_values_and_policy(model):
+    game = midgame_positions(1, seed=11)[0]
+    agent = GuidedMCTSAgent(model, simulations=20, seed=0, root_candidates=0)
+    move = choose_action(agent, game, np.random.default_rng(0))
+    result = agent.last_search
+    counts = result.visit_counts()
+    assert result.move == move and sum(counts.values()) == 20 == result.simulations
+    vector = result.policy_vector()
+    assert vector.sum() == pytest.approx(1.0) and vector[move] == pytest.approx(max(result.policy.values()))
+    assert set(result.mean_values()) == {action for action, visits in counts.items() if visits}

@@ -132,33 +132,34 @@ def test_a_leaf_batch_evaluates_up_to_batch_size_leaves_per_call_for_either_eval
     _check_counts(result.root)
 
 
+class Always:
+    """A selector that sends every simulation through one root action and plays it."""
+
+    needs_root_children = True
+
+    def __init__(self, action):
+        self.action = action
+
+    def start(self, root, simulations, rng):
+        assert len(root.children) > 1  # the root was expanded first, as asked
+
+    def room(self, root, done):
+        return None
+
+    def select(self, root, legal):
+        return self.action
+
+    def finish(self, root):
+        pass
+
+    def best(self, root):
+        return self.action
+
+    def policy(self, root):
+        return {self.action: 1.0}
+
+
 def test_a_root_selector_chooses_every_simulations_root_action():
-    class Always:
-        """A selector that sends every simulation through one root action and plays it."""
-
-        needs_root_children = True
-
-        def __init__(self, action):
-            self.action = action
-
-        def start(self, root, simulations, rng):
-            assert len(root.children) > 1  # the root was expanded first, as asked
-
-        def room(self, root, done):
-            return None
-
-        def select(self, root, legal):
-            return self.action
-
-        def finish(self, root):
-            pass
-
-        def best(self, root):
-            return self.action
-
-        def policy(self, root):
-            return {self.action: 1.0}
-
     view = _view()
     action = view.legal_actions()[-1]
     result = Search(SearchConfig(simulations=12), RolloutEvaluator(), Always(action)).run(
@@ -168,6 +169,18 @@ def test_a_root_selector_chooses_every_simulations_root_action():
     assert result.policy_vector()[action] == 1.0 and result.policy_vector().shape == (NUM_ACTIONS,)
 
 
+def test_an_agent_plays_through_a_root_selector_of_its_own():
+    game = midgame_positions(1, seed=11)[0]
+    action = game.legal_actions()[-1]
+    agent = MCTSAgent(simulations=10, seed=0, root_selector=Always(action))
+    assert choose_action(agent, game, np.random.default_rng(0)) == action
+    assert agent.last_search.visit_counts()[action] == 10 and agent.root_selector.action == action
+    with pytest.raises(ValueError, match="mcts root_selector must be a RootSelector"):
+        MCTSAgent(root_selector=object())
+    with pytest.raises(ValueError, match="root_selector and root_candidates"):
+        MCTSAgent(evaluator=HeuristicLeaves(), root_candidates=4, root_selector=Always(action))
+
+
 def test_sequential_halving_never_lets_a_batch_span_two_phases():
     view = _view()
     leaves = HeuristicLeaves()
@@ -175,7 +188,7 @@ def test_sequential_halving_never_lets_a_batch_span_two_phases():
     agent.search(view)
     # Phases of 16, 16 and 18 simulations (8 x 2, 4 x 4, then the rest): no call holds more than a phase.
     assert max(leaves.batches[1:]) <= 16 and agent.root_finalists
-    assert isinstance(agent._search.selector, SequentialHalving)
+    assert isinstance(agent.root_selector, SequentialHalving)
 
 
 def test_the_result_gives_visit_counts_mean_values_and_the_policy():

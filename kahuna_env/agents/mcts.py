@@ -122,6 +122,10 @@ class MCTSAgent(SeededAgent):
         root_candidates: guided search: 0 (default) selects by PUCT at the root;
             ``m >= 2`` runs sequential halving over the m root actions with the
             highest prior (module docstring) and plays the best by mean value.
+        root_selector: a :class:`RootSelector` of one's own (e.g. a Gumbel
+            root) instead of the one the options name; it chooses the root
+            actions and the move (``root_candidates`` must then be 0, and
+            ``lcb_weight`` is not read).
 
     The options are checked by :class:`SearchConfig` (one-line ``ValueError``
     naming the option) and readable as attributes (``agent.simulations``...).
@@ -157,6 +161,7 @@ class MCTSAgent(SeededAgent):
         lcb_weight: float = 0.0,
         opponent_prior_power: float = 1.0,
         root_candidates: int = 0,
+        root_selector: RootSelector | None = None,
     ) -> None:
         config = SearchConfig(
             simulations=simulations,
@@ -174,6 +179,13 @@ class MCTSAgent(SeededAgent):
             raise ValueError(f"mcts evaluator must have an evaluate(states, legal) method, got {evaluator!r:.80}")
         if root_candidates and evaluator is None:
             raise ValueError("mcts root_candidates needs an evaluator (it is an option of the guided search)")
+        if root_selector is not None and not all(
+            callable(getattr(root_selector, method, None))
+            for method in ("start", "room", "select", "finish", "best", "policy")
+        ):
+            raise ValueError(f"mcts root_selector must be a RootSelector, got {root_selector!r:.80}")
+        if root_selector is not None and root_candidates:
+            raise ValueError("mcts root_selector and root_candidates both choose at the root: give one of them")
         self.config = config
         self.evaluator = evaluator
         self.name = f"mcts:{simulations}"
@@ -183,7 +195,8 @@ class MCTSAgent(SeededAgent):
         self.root_finalists: list[int] = []
         self.last_search: SearchResult | None = None
         self.cancel: CancelFlag | None = None
-        self._search = Search(config, self._evaluator_plugin(), self._root_selector())
+        self._own_selector = root_selector is not None
+        self._search = Search(config, self._evaluator_plugin(), root_selector or self._root_selector())
 
     def _evaluator_plugin(self) -> Evaluator:
         """The rollout evaluator, or the guided one around :attr:`evaluator`."""
@@ -211,6 +224,7 @@ class MCTSAgent(SeededAgent):
     lcb_weight = property(lambda self: self.config.lcb_weight, doc="Lower-bound weight of the move choice.")
     opponent_prior_power = property(lambda self: self.config.opponent_prior_power, doc="Opponent prior power.")
     root_candidates = property(lambda self: self.config.root_candidates, doc="Halving candidates (0: PUCT).")
+    root_selector = property(lambda self: self._search.selector, doc="The root selector plugged into the search.")
 
     def act(self, observation: np.ndarray | None, action_mask: np.ndarray, game: KahunaGame | None = None) -> int:
         """Search from the (determinized) ``game`` and return the move chosen (:meth:`choose_move`)."""
@@ -228,7 +242,9 @@ class MCTSAgent(SeededAgent):
         return self.choose_move(root)
 
     def choose_move(self, root: SearchNode) -> int:
-        """The move played after the search of ``root`` (see ``lcb_weight`` and ``root_candidates``)."""
+        """The move played after the search of ``root`` (see ``lcb_weight``, ``root_candidates``, ``root_selector``)."""
+        if self._own_selector:
+            return self._search.selector.best(root)
         if self.root_candidates and self.root_finalists:
             return self.root_finalists[0]
         return most_visited(root, self.lcb_weight, "value" if self.evaluator is None else "prior")
