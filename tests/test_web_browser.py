@@ -552,6 +552,14 @@ def test_a_move_is_played_with_the_keyboard(browser, server):
     wait(browser, lambda d: d.find_element(By.ID, "announce").get_attribute("textContent"), "nothing announced")
 
 
+LEAVING = """
+const leaving = new Event('beforeunload', {cancelable: true});
+window.dispatchEvent(leaving);
+return leaving.defaultPrevented;
+"""
+"""Whether the page would ask before being left (a reload, a closed tab) now."""
+
+
 def test_stop_ends_the_opponents_search_and_it_moves(browser, server):
     open_page(browser, server)
     start_game(browser, f"mcts:{HUGE_SEARCH}", 9)
@@ -561,6 +569,7 @@ def test_stop_ends_the_opponents_search_and_it_moves(browser, server):
     wait(browser, lambda d: re.search(r"is thinking… \d+ s", text_of(d, "thinking")), "no elapsed time")
     assert all(not button.is_enabled() for button in browser.find_elements(By.CSS_SELECTOR, "#tab-play button.move"))
     assert browser.find_elements(By.CSS_SELECTOR, "#play-board g.playable") == []  # no hints meanwhile
+    assert browser.execute_script(LEAVING)  # leaving now (which abandons the game) is asked first
     # The game opened in a second tab meanwhile says it is thinking too, and can stop it.
     first_tab, address = browser.current_window_handle, browser.current_url
     browser.switch_to.new_window("tab")
@@ -579,6 +588,7 @@ def test_stop_ends_the_opponents_search_and_it_moves(browser, server):
     logged = log_texts(browser)
     assert len(logged) >= len(before) + 2 and logged[len(before) + 1].startswith(f"mcts:{HUGE_SEARCH}: ")
     assert legal_ids(browser) and not shown(browser, "end-screen")  # our turn again, the game goes on
+    assert not browser.execute_script(LEAVING)  # nothing thinks: leaving is not asked
     # Stop in the page that asked: a second search, stopped there.
     logged = log_texts(browser)
     turn_ending_move(browser).click()

@@ -1469,6 +1469,11 @@ async function init() {
   on("rematch", "click", () => rematch(false));
   on("swap", "click", () => rematch(true));
   on("replay-game", "click", replayThisGame);
+  // The server abandons a game whose page leaves while its opponent thinks (docs/WEB.md, Threat model):
+  // the browser asks before a reload or a closed tab does that.
+  window.addEventListener("beforeunload", (event) => {
+    if (thinkingTimer !== null && gameActive()) event.preventDefault();
+  });
   on("rules-open", "click", () => toggleRules(document.getElementById("rules-panel").hidden));
   on("rules-close", "click", () => toggleRules(false));
   on("rules-panel", "keydown", (event) => { if (event.key === "Escape") toggleRules(false); });
