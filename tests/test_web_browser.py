@@ -547,6 +547,14 @@ def test_a_move_is_played_with_the_keyboard(browser, server):
     idle(browser)
     mine = [text for text in log_texts(browser) if text.startswith("you: ")]
     assert mine and name in mine[0]
+    # A line with one move plays it on the first click (no chooser to confirm).
+    single = [line for line in browser.find_elements(By.CSS_SELECTOR, "#play-board g.playable")]
+    single = [line for line in single if " or " not in line.get_attribute("aria-label")]
+    assert single, "seed 6: after the placement it is still our turn, with a line only one card pays for"
+    label, logged = single[0].get_attribute("aria-label"), log_texts(browser)
+    single[0].click()
+    idle(browser)
+    assert not shown(browser, "chooser") and log_texts(browser)[len(logged)] == f"you: {label.split(': ', 1)[1]}"
     # Marks carry their meaning for screen readers; the live region announces the turn.
     assert browser.find_element(By.CSS_SELECTOR, "#play-board g.line").get_attribute("aria-label").startswith("line ")
     wait(browser, lambda d: d.find_element(By.ID, "announce").get_attribute("textContent"), "nothing announced")
