@@ -112,9 +112,9 @@ class Field(NamedTuple):
     """The observation blocks showing the field, or why none does."""
     meaning: str
     low: int = 0
-    """Smallest value of a scalar integer field in a valid position."""
+    """Smallest value of each entry of an integer field in a valid position (-1: written as null)."""
     high: int | None = None
-    """Largest value of a scalar integer field in a valid position (None: no bound stated here)."""
+    """Largest value of each entry of an integer field in a valid position (None: no bound stated here)."""
     required: bool = False
     """Whether the position key must be present (docs/RULES.md: the fixed keys)."""
     engine_empty: Any = ...
@@ -124,6 +124,8 @@ class Field(NamedTuple):
     both set their option fields through it)."""
 
 
+# Columns: name, shape, dtype, empty, visibility, role, engine slot, batch array, position key,
+# observation (blocks, or why none), meaning; then the keywords (ranges, required key, overrides).
 # fmt: off
 FIELDS: tuple[Field, ...] = (
     # --- the rule options of the game
