@@ -338,6 +338,8 @@ def damage(run_dir: Path, key: str, value) -> None:
         ("counters", [1, 2], "counters must be a mapping, got list"),
         ("optimizer_state", {"lr": 1}, "optimizer_state must be an optimizer state_dict"),
         ("optimizer_state", "damaged", "optimizer_state must be an optimizer state_dict"),
+        ("schedule", {"updates": "many"}, "schedule['updates'] must be an integer >= 1, got 'many'"),
+        ("schedule", [400], "schedule must be a mapping, got list"),
     ],
 )
 def test_resume_with_damaged_counters_or_optimizer_state_is_one_line(run_copy, capsys, key, value, message):

@@ -17,6 +17,8 @@ key                    value
                        checkpoints, read as 0; ``model_config`` too for a snapshot of another
                        architecture, e.g. the target of ``kahuna-exploit``)
 ``rng``                ``dict``: ``torch`` (global CPU generator state, a uint8 tensor)
+``schedule``           the plan of a run with ``schedule.by: time`` once it is made
+                       (:class:`training.ppo.schedule.Plan` as a dict); absent otherwise
 =====================  =====================================================
 
 Every random choice of update ``u`` (game deals, sampling, minibatches) is
@@ -84,8 +86,9 @@ def build_checkpoint(
     counters: Mapping[str, int | float],
     pool_state: list[dict[str, Any]],
     meta: Mapping[str, Any] | None = None,
+    schedule: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The checkpoint dict (agent-format keys plus the training state)."""
+    """The checkpoint dict (agent-format keys plus the training state; ``schedule``: a time-shaped run's plan)."""
     payload = agent_payload(model, meta)
     payload.update(
         checkpoint_format=CHECKPOINT_FORMAT,
@@ -95,6 +98,8 @@ def build_checkpoint(
         pool=pool_state,
         rng={"torch": torch.get_rng_state()},
     )
+    if schedule is not None:
+        payload["schedule"] = dict(schedule)
     return payload
 
 
@@ -124,7 +129,7 @@ def export_agent(path: str | Path, model: ActorCritic, meta: Mapping[str, Any] |
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """Read a training checkpoint safely: ``FileNotFoundError`` if missing, a one-line ``ValueError`` if damaged.
 
-    Checks the keys, the counters, the optimizer state's shape and the pool
+    Checks the keys, the counters, a time-shaped run's plan, the optimizer state's shape and the pool
     (at most its config's ``pool.max_snapshots`` entries, each with an update
     and finite, non-negative PFSP counts: :func:`pool_entry_problem`); the
     weights are checked against the config when they are loaded.
@@ -138,7 +143,7 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     for key in ("config", "optimizer_state", "counters", "pool", "model_state"):
         if key not in payload:
             raise ValueError(f"{path} is a damaged training checkpoint: missing {key!r}")
-    problem = _counters_problem(payload["counters"]) or _state_problem(payload)
+    problem = _counters_problem(payload["counters"]) or _state_problem(payload) or _schedule_problem(payload)
     if problem:
         raise ValueError(f"{path} is a damaged training checkpoint: {problem}")
     return payload
@@ -154,6 +159,19 @@ def _counters_problem(counters: Any) -> str | None:
     seconds = counters.get("train_seconds", 0.0)
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < float("inf"):
         return f"counters['train_seconds'] must be a number >= 0, got {seconds!r:.40}"
+    return None
+
+
+def _schedule_problem(payload: Mapping[str, Any]) -> str | None:
+    """What is wrong with a time-shaped run's plan (``schedule``), None when it is absent or sound."""
+    if "schedule" not in payload:
+        return None
+    from training.ppo.schedule import Plan
+
+    try:
+        Plan.from_dict(payload["schedule"])
+    except ValueError as error:
+        return str(error)
     return None
 
 

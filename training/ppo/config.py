@@ -373,6 +373,46 @@ class LoggingConfig:
         )
 
 
+SCHEDULE_BY = ("updates", "time")
+"""What sets a run's length: its ``total_updates`` as written, or its time budget ``max_minutes``."""
+MAX_MEASURE_UPDATES = 1000
+"""Largest ``schedule.measure_updates``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ScheduleConfig:
+    """What sets the run's length, and with it the learning-rate annealing and the snapshot and evaluation cadences.
+
+    Attributes:
+        by: ``updates``: the run is ``total_updates`` long, whatever the machine (bit-exact: the same seed
+            on the same machine gives the same run; ``max_minutes`` is only a safety stop).  ``time``: the
+            recipe is written for ``total_updates`` but sized to ``max_minutes``: after
+            ``measure_updates`` updates the run measures its speed and plans how many updates fit in the
+            budget (at most ``total_updates``); the learning rate anneals over the planned updates, the
+            snapshot and evaluation cadences shrink in proportion, and the final evaluation follows the
+            last planned update, so a slower machine runs the whole recipe, compressed.  The plan is
+            recorded (``schedule.json``, the checkpoints), so a resume continues it; the run shortens it
+            if it falls behind (docs/TRAINING.md, "Time budgets").
+        measure_updates: updates timed before the plan is made (the first update of a process, its
+            warm-up, is not counted in the speed).
+        headroom: fraction of the time budget the plan leaves free for the run slowing down later.
+    """
+
+    by: str = "updates"
+    measure_updates: int = 5
+    headroom: float = 0.03
+
+    def __post_init__(self) -> None:
+        check_value(self.by in SCHEDULE_BY, "schedule.by", "must be 'updates' or 'time'", self.by)
+        check_value(
+            2 <= self.measure_updates <= MAX_MEASURE_UPDATES,
+            "schedule.measure_updates",
+            f"must be in [2, {MAX_MEASURE_UPDATES}]",
+            self.measure_updates,
+        )
+        check_value(0 <= self.headroom < 0.5, "schedule.headroom", "must be in [0, 0.5)", self.headroom)
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """A complete training run.
@@ -380,10 +420,13 @@ class TrainConfig:
     Attributes:
         name: run name (the default run directory is ``runs/<name>-<timestamp>``).
         seed: seed of everything random in the run.
-        total_updates: PPO updates (each plays ``rollout.num_games`` complete games).
+        total_updates: PPO updates (each plays ``rollout.num_games`` complete games); with
+            ``schedule.by: time``, the length the recipe is written for and the most the run plays.
         threads: torch intra-op threads of the update (fixed for determinism), or ``"auto"``: the cores
             this process may actually use (CPU affinity and cgroup quota; see :mod:`training.ppo.cpus`).
-        max_minutes: stop after the update during which this much wall time has passed (null: no limit).
+        max_minutes: stop after the update during which this much wall time has passed (null: no limit);
+            with ``schedule.by: time``, also the budget the run is sized to.
+        schedule: what sets the run's length: ``total_updates`` or the time budget.
         env: rule options of the games.
         model: network shape.
         rollout: self-play collection.
@@ -404,6 +447,7 @@ class TrainConfig:
     total_updates: int = 100
     threads: int | str = 2
     max_minutes: float | None = None
+    schedule: ScheduleConfig = dataclasses.field(default_factory=ScheduleConfig)
     env: EnvConfig = dataclasses.field(default_factory=EnvConfig)
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
     rollout: RolloutConfig = dataclasses.field(default_factory=RolloutConfig)
@@ -443,6 +487,12 @@ class TrainConfig:
             "max_minutes",
             f"must be in (0, {MAX_MINUTES}] or null",
             self.max_minutes,
+        )
+        check_value(
+            self.schedule.by != "time" or self.max_minutes is not None,
+            "schedule.by",
+            "'time' sizes the run to max_minutes, so it needs max_minutes set",
+            self.schedule.by,
         )
         check_value(
             self.init_from is None or (bool(self.init_from.strip()) and self.init_from.isprintable()),

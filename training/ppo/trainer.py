@@ -1,9 +1,9 @@
 """Self-play PPO for Kahuna, top to bottom: :func:`train` runs a whole training run, :func:`ppo_update` one update.
 
 :func:`train` is one loop in named phases, called in order (CleanRL style):
-setup (run directory checks, lock, network, optimizer, pool), resume (the
-checkpoint's state), then per update collect, update, evaluate, log and
-checkpoint, and at the end export.  One update:
+setup (run directory checks, lock, network, optimizer, league, schedule),
+resume (the checkpoint's state), then per update collect, update, league and
+schedule, evaluate, log and checkpoint, and at the end export.  One update:
 
 1. split ``rollout.num_games`` games among the opponent kinds of the pool
    (self-play, past snapshots, baselines) and play them all to the end
@@ -14,11 +14,16 @@ checkpoint, and at the end export.  One update:
 3. every ``pool.snapshot_every`` updates, add a snapshot to the pool;
    periodically evaluate against the baselines; log; checkpoint.
 
+The run's length is its :class:`~training.ppo.schedule.Schedule`'s: ``total_updates``,
+or with ``schedule.by: time`` the number of updates its first updates' speed fits
+in ``max_minutes`` (the learning rate, snapshot and evaluation cadences follow it).
+
 Determinism: all randomness of update ``u`` comes from generators seeded by
 ``(seed, u)``; the model is initialised from ``seed`` without touching the
 global torch generator; torch runs with a fixed number of threads.  So a
 run resumed from a checkpoint repeats exactly what the uninterrupted run
-does (on the same machine).
+does (on the same machine; a time-shaped schedule also depends on wall time:
+see :mod:`training.ppo.schedule`).
 
 Safety (docs/TRAINING.md, "Run directories and failures"): nothing is written
 before the config, the run directory and the checkpoint are validated; the run
@@ -67,6 +72,7 @@ from training.ppo.config import (
 from training.ppo.cpus import available_cores, bf16_message, oversubscription_warning, update_threads, use_bf16
 from training.ppo.metrics import METRICS_FILE, PLOT_FILE, MetricsLogger, elo_scalars, metric_name, plot_learning_curves
 from training.ppo.rundir import RunLock, check_new_run_dir, check_writable
+from training.ppo.schedule import Plan, Schedule
 from training.selfplay.collector import SelfPlayCollector
 from training.selfplay.quick_eval import FinishedGame, QuickEvalResult, evaluate_policy
 from training.selfplay.rollout import Rollout
@@ -228,15 +234,6 @@ def ppo_update(
     return stats
 
 
-def learning_rate(config: TrainConfig, update: int) -> float:
-    """The learning rate of ``update`` (1-based): linear annealing to ``min_lr_fraction * lr`` when enabled."""
-    ppo = config.ppo
-    if not ppo.anneal_lr:
-        return ppo.lr
-    remaining = 1.0 - (update - 1) / config.total_updates
-    return ppo.lr * (ppo.min_lr_fraction + (1 - ppo.min_lr_fraction) * remaining)
-
-
 def build_model(config: TrainConfig) -> ActorCritic:
     """The initial network, seeded by ``config.seed`` without touching the global torch generator."""
     with torch.random.fork_rng(devices=[]):
@@ -336,20 +333,14 @@ def train(
     run_dir = Path(run_dir)
     _check_pool(config, pool)
     initial = initial_model(config) if config.init_from is not None and not resume else None
-    # 1. Setup: threads, run directory, lock, network (fresh or init_from), optimizer, pool.
     lock = _claim_run_dir(run_dir, resume)
     try:
-        run = _setup(config, log, initial, pool)
-        # 2. Resume: the checkpoint's network, optimizer, pool and counters (all checked before any write).
-        if resume:
-            _resume(run, config, run_dir, log)
-        # The results store of eval.db (checked before anything is written: a foreign file is one line).
-        run.name = run_dir.name
-        run.results = ResultsStore(config.eval.db) if config.eval.db is not None else None
+        # 1-2. Setup and resume: network, optimizer, league, schedule, counters; the results store.
+        run = _start_run(config, run_dir, resume, log, initial, pool)
         session = _Session(config, run, run_dir, resume)
         try:
             (run_dir / CONFIG_FILE).write_text(config_to_yaml(config), encoding="utf-8")
-            for update in range(run.start_update + 1, config.total_updates + 1):
+            for update in range(run.start_update + 1, run.schedule.horizon + 1):
                 update_start = time.perf_counter()
                 # 3. Collect: play the update's games to the end.
                 rollout, assignment, minibatch_generator = _collect(config, run, session, update)
@@ -358,45 +349,81 @@ def train(
                 # 4. Update: PPO epochs on the learner's decisions; stop if anything became non-finite.
                 losses = ppo_update(run.model, run.optimizer, rollout, config.ppo, minibatch_generator)
                 _check_finite(run, losses, update, run_dir)
-                busy_seconds = time.perf_counter() - update_start
-                session.account(rollout, busy_seconds)
-                _advance_counters(run, rollout, update)
-                if update % config.pool.snapshot_every == 0:
-                    run.pool.add_learner(run.model, update)
-                last = update == config.total_updates or session.out_of_time()
-                # 5. Evaluate: periodically against the baselines, and a final evaluation at the end.
-                eval_start = time.perf_counter()
-                results = _evaluate_phase(config, run, update, last)
-                # 6. Log: metrics.jsonl, TensorBoard, the progress bar.
-                timings = {
-                    "time/collect_seconds": collect_seconds,
-                    "time/update_seconds": busy_seconds - collect_seconds,
-                    "time/eval_seconds": time.perf_counter() - eval_start,
-                }
-                session.log(update, run, rollout, losses, results, timings, busy_seconds)
-                # 7. Checkpoint: numbered and latest.pt, every checkpoint.every updates and at the end.
-                run.counters["train_seconds"] = session.train_seconds()
-                if update % config.checkpoint.every == 0 or last:
-                    run.last_checkpoint = _save(config, run, run_dir, update)
-                if last:
+                done = _Update(update, rollout, losses, collect_seconds, time.perf_counter() - update_start)
+                # 5-8. League, schedule, evaluation, log, checkpoint.
+                if _after_update(config, run, session, run_dir, log, done):
                     break
         finally:
             session.close()
             if run.results is not None:
                 run.results.close()
-        # 8. Export: the agent file, the final evaluation and the learning curves.
+        # 9. Export: the agent file, the final evaluation and the learning curves.
         _export(config, run, run_dir)
     finally:
         lock.release()
-    return TrainSummary(
-        run_dir=run_dir,
-        updates=int(run.counters["update"]),
-        global_step=int(run.counters["global_step"]),
-        actions=int(run.counters["actions"]),
-        wall_seconds=time.perf_counter() - session.process_start,
-        decisions_per_second=session.decisions_per_second(),
-        final_eval=run.final_eval,
-    )
+    return session.summary(run, run_dir)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Update:
+    """One update's collected games, its losses and its times (collection; collection + update)."""
+
+    number: int
+    rollout: Rollout
+    losses: dict[str, float]
+    collect_seconds: float
+    busy_seconds: float
+
+
+def _start_run(
+    config: TrainConfig,
+    run_dir: Path,
+    resume: bool,
+    log: Any,
+    initial: ActorCritic | None,
+    pool: OpponentPool | None,
+) -> _RunState:
+    """The run's state: set up (threads, network, optimizer, league), resumed if asked, with its results store.
+
+    Everything is checked before anything is written: a damaged checkpoint or a foreign
+    ``eval.db`` is one line.
+    """
+    run = _setup(config, log, initial, pool)
+    if resume:
+        _resume(run, config, run_dir, log)
+    run.name = run_dir.name
+    run.results = ResultsStore(config.eval.db) if config.eval.db is not None else None
+    return run
+
+
+def _after_update(
+    config: TrainConfig, run: _RunState, session: _Session, run_dir: Path, log: Any, done: _Update
+) -> bool:
+    """The phases after an update, in order; returns whether the run ends with it."""
+    update = done.number
+    session.account(done.rollout, done.busy_seconds)
+    _advance_counters(run, done.rollout, update)
+    # 5. League and schedule: the learner's snapshot at the schedule's cadence; a time-shaped run
+    # plans (or shortens) its length; the schedule's last update, or the time budget, ends the run.
+    if run.schedule.snapshot_due(update):
+        run.pool.add_learner(run.model, update)
+    session.follow_schedule(run, update, run_dir, log)
+    last = run.schedule.is_last(update) or session.out_of_time()
+    # 6. Evaluate: periodically against the baselines, and a final evaluation at the end.
+    eval_start = time.perf_counter()
+    results = _evaluate_phase(config, run, update, last)
+    # 7. Log: metrics.jsonl, TensorBoard, the progress bar.
+    timings = {
+        "time/collect_seconds": done.collect_seconds,
+        "time/update_seconds": done.busy_seconds - done.collect_seconds,
+        "time/eval_seconds": time.perf_counter() - eval_start,
+    }
+    session.log(update, run, done.rollout, done.losses, results, timings, done.busy_seconds)
+    # 8. Checkpoint: numbered and latest.pt, every checkpoint.every updates and at the end.
+    run.counters["train_seconds"] = session.train_seconds()
+    if update % config.checkpoint.every == 0 or last:
+        run.last_checkpoint = _save(config, run, run_dir, update)
+    return last
 
 
 @dataclasses.dataclass
@@ -407,6 +434,7 @@ class _RunState:
     optimizer: torch.optim.Optimizer
     pool: OpponentPool
     counters: dict[str, Any]
+    schedule: Schedule
     start_update: int = 0
     last_checkpoint: Path | None = None
     final_eval: dict[str, QuickEvalResult] = dataclasses.field(default_factory=dict)
@@ -491,6 +519,7 @@ def _setup(
         optimizer=torch.optim.Adam(model.parameters(), lr=config.ppo.lr, eps=config.ppo.adam_eps),
         pool=pool,
         counters={"update": 0, "global_step": 0, "actions": 0, "games": 0, "train_seconds": 0.0},
+        schedule=Schedule(config),
     )
 
 
@@ -508,12 +537,14 @@ def _resume(run: _RunState, config: TrainConfig, run_dir: Path, log: Any) -> Non
             )
         for entry in checkpoint["pool"]:
             check_state_dict(entry["model_state"], entry_model_config(entry, run.model.config))
+        plan = Plan.from_dict(checkpoint["schedule"]) if "schedule" in checkpoint else None
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
     run.model.load_state_dict(checkpoint["model_state"])
     _load_optimizer_state(run, checkpoint["optimizer_state"], path)
     run.pool.load_state(checkpoint["pool"])
     run.counters.update(checkpoint["counters"])
+    run.schedule = Schedule(config, plan)
     if "rng" in checkpoint:
         try:
             torch.set_rng_state(checkpoint["rng"]["torch"])
@@ -521,8 +552,13 @@ def _resume(run: _RunState, config: TrainConfig, run_dir: Path, log: Any) -> Non
             raise ValueError(f"{path} is a damaged training checkpoint: rng: {error}") from None
     run.start_update = int(run.counters["update"])
     run.last_checkpoint = path
-    if run.start_update >= config.total_updates:
-        log(f"nothing to do: the run already has {run.start_update} of {config.total_updates} updates")
+    if run.start_update >= run.schedule.horizon:
+        log(f"nothing to do: the run already has {run.start_update} of {run.schedule.horizon} updates")
+    elif plan is not None and run.schedule.plan is None:
+        log(
+            f"schedule: the plan of {plan.updates} updates was made for another total_updates or max_minutes; "
+            "the run plans again"
+        )
     log(
         f"resuming {run_dir} after update {run.start_update} ({run.counters['global_step']} decisions) from {path.name}"
     )
@@ -577,7 +613,7 @@ class _Session:
         if not resume:
             self.logger.add_text("config", "```\n" + config_to_yaml(config) + "```")
         self.progress = tqdm(
-            total=config.total_updates,
+            total=run.schedule.horizon,
             initial=run.start_update,
             unit="update",
             disable=not config.logging.progress,
@@ -587,11 +623,14 @@ class _Session:
         self.earlier_seconds = float(run.counters["train_seconds"])  # wall time of the run before this process
         self.busy_seconds = 0.0  # collection + update time in this process
         self.decisions = 0
+        self.updates = 0  # updates of this process
+        self.evaluation_seconds = 0.0  # the periodic evaluation after the last update (0: none)
 
     def account(self, rollout: Rollout, busy_seconds: float) -> None:
         """Add one update's collection + update time and decisions to this process's throughput."""
         self.busy_seconds += busy_seconds
         self.decisions += len(rollout)
+        self.updates += 1
 
     def decisions_per_second(self) -> float:
         """Learner decisions per second of collection + update in this process."""
@@ -600,6 +639,17 @@ class _Session:
     def train_seconds(self) -> float:
         """Wall time of the whole run so far (earlier processes included)."""
         return self.earlier_seconds + time.perf_counter() - self.process_start
+
+    def follow_schedule(self, run: _RunState, update: int, run_dir: Path, log: Any) -> None:
+        """Let a time-shaped schedule measure ``update`` (plan or shorten the run); log and record a new plan."""
+        note = run.schedule.observe(update, self.train_seconds(), self.evaluation_seconds)
+        self.evaluation_seconds = 0.0
+        if note is None:
+            return
+        log(note)
+        run.schedule.write(run_dir)
+        self.progress.total = run.schedule.horizon
+        self.progress.refresh()
 
     def out_of_time(self) -> bool:
         """Whether ``max_minutes`` of wall time have passed."""
@@ -628,6 +678,7 @@ class _Session:
             **timings,
         }
         self.logger.log(update, run.counters["global_step"], scalars)
+        self.evaluation_seconds = timings["time/eval_seconds"] if results else 0.0
         postfix = {"SPS": f"{self.decisions_per_second():,.0f}"}
         if "rollout/win_rate_vs_greedy" in scalars:
             postfix["train_vs_greedy"] = f"{scalars['rollout/win_rate_vs_greedy']:.2f}"
@@ -635,6 +686,18 @@ class _Session:
             postfix[f"eval_{name}"] = f"{result.win_rate:.2f}"
         self.progress.set_postfix(postfix, refresh=False)
         self.progress.update(1)
+
+    def summary(self, run: _RunState, run_dir: Path) -> TrainSummary:
+        """What the run produced, with this process's wall time and speed."""
+        return TrainSummary(
+            run_dir=run_dir,
+            updates=int(run.counters["update"]),
+            global_step=int(run.counters["global_step"]),
+            actions=int(run.counters["actions"]),
+            wall_seconds=time.perf_counter() - self.process_start,
+            decisions_per_second=self.decisions_per_second(),
+            final_eval=run.final_eval,
+        )
 
     def close(self) -> None:
         """Close the progress bar and the metrics, stop the collection workers."""
@@ -653,7 +716,7 @@ def _collect(
     ``(seed, update)``.
     """
     for group in run.optimizer.param_groups:
-        group["lr"] = learning_rate(config, update)
+        group["lr"] = run.schedule.learning_rate(update)
     rng = np.random.default_rng([config.seed, update])
     minibatch_generator = torch.Generator().manual_seed(int(rng.integers(2**63)))
     assignment = run.pool.assign(config.rollout.num_games, config.pool.shares(), rng, config.pool.snapshots_per_update)
@@ -691,7 +754,7 @@ def _evaluate_phase(config: TrainConfig, run: _RunState, update: int, last: bool
     if last and config.eval.final_games:
         write = _results_writer(config, run, update, last=True)
         results = run.final_eval = _evaluate(run.model, config, config.eval.final_games, write)
-    elif config.eval.every and update % config.eval.every == 0:
+    elif run.schedule.evaluation_due(update):
         results = _evaluate(run.model, config, config.eval.games, _results_writer(config, run, update, last=False))
     if results:
         run.last_eval = results
@@ -706,6 +769,7 @@ def _save(config: TrainConfig, run: _RunState, run_dir: Path, update: int) -> Pa
         config.to_dict(),
         run.counters,
         run.pool.state(),
+        schedule=None if run.schedule.plan is None else run.schedule.plan.to_dict(),
         meta={
             "run": config.name,
             "update": update,
