@@ -553,27 +553,7 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
     """Check ``value`` against a field annotation and convert it (YAML lists -> tuples, ints -> floats)."""
     origin = typing.get_origin(annotation)
     if origin in (Union, types.UnionType):
-        options = typing.get_args(annotation)
-        if value is None and type(None) in options:
-            return None
-        non_none = [option for option in options if option is not type(None)]
-        if type(None) not in options:
-            # e.g. ``int | str`` (threads: 2 or "auto"): the first option that accepts the value.
-            for option in non_none:
-                try:
-                    return _coerce(value, option, key)
-                except ConfigError:
-                    pass
-            names = " or ".join(_type_name(option) for option in non_none)
-            raise ConfigError(f"{key}: expected {names}, got {value!r}")
-        if len(non_none) == 1:
-            try:
-                return _coerce(value, non_none[0], key)
-            except ConfigError as error:
-                if not str(error).startswith(f"{key}: expected "):
-                    raise  # the right type with a bad value, e.g. a non-finite float
-                raise ConfigError(f"{key}: expected {_type_name(non_none[0])} or null, got {value!r}") from None
-        raise ConfigError(f"{key}: unsupported annotation {annotation}")
+        return _coerce_union(value, typing.get_args(annotation), key)
     if dataclasses.is_dataclass(annotation):
         if not isinstance(value, Mapping):
             raise ConfigError(f"{key}: expected a mapping of options, got {value!r}")
@@ -583,35 +563,55 @@ def _coerce(value: Any, annotation: Any, key: str) -> Any:
         if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
             raise ConfigError(f"{key}: expected a list of {_type_name(element)}, got {value!r}")
         return tuple(_coerce(item, element, f"{key}[{index}]") for index, item in enumerate(value))
-    if annotation is bool:
-        if isinstance(value, bool):
-            return value
-        raise ConfigError(f"{key}: expected bool, got {value!r}")
-    if annotation is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise ConfigError(f"{key}: expected int, got {value!r}")
     if annotation is float:
-        number = None
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            try:
-                number = float(value)
-            except OverflowError:
-                raise ConfigError(f"{key}: {value!r} is too large for a float") from None
-        elif isinstance(value, str):
-            # YAML 1.1 reads "3e-4" (no dot) as a string; accept any spelling Python reads as a float.
-            with contextlib.suppress(ValueError):
-                number = float(value)
-        if number is None:
-            raise ConfigError(f"{key}: expected float, got {value!r}")
-        if not math.isfinite(number):
-            raise ConfigError(f"{key}: must be a finite number, got {value!r}")
-        return number
-    if annotation is str:
-        if isinstance(value, str):
+        return _coerce_float(value, key)
+    if annotation in (bool, int, str):
+        # bool is a subclass of int: an int field refuses true/false.
+        if isinstance(value, annotation) and not (annotation is int and isinstance(value, bool)):
             return value
-        raise ConfigError(f"{key}: expected str, got {value!r}")
+        raise ConfigError(f"{key}: expected {_type_name(annotation)}, got {value!r}")
     raise ConfigError(f"{key}: unsupported annotation {annotation}")
+
+
+def _coerce_union(value: Any, options: tuple[Any, ...], key: str) -> Any:
+    """``X | None`` (null or an X) or ``X | Y`` (the first option that accepts the value, e.g. threads: 2 or auto)."""
+    if value is None and type(None) in options:
+        return None
+    non_none = [option for option in options if option is not type(None)]
+    if type(None) not in options:
+        for option in non_none:
+            try:
+                return _coerce(value, option, key)
+            except ConfigError:
+                pass
+        names = " or ".join(_type_name(option) for option in non_none)
+        raise ConfigError(f"{key}: expected {names}, got {value!r}")
+    if len(non_none) != 1:
+        raise ConfigError(f"{key}: unsupported annotation {' | '.join(map(str, options))}")
+    try:
+        return _coerce(value, non_none[0], key)
+    except ConfigError as error:
+        if not str(error).startswith(f"{key}: expected "):
+            raise  # the right type with a bad value, e.g. a non-finite float
+        raise ConfigError(f"{key}: expected {_type_name(non_none[0])} or null, got {value!r}") from None
+
+
+def _coerce_float(value: Any, key: str) -> float:
+    """A finite float from a number or a string Python reads as one (YAML 1.1 reads "3e-4" as a string)."""
+    number = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:
+            raise ConfigError(f"{key}: {value!r} is too large for a float") from None
+    elif isinstance(value, str):
+        with contextlib.suppress(ValueError):
+            number = float(value)
+    if number is None:
+        raise ConfigError(f"{key}: expected float, got {value!r}")
+    if not math.isfinite(number):
+        raise ConfigError(f"{key}: must be a finite number, got {value!r}")
+    return number
 
 
 def build_section(cls: type, values: Mapping[str, Any], prefix: str = "") -> Any:

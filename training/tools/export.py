@@ -224,38 +224,14 @@ def export(
 
     ``ValueError`` (one line) for bad input, before anything is written; ``RuntimeError`` when the
     exported network differs from torch by more than ``tolerance`` (nothing is kept); ``OSError`` for
-    a failed write.
+    a failed write.  In phases: check the arguments, load the agent, convert, verify, write.
     """
-    import torch
-
-    from policy.agent import load_agent
-
-    if fmt not in FORMATS:
-        raise ValueError(f"--format must be one of {list(FORMATS)}, got {fmt!r}")
-    if not np.isfinite(tolerance) or tolerance < 0:
-        raise ValueError(f"--tolerance must be a finite number >= 0, got {tolerance!r}")
     path = Path(out)
-    check_out(path, force)
-    if fmt == "onnx":
-        _require_export_extra()
-    try:
-        policy = load_agent(agent)
-    except (OSError, ValueError) as error:
-        raise ValueError(first_line(error)) from None
-    model = policy.model.eval()
+    _check_arguments(fmt, tolerance, path, force)
+    model = _load_network(agent)
     observations, masks = sample_inputs(samples, seed)
-    with torch.no_grad():
-        expected = tuple(tensor.numpy() for tensor in model(torch.from_numpy(observations), torch.from_numpy(masks)))
-    if fmt == "onnx":
-        data = _onnx_bytes(model, observations, masks)
-        got = _run_onnx(data, observations, masks)
-        checker = "onnxruntime"
-    else:
-        data = _torchscript_bytes(model, agent)
-        got = _run_torchscript(data, observations, masks)
-        checker = "torch.jit.load"
+    data, checker, expected, got = _convert_and_run(model, fmt, agent, observations, masks)
     logits_difference, value_difference = max_differences(expected, got, masks)
-    same_greedy = float(np.mean(np.argmax(got[0], axis=1) == np.argmax(expected[0], axis=1)))
     if not (logits_difference <= tolerance and value_difference <= tolerance):
         raise RuntimeError(
             f"the exported network differs from torch on {samples} sampled observations: max abs difference "
@@ -269,8 +245,45 @@ def export(
         "samples": samples,
         "logits": logits_difference,
         "value": value_difference,
-        "same_greedy": same_greedy,
+        "same_greedy": float(np.mean(np.argmax(got[0], axis=1) == np.argmax(expected[0], axis=1))),
     }
+
+
+def _check_arguments(fmt: str, tolerance: float, path: Path, force: bool) -> None:
+    """One-line ``ValueError`` for a bad format, tolerance or output, or a missing ``export`` extra."""
+    if fmt not in FORMATS:
+        raise ValueError(f"--format must be one of {list(FORMATS)}, got {fmt!r}")
+    if not np.isfinite(tolerance) or tolerance < 0:
+        raise ValueError(f"--tolerance must be a finite number >= 0, got {tolerance!r}")
+    check_out(path, force)
+    if fmt == "onnx":
+        _require_export_extra()
+
+
+def _load_network(agent: str) -> Any:
+    """The agent's network in evaluation mode; a one-line ``ValueError`` for an unreadable agent."""
+    from policy.agent import load_agent
+
+    try:
+        policy = load_agent(agent)
+    except (OSError, ValueError) as error:
+        raise ValueError(first_line(error)) from None
+    return policy.model.eval()
+
+
+def _convert_and_run(
+    model: Any, fmt: str, agent: str, observations: np.ndarray, masks: np.ndarray
+) -> tuple[bytes, str, tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """``(exported bytes, checker, torch's outputs, the exported network's outputs)`` on the samples."""
+    import torch
+
+    with torch.no_grad():
+        expected = tuple(tensor.numpy() for tensor in model(torch.from_numpy(observations), torch.from_numpy(masks)))
+    if fmt == "onnx":
+        data = _onnx_bytes(model, observations, masks)
+        return data, "onnxruntime", expected, _run_onnx(data, observations, masks)
+    data = _torchscript_bytes(model, agent)
+    return data, "torch.jit.load", expected, _run_torchscript(data, observations, masks)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

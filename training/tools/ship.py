@@ -52,6 +52,7 @@ failed write is one line and exit code 1.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import re
@@ -136,59 +137,18 @@ def build_meta(
     eval_json: Sequence[Path] = (),
     commit: str | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(agent payload of the run's final agent, provenance meta)``; a one-line ``ValueError`` for bad input."""
-    import yaml
+    """``(agent payload of the run's final agent, provenance meta)``; a one-line ``ValueError`` for bad input.
 
-    from policy.agent import read_policy_file
-    from training.ppo.checkpoint import LATEST_CHECKPOINT, checkpoint_dir, load_checkpoint
-
-    if not run_dir.is_dir():
-        raise ValueError(
-            f"run directory not found: {run_dir}" if not run_dir.exists() else f"{run_dir} is not a directory"
-        )
-    agent_file = run_dir / "final_agent.pt"
-    config_file = run_dir / "config.yaml"
-    latest = checkpoint_dir(run_dir) / LATEST_CHECKPOINT
-    eval_file = run_dir / "final_eval.json"
-    for path, why in (
-        (config_file, "no config.yaml: not a training run directory"),
-        (agent_file, "no final_agent.pt: the run has not finished"),
-        (latest, f"no checkpoints/{LATEST_CHECKPOINT}: the run's counters are missing"),
-        (eval_file, "no final_eval.json: the run has not finished, or ran with eval.final_games 0"),
-    ):
-        if not path.is_file():
-            raise ValueError(f"{run_dir} is incomplete: {why}")
-    try:
-        config = yaml.safe_load(config_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
-        raise ValueError(f"{config_file} is not readable YAML: {first_line(error)}") from None
-    if not isinstance(config, Mapping):
-        raise ValueError(f"{config_file} is not a run config (a mapping of options)")
-    try:
-        payload = read_policy_file(agent_file)
-        checkpoint = load_checkpoint(latest)
-    except (OSError, ValueError) as error:
-        raise ValueError(first_line(error)) from None
+    In phases: the run's files are there; they are read; they describe one network at one
+    point of the run; the evaluations are read and checked; the provenance is assembled.
+    """
+    files = _run_files(run_dir)
+    config, payload, checkpoint = _read_run(files)
     counters = checkpoint["counters"]
     source_meta = payload.get("meta") if isinstance(payload.get("meta"), Mapping) else {}
-    reward = _check_run_matches_agent(config, config_file, payload, agent_file)
-    agent_update = source_meta.get("update")
-    if agent_update is not None and agent_update != counters["update"]:
-        raise ValueError(
-            f"{agent_file} (update {agent_update!r:.20}) and {latest} (update {counters['update']}) are from "
-            "different points of the run"
-        )
-    final_eval = _read_json(eval_file, "final evaluation")
-    if not isinstance(final_eval, Mapping):
-        raise ValueError(f"{eval_file} is not a final evaluation (a mapping of opponent -> results)")
-    evaluation = []
-    for report_file in eval_json:
-        report = _read_json(report_file, "--eval-json file")
-        problem = eval_report_problem(report)
-        if problem:
-            raise ValueError(f"--eval-json {report_file} is not a complete kahuna-eval --json report: {problem}")
-        evaluation.append(report)
-    code_dir = Path(__file__).resolve().parent
+    reward = _check_run_matches_agent(config, files.config, payload, files.agent)
+    _check_same_update(source_meta, counters, files)
+    final_eval, evaluation = _read_evaluations(files.final_eval, eval_json)
     training = {
         "updates": counters["update"],
         "learner_decisions": counters["global_step"],
@@ -200,11 +160,11 @@ def build_meta(
         "name": name,
         "run": run_dir.resolve().name,
         "run_dir": str(run_dir),
-        "source_file": agent_file.name,
+        "source_file": files.agent.name,
         "source_meta": dict(source_meta),
         "config": dict(config),
         "reward": reward,
-        "commit": commit if commit is not None else git_commit(code_dir),
+        "commit": commit if commit is not None else git_commit(Path(__file__).resolve().parent),
         "commit_note": "git HEAD of the code when the agent was shipped (the run directory does not record its own)",
         "training": training,
         **_start_provenance(config.get("init_from"), training),
@@ -213,6 +173,87 @@ def build_meta(
         "shipped_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     return payload, _plain(meta, "the provenance")
+
+
+@dataclasses.dataclass(frozen=True)
+class _RunFiles:
+    """The files of a finished run that shipping reads."""
+
+    agent: Path
+    config: Path
+    latest: Path
+    final_eval: Path
+
+
+def _run_files(run_dir: Path) -> _RunFiles:
+    """The run's files, each checked to exist (a one-line ``ValueError`` naming what is missing)."""
+    from training.ppo.checkpoint import LATEST_CHECKPOINT, checkpoint_dir
+
+    if not run_dir.is_dir():
+        raise ValueError(
+            f"run directory not found: {run_dir}" if not run_dir.exists() else f"{run_dir} is not a directory"
+        )
+    files = _RunFiles(
+        agent=run_dir / "final_agent.pt",
+        config=run_dir / "config.yaml",
+        latest=checkpoint_dir(run_dir) / LATEST_CHECKPOINT,
+        final_eval=run_dir / "final_eval.json",
+    )
+    for path, why in (
+        (files.config, "no config.yaml: not a training run directory"),
+        (files.agent, "no final_agent.pt: the run has not finished"),
+        (files.latest, f"no checkpoints/{LATEST_CHECKPOINT}: the run's counters are missing"),
+        (files.final_eval, "no final_eval.json: the run has not finished, or ran with eval.final_games 0"),
+    ):
+        if not path.is_file():
+            raise ValueError(f"{run_dir} is incomplete: {why}")
+    return files
+
+
+def _read_run(files: _RunFiles) -> tuple[Mapping[str, Any], dict[str, Any], dict[str, Any]]:
+    """``(config, agent payload, checkpoint)`` of the run; a one-line ``ValueError`` for an unreadable file."""
+    import yaml
+
+    from policy.agent import read_policy_file
+    from training.ppo.checkpoint import load_checkpoint
+
+    try:
+        config = yaml.safe_load(files.config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise ValueError(f"{files.config} is not readable YAML: {first_line(error)}") from None
+    if not isinstance(config, Mapping):
+        raise ValueError(f"{files.config} is not a run config (a mapping of options)")
+    try:
+        payload = read_policy_file(files.agent)
+        checkpoint = load_checkpoint(files.latest)
+    except (OSError, ValueError) as error:
+        raise ValueError(first_line(error)) from None
+    return config, payload, checkpoint
+
+
+def _check_same_update(source_meta: Mapping[str, Any], counters: Mapping[str, Any], files: _RunFiles) -> None:
+    """A one-line ``ValueError`` when the agent file and the latest checkpoint are from different updates."""
+    agent_update = source_meta.get("update")
+    if agent_update is not None and agent_update != counters["update"]:
+        raise ValueError(
+            f"{files.agent} (update {agent_update!r:.20}) and {files.latest} (update {counters['update']}) are from "
+            "different points of the run"
+        )
+
+
+def _read_evaluations(eval_file: Path, eval_json: Sequence[Path]) -> tuple[Mapping[str, Any], list[Any]]:
+    """``(the run's final evaluation, the --eval-json reports)``, each checked whole."""
+    final_eval = _read_json(eval_file, "final evaluation")
+    if not isinstance(final_eval, Mapping):
+        raise ValueError(f"{eval_file} is not a final evaluation (a mapping of opponent -> results)")
+    evaluation = []
+    for report_file in eval_json:
+        report = _read_json(report_file, "--eval-json file")
+        problem = eval_report_problem(report)
+        if problem:
+            raise ValueError(f"--eval-json {report_file} is not a complete kahuna-eval --json report: {problem}")
+        evaluation.append(report)
+    return final_eval, evaluation
 
 
 def _check_run_matches_agent(
