@@ -773,6 +773,8 @@ function finishPlay(state) {
 
 async function sendMove(action) {
   if (isBusy() || !gameActive()) return;
+  const move = current.legal.find((m) => m.id === action);
+  document.getElementById("last-action").textContent = `You play: ${move ? move.text : describeAction(action)}`;
   clearTurn();
   renderPlay(current, { thinking: true }); // no hints while the opponent thinks
   setBusy(true);
