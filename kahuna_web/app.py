@@ -217,12 +217,15 @@ async def _compute(
     held: bool = False,
     in_queue: bool | None = None,
     cancel: Any = None,
+    leave: Any = None,
 ) -> Any:
     """Run ``work`` (a move or an analysis of ``session``) holding the game's lock: in the bot queue when it searches.
 
     409 if the game is busy, 503 if the queue is full.  A client that leaves
-    while it waits sets ``cancel`` (default: the game's own flag, which
-    abandons the game; an analysis passes its own).  ``held``: the caller
+    while it waits sets ``leave`` (default ``cancel``, itself by default the
+    game's own flag, which abandons the game: a new game's opening nobody
+    will see; a move passes a :class:`_StopFlag`, so the agent moves at once
+    and the game goes on; an analysis passes its own).  ``held``: the caller
     holds the lock already (a new game); it is released in every case.
     ``in_queue``: run in the bot queue (default: when the agent searches).
     """
@@ -248,7 +251,7 @@ async def _compute(
     except WebError:
         session.lock.release()
         raise
-    return await _wait(request, future, flag)
+    return await _wait(request, future, flag if leave is None else leave)
 
 
 async def _wait(request: Request, future: Any, flag: Any) -> Any:
@@ -315,9 +318,8 @@ def _play_routes(store: SessionStore, bots: BotQueue, max_upload: int) -> list[B
         body = await read_json(request, max_upload)
         if not isinstance(body, dict) or set(body) != {"action"}:
             raise WebError('a move is {"action": ACTION_ID}')
-        return JSONResponse(
-            await _compute(request, bots, session, lambda: session.response(session.move(body["action"])))
-        )
+        work = lambda: session.response(session.move(body["action"]))  # noqa: E731
+        return JSONResponse(await _compute(request, bots, session, work, leave=_StopFlag(session)))
 
     return [
         Route("/api/games", new_game, methods=["POST"]),
@@ -453,6 +455,24 @@ def _analysis_routes(
         Route("/api/games/{game}/hint", hint, methods=["POST"]),
         Route("/api/analysis", replay_analysis, methods=["POST"]),
     ]
+
+
+class _StopFlag:
+    """Set when the page that asked for a move leaves (a reload, a closed tab) while the agent plays its turn.
+
+    The agent then plays its best move so far, as ``POST .../stop`` makes it,
+    and the game goes on, saved: the page that comes back finds it, its turn
+    to act (issue 38: a reload never loses a game).
+    """
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    def set(self) -> None:
+        self._session.stopping = True
+
+    def is_set(self) -> bool:
+        return bool(self._session.stopping or self._session.cancel.is_set())
 
 
 class _EitherFlag:

@@ -314,12 +314,12 @@ def request(port, method, path, body=None, timeout=120):
         connection.close()
 
 
-def send_and_leave_open(port, body):
-    """Send a new-game request on a raw socket and return the socket without reading the answer."""
+def send_and_leave_open(port, body, path="/api/games"):
+    """Send a POST (a new game by default) on a raw socket and return the socket without reading the answer."""
     data = json.dumps(body).encode()
     raw = socket.create_connection(("127.0.0.1", port), timeout=120)
     raw.sendall(
-        b"POST /api/games HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n".encode()
         + f"Content-Length: {len(data)}\r\n\r\n".encode()
         + data
     )
@@ -355,6 +355,25 @@ def test_abandoning_a_game_stops_its_agents_search(tmp_path):
     assert answers and answers[0][0] == 200 and answers[0][1]["state"]["abandoned"]
     assert len(session.actions) == 1  # the person's move only: the million-simulation search never finished
     print(f"abandon answered {stopped:.3f} s after it was sent")
+
+
+def test_a_page_that_leaves_during_the_agents_move_stops_its_search_and_the_game_goes_on(tmp_path):
+    """Issue 38: a reload or a closed tab while the agent thinks never loses the game; the agent moves at once."""
+    app = create_app(max_simulations=HUGE)
+    with running(app) as port:
+        status, data = request(port, "POST", "/api/games", {"opponent": f"mcts:{HUGE}", "seat": 0, "seed": 1})
+        assert status == 201 and data["state"]["to_act"] == 0
+        move = max(legal["id"] for legal in data["state"]["legal"])  # a draw or a pass: the turn ends
+        assert move >= DRAW
+        raw = send_and_leave_open(port, {"action": move}, f"/api/games/{data['id']}/move")
+        session = app.state.store.get(data["id"])
+        wait_for(lambda: session.lock.locked() and session.thinking, "the agent starts thinking")
+        raw.close()  # the page is reloaded or closed
+        wait_for(lambda: not session.lock.locked(), "the agent moves once its page has left")
+        status, again = request(port, "GET", f"/api/games/{data['id']}")
+    assert status == 200 and not again["state"]["abandoned"] and not again["state"]["thinking"]
+    assert again["state"]["to_act"] == 0 and again["state"]["legal"]  # the person's turn again
+    assert len(session.actions) >= 2  # the person's move, then the agent's (its search stopped far from its budget)
 
 
 def test_a_flood_of_huge_searches_leaves_a_cheap_game_answered_at_once(tmp_path):

@@ -1471,11 +1471,7 @@ async function init() {
   on("rematch", "click", () => rematch(false));
   on("swap", "click", () => rematch(true));
   on("replay-game", "click", replayThisGame);
-  // The server abandons a game whose page leaves while its opponent thinks (docs/WEB.md, Threat model):
-  // the browser asks before a reload or a closed tab does that.
-  window.addEventListener("beforeunload", (event) => {
-    if (thinkingTimer !== null && gameActive()) event.preventDefault();
-  });
+  // A page that leaves while its opponent thinks stops the search as Stop does: the game goes on (docs/WEB.md).
   on("rules-open", "click", () => toggleRules(document.getElementById("rules-panel").hidden));
   on("rules-close", "click", () => toggleRules(false));
   on("rules-panel", "keydown", (event) => { if (event.key === "Escape") toggleRules(false); });
