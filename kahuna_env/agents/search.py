@@ -361,14 +361,21 @@ class SearchCancelled(Exception):
         self.result = result
 
 
-@dataclass
-class _Leaf:
-    """A simulation waiting for its leaf's value: the state reached, its legal actions if known, the node, the path."""
+class _Pending:
+    """The simulations of a batch waiting for their leaves' values (one list per part, in the same order).
 
-    state: KahunaGame
-    legal: list[int] | None
-    node: SearchNode
-    path: list[tuple[SearchNode, int]]  # (node, player who took the action leading to it)
+    ``states``: the positions reached; ``legal``: their legal actions if the
+    walk saw them (else ``None``); ``nodes``: the leaf nodes; ``paths``: the
+    edges taken, each with the player who took it.
+    """
+
+    __slots__ = ("legal", "nodes", "paths", "states")
+
+    def __init__(self) -> None:
+        self.states: list[KahunaGame] = []
+        self.legal: list[list[int] | None] = []
+        self.nodes: list[SearchNode] = []
+        self.paths: list[list[tuple[SearchNode, int]]] = []
 
 
 # ---------------------------------------------------------------------------------------------- the search
@@ -414,15 +421,16 @@ class Search:
             legal = first.legal_actions()
             for action, prior in zip(legal, self.evaluator.priors(first, legal), strict=True):
                 root.children[action] = SearchNode(float(prior))
-        self.selector.start(root, self.config.simulations, rng)
+        simulations, batch_size, descend = self.config.simulations, self.config.batch_size, self._descend
+        self.selector.start(root, simulations, rng)
         done = 0
-        while done < self.config.simulations:
+        while done < simulations:
             room = self.selector.room(root, done)
-            pending: list[_Leaf] = []
-            while done < self.config.simulations and len(pending) < self.config.batch_size and room != 0:
+            pending = _Pending()
+            while done < simulations and len(pending.states) < batch_size and room != 0:
                 if cancel is not None and cancel.is_set():
-                    for leaf in pending:  # undo their virtual losses: the result counts completed simulations
-                        for child, _ in leaf.path:
+                    for path in pending.paths:  # undo their virtual losses: the result counts completed simulations
+                        for child, _ in path:
                             child.visits -= 1
                     raise SearchCancelled(
                         "the search was cancelled: its move is no longer wanted", self._result(root, player)
@@ -430,43 +438,33 @@ class Search:
                 done += 1
                 if room is not None:
                     room -= 1
-                leaf = self._descend(root, determinize(view, player))
-                if leaf.state.is_over:
-                    _back_up(root, leaf.path, outcome(leaf.state))
-                else:
-                    pending.append(leaf)
-            if pending:
+                descend(root, determinize(view, player), pending)
+            if pending.states:
                 self._evaluate(root, pending, player, leaf_rng)
         return self._result(root, player)
 
-    def _descend(self, root: SearchNode, state: KahunaGame) -> _Leaf:
+    def _descend(self, root: SearchNode, state: KahunaGame, pending: _Pending) -> None:
         """One simulation's walk from the root through ``state`` (a fresh determinization) to its leaf.
 
-        Counts a visit (the virtual loss) on every edge taken; the leaf's value is added by :func:`_back_up`.
+        Counts a visit (the virtual loss) on every edge taken.  A finished game
+        is backed up at once; any other leaf joins ``pending`` (valued by :meth:`_evaluate`).
         """
-        evaluator = self.evaluator
-        inline = evaluator.inline_priors
-        exploration = self.config.exploration
-        penalty = self.config.first_play_penalty
+        evaluator, selector, config = self.evaluator, self.selector, self.config
+        inline, exploration, penalty = evaluator.inline_priors, config.exploration, config.first_play_penalty
         node = root
         path: list[tuple[SearchNode, int]] = []
         legal: list[int] | None = None
         while not state.is_over:
             legal = state.legal_actions()
             children = node.children
-            missing = False
-            for action in legal:
-                if action not in children:
-                    missing = True
-                    break
-            if missing:
+            if not all(map(children.__contains__, legal)):  # a legal action without its child yet
                 if not inline:
                     break  # the leaf: the evaluator gives this node's priors with its value
                 for action, prior in zip(legal, evaluator.priors(state, legal), strict=True):
                     if action not in children:
                         children[action] = SearchNode(prior)
             if node is root:
-                action = self.selector.select(root, legal)
+                action = selector.select(root, legal)
             else:
                 action = select_puct(children, legal, exploration, penalty)
             child = children[action]
@@ -478,21 +476,26 @@ class Search:
             legal = None
             if untried and inline:
                 break  # the leaf: the position after the first untried edge
-        return _Leaf(state, legal, node, path)
+        if state.is_over:
+            _back_up(root, path, outcome(state))
+        else:
+            pending.states.append(state)
+            pending.legal.append(legal)
+            pending.nodes.append(node)
+            pending.paths.append(path)
 
-    def _evaluate(self, root: SearchNode, pending: list[_Leaf], player: int, rng: random.Random) -> None:
+    def _evaluate(self, root: SearchNode, pending: _Pending, player: int, rng: random.Random) -> None:
         """Value the pending leaves in one evaluator call, add the children it gives priors for, back up."""
-        priors, values = self.evaluator.evaluate(
-            [leaf.state for leaf in pending], [leaf.legal for leaf in pending], player, rng
-        )
-        for index, leaf in enumerate(pending):
+        priors, values = self.evaluator.evaluate(pending.states, pending.legal, player, rng)
+        for index, path in enumerate(pending.paths):
             if priors is not None:
-                children = leaf.node.children
-                assert leaf.legal is not None  # a leaf that waits for priors stopped where it saw its legal actions
-                for action, prior in zip(leaf.legal, priors[index], strict=True):
+                children = pending.nodes[index].children
+                legal = pending.legal[index]
+                assert legal is not None  # a leaf that waits for priors stopped where it saw its legal actions
+                for action, prior in zip(legal, priors[index], strict=True):
                     if action not in children:
                         children[action] = SearchNode(float(prior))
-            _back_up(root, leaf.path, values[index])
+            _back_up(root, path, values[index])
 
     def _result(self, root: SearchNode, player: int) -> SearchResult:
         """The selector's verdict on ``root``."""
