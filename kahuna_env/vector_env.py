@@ -82,7 +82,7 @@ from kahuna_env.gym_env import (
     KahunaSingleAgentEnv,
     OpponentSpec,
 )
-from kahuna_env.seated import AWAIT, BaselinePolicy, BatchPolicy, PerGamePolicy, play_seated
+from kahuna_env.seated import AWAIT, BaselinePolicy, BatchPolicy, PerGamePolicy, play_seated, seating_of
 from kahuna_env.vector import KahunaBatch, StepResult, _is_sequence, _seed_list
 
 __all__ = ["KahunaVectorEnv", "is_batched_opponent"]
@@ -461,9 +461,7 @@ class KahunaVectorEnv(VectorEnv):
 
     def _seating(self) -> np.ndarray:
         """The driver's seating: the opponent (policy 0) in every seat but the learner's, which waits for ``step``."""
-        seating = np.zeros((self.num_envs, 2), dtype=np.intp)
-        seating[np.arange(self.num_envs), self.seats] = AWAIT
-        return seating
+        return seating_of(self.seats[:, None] == np.arange(2)[None, :], AWAIT, 0)
 
     def _explain(self, i: int, action: int) -> str:
         if not 0 <= action < NUM_ACTIONS:

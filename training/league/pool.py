@@ -8,7 +8,7 @@ Every training game has an opponent *kind*:
   worst against (optionally from a few snapshots drawn for the update, so that each tick needs
   only a few forward passes of snapshots: see ``pool.snapshots_per_update``);
 * ``greedy`` / ``random`` — one seat is the current policy, the other the baseline (it reads only
-  the public state and its own cards or the legal actions; see :func:`training.selfplay.rollout.baseline_action`);
+  the public state and its own cards or the legal actions; played batched, :mod:`kahuna_env.agents.batched`);
 * ``mcts`` — one seat is the current policy, the other the ``mcts`` search baseline (budget
   ``pool.mcts_simulations``), which gets a determinization through ``choose_action`` like every
   search agent; one game at a time, so it is expensive: keep its share small.

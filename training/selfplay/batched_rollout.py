@@ -30,11 +30,11 @@ import torch
 from kahuna_env.agents import make_agent
 from kahuna_env.agents.batched import BatchedGreedy, BatchedRandom
 from kahuna_env.engine import KahunaConfig
-from kahuna_env.seated import BaselinePolicy, PerGamePolicy, play_seated
+from kahuna_env.seated import BaselinePolicy, PerGamePolicy, play_seated, seating_of
 from kahuna_env.vector import KahunaBatch
 from policy.model import ActorCritic, StackedNetworks
 from training.league.pool import KIND_GREEDY, KIND_LATEST, KIND_MCTS, KIND_PAST, KIND_RANDOM, KINDS
-from training.selfplay.policies import LearnerRecord, NetworkPolicy, SnapshotPolicy
+from training.selfplay.policies import LearnerRecord, NetworkPolicy, SnapshotPolicy, TickObservations
 from training.selfplay.rollout import CollectionStats, GameBatch, PlayedGames
 
 LEARNER = 0
@@ -66,23 +66,26 @@ def play_games_batched(
     games.reset(game_seeds=[int(s) for s in batch.seeds])
     kinds = np.asarray(batch.kinds)
     record = LearnerRecord(batch.games, potentials=record_potentials, logits=record_logits)
+    observations = TickObservations()  # one encoding per tick for the learner and the snapshots
     policies = [
-        NetworkPolicy(model, generator, record=record),
-        _snapshot_policy(batch, snapshots, generator),
+        NetworkPolicy(model, generator, record=record, observations=observations),
+        _snapshot_policy(batch, snapshots, generator, observations),
         BaselinePolicy(BatchedGreedy(seed=int(rng.integers(2**63)))),
         BaselinePolicy(BatchedRandom(seed=int(rng.integers(2**63)))),
     ]
     if (kinds == KIND_MCTS).any():
         policies.append(PerGamePolicy(make_agent(f"mcts:{batch.mcts_simulations}", seed=int(rng.integers(2**63))), rng))
     learner_seats = np.asarray(batch.learner_seats, dtype=bool)
-    seating = np.where(learner_seats, LEARNER, POLICY_OF_KIND[kinds][:, None]).astype(np.intp)
-    actions = play_seated(games, policies, seating)
+    seating = seating_of(learner_seats, LEARNER, POLICY_OF_KIND[kinds])
+    actions = play_seated(games, policies, seating, on_step=observations.clear)
     winners = games.winner.astype(np.int8)
     stats = CollectionStats.of_games(batch.games, kinds, learner_seats, winners, actions, record.size)
     return record.played(winners, win_reward, stats)
 
 
-def _snapshot_policy(batch: GameBatch, snapshots: list[ActorCritic], generator: torch.Generator) -> SnapshotPolicy:
+def _snapshot_policy(
+    batch: GameBatch, snapshots: list[ActorCritic], generator: torch.Generator, observations: TickObservations
+) -> SnapshotPolicy:
     """The batch's snapshots, stacked when it plays several of one shape."""
     snapshot_of = np.asarray(batch.snapshots)
     used = np.unique(snapshot_of[np.asarray(batch.kinds) == KIND_PAST]).tolist()
@@ -90,4 +93,4 @@ def _snapshot_policy(batch: GameBatch, snapshots: list[ActorCritic], generator: 
     if len(used) > 1 and len({snapshots[s].config for s in used}) == 1:
         stacked = StackedNetworks([snapshots[s] for s in used])
     position = {snapshot: k for k, snapshot in enumerate(used)}
-    return SnapshotPolicy(snapshots, snapshot_of, generator, batch.snapshot_argmax, stacked, position)
+    return SnapshotPolicy(snapshots, snapshot_of, generator, batch.snapshot_argmax, stacked, position, observations)

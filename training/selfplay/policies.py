@@ -39,6 +39,27 @@ _ARRAYS = {
 """The per-decision arrays a :class:`LearnerRecord` fills: trailing shape and dtype."""
 
 
+class TickObservations:
+    """Every game's observation of the player to move, computed once per tick for all the networks that read it.
+
+    One :meth:`~kahuna_env.vector.KahunaBatch.observations` call over the whole batch costs less than
+    one per network over its own rows; pass :meth:`clear` as the driver's ``on_step``.
+    """
+
+    def __init__(self) -> None:
+        self.vectors: np.ndarray | None = None
+
+    def of(self, batch: KahunaBatch, rows: np.ndarray) -> np.ndarray:
+        """The observations of the games ``rows`` (``(len(rows), 246)`` float32) as they stand this tick."""
+        if self.vectors is None:
+            self.vectors = batch.observations()
+        return self.vectors[rows]
+
+    def clear(self, _: object = None) -> None:
+        """Forget this tick's observations (the batch has stepped)."""
+        self.vectors = None
+
+
 class LearnerRecord:
     """The learner's decisions while the games are played: arrays that grow, each seat's latest row.
 
@@ -97,6 +118,8 @@ class NetworkPolicy:
         argmax: play the most likely legal action instead of sampling (draws no noise).
         record: the learner's record; every decision is stored there with its
             log-probability and value (None: nothing is stored).
+        observations: the tick's observations, shared with the other networks (cleared by the
+            driver's ``on_step``); None: each call encodes its own rows.
     """
 
     def __init__(
@@ -105,6 +128,7 @@ class NetworkPolicy:
         generator: torch.Generator,
         argmax: bool = False,
         record: LearnerRecord | None = None,
+        observations: TickObservations | None = None,
     ) -> None:
         if argmax and record is not None:
             raise ValueError("a recording learner samples its actions: argmax must be False")
@@ -112,16 +136,17 @@ class NetworkPolicy:
         self.generator = generator
         self.argmax = argmax
         self.record = record
+        self.observations = observations
 
     def act(self, batch: KahunaBatch, rows: np.ndarray) -> np.ndarray:
         if self.record is None:
-            observations = batch.observations(rows=rows)
+            observations = _observations(batch, rows, self.observations)
             masks = batch.legal_masks()[rows]
             if self.argmax:
                 return argmax_actions(self.model, observations, masks)
             return sample_actions(self.model, observations, masks, self.generator)[0]
         new = self.record.reserve(batch, rows)
-        new["observations"][:] = batch.observations(rows=rows)
+        new["observations"][:] = _observations(batch, rows, self.observations)
         new["masks"][:] = batch.legal_masks()[rows]
         if self.record.potentials:
             new["potentials"][:] = island_potentials(new["observations"])
@@ -144,6 +169,8 @@ class SnapshotPolicy:
         argmax: play each snapshot's most likely legal action.
         stacked: the snapshots in use stacked (one batched product per layer), or None for one pass each.
         stack_position: each stacked snapshot's position in ``stacked``, by pool index.
+        observations: the tick's observations, shared with the other networks (cleared by the
+            driver's ``on_step``); None: each call encodes its own rows.
     """
 
     def __init__(
@@ -154,6 +181,7 @@ class SnapshotPolicy:
         argmax: bool = False,
         stacked: StackedNetworks | None = None,
         stack_position: dict[int, int] | None = None,
+        observations: TickObservations | None = None,
     ) -> None:
         self.snapshots = snapshots
         self.snapshot_of = np.asarray(snapshot_of)
@@ -161,9 +189,10 @@ class SnapshotPolicy:
         self.argmax = argmax
         self.stacked = stacked
         self.stack_position = stack_position or {}
+        self.observations = observations
 
     def act(self, batch: KahunaBatch, rows: np.ndarray) -> np.ndarray:
-        observations = batch.observations(rows=rows)
+        observations = _observations(batch, rows, self.observations)
         masks = batch.legal_masks()[rows]
         snapshot_of = self.snapshot_of[rows]
         in_use = np.unique(snapshot_of)
@@ -180,6 +209,11 @@ class SnapshotPolicy:
             positions = [self.stack_position[snapshot] for snapshot in in_use.tolist()]
             stacked_actions(self.stacked, positions, groups, observations, masks, self.generator, self.argmax, actions)
         return actions
+
+
+def _observations(batch: KahunaBatch, rows: np.ndarray, shared: TickObservations | None) -> np.ndarray:
+    """The observations of the games ``rows``: from the tick's shared ones, or encoded for these rows alone."""
+    return batch.observations(rows=rows) if shared is None else shared.of(batch, rows)
 
 
 @torch.inference_mode()

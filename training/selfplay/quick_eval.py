@@ -24,10 +24,10 @@ from arena.stats import Tally
 from kahuna_env.agents import Agent, make_agent
 from kahuna_env.agents.batched import BATCHED_BASELINES, make_batched_agent
 from kahuna_env.engine import KahunaConfig
-from kahuna_env.seated import BaselinePolicy, BatchPolicy, PerGamePolicy, play_seated
+from kahuna_env.seated import BaselinePolicy, BatchPolicy, PerGamePolicy, play_seated, seating_of
 from kahuna_env.vector import KahunaBatch, StepResult
 from policy.model import ActorCritic
-from training.selfplay.policies import NetworkPolicy
+from training.selfplay.policies import NetworkPolicy, TickObservations
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,13 +108,18 @@ def evaluate_policy(
     batch = KahunaBatch(games, game_config or KahunaConfig(), seed=0)
     batch.reset(game_seeds=[int(deal_seeds[g // 2]) for g in range(games)])
     model.eval()
-    policies = [NetworkPolicy(model, generator, argmax=deterministic), _opponent_policy(opponent, seed, rng)]
-    seating = np.where(np.arange(2)[None, :] == policy_seat[:, None], 0, 1)
+    observations = TickObservations()
+    policies = [
+        NetworkPolicy(model, generator, argmax=deterministic, observations=observations),
+        _opponent_policy(opponent, seed, rng),
+    ]
+    seating = seating_of(np.arange(2)[None, :] == policy_seat[:, None], 0, 1)
     # Play: every game to its end, counting each game's actions.
     moves = np.zeros(games, dtype=np.int64)
 
     def count(result: StepResult) -> None:
         moves[result.player >= 0] += 1
+        observations.clear()
 
     play_seated(batch, policies, seating, on_step=count)
     # Tally: the policy's score and margin in every game.

@@ -67,7 +67,7 @@ from kahuna_env.cli import (
 )
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE
-from kahuna_env.seated import PerGamePolicy, play_seated
+from kahuna_env.seated import PerGamePolicy, play_seated, seating_of
 from kahuna_env.vector import KahunaBatch
 from kahuna_env.workers import WorkerFailed, Workers
 from policy.agent import DEFAULT_REWARD, load_agent
@@ -177,7 +177,7 @@ def _play_games(task: tuple[str, int, int, list[str], list[int]]) -> Decisions:
     board = KahunaBatch(len(games), seed=0)
     board.reset(game_seeds=deals)
     teacher_seat = np.asarray(games, dtype=np.int64) % 2
-    seating = np.where(np.arange(2)[None, :] == teacher_seat[:, None], 0, 1)
+    seating = seating_of(np.arange(2)[None, :] == teacher_seat[:, None], 0, 1)
     play_seated(board, [PerGamePolicy(teachers, rngs), PerGamePolicy(others, rngs)], seating)
     parts = []
     for game, teacher in zip(games, teachers, strict=True):
