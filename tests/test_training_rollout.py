@@ -272,6 +272,21 @@ def test_collection_with_a_worker_process_is_deterministic_and_complete():
     assert first.stats.games == 4 and first.dones.sum() == len(np.unique(first.trajectory))
 
 
+def test_a_collection_worker_that_fails_is_one_line_and_the_collector_still_closes():
+    from kahuna_env.workers import WorkerFailed
+
+    torch.manual_seed(0)
+    model = ActorCritic(ModelConfig(hidden_sizes=(8,))).eval()  # not the network the worker was built for
+    pool = OpponentPool(model.config, max_snapshots=1)
+    pool.add(model, update=0)
+    rng = np.random.default_rng(5)
+    shares = {"latest": 1.0, "past": 0.0, "greedy": 0.0, "random": 0.0}
+    collector = SelfPlayCollector(num_games=4, workers=1, model_config=ModelConfig(hidden_sizes=(16,)))
+    with collector, pytest.raises(WorkerFailed, match=r"^a collection worker failed: RuntimeError: ") as caught:
+        collector.collect(model, pool, pool.assign(4, shares, rng), rng)
+    assert "\n" not in str(caught.value)
+
+
 def test_greedy_acts_on_the_real_game_as_on_a_determinization():
     # The batched greedy of collection and evaluation never determinizes: valid only because
     # greedy's choice depends on nothing hidden. Compare it on the real game and on a

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from kahuna_env.engine import KahunaConfig
+from kahuna_env.workers import WorkerFailed, Workers
 from policy.model import ActorCritic, ModelConfig
 from training.league.pool import GameAssignment, OpponentPool
 from training.selfplay.batched_rollout import play_games_batched
@@ -47,49 +48,42 @@ def _load_numpy_state(model: ActorCritic, state: dict[str, np.ndarray]) -> None:
     model.load_state_dict({key: torch.from_numpy(value) for key, value in state.items()})
 
 
-def _worker_loop(connection: Any, game_config: dict[str, Any], model_config: dict[str, Any], settings: dict) -> None:
-    """A collection worker: plays the game batches it is sent with the weights it is sent."""
-    import signal
-
+def _setup_worker(
+    state: dict[str, Any], game_config: dict[str, Any], model_config: dict[str, Any], settings: dict
+) -> None:
+    """A collection worker's state (:class:`kahuna_env.workers.Workers`): the rules, the learner, its snapshots."""
     from policy.model import model_config_from_dict
 
-    # Ctrl-C is for the parent, which stops the workers itself.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     torch.set_num_threads(1)
-    config = KahunaConfig.from_dict(game_config)
-    play = play_function(settings["backend"])
-    model = ActorCritic(model_config_from_dict(model_config)).eval()
-    snapshots: dict[int, ActorCritic] = {}
-    while True:
-        try:
-            message = connection.recv()
-        except (EOFError, OSError):  # the parent is gone
-            break
-        if message is None:
-            break
-        try:
-            model_state, pool_ids, new_snapshots, batch = message
-            _load_numpy_state(model, model_state)
-            for snapshot_id, (snapshot_config, state) in new_snapshots.items():
-                snapshot = ActorCritic(model_config_from_dict(snapshot_config)).eval()
-                _load_numpy_state(snapshot, state)
-                snapshots[snapshot_id] = snapshot
-            for snapshot_id in list(snapshots):
-                if snapshot_id not in pool_ids:
-                    del snapshots[snapshot_id]
-            played = play(
-                batch, model, [snapshots[i] for i in pool_ids], config, settings["win_reward"], settings["potentials"]
-            )
-            reply: tuple[str, Any] = ("ok", played)
-        except Exception:  # report any failure to the parent, which raises it
-            import traceback
+    state["config"] = KahunaConfig.from_dict(game_config)
+    state["play"] = play_function(settings["backend"])
+    state["settings"] = settings
+    state["model"] = ActorCritic(model_config_from_dict(model_config)).eval()
+    state["snapshots"] = {}
 
-            reply = ("error", traceback.format_exc())
-        try:
-            connection.send(reply)
-        except OSError:  # the parent stopped (e.g. Ctrl-C) while this batch was being played
-            break
-    connection.close()
+
+def _play_batch(
+    state: dict[str, Any],
+    model_state: dict[str, np.ndarray],
+    pool_ids: list[int],
+    new_snapshots: dict[int, tuple[dict[str, Any], dict[str, np.ndarray]]],
+    batch: GameBatch,
+) -> Any:
+    """In a worker: load the learner's weights and the snapshots it lacks, drop the retired ones, play ``batch``."""
+    from policy.model import model_config_from_dict
+
+    model, snapshots, settings = state["model"], state["snapshots"], state["settings"]
+    _load_numpy_state(model, model_state)
+    for snapshot_id, (snapshot_config, weights) in new_snapshots.items():
+        snapshot = ActorCritic(model_config_from_dict(snapshot_config)).eval()
+        _load_numpy_state(snapshot, weights)
+        snapshots[snapshot_id] = snapshot
+    for snapshot_id in list(snapshots):
+        if snapshot_id not in pool_ids:
+            del snapshots[snapshot_id]
+    return state["play"](
+        batch, model, [snapshots[i] for i in pool_ids], state["config"], settings["win_reward"], settings["potentials"]
+    )
 
 
 class SelfPlayCollector:
@@ -126,27 +120,13 @@ class SelfPlayCollector:
         self.win_reward = win_reward
         self.island_shaping = island_shaping
         self.workers = workers
-        self._connections: list[Any] = []
-        self._processes: list[Any] = []
-        self._sent_snapshots: list[set[int]] = []
+        self._workers: Workers | None = None
+        self._sent_snapshots: list[set[int]] = []  # per worker: the snapshots it holds
         if workers:
-            import multiprocessing
-
-            context = multiprocessing.get_context("spawn")
             settings = {"win_reward": win_reward, "potentials": island_shaping != 0.0, "backend": backend}
             model_fields = dataclasses.asdict(model_config or ModelConfig())
-            for _ in range(workers):
-                parent, child = context.Pipe()
-                process = context.Process(
-                    target=_worker_loop,
-                    args=(child, self.game_config.to_dict(), model_fields, settings),
-                    daemon=True,
-                )
-                process.start()
-                child.close()
-                self._connections.append(parent)
-                self._processes.append(process)
-                self._sent_snapshots.append(set())
+            self._workers = Workers(workers, _setup_worker, (self.game_config.to_dict(), model_fields, settings))
+            self._sent_snapshots = [set() for _ in range(workers)]
 
     def __enter__(self) -> SelfPlayCollector:
         return self
@@ -156,17 +136,9 @@ class SelfPlayCollector:
 
     def close(self) -> None:
         """Stop the worker processes (if any)."""
-        for connection in self._connections:
-            try:
-                connection.send(None)
-                connection.close()
-            except (BrokenPipeError, OSError):
-                pass
-        for process in self._processes:
-            process.join(timeout=10)
-            if process.is_alive():
-                process.terminate()
-        self._connections, self._processes, self._sent_snapshots = [], [], []
+        if self._workers is not None:
+            self._workers.close()
+        self._workers, self._sent_snapshots = None, []
 
     def collect(
         self,
@@ -195,9 +167,9 @@ class SelfPlayCollector:
                     snapshot_argmax=pool.deterministic,
                 )
             )
-        if self.workers:
+        if self._workers is not None:
             state = _numpy_state(model)
-            for connection, sent, batch in zip(self._connections, self._sent_snapshots, batches[1:], strict=True):
+            for worker, (sent, batch) in enumerate(zip(self._sent_snapshots, batches[1:], strict=True)):
                 new = {
                     i: (dataclasses.asdict(pool.snapshots[k].config), _numpy_state(pool.snapshots[k]))
                     for k, i in enumerate(pool.updates)
@@ -205,7 +177,7 @@ class SelfPlayCollector:
                 }
                 sent.intersection_update(pool.updates)
                 sent.update(new)
-                connection.send((state, list(pool.updates), new, batch))
+                self._workers.send(worker, _play_batch, state, list(pool.updates), new, batch)
         threads = torch.get_num_threads()
         torch.set_num_threads(1)  # the workers use the other cores meanwhile
         try:
@@ -216,9 +188,9 @@ class SelfPlayCollector:
             ]
         finally:
             torch.set_num_threads(threads)
-        for connection in self._connections:
-            status, payload = connection.recv()
-            if status != "ok":
-                raise RuntimeError(f"a collection worker failed:\n{payload}")
-            parts.append(payload)
+        for worker in range(len(self._sent_snapshots)):
+            try:
+                parts.append(self._workers.receive(worker))  # type: ignore[union-attr]
+            except WorkerFailed as error:
+                raise WorkerFailed(f"a collection worker failed: {error}") from None
         return finish_rollout(parts, self.gamma, self.gae_lambda, self.island_shaping)
