@@ -222,33 +222,14 @@ def parse_position(position: object, parse_config: Callable[[Any], KahunaConfig]
 
 # ---------------------------------------------------------------------------------------------- format
 def _read_fields(position: Mapping[str, Any], config: KahunaConfig) -> Position:
-    """Types, ranges and card counts of every key; the cross-field rules come after."""
-    owners = _list(position, "bridges", _LENGTH["bridges"])
-    for line, owner in enumerate(owners):
-        if owner is not None and not _is_player(owner):
-            raise ValueError(f"position 'bridges'[{line}] ({LINE_NAMES[line]}) must be null, 0 or 1, got {owner!r}")
-    for player in (0, 1):
-        placed = sum(1 for owner in owners if owner == player)
-        if placed > BRIDGES_PER_PLAYER:
-            raise ValueError(f"position 'bridges': player {player} has {placed} bridges, at most {BRIDGES_PER_PLAYER}")
+    """Types, ranges and card counts of every key; the cross-field rules come after.
 
-    hands = _list(position, "hands", _LENGTH["hands"])
-    hand_cards = [_cards(hands[player], f"hands[{player}]") for player in (0, 1)]
-    for player in (0, 1):
-        if len(hand_cards[player]) > HAND_LIMIT:
-            raise ValueError(f"position 'hands'[{player}] holds {len(hand_cards[player])} cards, at most {HAND_LIMIT}")
-    face_up_names = _list(position, "face_up", _LENGTH["face_up"])
-    face_up = [-1 if name is None else _card(name, f"face_up[{slot}]") for slot, name in enumerate(face_up_names)]
-    pile = _cards(_list(position, "pile"), "pile")
-    discard = _cards(_list(position, "discard"), "discard")
-    all_cards = Counter(hand_cards[0] + hand_cards[1] + [c for c in face_up if c >= 0] + pile + discard)
-    wrong = [f"{ISLANDS[i]} x{all_cards[i]}" for i in range(NUM_ISLANDS) if all_cards[i] != CARDS_PER_ISLAND]
-    if wrong:
-        raise ValueError(
-            "position cards (hands + face_up + pile + discard) must hold exactly "
-            f"{CARDS_PER_ISLAND} cards of each island; wrong counts: {', '.join(wrong)}"
-        )
-
+    The keys are checked in a fixed order (the board, the cards, the turn, the
+    hidden cards, the flags), so a position with several faults always names
+    the same one.
+    """
+    owners = _read_bridges(position)
+    hand_cards, face_up, pile, discard = _read_cards(position)
     current = position["current_player"]
     if not _is_player(current):
         raise ValueError(f"position 'current_player' must be 0 or 1, got {current!r}")
@@ -257,27 +238,8 @@ def _read_fields(position: Mapping[str, Any], config: KahunaConfig) -> Position:
         raise ValueError(f"position 'round' must be 1, 2 or 3, got {round_!r}")
     scores = _int_pair(position, "scores")
     final_points = _int_pair(position, "final_points") if position.get("final_points") is not None else [0, 0]
-
-    face_down = [[], []] if position.get("face_down") is None else _list(position, "face_down", _LENGTH["face_down"])
-    face_down_cards = [_cards(face_down[player], f"face_down[{player}]") for player in (0, 1)]
-    if not Counter(face_down_cards[0] + face_down_cards[1]) <= Counter(discard):
-        raise ValueError("position 'face_down' cards must all be among the 'discard' cards")
-    known = [[], []] if position.get("known") is None else _list(position, "known", _LENGTH["known"])
-    known_cards = [_cards(known[player], f"known[{player}]") for player in (0, 1)]
-    for player in (0, 1):
-        if not Counter(known_cards[player]) <= Counter(hand_cards[player]):
-            raise ValueError(f"position 'known'[{player}] cards must all be in 'hands'[{player}]")
-
-    must_draw = _flag(position, "must_draw")
-    over = _flag(position, "over")
-    winner = position.get("winner")
-    if winner is not None and not _is_player(winner):
-        raise ValueError(f"position 'winner' must be null, 0 or 1, got {winner!r}")
-    if winner is not None and not over:
-        raise ValueError("position 'winner' is set but 'over' is not true")
-    claim_line = position.get("claim_line")
-    if claim_line is not None and (not _is_int(claim_line) or not 0 <= claim_line < NUM_LINES):
-        raise ValueError(f"position 'claim_line' must be null or a line id 0..{NUM_LINES - 1}, got {claim_line!r}")
+    face_down_cards, known_cards = _read_hidden(position, hand_cards, discard)
+    must_draw, over, winner, claim_line = _read_flags(position)
     open_discard = _counts(discard)
     for player in (0, 1):
         open_discard = [total - own for total, own in zip(open_discard, _counts(face_down_cards[player]), strict=True)]
@@ -303,6 +265,71 @@ def _read_fields(position: Mapping[str, Any], config: KahunaConfig) -> Position:
         over=over,
         winner=winner,
     )
+
+
+def _read_bridges(position: Mapping[str, Any]) -> list[Any]:
+    """``bridges``: an owner (null, 0 or 1) per line, at most the bridges a player has."""
+    owners = _list(position, "bridges", _LENGTH["bridges"])
+    for line, owner in enumerate(owners):
+        if owner is not None and not _is_player(owner):
+            raise ValueError(f"position 'bridges'[{line}] ({LINE_NAMES[line]}) must be null, 0 or 1, got {owner!r}")
+    for player in (0, 1):
+        placed = sum(1 for owner in owners if owner == player)
+        if placed > BRIDGES_PER_PLAYER:
+            raise ValueError(f"position 'bridges': player {player} has {placed} bridges, at most {BRIDGES_PER_PLAYER}")
+    return owners
+
+
+def _read_cards(position: Mapping[str, Any]) -> tuple[list[list[int]], list[int], list[int], list[int]]:
+    """``hands``, ``face_up``, ``pile`` and ``discard``, which together hold every card exactly once."""
+    hands = _list(position, "hands", _LENGTH["hands"])
+    hand_cards = [_cards(hands[player], f"hands[{player}]") for player in (0, 1)]
+    for player in (0, 1):
+        if len(hand_cards[player]) > HAND_LIMIT:
+            raise ValueError(f"position 'hands'[{player}] holds {len(hand_cards[player])} cards, at most {HAND_LIMIT}")
+    face_up_names = _list(position, "face_up", _LENGTH["face_up"])
+    face_up = [-1 if name is None else _card(name, f"face_up[{slot}]") for slot, name in enumerate(face_up_names)]
+    pile = _cards(_list(position, "pile"), "pile")
+    discard = _cards(_list(position, "discard"), "discard")
+    all_cards = Counter(hand_cards[0] + hand_cards[1] + [c for c in face_up if c >= 0] + pile + discard)
+    wrong = [f"{ISLANDS[i]} x{all_cards[i]}" for i in range(NUM_ISLANDS) if all_cards[i] != CARDS_PER_ISLAND]
+    if wrong:
+        raise ValueError(
+            "position cards (hands + face_up + pile + discard) must hold exactly "
+            f"{CARDS_PER_ISLAND} cards of each island; wrong counts: {', '.join(wrong)}"
+        )
+    return hand_cards, face_up, pile, discard
+
+
+def _read_hidden(
+    position: Mapping[str, Any], hand_cards: list[list[int]], discard: list[int]
+) -> tuple[list[list[int]], list[list[int]]]:
+    """``face_down`` (among the discard) and ``known`` (among the hand) cards of each player."""
+    face_down = [[], []] if position.get("face_down") is None else _list(position, "face_down", _LENGTH["face_down"])
+    face_down_cards = [_cards(face_down[player], f"face_down[{player}]") for player in (0, 1)]
+    if not Counter(face_down_cards[0] + face_down_cards[1]) <= Counter(discard):
+        raise ValueError("position 'face_down' cards must all be among the 'discard' cards")
+    known = [[], []] if position.get("known") is None else _list(position, "known", _LENGTH["known"])
+    known_cards = [_cards(known[player], f"known[{player}]") for player in (0, 1)]
+    for player in (0, 1):
+        if not Counter(known_cards[player]) <= Counter(hand_cards[player]):
+            raise ValueError(f"position 'known'[{player}] cards must all be in 'hands'[{player}]")
+    return face_down_cards, known_cards
+
+
+def _read_flags(position: Mapping[str, Any]) -> tuple[bool, bool, Any, Any]:
+    """``must_draw``, ``over``, ``winner`` (only once over) and ``claim_line``."""
+    must_draw = _flag(position, "must_draw")
+    over = _flag(position, "over")
+    winner = position.get("winner")
+    if winner is not None and not _is_player(winner):
+        raise ValueError(f"position 'winner' must be null, 0 or 1, got {winner!r}")
+    if winner is not None and not over:
+        raise ValueError("position 'winner' is set but 'over' is not true")
+    claim_line = position.get("claim_line")
+    if claim_line is not None and (not _is_int(claim_line) or not 0 <= claim_line < NUM_LINES):
+        raise ValueError(f"position 'claim_line' must be null or a line id 0..{NUM_LINES - 1}, got {claim_line!r}")
+    return must_draw, over, winner, claim_line
 
 
 # ---------------------------------------------------------------------------------------------- rules
