@@ -212,6 +212,23 @@ def _seed_text(seed: int | None) -> str | None:
     return None if seed is None else str(int(seed))
 
 
+@contextmanager
+def transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One ``BEGIN IMMEDIATE`` transaction of ``db``: committed at the end, rolled back on any error.
+
+    (SQLite rolls a transaction back by itself on some errors, a full file for one: then there is
+    nothing left to roll back.)  The results store and kahuna-serve's game store both write through it.
+    """
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
 class ResultsStore:
     """An open results store.  Use as a context manager, or call :meth:`close`.
 
@@ -317,16 +334,8 @@ class ResultsStore:
         if missing:
             raise StoreError(f"{self.path}: not a results store (missing tables: {', '.join(sorted(missing))})")
 
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        """One ``BEGIN IMMEDIATE`` transaction: committed at the end, rolled back on any error."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+    def _transaction(self) -> Any:
+        return transaction(self._db)
 
     def _write(self) -> Any:
         if self.readonly:

@@ -34,10 +34,11 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from arena.store import transaction
 
 SCHEMA_VERSION = 1
 """The layout this module writes."""
@@ -191,16 +192,8 @@ class GameStore:
         if version < 1:
             raise GameStoreError(f"not a kahuna-serve game store (schema version {version})")
 
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            if self._db.in_transaction:  # SQLite rolls back by itself on some errors (a full file)
-                self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+    def _transaction(self) -> Any:
+        return transaction(self._db)  # the results store's: BEGIN IMMEDIATE, COMMIT, ROLLBACK on any error
 
     # ------------------------------------------------------------------------------------------ games
     def save(self, game: StoredGame, keep: Sequence[str] = ()) -> None:
