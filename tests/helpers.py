@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
+import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -192,3 +195,27 @@ def local_algorithm(runner: Any) -> Any:
         env_runner_group = Group()
 
     return Algorithm()
+
+
+@contextlib.contextmanager
+def running(app):
+    """``app`` served by uvicorn on a free loopback port, in a thread; yields the port."""
+    import uvicorn  # the web extra: only the web tests call this
+
+    from kahuna_web.server import listening_socket
+
+    sock = listening_socket("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    for _ in range(6000):
+        if server.started:
+            break
+        assert thread.is_alive(), "the server did not start"
+        time.sleep(0.01)
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
+        sock.close()

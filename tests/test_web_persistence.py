@@ -4,7 +4,6 @@ stop, undo, rematch, the rules panel.  Through Starlette's test client, and a re
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
 import sqlite3
@@ -18,7 +17,6 @@ pytest.importorskip("starlette", reason='needs the web extra: pip install -e ".[
 pytest.importorskip("httpx2", reason='needs the web extra: pip install -e ".[web]"')
 pytest.importorskip("uvicorn", reason='needs the web extra: pip install -e ".[web]"')
 
-import uvicorn
 from starlette.testclient import TestClient
 
 from arena.records import check_record
@@ -29,7 +27,6 @@ from kahuna_env.board import ISLANDS, NUM_ISLANDS, NUM_LINES
 from kahuna_web.app import create_app
 from kahuna_web.gamestore import STORE_FILE, GameStore, GameStoreError, StoredGame, open_data_folder
 from kahuna_web.rulebook import RULES_FILE, read_rules
-from kahuna_web.server import listening_socket
 from kahuna_web.server import main as serve_main
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
@@ -304,24 +301,6 @@ def test_a_rematch_keeps_the_opponent_and_rules_with_a_new_seed_and_can_swap_sea
 
 
 # ------------------------------------------------------------------------------------------------ stop
-@contextlib.contextmanager
-def running(app):
-    sock = listening_socket("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(6000):
-        if server.started:
-            break
-        time.sleep(0.01)
-    try:
-        yield sock.getsockname()[1]
-    finally:
-        server.should_exit = True
-        thread.join(timeout=60)
-        sock.close()
-
-
 def request(port, method, path, body=None):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
     try:

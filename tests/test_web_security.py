@@ -17,7 +17,6 @@ simulations, minutes of work, must not have run to its end.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import http.client
 import json
 import os
@@ -37,7 +36,7 @@ pytest.importorskip("starlette", reason='needs the web extra: pip install -e ".[
 pytest.importorskip("uvicorn", reason='needs the web extra: pip install -e ".[web]"')
 pytest.importorskip("httpx2", reason='needs the web extra: pip install -e ".[web]"')
 
-import uvicorn
+from helpers import running
 from starlette.testclient import TestClient
 
 import arena.entrants
@@ -49,7 +48,6 @@ from kahuna_env.engine import KahunaGame
 from kahuna_web.app import OPPONENT_CHOICES, AnswerWhileStopping, create_app
 from kahuna_web.compute import BotQueue
 from kahuna_web.results import read_results
-from kahuna_web.server import listening_socket
 from kahuna_web.server import main as serve_main
 from kahuna_web.sessions import CancelFlag, SessionStore, WebError
 
@@ -283,26 +281,6 @@ def test_a_flag_that_is_never_set_changes_no_decision(evaluator):
 
 
 # ------------------------------------------------------------------------------------------------ a real server
-@contextlib.contextmanager
-def running(app):
-    """``app`` served by uvicorn on a free loopback port, in a thread; yields the port."""
-    sock = listening_socket("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(6000):
-        if server.started:
-            break
-        assert thread.is_alive(), "the server did not start"
-        time.sleep(0.01)
-    try:
-        yield sock.getsockname()[1]
-    finally:
-        server.should_exit = True
-        thread.join(timeout=60)
-        sock.close()
-
-
 def request(port, method, path, body=None, timeout=120):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
