@@ -113,12 +113,30 @@ def test_eval_never_overwrites_an_earlier_evaluations_records(tmp_path, capsys):
     assert {path.name: path.read_bytes() for path in records.iterdir()} != first
 
 
+def _signal_lines(pid: int) -> str:
+    """The signal masks of process ``pid`` (``SigBlk``, ``SigIgn``, ``SigCgt`` from /proc), for a failure message."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return "(no /proc status)"
+    return " ".join(line for line in status.splitlines() if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
+
+
 def test_ctrl_c_during_eval_keeps_the_finished_games(tmp_path):
     # Issue 34, item 7: Ctrl-C threw the finished games away.  A real SIGINT once three games are done.
     report, records = tmp_path / "report.json", tmp_path / "records"
     command = [sys.executable, "-m", "arena.eval_cli", "mcts:30", "greedy", "--games", "200"]
     command += ["--json", str(report), "--record", str(records)]
-    process = subprocess.Popen(command, cwd=REPOSITORY, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # A user's Ctrl-C reaches a process whose SIGINT has its default action.  The test process may have
+    # inherited SIGINT ignored (a child started with it ignored keeps ignoring it, and Python then installs
+    # no KeyboardInterrupt handler), so the child starts with the default action, as from a terminal.
+    process = subprocess.Popen(
+        command,
+        cwd=REPOSITORY,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     seen = b""
     os.set_blocking(process.stderr.fileno(), False)
     deadline = time.monotonic() + 300  # generous: three games take a second or two
@@ -126,10 +144,11 @@ def test_ctrl_c_during_eval_keeps_the_finished_games(tmp_path):
         assert process.poll() is None, seen
         seen += process.stderr.read() or b""
         time.sleep(0.05)
+    dispositions = _signal_lines(process.pid)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=120)
     err = (seen + err).decode().replace("\r", "\n")
-    assert process.returncode == 130, err
+    assert process.returncode == 130, f"{dispositions}\n{err}"
     last = err.strip().splitlines()[-1]
     assert re.fullmatch(r"kahuna-eval: error: interrupted after \d+ of 200 games", last), last
     data = json.loads(report.read_text())

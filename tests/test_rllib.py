@@ -275,6 +275,32 @@ def test_rllibs_ppo_config_takes_each_ppo_key_under_rllibs_name():
 
 
 # ---------------------------------------------------------------------------------------------- extra missing
+def test_the_command_ends_with_its_status_and_its_output_flushed_without_the_interpreters_teardown():
+    # A finished job's driver once crashed in the teardown of Ray's native threads after its last line, and
+    # Ray reported the job FAILED: run as the command, after Ray was used, kahuna-rllib ends the process itself.
+    script = (
+        "import sys, atexit, ray\n"
+        "atexit.register(lambda: print('teardown ran', flush=True))\n"
+        f"sys.argv = ['kahuna-rllib', '--config', {str(CONFIG)!r}, '--print-config']\n"
+        "from training.rllib.cli import main\n"
+        "main()\n"
+        "print('main returned')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "env_runners:" in done.stdout  # the printed config reached the pipe before the process ended
+    assert "main returned" not in done.stdout and "teardown ran" not in done.stdout
+    failed = subprocess.run(
+        [sys.executable, "-c", script.replace("'--print-config'", "'--print-config', '--set', 'no_such_key=1'")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert failed.returncode == 2 and "no_such_key" in failed.stderr.strip().splitlines()[-1], failed.stderr
+    assert "teardown ran" not in failed.stdout
+
+
 def test_missing_ray_is_a_clear_error_naming_the_install_command():
     # A fresh interpreter in which `import ray` fails, as without the extra.
     script = (

@@ -22,9 +22,12 @@ every command-line tool.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from kahuna_env.cli import OneLineParser, add_force_argument, check_output_file, exit_with_error, same_file
 from training.cli import add_override_argument, exit_status
@@ -135,8 +138,28 @@ def _run(argv: list[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``kahuna-rllib``; returns the exit status (the one-line errors are already printed)."""
-    return exit_status(lambda: _main(list(sys.argv[1:] if argv is None else argv)))
+    """Entry point of ``kahuna-rllib``; returns the exit status (the one-line errors are already printed).
+
+    Run as the command (``argv`` None) after Ray was used, the process ends here with that status
+    (:func:`_exit_now`) instead of returning into the interpreter's teardown.
+    """
+    status = exit_status(lambda: _main(list(sys.argv[1:] if argv is None else argv)))
+    if argv is None and sys.modules.get("ray") is not None:
+        _exit_now(status)
+    return status
+
+
+def _exit_now(status: int) -> NoReturn:
+    """End the process with ``status`` once its output is flushed, skipping the interpreter's teardown.
+
+    Ray has been shut down (or disconnected) and every file the run writes is closed by then; what is left
+    is the teardown of native threads (Ray's core worker, gRPC, torch), which once crashed a finished
+    job's driver with a segmentation fault after its last line, so that Ray reported the job FAILED.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(status)
 
 
 def _main(argv: list[str]) -> int:
