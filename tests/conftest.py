@@ -42,9 +42,35 @@ SERIAL_MODULES = frozenset(
 """Modules whose tests start Ray or Chromium: all their tests are ``serial``."""
 
 
+SHARED_FIXTURE_MODULES = frozenset(
+    {
+        "test_distill.py",  # data: a search teacher's games
+        "test_schedule.py",  # slow_run: a smoke run on a simulated slow machine
+        "test_training_hardening.py",  # finished_run: a two-update run
+        "test_training_run.py",  # smoke_run: the smoke config trained through the CLI
+    }
+)
+"""Modules whose tests share an expensive module-scoped fixture: under ``-n N`` each module is one scope (one
+worker runs all its tests), so the fixture is built once, not once on every worker that gets one of its tests."""
+
+
+def _module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+
+
 def is_serial(nodeid: str) -> bool:
     """Whether the test ``nodeid`` (``tests/test_x.py::test_y[...]``) belongs to a :data:`SERIAL_MODULES` module."""
-    return nodeid.split("::", 1)[0].rsplit("/", 1)[-1] in SERIAL_MODULES
+    return _module(nodeid) in SERIAL_MODULES
+
+
+def scope_of(nodeid: str) -> str:
+    """The xdist scope of the test ``nodeid``: :data:`SERIAL_GROUP`, its module's path (a
+    :data:`SHARED_FIXTURE_MODULES` module) or the test itself."""
+    if is_serial(nodeid):
+        return SERIAL_GROUP
+    if _module(nodeid) in SHARED_FIXTURE_MODULES:
+        return nodeid.split("::", 1)[0]
+    return nodeid
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -74,9 +100,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist load`` (what ``-n N`` means): xdist's load balancing, but every ``serial`` test in one scope.
 
-    A scope is a unit of work given to one worker; every other test is a scope of its own, as with plain
-    ``load``.  Any other ``--dist`` is left to xdist.  The serial scope being the largest, xdist hands it out
-    first, so it does not end the run alone.
+    A scope is a unit of work given to one worker; a :data:`SHARED_FIXTURE_MODULES` module is one scope too, and
+    every other test is a scope of its own, as with plain ``load``.  Any other ``--dist`` is left to xdist.  The
+    serial scope being the largest, xdist hands it out first, so it does not end the run alone.
     """
     if config.getvalue("dist") != "load":
         return None
@@ -84,6 +110,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class SerialScopeScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return SERIAL_GROUP if is_serial(nodeid) else nodeid
+            return scope_of(nodeid)
 
     return SerialScopeScheduling(config, log)

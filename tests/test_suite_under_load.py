@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import SERIAL_MODULES, is_serial
+from conftest import SERIAL_GROUP, SERIAL_MODULES, SHARED_FIXTURE_MODULES, is_serial, scope_of
 
 TESTS = Path(__file__).resolve().parent
 
@@ -33,6 +33,16 @@ def test_serial_is_decided_by_the_module_of_the_test_id():
     assert is_serial("test_rllib.py::test_env_only_the_player_to_move_observes_and_acts")
     assert not is_serial("tests/test_vector.py::test_only_active_games_act")
     assert not is_serial("tests/test_rllib_x.py::test_a")
+
+
+def test_a_shared_fixture_module_is_one_scope_and_other_tests_are_their_own():
+    assert sorted(name for name in SHARED_FIXTURE_MODULES if not (TESTS / name).is_file()) == []
+    assert not SHARED_FIXTURE_MODULES & SERIAL_MODULES
+    shared = "tests/test_training_run.py::test_checkpoint_loads_with_weights_only"
+    assert scope_of(shared) == "tests/test_training_run.py"
+    assert scope_of("tests/test_rllib_faults.py::test_resume_errors_are_one_line") == SERIAL_GROUP
+    plain = "tests/test_vector.py::test_only_active_games_act"
+    assert scope_of(plain) == plain
 
 
 def test_pytest_n_2_runs_every_serial_test_on_one_worker(tmp_path):
