@@ -192,30 +192,48 @@ SLOW = [
 ]
 
 
+def _a_minute_per_update(session: _Session) -> float:
+    """The run's clock on the slow machine: every update takes a simulated minute."""
+    return session.earlier_seconds + 60.0 * session.updates
+
+
 @pytest.fixture
 def slow_machine(monkeypatch):
     """A machine where every update takes a simulated minute (the run's clock counts updates)."""
-    monkeypatch.setattr(_Session, "train_seconds", lambda session: session.earlier_seconds + 60.0 * session.updates)
+    monkeypatch.setattr(_Session, "train_seconds", _a_minute_per_update)
 
 
-def test_a_smoke_run_on_a_slow_machine_finishes_its_planned_schedule(tmp_path, slow_machine):
+@pytest.fixture(scope="module")
+def slow_run(tmp_path_factory):
+    """The smoke config with :data:`SLOW`, trained on the slow machine: its directory, summary and log lines.
+
+    Shared by the tests that read it; a test that resumes it works on a copy.
+    """
+    run_dir = tmp_path_factory.mktemp("slow") / "run"
+    lines: list[str] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_Session, "train_seconds", _a_minute_per_update)
+        summary = train(load_config(SMOKE, SLOW), run_dir, log=lines.append)
+    return run_dir, summary, lines
+
+
+def test_a_smoke_run_on_a_slow_machine_finishes_its_planned_schedule(slow_run):
     config = load_config(SMOKE, SLOW)
-    lines = []
-    summary = train(config, tmp_path / "run", log=lines.append)
-    plan = json.loads((tmp_path / "run" / SCHEDULE_FILE).read_text())
+    run_dir, summary, lines = slow_run
+    plan = json.loads((run_dir / SCHEDULE_FILE).read_text())
     # Planned after update 3 at 180 s: (600 * 0.97 - 180) // 60 = 6 more updates fit.
     assert plan["updates"] == 9 and plan["made_after"] == 3 and plan["seconds_per_update"] == 60.0
     assert summary.updates == 9 and any("9 of 20 updates fit" in line for line in lines)
-    records = read_metrics(tmp_path / "run" / "metrics.jsonl")
+    records = read_metrics(run_dir / "metrics.jsonl")
     rates = [record["charts/learning_rate"] for record in records]
     assert rates[-1] == pytest.approx(learning_rate(config, 9, 9))
     # eval.every 10 of 20 becomes every 4 of 9 once planned (round(4.5) = 4); the final one after update 9.
     evaluated = [record["update"] for record in records if "eval/win_rate_vs_greedy" in record]
     assert evaluated == [4, 8, 9]
-    assert (tmp_path / "run" / FINAL_EVAL).exists()
-    pool = load_checkpoint(tmp_path / "run" / "checkpoints" / "latest.pt")["pool"]
+    assert (run_dir / FINAL_EVAL).exists()
+    pool = load_checkpoint(run_dir / "checkpoints" / "latest.pt")["pool"]
     assert [entry["update"] for entry in pool][-1] == 8  # snapshot_every 4 of 20 is 2 of 9 (max_snapshots 2)
-    assert load_checkpoint(tmp_path / "run" / "checkpoints" / "latest.pt")["schedule"] == plan
+    assert load_checkpoint(run_dir / "checkpoints" / "latest.pt")["schedule"] == plan
 
 
 def test_the_same_slow_run_by_updates_is_stopped_by_the_budget(tmp_path, slow_machine):
@@ -226,18 +244,17 @@ def test_the_same_slow_run_by_updates_is_stopped_by_the_budget(tmp_path, slow_ma
     assert rates[-1] == pytest.approx(learning_rate(config, 10))  # half-way down the 20-update anneal
 
 
-def test_a_resumed_time_shaped_run_continues_its_plan_exactly(tmp_path, slow_machine):
-    config = load_config(SMOKE, SLOW)
-    train(config, tmp_path / "run", log=lambda line: None)
+def test_a_resumed_time_shaped_run_continues_its_plan_exactly(tmp_path, slow_run, slow_machine):
+    run_dir = slow_run[0]
     resumed = tmp_path / "resumed"
-    shutil.copytree(tmp_path / "run", resumed)
+    shutil.copytree(run_dir, resumed)
     checkpoints = resumed / "checkpoints"
     shutil.copy(checkpoints / "update_000006.pt", checkpoints / "latest.pt")
     for update in range(7, 10):
         (checkpoints / f"update_{update:06d}.pt").unlink()
     summary = train(load_config(SMOKE, SLOW), resumed, resume=True, log=lambda line: None)
     assert summary.updates == 9
-    original = load_checkpoint(tmp_path / "run" / "checkpoints" / "latest.pt")
+    original = load_checkpoint(run_dir / "checkpoints" / "latest.pt")
     again = load_checkpoint(checkpoints / "latest.pt")
     assert again["schedule"] == original["schedule"] and again["counters"]["update"] == 9
     assert all((again["model_state"][k] == v).all() for k, v in original["model_state"].items())
