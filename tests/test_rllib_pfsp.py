@@ -334,6 +334,26 @@ RUN = [
 ]
 
 
+@pytest.fixture(scope="module")
+def local_ray():
+    """One local Ray instance for this module's runs, started as :data:`RUN`'s own run would start it.
+
+    A run reuses an initialised Ray and leaves it up (``training.rllib.connect.connect_ray``), so the
+    runs and the resume below start their actors in it instead of starting and stopping a Ray each.
+    That a run starts and shuts down its own Ray is tests/test_rllib.py's.
+    """
+    import ray
+
+    from training.rllib.connect import _start_local
+
+    assert not ray.is_initialized()
+    _start_local(load_rllib_config(CONFIG, RUN))
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
 def runner_slot_odds(algorithm) -> list:
     """The slot odds of every env of every remote EnvRunner (``[runner][env][slot]``)."""
     return algorithm.env_runner_group.foreach_env_runner(
@@ -346,7 +366,7 @@ LEAGUE_KEYS = ("league/min_snapshot_win_rate", "league/mean_snapshot_win_rate", 
 
 
 @needs_ray
-def test_a_pfsp_run_records_pushes_logs_and_resumes_its_statistics(tmp_path, monkeypatch):
+def test_a_pfsp_run_records_pushes_logs_and_resumes_its_statistics(tmp_path, monkeypatch, local_ray):
     import training.rllib.loop as train_module
     from training.league.pool import league_scalars
 
@@ -425,7 +445,9 @@ def test_a_pfsp_run_records_pushes_logs_and_resumes_its_statistics(tmp_path, mon
 
 
 @needs_ray
-def test_a_run_with_snapshots_per_update_plays_each_iteration_against_the_slots_it_chose(tmp_path, monkeypatch):
+def test_a_run_with_snapshots_per_update_plays_each_iteration_against_the_slots_it_chose(
+    tmp_path, monkeypatch, local_ray
+):
     import training.rllib.loop as train_module
 
     games_per_slot: dict[int, np.ndarray] = {}
