@@ -353,7 +353,7 @@ class KahunaBatch:
         self.configs: list[KahunaConfig] = configs
         self.seeds: list[int] = seeds  # type: ignore[assignment]
         """The slot seeds: slot ``i`` draws the seed of each game it deals from ``default_rng(seeds[i])``."""
-        self._seeders: list[np.random.Generator] = [np.random.default_rng(s) for s in seeds]
+        self._seeders: list[np.random.Generator | None] = [None] * n  # default_rng(seeds[i]), built on first use
         self.game_seeds: list[int | None] = [None] * n
         """The seed of the game each slot holds: it is ``KahunaGame(config, seed=game_seeds[i])``
         under the same actions (None: a position loaded without a seed)."""
@@ -399,6 +399,24 @@ class KahunaBatch:
         batch.game_seeds = list(batch.seeds) if seeds is not None else [None] * len(dicts)
         batch._load(np.arange(len(dicts)), dicts)
         return batch
+
+    def take(self, indices: Sequence[int] | np.ndarray, seeds: Sequence[int]) -> KahunaBatch:
+        """A new batch of copies of the games ``indices``, in that order (a game may be copied more than once).
+
+        Copy ``k`` is game ``indices[k]`` as it stands (its rule options and every state array; the
+        original is not touched), e.g. to try several actions from one position.  A position does not
+        carry a generator's state, so copy ``k`` reshuffles from ``seeds[k]``, as
+        ``KahunaGame.from_dict(position, seed=seeds[k])`` would; ``seeds`` are also the copies' slot seeds.
+        """
+        indices = self._indices(indices)
+        if not 1 <= len(indices) <= MAX_GAMES:
+            raise ValueError(f"take needs 1..{MAX_GAMES} (MAX_GAMES) indices, got {len(indices)}")
+        copies = type(self).__new__(type(self))
+        copies._allocate(len(indices), [self.configs[i] for i in indices.tolist()], seeds, False)
+        copies.game_seeds = list(copies.seeds)
+        for name, _, _, _ in _STATE_ARRAYS:
+            getattr(copies, name)[:] = getattr(self, name)[indices]
+        return copies
 
     def set_positions(
         self,
@@ -481,7 +499,13 @@ class KahunaBatch:
 
     def _new_game_seeds(self, indices: np.ndarray) -> list[int]:
         """Chance between games: the seed of the next game of each slot, from the slot's seeder."""
-        return [int(self._seeders[i].integers(2**63)) for i in indices.tolist()]
+        drawn = []
+        for i in indices.tolist():
+            seeder = self._seeders[i]
+            if seeder is None:
+                seeder = self._seeders[i] = np.random.default_rng(self.seeds[i])
+            drawn.append(int(seeder.integers(2**63)))
+        return drawn
 
     def _deal(self, indices: np.ndarray, game_seeds: Sequence[int] | None = None) -> None:
         """Shuffle and deal new games into the slots ``indices`` (as ``KahunaGame(config, seed)``)."""

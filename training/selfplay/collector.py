@@ -21,6 +21,7 @@ from policy.model import ActorCritic, ModelConfig
 from training.league.pool import GameAssignment, OpponentPool
 from training.selfplay.batched_rollout import play_games_batched
 from training.selfplay.rollout import GameBatch, Rollout, finish_rollout
+from training.selfplay.search_targets import GumbelSettings
 
 BACKENDS = ("vector",)
 """Collection backends: ``vector`` (the batched engine, :func:`training.selfplay.batched_rollout.play_games_batched`).
@@ -82,7 +83,13 @@ def _play_batch(
         if snapshot_id not in pool_ids:
             del snapshots[snapshot_id]
     return state["play"](
-        batch, model, [snapshots[i] for i in pool_ids], state["config"], settings["win_reward"], settings["potentials"]
+        batch,
+        model,
+        [snapshots[i] for i in pool_ids],
+        state["config"],
+        settings["win_reward"],
+        settings["potentials"],
+        search=settings["search"],
     )
 
 
@@ -109,6 +116,7 @@ class SelfPlayCollector:
         model_config: ModelConfig | None = None,
         backend: str = "vector",
         mcts_simulations: int = 50,
+        search: GumbelSettings | None = None,
     ) -> None:
         self.play = play_function(backend)
         self.backend = backend
@@ -120,10 +128,17 @@ class SelfPlayCollector:
         self.win_reward = win_reward
         self.island_shaping = island_shaping
         self.workers = workers
+        self.search = search
+        """Search-improved targets for a share of the learner's decisions (None: none)."""
         self._workers: Workers | None = None
         self._sent_snapshots: list[set[int]] = []  # per worker: the snapshots it holds
         if workers:
-            settings = {"win_reward": win_reward, "potentials": island_shaping != 0.0, "backend": backend}
+            settings = {
+                "win_reward": win_reward,
+                "potentials": island_shaping != 0.0,
+                "backend": backend,
+                "search": search,
+            }
             model_fields = dataclasses.asdict(model_config or ModelConfig())
             self._workers = Workers(workers, _setup_worker, (self.game_config.to_dict(), model_fields, settings))
             self._sent_snapshots = [set() for _ in range(workers)]
@@ -183,7 +198,13 @@ class SelfPlayCollector:
         try:
             parts = [
                 self.play(
-                    batches[0], model, pool.snapshots, self.game_config, self.win_reward, self.island_shaping != 0.0
+                    batches[0],
+                    model,
+                    pool.snapshots,
+                    self.game_config,
+                    self.win_reward,
+                    self.island_shaping != 0.0,
+                    search=self.search,
                 )
             ]
         finally:
