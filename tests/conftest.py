@@ -47,6 +47,7 @@ SHARED_FIXTURE_MODULES = frozenset(
         "test_distill.py",  # data: a search teacher's games
         "test_schedule.py",  # slow_run: a smoke run on a simulated slow machine
         "test_training_hardening.py",  # finished_run: a two-update run
+        "test_training_rollout.py",  # self_play_rollout: self-play games
         "test_training_run.py",  # smoke_run: the smoke config trained through the CLI
     }
 )
