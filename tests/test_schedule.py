@@ -112,6 +112,35 @@ def test_a_run_that_slows_down_shortens_its_plan_and_still_completes():
     assert last == schedule.plan.updates < 800
 
 
+def test_a_run_that_speeds_up_lengthens_its_plan_and_uses_its_budget():
+    # Issue 40: a plan that only ever shortened left minutes of the budget unused.
+    config = default_config()
+
+    def seconds(update):
+        return 4.0 if update <= 100 else 2.5
+
+    first_plan = simulate(config, lambda update: 4.0)[2].plan.updates
+    last, end, schedule, rates, _, _ = simulate(config, seconds)
+    assert end == "schedule" and last == schedule.plan.updates and schedule.plan.revisions >= 1
+    assert last > first_plan + 100
+    used = 5.0 + sum(seconds(update) for update in range(1, last + 1))
+    assert 0.93 * config.max_minutes * 60 <= used <= config.max_minutes * 60
+    assert rates[-1] == pytest.approx(learning_rate(config, last, last), rel=0.05)
+
+
+def test_a_speed_that_wobbles_around_the_plans_ends_the_schedule_within_the_budget():
+    config = default_config()
+
+    def seconds(update):
+        return 4.7 * (1.0 + 0.04 * ((update // 37) % 2 * 2 - 1))  # 4% faster and slower by turns
+
+    last, end, schedule, _, _, _ = simulate(config, seconds)
+    assert end == "schedule" and last == schedule.plan.updates
+    assert schedule.plan.revisions <= 3
+    used = 5.0 + sum(seconds(update) for update in range(1, last + 1))
+    assert 0.9 * config.max_minutes * 60 <= used <= config.max_minutes * 60
+
+
 def test_the_plan_waits_for_the_measured_updates_and_skips_the_warm_up():
     config = default_config("schedule.measure_updates=4")
     schedule = Schedule(config)

@@ -50,7 +50,8 @@ class Plan:
         elapsed_seconds: the run's wall time when the plan was made.
         total_updates: the config's ``total_updates`` the plan was made for.
         max_minutes: the config's ``max_minutes`` the plan was made for.
-        revisions: how many times the run shortened the plan because it fell behind.
+        revisions: how many times the run revised the plan: shortened when it fell behind, lengthened when
+            it was clearly ahead (:func:`lengthen_spare`).
     """
 
     updates: int
@@ -109,6 +110,16 @@ def cadence(every: int, horizon: int, total_updates: int) -> int:
     if horizon == total_updates:
         return every
     return max(1, round(every * horizon / total_updates))
+
+
+def lengthen_spare(config: TrainConfig) -> float:
+    """The share of the budget a time-shaped run must be projected to leave unused before it lengthens its plan.
+
+    Twice the plan's headroom (at least 2%): a plan is fitted to end ``headroom`` before the budget, so
+    the run is lengthened only when it is clearly ahead, and a speed that wobbles around the plan's does
+    not lengthen and shorten it in turn.
+    """
+    return max(2 * config.schedule.headroom, 0.02)
 
 
 class Schedule:
@@ -182,12 +193,22 @@ class Schedule:
             )
         remaining = self.plan.updates - update
         projected = elapsed_seconds + remaining * self._with_evaluations(seconds_per_update, self.plan.updates)
-        if remaining <= 0 or projected <= self.config.max_minutes * 60:
+        budget = self.config.max_minutes * 60
+        if remaining <= 0:
+            return None
+        if projected > budget:
+            way = "behind the plan", "shortened"
+        elif projected < budget * (1 - lengthen_spare(self.config)) and self.plan.updates < self.config.total_updates:
+            way = "ahead of the plan", "lengthened"
+        else:
             return None
         old = self.plan.updates
-        self.plan = self._fitted(update, elapsed_seconds, seconds_per_update, revisions=self.plan.revisions + 1)
+        fitted = self._fitted(update, elapsed_seconds, seconds_per_update, revisions=self.plan.revisions + 1)
+        if way[1] == "lengthened" and fitted.updates <= old:
+            return None
+        self.plan = fitted
         return (
-            f"schedule: behind the plan ({seconds_per_update:.2f} s per update), so the run is shortened from "
+            f"schedule: {way[0]} ({seconds_per_update:.2f} s per update), so the run is {way[1]} from "
             f"{old} to {self.plan.updates} updates"
         )
 
