@@ -125,8 +125,8 @@ def test_a_run_whose_weights_become_nan_stops_and_keeps_the_last_good_checkpoint
 
     real_update = training.ppo.trainer.ppo_update
 
-    def diverging_update(model, optimizer, rollout, ppo, generator):
-        stats = real_update(model, optimizer, rollout, ppo, generator)
+    def diverging_update(model, optimizer, rollout, ppo, generator, **options):
+        stats = real_update(model, optimizer, rollout, ppo, generator, **options)
         if optimizer.param_groups[0]["lr"] < ppo.lr:  # update 2 (the learning rate anneals)
             with torch.no_grad():
                 next(model.parameters()).fill_(float("nan"))
