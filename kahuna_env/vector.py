@@ -74,6 +74,7 @@ API in brief::
     result = batch.step(actions) # StepResult(terminated, winner, scores, final_points, reset, player)
     batch.to_dicts(indices) / batch.set_positions(indices, positions) / batch.reset(indices)
     batch.game(i, seed=None)     # KahunaGame of the position
+    batch.take(indices, seeds)   # a new batch of copies of those games (a game may repeat)
     batch.current, .over, .winner, .scores, .final_points, .round, .controllers(), .game_seeds, ...
 """
 
