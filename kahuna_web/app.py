@@ -242,6 +242,8 @@ async def _compute(
         try:
             return work()
         finally:
+            if cancel is None:  # a move: a stop asked while it waited or ran is not left for the next one
+                session.computation_ended()
             session.lock.release()
 
     if not (session.searches if in_queue is None else in_queue):
@@ -249,6 +251,8 @@ async def _compute(
     try:
         future = bots.submit(job)
     except WebError:
+        if cancel is None:
+            session.computation_ended()
         session.lock.release()
         raise
     return await _wait(request, future, flag if leave is None else leave)

@@ -288,8 +288,12 @@ class PlaySession:
     Attributes:
         cancel: set to stop the agent's thinking (within a simulation); the game is then abandoned.
         stopping: the person asked the agent to move now (``POST .../stop``): its search ends
-            and it plays its best move so far, for the rest of its turn.
+            and it plays its best move so far, for the rest of its turn.  Also when asked while the
+            move still waits in the bot queue: it is cleared when that computation ends, not when
+            it starts.
         thinking: the agent is choosing a move.
+        move_pending: a move of the game is being computed or waits in the bot queue (set by
+            :meth:`freeze`, cleared by :meth:`computation_ended`).
         client: the address of the client that started the game.
         last_used: the store's clock when the game was last asked for.
         lock: held while a move of the game is being computed.
@@ -318,6 +322,7 @@ class PlaySession:
         self.cancel = CancelFlag()
         self.stopping = False
         self.thinking = False
+        self.move_pending = False
         self.thinking_since = 0.0
         self.evicted = False
         self.searches = isinstance(opponent, MCTSAgent)
@@ -405,7 +410,6 @@ class PlaySession:
         game is saved afterwards.
         """
         pending: list[int | None] = [action]
-        self.stopping = False
 
         def person(game: KahunaGame) -> int | None:
             self.thinking = False
@@ -438,8 +442,7 @@ class PlaySession:
         except SearchCancelled:
             pass  # the flag is set: abandoned below
         finally:
-            self.thinking = False
-            self.stopping = False
+            self.computation_ended()
         if self.cancel.is_set():
             self.abandon()
         self.save()
@@ -498,10 +501,19 @@ class PlaySession:
         self.save()
 
     def stop(self) -> None:
-        """Ask the thinking agent to move now (its best move so far); 409 when it is not thinking."""
-        if not self.thinking:
+        """Ask the thinking agent to move now (its best move so far); 409 when no move is being computed.
+
+        A move still waiting in the bot queue counts: its agent then plays at once when its turn comes.
+        """
+        if not (self.thinking or self.move_pending):
             raise WebError("the agent is not thinking: there is nothing to stop", 409)
         self.stopping = True
+
+    def computation_ended(self) -> None:
+        """A computation of the game ended (or never started): nothing thinks, and no stop is left over."""
+        self.thinking = False
+        self.move_pending = False
+        self.stopping = False
 
     def abandon(self) -> None:
         """Stop the game where it stands (its record is then ``finished: false``)."""
@@ -591,6 +603,7 @@ class PlaySession:
         if thinking:
             frozen["state"]["legal"] = []
             frozen["state"]["thinking"] = True
+            self.move_pending = True
         self._frozen = frozen
 
     def record(self) -> dict[str, Any]:

@@ -368,6 +368,31 @@ def test_stop_makes_a_searching_agent_move_at_once_and_the_game_goes_on():
         assert_one_line_4xx(client.post(f"/api/games/{session.id}/stop"), 409)
 
 
+def test_a_stop_asked_while_the_move_waits_in_the_bot_queue_makes_the_agent_move_at_once():
+    # The page shows "thinking" (and its Stop button) as soon as a move is queued.  A stop asked before the
+    # queued computation began was refused (409, as if nothing were thinking) or, when the asking page left
+    # meanwhile, cleared as the computation began: either way the search then ran its whole budget.
+    app = create_app(max_simulations=HUGE)
+    store = app.state.store
+    with local_client(app) as client:
+        session = store.open_game({"opponent": f"mcts:{HUGE}", "seat": 1, "seed": 2}, client="testclient")
+        counter = CountingFlag(session.opponent.cancel, session)
+        session.opponent.cancel = counter
+        session.freeze()  # what a move request does before it waits in the bot queue (the game's lock is held)
+        assert client.get(f"/api/games/{session.id}").json()["state"]["thinking"] is True
+        assert client.post(f"/api/games/{session.id}/stop").json() == {"stopped": True}
+        try:
+            steps = session.advance()  # the queued computation's turn: the agent plays its turn at once
+        finally:
+            session.lock.release()
+        assert steps and all(step["player"] == 0 for step in steps)
+        assert counter.before == 0  # no simulation ran
+        assert not (session.stopping or session.thinking or session.move_pending)  # nothing left for the next move
+        state = client.get(f"/api/games/{session.id}").json()["state"]
+        assert state["to_act"] == 1 and state["thinking"] is False and not state["abandoned"] and state["legal"]
+        assert_one_line_4xx(client.post(f"/api/games/{session.id}/stop"), 409)  # nothing is pending now
+
+
 def test_the_best_move_so_far_is_the_searchs_then_the_priors():
     from kahuna_env.agents.mcts import MCTSAgent, action_priors
     from kahuna_env.engine import KahunaGame
