@@ -65,6 +65,18 @@ def _module(nodeid: str) -> str:
     return nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
 
 
+@pytest.fixture
+def one_torch_thread():
+    """One torch thread for the test, as each collection process and kahuna-eval worker runs (torch is imported
+    here, not at the top: importing the conftest must not load it); the test's thread count is put back after."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def is_serial(nodeid: str) -> bool:
     """Whether the test ``nodeid`` (``tests/test_x.py::test_y[...]``) belongs to a :data:`SERIAL_MODULES` module."""
     return _module(nodeid) in SERIAL_MODULES

@@ -22,13 +22,7 @@ SMOKE = "configs/smoke.yaml"
 SETTINGS = GumbelSettings(fraction=0.5, candidates=4, island_shaping=1.0)
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """One torch thread, as each collection process runs (two spin against each other on a busy machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py: no OpenMP spinning on a busy machine
 
 
 def small_model(seed: int = 0) -> ActorCritic:

@@ -29,13 +29,7 @@ from training.tools import ship as ship_module
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Single-move inference on one thread (as kahuna-eval's workers play): no OpenMP spinning on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py: no OpenMP spinning on a busy machine
 
 
 # ------------------------------------------------------------------------------------------------ load by name
