@@ -197,18 +197,19 @@ class Schedule:
         if remaining <= 0:
             return None
         if projected > budget:
-            way = "behind the plan", "shortened"
+            lengthen = False
         elif projected < budget * (1 - lengthen_spare(self.config)) and self.plan.updates < self.config.total_updates:
-            way = "ahead of the plan", "lengthened"
+            lengthen = True
         else:
             return None
         old = self.plan.updates
         fitted = self._fitted(update, elapsed_seconds, seconds_per_update, revisions=self.plan.revisions + 1)
-        if way[1] == "lengthened" and fitted.updates <= old:
+        if lengthen and fitted.updates <= old:
             return None
         self.plan = fitted
+        where, change = ("ahead of the plan", "lengthened") if lengthen else ("behind the plan", "shortened")
         return (
-            f"schedule: {way[0]} ({seconds_per_update:.2f} s per update), so the run is {way[1]} from "
+            f"schedule: {where} ({seconds_per_update:.2f} s per update), so the run is {change} from "
             f"{old} to {self.plan.updates} updates"
         )
 

@@ -202,10 +202,9 @@ def ppo_update(
     steps = 0
     epochs = 0
     bf16 = use_bf16(ppo.bf16)
-    searched = search_targets = None
+    search = None  # (which decisions were searched, their improved policies)
     if search_coef > 0 and rollout.searched is not None and rollout.search_targets is not None:
-        searched = torch.from_numpy(rollout.searched)
-        search_targets = torch.from_numpy(rollout.search_targets)
+        search = torch.from_numpy(rollout.searched), torch.from_numpy(rollout.search_targets)
     model.train()
     for _ in range(ppo.update_epochs):
         epochs += 1
@@ -225,7 +224,8 @@ def ppo_update(
                 ),
                 ppo,
             )
-            if searched is not None and search_targets is not None:
+            if search is not None:
+                searched, search_targets = search
                 rows = searched.index_select(0, index).nonzero().squeeze(1)
                 if len(rows):
                     log_policy = torch.log_softmax(logits.float().index_select(0, rows), dim=-1)

@@ -173,7 +173,7 @@ class NetworkPolicy:
         new["values"][:] = values
         if self.search is not None:
             assert logits is not None
-            chosen, targets = self.search.improve(batch, rows, new["observations"], new["masks"], logits, values)
+            chosen, targets = self.search.improve(batch, rows, observations, masks, logits, values)
             new["searched"][chosen] = True
             new["search_targets"][chosen] = targets
         return actions

@@ -114,10 +114,10 @@ class GumbelTargets:
         legal = masks[chosen]
         policy_logits = logits[chosen].astype(np.float64)
         gumbel = self.rng.gumbel(size=policy_logits.shape)
-        width = min(settings.candidates, masks.shape[1])
-        ranked = np.argsort(-np.where(legal, policy_logits + gumbel, -np.inf), axis=1, kind="stable")[:, :width]
+        ranked = np.argsort(-np.where(legal, policy_logits + gumbel, -np.inf), axis=1, kind="stable")
+        ranked = ranked[:, : settings.candidates]
         valid = np.take_along_axis(legal, ranked, axis=1)  # a decision with fewer legal actions has fewer candidates
-        parents = np.repeat(rows[chosen], width)[valid.ravel()]
+        parents = np.repeat(rows[chosen], ranked.shape[1])[valid.ravel()]
         actions = ranked.ravel()[valid.ravel()]
         scores = np.full(ranked.shape, np.nan)
         scores[valid] = self._score(batch, parents, actions)
@@ -166,8 +166,8 @@ class GumbelTargets:
         weighted = (visited_prior * np.nan_to_num(scores)).sum(axis=1) / np.maximum(visited_prior.sum(axis=1), 1e-12)
         mixed = (root + visits * weighted) / (1.0 + visits)
         completed = np.repeat(mixed[:, None], legal.shape[1], axis=1)
-        row_index = np.repeat(np.arange(len(ranked)), ranked.shape[1]).reshape(ranked.shape)
-        completed[row_index[valid], ranked[valid]] = scores[valid]
+        row, column = np.nonzero(valid)
+        completed[row, ranked[row, column]] = scores[row, column]
         low = np.where(legal, completed, np.inf).min(axis=1, keepdims=True)
         high = np.where(legal, completed, -np.inf).max(axis=1, keepdims=True)
         rescaled = (completed - low) / np.maximum(high - low, 1e-8)
