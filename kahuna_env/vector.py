@@ -221,6 +221,11 @@ def sample_set_bits(words: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.where(total > 0, position, 0)
 
 
+def _unpack_actions(words: np.ndarray) -> np.ndarray:
+    """``(M, 3)`` uint64 legal words -> ``(M, 179)`` bool masks."""
+    return np.unpackbits(words.view(np.uint8), axis=1, count=A.NUM_ACTIONS, bitorder="little").view(bool)
+
+
 class _Rows:
     """Some games of a batch: reading an attribute gives that per-game array of the chosen games only."""
 
@@ -371,7 +376,8 @@ class KahunaBatch:
         self._rows = np.arange(n)
         self._mask = np.zeros((n, A.NUM_ACTIONS), dtype=bool)
         self._words = np.zeros((n, 3), dtype=np.uint64)
-        self._mask_valid = self._words_valid = False
+        self._stale = np.ones(n, dtype=bool)  # rows whose legal words must be recomputed
+        self._mask_valid = False
         self._raw = np.zeros((n, OBSERVATION_SIZE), dtype=np.uint8)
 
     @classmethod
@@ -456,7 +462,7 @@ class KahunaBatch:
 
     def _load(self, indices: np.ndarray, dicts: list[dict[str, Any]]) -> None:
         """Write complete position dicts (as ``KahunaGame.to_dict`` gives them) into the given slots."""
-        self._mask_valid = self._words_valid = False
+        self._invalidate(indices)
         for i, d in zip(indices.tolist(), dicts, strict=True):
             owners = [-1 if o is None else o for o in d["bridges"]]
             self.owner[i] = owners
@@ -510,7 +516,7 @@ class KahunaBatch:
 
     def _deal(self, indices: np.ndarray, game_seeds: Sequence[int] | None = None) -> None:
         """Shuffle and deal new games into the slots ``indices`` (as ``KahunaGame(config, seed)``)."""
-        self._mask_valid = self._words_valid = False
+        self._invalidate(indices)
         k = len(indices)
         if k == 0:
             return
@@ -594,24 +600,48 @@ class KahunaBatch:
         ctrl = self.count >= _MAJ
         return np.where(ctrl[:, 0], 0, np.where(ctrl[:, 1], 1, -1)).astype(np.int8)
 
-    def legal_masks(self) -> np.ndarray:
+    def legal_masks(self, rows: np.ndarray | None = None) -> np.ndarray:
         """``(N, 179)`` bool, True where the action is legal (all False for a finished game).
 
-        The array is the batch's cache (read-only), recomputed after the next :meth:`step`.
+        The array is the batch's cache (read-only), replaced (never changed in place) after the
+        next :meth:`step`.  ``rows`` (game indices): only those games, ``(len(rows), 179)``, a new
+        array, at a cost in proportion to their number.
         """
+        if rows is not None:
+            if self._mask_valid:
+                return self._mask[rows]
+            return _unpack_actions(self._legal_words(rows)[rows])
         if not self._mask_valid:
-            words = self._legal_words()
-            bits = np.unpackbits(words.view(np.uint8), axis=1, count=A.NUM_ACTIONS, bitorder="little")
-            self._mask = bits.view(bool)
+            self._mask = _unpack_actions(self._legal_words())
             self._mask.flags.writeable = False
             self._mask_valid = True
         return self._mask
 
-    def _legal_words(self) -> np.ndarray:
-        """The legal actions as ``(N, 3)`` uint64 bit words (bit ``a % 64`` of word ``a // 64``), cached."""
-        if not self._words_valid:
-            self._compute_words()
-            self._words_valid = True
+    def _invalidate(self, rows: np.ndarray) -> None:
+        """The games ``rows`` changed: their legal actions are recomputed when next asked."""
+        self._stale[rows] = True
+        self._mask_valid = False
+
+    def _legal_words(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """The legal actions as ``(N, 3)`` uint64 bit words (bit ``a % 64`` of word ``a // 64``), cached.
+
+        ``rows`` (game indices): only those games' words are brought up to date (the others
+        may be stale); each game's are recomputed only after it changed.
+        """
+        stale = self._stale
+        if rows is None:
+            if stale.all():
+                self._compute_words()
+                stale[:] = False
+            elif stale.any():
+                changed = np.flatnonzero(stale)
+                self._compute_words(changed)
+                stale[changed] = False
+        else:
+            changed = rows[stale[rows]]
+            if len(changed):
+                self._compute_words(changed)
+                stale[changed] = False
         return self._words
 
     def random_actions(self, rng: np.random.Generator, rows: np.ndarray | None = None) -> np.ndarray:
@@ -624,33 +654,37 @@ class KahunaBatch:
         if rows is None:
             return sample_set_bits(self._legal_words(), rng)
         actions = np.zeros(self.n, dtype=np.intp)
-        actions[rows] = sample_set_bits(self._legal_words()[rows], rng)
+        actions[rows] = sample_set_bits(self._legal_words(rows)[rows], rng)
         return actions
 
-    def _compute_words(self) -> None:
+    def _compute_words(self, subset: np.ndarray | None = None) -> None:
         """Legal actions as bit sets per game (27-bit line sets, 12-bit island sets), unpacked once.
 
         Every rule is a handful of operations on ``(N,)`` integer arrays; the
         179 action bits are laid into three 64-bit words per game and unpacked
-        into the bool mask in one call.
+        into the bool mask in one call.  ``subset`` (game indices): only those games' words.
         """
-        rows = self._rows
-        p = self.current.astype(np.intp)
+        if subset is None:
+            rows = self._rows
+            games: Any = self
+        else:  # the same computation on the arrays of the chosen games only
+            rows = subset
+            games = _Rows(self, rows)
+        p = games.current.astype(np.intp)
         mine_at = 2 * rows + p
         theirs_at = mine_at ^ 1
         hand = _seat(self.hand, mine_at)
         has1 = _island_set(hand > 0)
         has2 = _island_set(hand > 1)
-        lines = self.lines
-        mine = _seat(lines, mine_at)
-        theirs = _seat(lines, theirs_at)
+        mine = _seat(self.lines, mine_at)
+        theirs = _seat(self.lines, theirs_at)
         free = ~(mine | theirs) & _ALL_LINES
-        plays = self.discarded == 0
+        plays = games.discarded == 0
         can_place = plays & (_seat(self.bridges, mine_at) < BRIDGES_PER_PLAYER)
         placeable = np.where(can_place, free, np.uint64(0))
         if self._any_planning:
             ctrl_o = _island_set(_seat(self.count, theirs_at) >= _MAJ)
-            placeable &= ~np.where(self.planning, _LINES_TOUCHING[ctrl_o], np.uint64(0))
+            placeable &= ~np.where(games.planning, _LINES_TOUCHING[ctrl_o], np.uint64(0))
         a1 = _LINES_A_IN[has1]
         b1 = _LINES_B_IN[has1]
         place_a = placeable & a1
@@ -659,18 +693,18 @@ class KahunaBatch:
         remove_ab = theirs & a1 & b1
         remove_aa = theirs & _LINES_A_IN[has2]
         remove_bb = theirs & _LINES_B_IN[has2]
-        face_up = self.face_up >= 0
-        pile = self.pile_len > 0
+        face_up = games.face_up >= 0
+        pile = games.pile_len > 0
         drawable = pile | face_up[:, 0] | face_up[:, 1] | face_up[:, 2]
         size = hand.sum(1)
-        discard_ok = self.played == 0
+        discard_ok = games.played == 0
         if self._any_hand_limit:
-            discard_ok &= ~self.hand_limit | ~plays | ((size == HAND_LIMIT) & drawable)
+            discard_ok &= ~games.hand_limit | ~plays | ((size == HAND_LIMIT) & drawable)
         discard = np.where(discard_ok, has1, np.uint64(0))
         can_draw = drawable & (size < HAND_LIMIT)
-        passing = ~(drawable & self.must_draw)
+        passing = ~(drawable & games.must_draw)
         if self._any_hand_limit:
-            passing &= ~(self.hand_limit & ~plays)
+            passing &= ~(games.hand_limit & ~plays)
         u64 = np.uint64
         end = (
             (can_draw & pile).astype(u64)
@@ -679,19 +713,22 @@ class KahunaBatch:
             | (can_draw & face_up[:, 2]).astype(u64) << u64(3)
             | passing.astype(u64) << u64(4)
         )
-        claim = self.claim_line
+        claim = games.claim_line
         free_bridge = np.where(claim >= 0, u64(1) << np.maximum(claim, 0).astype(u64), u64(0))
-        setup = self.setup_left > 0
+        setup = games.setup_left > 0
         if setup.any():
             place_a[setup] = place_b[setup] = remove_ab[setup] = remove_aa[setup] = remove_bb[setup] = 0
             discard[setup] = end[setup] = 0
             free_bridge[setup] = free[setup]
-        words = self._words
+        words = self._words if subset is None else np.empty((len(rows), 3), dtype=np.uint64)
         words[:, 0] = place_a | place_b << u64(27) | remove_ab << u64(54)
         words[:, 1] = remove_ab >> u64(10) | remove_aa << u64(17) | remove_bb << u64(44)
         words[:, 2] = remove_bb >> u64(20) | discard << u64(7) | end << u64(19) | free_bridge << u64(24)
-        if self.over.any():
-            words[self.over] = 0
+        over = games.over
+        if over.any():
+            words[over] = 0
+        if subset is not None:
+            self._words[subset] = words
 
     # ------------------------------------------------------------------ transitions
     def live(self, active: np.ndarray | None = None) -> np.ndarray:
@@ -717,7 +754,7 @@ class KahunaBatch:
         acting = self.live(active)
         actions = self._check(actions, acting)
         n = self.n
-        self._mask_valid = self._words_valid = False
+        self._invalidate(acting)
         kind = _KIND[actions]
         p = self.current.astype(np.intp)
         was_over = self.over.copy()
@@ -790,11 +827,12 @@ class KahunaBatch:
                 f"game {i}: action must be an integer in 0..{A.NUM_ACTIONS - 1}, got {int(array[i])}"
             )
         safe = np.where(running, array, _NO_ACTION).astype(np.intp)
-        clipped = np.minimum(safe, A.NUM_ACTIONS - 1)
-        words = self._legal_words()[self._rows, clipped >> 6]
-        legal = ((words >> (clipped & 63).astype(np.uint64)) & np.uint64(1)).astype(bool) | ~running
+        rows = np.flatnonzero(running)
+        asked = safe[rows]
+        words = self._legal_words(rows)[rows, asked >> 6]
+        legal = ((words >> (asked & 63).astype(np.uint64)) & np.uint64(1)).astype(bool)
         if not legal.all():
-            i = int(np.flatnonzero(~legal)[0])
+            i = int(rows[np.flatnonzero(~legal)[0]])
             raise IllegalActionError(f"game {i}: {self._explain(i, int(safe[i]))}")
         return safe
 

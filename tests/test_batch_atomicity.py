@@ -20,7 +20,7 @@ from kahuna_env.gym_vector import KahunaSyncVectorEnv, make_vector_env
 from kahuna_env.vector import MAX_GAMES, KahunaBatch
 from kahuna_env.vector_env import KahunaVectorEnv
 
-CACHES = frozenset({"_mask", "_words", "_raw", "_mask_valid", "_words_valid"})
+CACHES = frozenset({"_mask", "_words", "_raw", "_mask_valid", "_stale"})
 """Derived arrays of a batch (recomputed from the state on demand): not part of its state."""
 
 

@@ -452,6 +452,32 @@ def test_game_returns_the_position_and_game_seeds_replay_it():
         batch.game(24)
 
 
+def test_legal_actions_stay_right_when_only_some_games_step():
+    """Each game's legal actions are recomputed only after it changed: partial steps, per-row queries,
+    reloaded slots and auto-resets never leave a game with another state's actions."""
+    batch = KahunaBatch(24, ALL_CONFIGS, seed=4, auto_reset=True)
+    rng = np.random.default_rng(9)
+    for tick in range(300):
+        if tick % 50 == 25:  # a reloaded slot is recomputed too
+            batch.set_positions([int(rng.integers(24))], [EDGE_POSITIONS["cascade"]], seeds=[tick])
+        active = rng.random(24) < (0.15 if tick % 3 else 0.9)  # mostly a few games, as the opponents' tails
+        rows = np.flatnonzero(active)
+        if tick % 2:  # ask for the rows only, before anything asks for the whole batch
+            masks = batch.legal_masks(rows)
+            actions = batch.random_actions(rng, rows)
+            assert masks[np.arange(len(rows)), actions[rows]].all()
+        else:
+            actions = batch.random_actions(rng)
+        batch.step(actions, active=active)
+        check = rng.choice(24, size=3, replace=False)
+        fresh = KahunaBatch.from_dicts(batch.to_dicts(check))
+        assert np.array_equal(batch.legal_masks(check), fresh.legal_masks())
+        if tick % 7 == 0:
+            games = [batch.game(i) for i in range(24)]
+            assert np.array_equal(batch.legal_masks(), np.array([game.action_mask() for game in games]) > 0)
+    assert (batch.round > 1).any()
+
+
 def test_auto_reset_replaces_a_loaded_finished_game_at_the_next_step():
     finished = KahunaGame.from_dict(EDGE_POSITIONS["final turns, 1 left"])
     finished.step(A.PASS)

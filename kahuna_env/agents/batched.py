@@ -111,9 +111,7 @@ def greedy_best_masks(batch: KahunaBatch, active: np.ndarray | None = None) -> n
 
 def _best_masks(batch: KahunaBatch, rows: np.ndarray) -> np.ndarray:
     """Greedy's candidate set for the live games ``rows``: ``(len(rows), 192)`` bool (columns 179.. False)."""
-    mask = batch.legal_masks()
-    if len(rows) < batch.n:
-        mask = mask[rows]
+    mask = batch.legal_masks() if len(rows) == batch.n else batch.legal_masks(rows)
     player = batch.current[rows].astype(np.intp)
     mine_at = 2 * rows + player
     theirs_at = mine_at ^ 1

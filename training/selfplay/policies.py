@@ -154,13 +154,13 @@ class NetworkPolicy:
     def act(self, batch: KahunaBatch, rows: np.ndarray) -> np.ndarray:
         if self.record is None:
             observations = _observations(batch, rows, self.observations)
-            masks = batch.legal_masks()[rows]
+            masks = batch.legal_masks(rows)
             if self.argmax:
                 return argmax_actions(self.model, observations, masks)
             return sample_actions(self.model, observations, masks, self.generator)[0]
         new = self.record.reserve(batch, rows)
         new["observations"][:] = _observations(batch, rows, self.observations)
-        new["masks"][:] = batch.legal_masks()[rows]
+        new["masks"][:] = batch.legal_masks(rows)
         if self.record.potentials:
             new["potentials"][:] = island_potentials(new["observations"])
         logits = new.get("logits")
@@ -213,7 +213,7 @@ class SnapshotPolicy:
 
     def act(self, batch: KahunaBatch, rows: np.ndarray) -> np.ndarray:
         observations = _observations(batch, rows, self.observations)
-        masks = batch.legal_masks()[rows]
+        masks = batch.legal_masks(rows)
         snapshot_of = self.snapshot_of[rows]
         in_use = np.unique(snapshot_of)
         groups = [np.flatnonzero(snapshot_of == snapshot) for snapshot in in_use]
