@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 import shutil
 from pathlib import Path
 
@@ -139,6 +140,25 @@ def test_a_speed_that_wobbles_around_the_plans_ends_the_schedule_within_the_budg
     assert schedule.plan.revisions <= 3
     used = 5.0 + sum(seconds(update) for update in range(1, last + 1))
     assert 0.9 * config.max_minutes * 60 <= used <= config.max_minutes * 60
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_long_run_on_a_noisy_machine_revises_its_plan_rarely_and_ends_on_it(seed):
+    # The fourth champion run (105 minutes): its speed wandered between 2.4 and 3.7 s per update, and a
+    # 20-update speed window revised the plan 113 times (81-110 on these simulated machines).
+    config = load_config(CONFIGS / "champion-v4.yaml", ["model.hidden_sizes=[16]"])
+    rng = random.Random(seed)
+    speeds = [rng.uniform(2.4, 3.7) for _ in range(200)]  # a new speed every 30 updates
+
+    def seconds(update):
+        return speeds[(update // 30) % len(speeds)]
+
+    last, end, schedule, rates, _, _ = simulate(config, seconds, start_seconds=0.0)
+    assert end == "schedule" and last == schedule.plan.updates
+    assert schedule.plan.revisions <= 25
+    used = sum(seconds(update) for update in range(1, last + 1))
+    assert 0.93 * config.max_minutes * 60 <= used <= config.max_minutes * 60
+    assert rates[-1] == pytest.approx(learning_rate(config, last, last), rel=0.05)
 
 
 def test_the_plan_waits_for_the_measured_updates_and_skips_the_warm_up():

@@ -35,7 +35,7 @@ from training.ppo.config import TrainConfig
 SCHEDULE_FILE = "schedule.json"
 """The plan of a time-shaped run, in its run directory (rewritten at each revision)."""
 SPEED_WINDOW = 20
-"""Updates over which the speed is measured (the most recent ones of this process)."""
+"""Fewest updates over which the speed is measured (the most recent ones of this process); see :func:`speed_window`."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,6 +122,17 @@ def lengthen_spare(config: TrainConfig) -> float:
     return max(2 * config.schedule.headroom, 0.02)
 
 
+def speed_window(timed: int) -> int:
+    """How many of its most recent updates a process measures its speed over, after timing ``timed`` updates.
+
+    The later half of what it has timed, and at least :data:`SPEED_WINDOW`: a long run on a noisy
+    machine reads a steady speed (over 20 updates, a 105-minute run's measured speed wandered
+    between 2.4 and 3.7 s per update and it revised its plan 112 times; replayed over the later half, 16),
+    while a lasting change of speed still shows within a fraction of the run.
+    """
+    return max(SPEED_WINDOW, timed // 2)
+
+
 class Schedule:
     """The run's horizon and cadences, and, with ``schedule.by: time``, the plan that sets them.
 
@@ -165,7 +176,8 @@ class Schedule:
         ``evaluation_seconds``: the wall time of the periodic evaluation since the previous call
         (counted apart: evaluations come every so many updates, not every update).  Only with
         ``schedule.by: time``.  The speed is the mean wall time per update of this process,
-        evaluations aside, over its last :data:`SPEED_WINDOW` updates after the first (the warm-up);
+        evaluations aside, over its most recent :func:`speed_window` updates (the later half of those it
+        has timed, at least 20) after the first (the warm-up);
         the last evaluation's time is added at the evaluation cadence.  The plan is made once
         ``measure_updates`` updates of this process have ended; after it, when the projected end
         passes the budget, the plan is shortened to fit.  Returns a line to log when the plan is
@@ -179,7 +191,7 @@ class Schedule:
         self._ends.append((update, elapsed_seconds - self._evaluations_total))
         if len(self._ends) < 2:
             return None
-        window = self._ends[-SPEED_WINDOW - 1 :]
+        window = self._ends[-speed_window(len(self._ends)) - 1 :]
         seconds_per_update = (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0])
         if self.plan is None:
             if len(self._ends) < self.config.schedule.measure_updates:
