@@ -51,8 +51,32 @@ META = {
                     "score_ci95": [0.6, 0.86],
                 },
                 {"a": "greedy", "b": "random", "games": 40, "wins": 40, "draws": 0, "losses": 0, "score": 1.0},
+                # another run's final agent (a best response trained against this one) is not this agent
+                {
+                    "a": "runs/exploit-tiny-run/final_agent.pt",
+                    "b": "champion",
+                    "games": 40,
+                    "wins": 4,
+                    "draws": 0,
+                    "losses": 36,
+                },
             ],
-        }
+        },
+        {
+            "format": "kahuna-eval-v1",
+            "seed": 4,
+            "pairings": [  # this agent by another spelling of its path
+                {
+                    "a": "/work/runs/tiny-run/./final_agent.pt",
+                    "b": "greedy",
+                    "games": 20,
+                    "wins": 15,
+                    "draws": 0,
+                    "losses": 5,
+                    "score": 0.75,
+                },
+            ],
+        },
     ],
 }
 
@@ -76,7 +100,9 @@ def test_a_card_is_generated_from_the_meta() -> None:
     assert "over the whole chain: 34,009 learner decisions, 2.50 hours" in card
     assert "| `greedy` | 100 | 60-2-38 | 0.610 | 0.512–0.700 | the run's final evaluation |" in card
     assert "| `mcts` | 40 | 10-0-30 | 0.250 | 0.140–0.400 | `kahuna-eval` (seed 3) |" in card
-    assert "`random`" not in card.split("## Evaluation")[1].split("## Limitations")[0]  # a pairing without it
+    evaluation = card.split("## Evaluation")[1].split("## Limitations")[0]
+    assert "`random`" not in evaluation and "exploit-tiny-run" not in evaluation  # pairings without it
+    assert "| `greedy` | 20 | 15-0-5 | 0.750 |" in evaluation  # this agent, its path written otherwise
     assert "MIT" in card
 
 

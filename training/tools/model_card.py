@@ -13,9 +13,10 @@ so a card never says more than the file can back.
 
 from __future__ import annotations
 
+import posixpath
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kahuna_env.version import __version__
@@ -44,9 +45,15 @@ def _record(result: Mapping[str, Any]) -> str:
 
 
 def _entrant(name: Any, agent_file: str) -> str:
-    """An evaluation entrant's name, the agent itself shown as ``this agent``."""
+    """An evaluation entrant's name, the agent itself (its run's ``final_agent.pt``) shown as ``this agent``.
+
+    The same run directory's name and file, however the path was written (relative, absolute, with
+    ``./``), is this agent; another run's ``final_agent.pt`` (a best response trained against it,
+    say) is an opponent like any other.
+    """
     text = str(name)
-    return "this agent" if text == agent_file or text.endswith("/final_agent.pt") else f"`{text}`"
+    this = PurePosixPath(posixpath.normpath(agent_file)).parts[-2:]
+    return "this agent" if PurePosixPath(posixpath.normpath(text)).parts[-2:] == this else f"`{text}`"
 
 
 def evaluation_rows(meta: Mapping[str, Any]) -> list[str]:
