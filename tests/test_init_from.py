@@ -8,16 +8,20 @@ checkpoint and never reads ``init_from`` again.
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
 import torch
 from test_training_hardening import quick_args
 
+from policy.agent import load_agent
 from policy.model import ActorCritic
 from training.cli import main
 from training.ppo.checkpoint import export_agent, load_checkpoint
 from training.ppo.config import ConfigError, load_config
+from training.ppo.provenance import START_FILE, start_record, weights_key, write_start_record
 from training.ppo.trainer import build_model, initial_model
 
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -54,6 +58,10 @@ def test_init_from_starts_the_learner_and_the_leagues_first_snapshot_from_the_ag
     assert first["update"] == 0 and _same(first["model_state"], start)  # the league starts with the agent
     assert not _same(checkpoint["model_state"], start)  # and the learner trained on from it
     assert checkpoint["config"]["init_from"] == str(start_agent)
+    record = json.loads((tmp_path / "run" / START_FILE).read_text())  # the start, recorded as the run began
+    assert record["agent"] == str(start_agent) and record["provenance"] == {"run": "start"}
+    assert record["weights"] == weights_key(load_agent(start_agent).model)
+    assert record["training"] == {"learner_decisions": 0, "train_seconds": 0}
 
 
 def test_without_init_from_the_league_starts_empty(tmp_path):
@@ -95,8 +103,10 @@ def test_an_empty_init_from_is_a_config_error(value):
 def test_resume_continues_from_the_checkpoint_without_reading_init_from(tmp_path, start_agent):
     run_dir = tmp_path / "run"
     assert main(_args(run_dir, f"init_from={start_agent}")) == 0
+    record = (run_dir / START_FILE).read_text()
     start_agent.unlink()  # gone: a resume that read it again would fail
     assert main(["--resume", str(run_dir), "--set", "total_updates=3"]) == 0
+    assert (run_dir / START_FILE).read_text() == record  # the start stays recorded as it was
     assert load_checkpoint(run_dir / "checkpoints" / "latest.pt")["counters"]["update"] == 3
 
 
@@ -138,3 +148,82 @@ def test_shipping_a_run_whose_start_agent_is_gone_is_one_line(tmp_path):
         _ship_run(tmp_path, str(tmp_path / "gone.pt"))
     assert "\n" not in str(caught.value)
     assert not (tmp_path / "shipped.pt").exists()
+
+
+def _ship(run: Path, tmp_path: Path, out: str = "shipped.pt") -> dict:
+    from training.tools import ship as ship_module
+
+    path = ship_module.ship(run, name="champion", out=tmp_path / out, commit="abc")
+    return torch.load(path, weights_only=True)["meta"]
+
+
+def _run_started_from(tmp_path: Path, start: Path, record: bool) -> Path:
+    """make_run's run with ``init_from: START`` and, if ``record``, the init_from.json its start wrote."""
+    import yaml
+    from test_shipped_agents import make_run
+
+    run = make_run(tmp_path / "run")
+    config = yaml.safe_load((run / "config.yaml").read_text())
+    config["init_from"] = str(start)
+    (run / "config.yaml").write_text(yaml.safe_dump(config))
+    if record:
+        agent = load_agent(start)
+        write_start_record(run, start_record(str(start), agent.model, agent.meta))
+    return run
+
+
+def _tiny_start(tmp_path: Path) -> Path:
+    from policy.model import ModelConfig
+
+    path = tmp_path / "start.pt"
+    training = {"learner_decisions": 1000, "train_seconds": 100.0}
+    export_agent(path, ActorCritic(ModelConfig(hidden_sizes=(8,))), {"run": "start-run", "training": training})
+    return path
+
+
+def test_shipping_again_after_the_start_name_changed_keeps_the_recorded_start(tmp_path):
+    """A run is shipped under the name it started from; shipped again, its provenance is still its start's."""
+    start = _tiny_start(tmp_path)
+    run = _run_started_from(tmp_path, start, record=True)
+    first = _ship(run, tmp_path)
+    (tmp_path / "shipped.pt").replace(start)  # the start's name now holds the run's own agent
+    again = _ship(run, tmp_path, "again.pt")
+    assert first["init_from"] == again["init_from"] and again["init_from"]["run"] == "start-run"
+    assert again["init_from"]["weights"].startswith("sha256:") and again["init_from"]["agent"] == str(start)
+    assert again["total_training"] == {"learner_decisions": 1000 + 1234, "train_seconds": 100.0 + 12.5}
+
+
+def test_an_old_run_whose_start_name_now_holds_its_own_agent_is_refused_in_one_line(tmp_path):
+    start = _tiny_start(tmp_path)
+    run = _run_started_from(tmp_path, start, record=False)
+    assert _ship(run, tmp_path)["init_from"]["run"] == "start-run"  # the name still holds the start
+    (tmp_path / "shipped.pt").replace(start)
+    with pytest.raises(ValueError, match="now holds this run's own final network") as caught:
+        _ship(run, tmp_path, "again.pt")
+    assert "\n" not in str(caught.value) and not (tmp_path / "again.pt").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{not json", "init_from.json of the run cannot be read: JSONDecodeError"),
+        ("[]", "init_from.json of the run is damaged: not a JSON object"),
+        (
+            '{"agent": "x", "weights": "sha256:0", "provenance": {}, "training": {"learner_decisions": 0, '
+            '"train_seconds": 0}}',
+            "init_from.json says the run started from 'x'",
+        ),
+        (
+            '{"agent": "S", "weights": "sha256:0", "provenance": {}, "training": {"learner_decisions": -1, '
+            '"train_seconds": 0}}',
+            "training.learner_decisions must be a number >= 0",
+        ),
+    ],
+)
+def test_a_damaged_start_record_is_refused_in_one_line(tmp_path, text, message):
+    start = _tiny_start(tmp_path)
+    run = _run_started_from(tmp_path, start, record=False)
+    (run / START_FILE).write_text(text.replace('"S"', json.dumps(str(start))))
+    with pytest.raises(ValueError, match=re.escape(message)) as caught:
+        _ship(run, tmp_path)
+    assert "\n" not in str(caught.value) and not (tmp_path / "shipped.pt").exists()

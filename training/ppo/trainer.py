@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -71,6 +70,7 @@ from training.ppo.config import (
 )
 from training.ppo.cpus import available_cores, bf16_message, oversubscription_warning, update_threads, use_bf16
 from training.ppo.metrics import METRICS_FILE, PLOT_FILE, MetricsLogger, elo_scalars, metric_name, plot_learning_curves
+from training.ppo.provenance import start_record, weights_key, write_start_record
 from training.ppo.rundir import RunLock, check_new_run_dir, check_writable
 from training.ppo.schedule import Plan, Schedule
 from training.selfplay.collector import SelfPlayCollector
@@ -292,15 +292,6 @@ def _evaluate(
     }
 
 
-def weights_key(model: torch.nn.Module) -> str:
-    """``sha256:`` of a network's parameter names and bytes: the results store's key of a learner."""
-    digest = hashlib.sha256()
-    for name, tensor in model.state_dict().items():
-        digest.update(name.encode("utf-8"))
-        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
-    return f"sha256:{digest.hexdigest()}"
-
-
 def _results_writer(
     config: TrainConfig, run: _RunState, update: int, last: bool
 ) -> Callable[[str, FinishedGame], None] | None:
@@ -366,7 +357,8 @@ def train(
     """
     run_dir = Path(run_dir)
     _check_pool(config, pool)
-    initial = initial_model(config) if config.init_from is not None and not resume else None
+    start = initial_agent(config) if config.init_from is not None and not resume else None
+    initial = None if start is None else start.model
     lock = _claim_run_dir(run_dir, resume)
     try:
         # 1-2. Setup and resume: network, optimizer, league, schedule, counters; the results store.
@@ -374,6 +366,8 @@ def train(
         session = _Session(config, run, run_dir, resume)
         try:
             (run_dir / CONFIG_FILE).write_text(config_to_yaml(config), encoding="utf-8")
+            if start is not None:  # what init_from names now, recorded before the name can change meaning
+                write_start_record(run_dir, start_record(str(config.init_from), start.model, start.meta or {}))
             for update in range(run.start_update + 1, run.schedule.horizon + 1):
                 update_start = time.perf_counter()
                 # 3. Collect: play the update's games to the end.
@@ -502,16 +496,21 @@ def initial_model(config: TrainConfig) -> ActorCritic:
     A missing file is a ``FileNotFoundError``, anything else wrong a one-line ``ValueError`` (a
     :class:`ConfigError` when the network's shape is not the config's ``model``).
     """
+    return initial_agent(config).model
+
+
+def initial_agent(config: TrainConfig) -> Any:
+    """The agent ``config.init_from`` names (its network and ``meta``), checked as :func:`initial_model`."""
     from policy.agent import load_agent
 
     source = config.init_from
-    model = load_agent(source).model
-    if model.config != config.model:
+    agent = load_agent(source)
+    if agent.model.config != config.model:
         raise ConfigError(
-            f"init_from: {source} holds a network of {plain_value(dataclasses.asdict(model.config))}, "
+            f"init_from: {source} holds a network of {plain_value(dataclasses.asdict(agent.model.config))}, "
             f"but the config's model is {config.to_dict()['model']}; set model.* to match it"
         )
-    return model
+    return agent
 
 
 def _check_pool(config: TrainConfig, pool: OpponentPool | None) -> None:

@@ -23,7 +23,7 @@ Usage::
 3. **Write** ``OUT/agent.pt`` (the agent file format of :mod:`policy.model`)
    whose ``meta`` records the student's own provenance, the teacher, the
    data, the fit and the wall time of both stages (``distill``), and in
-   ``total_training`` the student's whole training (:func:`training.tools.ship.whole_training`)
+   ``total_training`` the student's whole training (:func:`training.ppo.provenance.whole_training`)
    plus that time and the positions;
    ``OUT/data.npz`` (the decisions) and ``OUT/distill.json`` (the summary:
    held-out agreement with the search before and after, per epoch).
@@ -75,7 +75,8 @@ from policy.model import ActorCritic
 from policy.search import GuidedMCTSAgent
 from training.cli import describe_os_error
 from training.ppo.checkpoint import export_agent
-from training.tools.ship import git_commit, whole_training
+from training.ppo.provenance import whole_training
+from training.tools.ship import git_commit
 
 PROGRAM = "kahuna-distill"
 SELF = "self"

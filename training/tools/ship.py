@@ -24,8 +24,10 @@ key               value
 ``training``      ``updates``, ``learner_decisions``, ``actions``, ``games``,
                   ``train_seconds`` (wall time of the whole run)
 ``init_from``     for a run started from another agent (its config's ``init_from``):
-                  that agent's name or path and its own provenance (``run``,
-                  ``commit``, ``config``, ``training``, its ``init_from``);
+                  that agent's name or path (``agent``), its weights key
+                  (``weights``) and its own provenance (``run``, ``commit``,
+                  ``config``, ``training``, its ``init_from``), as the run's
+                  ``init_from.json`` recorded them when it began;
                   ``total_training`` sums ``learner_decisions`` and
                   ``train_seconds`` over the whole chain (absent otherwise)
 ``final_eval``    the run's final evaluation (``final_eval.json``)
@@ -70,6 +72,7 @@ from kahuna_env.cli import (
     file_starts_with,
     first_line,
 )
+from training.ppo.provenance import START_FILE, read_start_record, start_record, weights_key
 
 PROGRAM = "kahuna-ship"
 EVAL_FORMAT = "kahuna-eval-v1"
@@ -167,7 +170,7 @@ def build_meta(
         "commit": commit if commit is not None else git_commit(Path(__file__).resolve().parent),
         "commit_note": "git HEAD of the code when the agent was shipped (the run directory does not record its own)",
         "training": training,
-        **_start_provenance(config.get("init_from"), training),
+        **_start_provenance(config.get("init_from"), training, run_dir, _network(payload, files.agent)),
         "final_eval": dict(final_eval),
         "evaluation": evaluation,
         "shipped_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -368,36 +371,53 @@ def _pairing_problem(pairing: Any, entrants: list[str], games: int) -> str | Non
     return None
 
 
-_START_KEYS = ("name", "run", "commit", "config", "training", "init_from")
-
-
-def whole_training(meta: Mapping[str, Any]) -> Any:
-    """An agent's training over its whole chain: ``total_training`` when it started from another agent,
-    else its own run's ``training``; ``{}`` when its ``meta`` has neither."""
-    return meta.get("total_training") or meta.get("training") or {}
-
-
-def _start_provenance(init_from: Any, training: Mapping[str, Any]) -> dict[str, Any]:
+def _start_provenance(init_from: Any, training: Mapping[str, Any], run_dir: Path, final_model: Any) -> dict[str, Any]:
     """``{"init_from": ..., "total_training": ...}`` for a run started from an agent; ``{}`` for a fresh one.
 
-    The start agent is read now (a shipped name or a file): a one-line ``ValueError`` if it is gone.
+    From the run's ``init_from.json`` (written when the run began: :mod:`training.ppo.provenance`)
+    when it has one. An older run directory has none: the start agent is then read now (a shipped
+    name or a file), a one-line ``ValueError`` if it is gone or if the name now holds the run's own
+    final network (the run was shipped under that name since, so its start is no longer known).
     ``total_training`` adds its chain's decisions and seconds to this run's ``training``.
     """
     if init_from is None:
         return {}
-    from policy.agent import load_agent
-
-    try:
-        start_meta = load_agent(init_from).meta or {}
-    except (OSError, ValueError) as error:
-        raise ValueError(f"the run's init_from agent {init_from!r} cannot be read: {first_line(error)}") from None
-    provenance = {key: start_meta[key] for key in _START_KEYS if key in start_meta}
-    provenance["agent"] = init_from
-    chain = whole_training(start_meta)
+    record = read_start_record(run_dir, str(init_from))
+    if record is None:
+        record = _start_from_name(str(init_from), final_model)
+    provenance = dict(record["provenance"])
+    provenance["agent"] = record["agent"]
+    provenance["weights"] = record["weights"]
+    chain = record["training"]
     return {
         "init_from": provenance,
         "total_training": {key: chain.get(key, 0) + training[key] for key in ("learner_decisions", "train_seconds")},
     }
+
+
+def _network(payload: Mapping[str, Any], path: Path) -> Any:
+    """The network of an agent payload (already checked by :func:`_read_run`)."""
+    from policy.model import model_from_payload
+
+    return model_from_payload(payload, source=str(path))
+
+
+def _start_from_name(init_from: str, final_model: Any) -> dict[str, Any]:
+    """The start record of a run without ``init_from.json``, from the agent its ``init_from`` names now."""
+    from policy.agent import load_agent
+
+    try:
+        start = load_agent(init_from)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"the run's init_from agent {init_from!r} cannot be read: {first_line(error)}") from None
+    record = start_record(init_from, start.model, start.meta or {})
+    if record["weights"] == weights_key(final_model):
+        raise ValueError(
+            f"the run's init_from agent {init_from!r} now holds this run's own final network (it was shipped "
+            f"under that name since), and the run has no {START_FILE} recording its start: set init_from in "
+            "its config.yaml to the name or file that holds the weights it started from"
+        )
+    return record
 
 
 def ship(
