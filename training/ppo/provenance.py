@@ -30,7 +30,8 @@ START_FILE = "init_from.json"
 START_KEYS = ("name", "run", "commit", "config", "training", "init_from")
 """The start agent's ``meta`` keys a shipped agent's ``init_from`` carries."""
 
-_COUNTERS = ("learner_decisions", "train_seconds")
+COUNTERS = ("learner_decisions", "train_seconds")
+"""The whole-chain training counters a record keeps (and ``total_training`` sums)."""
 
 
 def weights_key(model: torch.nn.Module) -> str:
@@ -51,7 +52,7 @@ def whole_training(meta: Mapping[str, Any]) -> Any:
 def start_record(name: str, model: torch.nn.Module, meta: Mapping[str, Any]) -> dict[str, Any]:
     """The record of a start agent: its name, weights key, provenance and whole training (plain JSON)."""
     chain = whole_training(meta)
-    counters = {key: chain.get(key, 0) if isinstance(chain, Mapping) else 0 for key in _COUNTERS}
+    counters = {key: chain.get(key, 0) if isinstance(chain, Mapping) else 0 for key in COUNTERS}
     record = {
         "agent": name,
         "weights": weights_key(model),
@@ -101,9 +102,9 @@ def _record_problem(record: Any) -> str | None:
     if not isinstance(record.get("provenance"), dict):
         return "provenance must be an object"
     training = record.get("training")
-    if not isinstance(training, dict) or set(training) != set(_COUNTERS):
-        return f"training must hold exactly {', '.join(_COUNTERS)}"
-    for key in _COUNTERS:
+    if not isinstance(training, dict) or set(training) != set(COUNTERS):
+        return f"training must hold exactly {', '.join(COUNTERS)}"
+    for key in COUNTERS:
         value = training[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             return f"training.{key} must be a number >= 0"

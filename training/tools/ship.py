@@ -72,7 +72,7 @@ from kahuna_env.cli import (
     file_starts_with,
     first_line,
 )
-from training.ppo.provenance import START_FILE, read_start_record, start_record, weights_key
+from training.ppo.provenance import COUNTERS, START_FILE, read_start_record, start_record, weights_key
 
 PROGRAM = "kahuna-ship"
 EVAL_FORMAT = "kahuna-eval-v1"
@@ -170,7 +170,7 @@ def build_meta(
         "commit": commit if commit is not None else git_commit(Path(__file__).resolve().parent),
         "commit_note": "git HEAD of the code when the agent was shipped (the run directory does not record its own)",
         "training": training,
-        **_start_provenance(config.get("init_from"), training, run_dir, _network(payload, files.agent)),
+        **_start_provenance(config.get("init_from"), training, run_dir, payload, files.agent),
         "final_eval": dict(final_eval),
         "evaluation": evaluation,
         "shipped_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -371,47 +371,39 @@ def _pairing_problem(pairing: Any, entrants: list[str], games: int) -> str | Non
     return None
 
 
-def _start_provenance(init_from: Any, training: Mapping[str, Any], run_dir: Path, final_model: Any) -> dict[str, Any]:
+def _start_provenance(
+    init_from: Any, training: Mapping[str, Any], run_dir: Path, payload: Mapping[str, Any], agent_file: Path
+) -> dict[str, Any]:
     """``{"init_from": ..., "total_training": ...}`` for a run started from an agent; ``{}`` for a fresh one.
 
     From the run's ``init_from.json`` (written when the run began: :mod:`training.ppo.provenance`)
     when it has one. An older run directory has none: the start agent is then read now (a shipped
     name or a file), a one-line ``ValueError`` if it is gone or if the name now holds the run's own
-    final network (the run was shipped under that name since, so its start is no longer known).
+    final network (``payload``, read from ``agent_file``: the run was shipped under that name since,
+    so its start is no longer known).
     ``total_training`` adds its chain's decisions and seconds to this run's ``training``.
     """
     if init_from is None:
         return {}
     record = read_start_record(run_dir, str(init_from))
     if record is None:
-        record = _start_from_name(str(init_from), final_model)
-    provenance = dict(record["provenance"])
-    provenance["agent"] = record["agent"]
-    provenance["weights"] = record["weights"]
+        record = _start_from_name(str(init_from), payload, agent_file)
+    provenance = {**record["provenance"], "agent": record["agent"], "weights": record["weights"]}
     chain = record["training"]
-    return {
-        "init_from": provenance,
-        "total_training": {key: chain.get(key, 0) + training[key] for key in ("learner_decisions", "train_seconds")},
-    }
+    return {"init_from": provenance, "total_training": {key: chain[key] + training[key] for key in COUNTERS}}
 
 
-def _network(payload: Mapping[str, Any], path: Path) -> Any:
-    """The network of an agent payload (already checked by :func:`_read_run`)."""
-    from policy.model import model_from_payload
-
-    return model_from_payload(payload, source=str(path))
-
-
-def _start_from_name(init_from: str, final_model: Any) -> dict[str, Any]:
+def _start_from_name(init_from: str, payload: Mapping[str, Any], agent_file: Path) -> dict[str, Any]:
     """The start record of a run without ``init_from.json``, from the agent its ``init_from`` names now."""
     from policy.agent import load_agent
+    from policy.model import model_from_payload
 
     try:
         start = load_agent(init_from)
     except (OSError, ValueError) as error:
         raise ValueError(f"the run's init_from agent {init_from!r} cannot be read: {first_line(error)}") from None
     record = start_record(init_from, start.model, start.meta or {})
-    if record["weights"] == weights_key(final_model):
+    if record["weights"] == weights_key(model_from_payload(payload, source=str(agent_file))):
         raise ValueError(
             f"the run's init_from agent {init_from!r} now holds this run's own final network (it was shipped "
             f"under that name since), and the run has no {START_FILE} recording its start: set init_from in "
