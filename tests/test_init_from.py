@@ -227,3 +227,15 @@ def test_a_damaged_start_record_is_refused_in_one_line(tmp_path, text, message):
     with pytest.raises(ValueError, match=re.escape(message)) as caught:
         _ship(run, tmp_path)
     assert "\n" not in str(caught.value) and not (tmp_path / "shipped.pt").exists()
+
+
+def test_an_oversized_start_record_is_refused_before_it_is_read(tmp_path):
+    from training.ppo.provenance import MAX_RECORD_BYTES
+
+    start = _tiny_start(tmp_path)
+    run = _run_started_from(tmp_path, start, record=False)
+    with (run / START_FILE).open("wb") as handle:
+        handle.truncate(MAX_RECORD_BYTES + 1)  # sparse: no memory or disk spent on it
+    with pytest.raises(ValueError, match=r"init_from.json of the run is 4,194,305 bytes, more than a record may have"):
+        _ship(run, tmp_path)
+    assert not (tmp_path / "shipped.pt").exists()

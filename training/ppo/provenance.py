@@ -27,6 +27,9 @@ import torch
 START_FILE = "init_from.json"
 """The run directory's record of the agent the run started from."""
 
+MAX_RECORD_BYTES = 4 * 1024 * 1024
+"""The largest ``init_from.json`` read (a real one holds a config and a few counters: a few KB)."""
+
 START_KEYS = ("name", "run", "commit", "config", "training", "init_from")
 """The start agent's ``meta`` keys a shipped agent's ``init_from`` carries."""
 
@@ -71,12 +74,16 @@ def write_start_record(run_dir: Path, record: Mapping[str, Any]) -> None:
 def read_start_record(run_dir: Path, init_from: str) -> dict[str, Any] | None:
     """The run's ``init_from.json``, checked against the config's ``init_from``; ``None`` when there is none.
 
-    A record that is not valid JSON, lacks a field, or names another agent than ``init_from`` is a
-    one-line ``ValueError``.
+    A record larger than :data:`MAX_RECORD_BYTES`, not valid JSON, lacking a field, or naming another
+    agent than ``init_from`` is a one-line ``ValueError``.
     """
     path = Path(run_dir) / START_FILE
     if not path.is_file():
         return None
+    size = path.stat().st_size
+    if size > MAX_RECORD_BYTES:
+        limit = f"{MAX_RECORD_BYTES:,}"
+        raise ValueError(f"{START_FILE} of the run is {size:,} bytes, more than a record may have ({limit})")
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as error:
