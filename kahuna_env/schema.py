@@ -293,7 +293,8 @@ FIELDS: tuple[Field, ...] = (
     ),
     Field(
         "rng", (), "object", None, "hidden", "chance", "_rng", None, None, "chance is nobody's to see",
-        "the game's numpy Generator, built on first use (the batch keeps a list `_rngs`)", engine_empty=None,
+        "the game's numpy Generator, built on first use (the batch: a list `_rngs`, or compiled, rows of `_pcg`)",
+        engine_empty=None,
     ),
     Field(
         "rng_source", (), "object", None, "hidden", "chance", "_rng_source", None, None,

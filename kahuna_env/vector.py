@@ -4,10 +4,12 @@
 :class:`kahuna_env.engine.KahunaGame` (the rules of docs/RULES.md) for a whole batch at once:
 legal-action masks, one action per game per :meth:`KahunaBatch.step`, and
 observations bit-identical to :func:`kahuna_env.observation.encode_observation`.
-The hot path (masks, ordinary steps, observations) is array operations over
-the batch, with no Python loop over games; only the rare chance events (the
-deal of a new game, the reshuffle after an interim scoring) loop, over the
-affected games only, and all chance goes through :meth:`KahunaBatch._permutation`.
+The hot path (masks, ordinary steps, observations, chance) is one compiled loop over
+the games each (:mod:`kahuna_env.kernels`, with numba), or, with ``KAHUNA_JIT=0`` or
+without numba, array operations over the batch with no Python loop over games (only
+the rare chance events, the deal of a new game and the reshuffle after an interim
+scoring, loop over the affected games); the two are bit-identical, and all chance goes
+through :meth:`KahunaBatch._permutations`.
 
 State layout (``N`` games, ``P = 2`` players; ``int8`` unless noted).  These are the
 schema's batch arrays (:data:`kahuna_env.schema.FIELDS`, column ``batch``): the batch
@@ -63,7 +65,9 @@ slot gets ``game_seed = seeder.integers(2**63)`` and its own generator
 each reshuffle).  So every game of a batch *is* ``KahunaGame(config,
 seed=game_seeds[i])`` under the same actions, reshuffles included, and a slot
 seeded ``s`` deals the games an env reset with ``seed=s`` deals.  All chance
-goes through :meth:`KahunaBatch._permutation` and :meth:`KahunaBatch._new_game_seeds`.
+goes through :meth:`KahunaBatch._permutations` and :meth:`KahunaBatch._new_game_seeds`.  With the
+compiled loops (:mod:`kahuna_env.kernels`) these generators are rows of PCG64 state seeded and drawn
+there exactly as numpy seeds and draws them (SeedSequence, ``permutation``, ``integers(2**63)``).
 
 API in brief::
 
@@ -86,6 +90,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from kahuna_env import actions as A
+from kahuna_env import kernels
 from kahuna_env.board import (
     ALL_LINES_MASK,
     BRIDGES_PER_PLAYER,
@@ -156,6 +161,8 @@ _PAY2 = np.array([*(p[1] if len(p) > 1 else -1 for p in A.PAID_ISLANDS), -1], dt
 _SCALE = OBSERVATION_SCALE
 _STATE_SCALE = STATE_SCALE
 _O = {name: (s.start, s.stop) for name, s in OBSERVATION_LAYOUT.items()}
+_OBSERVATION_STARTS = np.array([OBSERVATION_LAYOUT[name].start for name in kernels.BLOCKS], dtype=np.int64)
+"""The first column of each observation block, in the layout's order (the compiled encoder's ``starts``)."""
 
 # --- the per-game arrays, from the schema (kahuna_env.schema.FIELDS) ---------------------------
 _STATE_ARRAYS = tuple(
@@ -199,6 +206,11 @@ def sample_set_bits(words: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """
     if not 1 <= words.shape[1] <= 3:
         raise ValueError(f"sample_set_bits takes 1 to 3 words per row, got {words.shape[1]}")
+    if words.dtype == np.uint64 and kernels.enabled():
+        uniforms = rng.random(len(words))
+        out = np.empty(len(words), dtype=np.intp)
+        kernels.sample_bits(np.ascontiguousarray(words), uniforms, out)
+        return out
     if words.shape[1] < 3:
         words = np.concatenate([words, np.zeros((len(words), 3 - words.shape[1]), dtype=np.uint64)], 1)
     counts = np.bitwise_count(words).astype(np.int64)  # (N, 3)
@@ -224,6 +236,23 @@ def sample_set_bits(words: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 def _unpack_actions(words: np.ndarray) -> np.ndarray:
     """``(M, 3)`` uint64 legal words -> ``(M, 179)`` bool masks."""
     return np.unpackbits(words.view(np.uint8), axis=1, count=A.NUM_ACTIONS, bitorder="little").view(bool)
+
+
+def _seed_generators(pcg: np.ndarray, rows: np.ndarray, seeds: Sequence[int | None]) -> None:
+    """``pcg[rows[k]]`` := the state of ``numpy.random.default_rng(seeds[k])`` (None: fresh entropy, as numpy's)."""
+    words: list[int] = []
+    offsets = [0]
+    for seed in seeds:
+        value = np.random.SeedSequence().entropy if seed is None else int(seed)
+        words.append(value & 0xFFFFFFFF)  # SeedSequence reads an int as its 32-bit words, lowest first
+        value >>= 32
+        while value:
+            words.append(value & 0xFFFFFFFF)
+            value >>= 32
+        offsets.append(len(words))
+    kernels.seed_generators(
+        rows.astype(np.intp), np.array(words, dtype=np.uint64), np.array(offsets, dtype=np.int64), pcg
+    )
 
 
 class _Rows:
@@ -364,6 +393,12 @@ class KahunaBatch:
         """The seed of the game each slot holds: it is ``KahunaGame(config, seed=game_seeds[i])``
         under the same actions (None: a position loaded without a seed)."""
         self._rngs: list[np.random.Generator | None] = [None] * n
+        # With the compiled loops the same generators are rows of PCG64 state (kahuna_env.kernels), drawn as
+        # numpy draws: the games' (built on first use when not ready) and the slots' seeders.
+        self._pcg = np.zeros((n, 6), dtype=np.uint64)
+        self._pcg_ready = np.zeros(n, dtype=bool)
+        self._seeder_pcg = np.zeros((n, 6), dtype=np.uint64)
+        self._seeder_ready = np.zeros(n, dtype=bool)
         self.auto_reset = bool(auto_reset)
 
         for name, dtype, read in _OPTION_ARRAYS:
@@ -379,6 +414,7 @@ class KahunaBatch:
         self._stale = np.ones(n, dtype=bool)  # rows whose legal words must be recomputed
         self._mask_valid = False
         self._raw = np.zeros((n, OBSERVATION_SIZE), dtype=np.uint8)
+        self._jit = kernels.enabled()  # the compiled loops of kahuna_env.kernels (else the array code)
 
     @classmethod
     def from_dicts(
@@ -451,6 +487,7 @@ class KahunaBatch:
             self._set_config(i, game.config)
             self.game_seeds[i] = seed
             self._rngs[i] = None
+        self._pcg_ready[indices] = False
         self._load(indices, [game.to_dict() for game in games])
 
     def _set_config(self, i: int, config: KahunaConfig) -> None:
@@ -494,18 +531,44 @@ class KahunaBatch:
         self.bridges[indices] = mine.sum(2)
 
     # ------------------------------------------------------------------ chance
-    def _permutation(self, game: int, size: int) -> np.ndarray:
-        """Chance in a game: a permutation of ``range(size)`` from game ``game``'s generator.
+    def _permutations(self, games: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+        """Chance in games: ``permutation(sizes[k])`` from game ``games[k]``'s generator, one after the other.
 
-        The generator is built on first use from the game's seed, as ``KahunaGame`` builds its own.
+        Each game's generator is ``numpy.random.default_rng(game seed)``, built on first use, as
+        ``KahunaGame`` builds its own.  With the compiled loops it is a row of PCG64 state that
+        :mod:`kahuna_env.kernels` seeds and draws bit for bit as numpy does; otherwise numpy's own.
         """
+        if not self._jit:
+            if len(games) == 0:
+                return np.zeros(0, dtype=np.int64)
+            return np.concatenate(
+                [self._permutation(i, size) for i, size in zip(games.tolist(), sizes.tolist(), strict=True)]
+            )
+        fresh = games[~self._pcg_ready[games]]
+        if len(fresh):
+            _seed_generators(self._pcg, fresh, [self.game_seeds[i] for i in fresh.tolist()])
+            self._pcg_ready[fresh] = True
+        out = np.empty(int(sizes.sum()), dtype=np.int64)
+        kernels.permutations(games, sizes.astype(np.int64), self._pcg, out)
+        return out
+
+    def _permutation(self, game: int, size: int) -> np.ndarray:
+        """One game's permutation on numpy's own generator (the array code's :meth:`_permutations`)."""
         rng = self._rngs[game]
         if rng is None:
             rng = self._rngs[game] = np.random.default_rng(self.game_seeds[game])
         return rng.permutation(size)
 
     def _new_game_seeds(self, indices: np.ndarray) -> list[int]:
-        """Chance between games: the seed of the next game of each slot, from the slot's seeder."""
+        """Chance between games: the seed of the next game of each slot, ``integers(2**63)`` of the slot's seeder."""
+        if self._jit:
+            fresh = indices[~self._seeder_ready[indices]]
+            if len(fresh):
+                _seed_generators(self._seeder_pcg, fresh, [self.seeds[i] for i in fresh.tolist()])
+                self._seeder_ready[fresh] = True
+            out = np.empty(len(indices), dtype=np.uint64)
+            kernels.draw_seeds(indices.astype(np.intp), self._seeder_pcg, out)
+            return out.tolist()
         drawn = []
         for i in indices.tolist():
             seeder = self._seeders[i]
@@ -525,7 +588,8 @@ class KahunaBatch:
         for i, seed in zip(indices.tolist(), game_seeds, strict=True):
             self.game_seeds[i] = seed
             self._rngs[i] = None
-        orders = np.stack([self._permutation(i, NUM_CARDS) for i in indices.tolist()])
+        self._pcg_ready[indices] = False
+        orders = self._permutations(indices, np.full(k, NUM_CARDS)).reshape(k, NUM_CARDS)
         for name, _, _, empty in _STATE_ARRAYS:
             getattr(self, name)[indices] = empty
         cards = _DECK[orders]  # (k, 24)
@@ -664,6 +728,34 @@ class KahunaBatch:
         179 action bits are laid into three 64-bit words per game and unpacked
         into the bool mask in one call.  ``subset`` (game indices): only those games' words.
         """
+        if self._jit:
+            kernels.legal_words(
+                self._rows if subset is None else subset,
+                self._words,
+                self.current,
+                self.hand,
+                self.lines,
+                self.bridges,
+                self.count,
+                self.discarded,
+                self.played,
+                self.face_up,
+                self.pile_len,
+                self.must_draw,
+                self.claim_line,
+                self.setup_left,
+                self.over,
+                self.planning,
+                self.hand_limit,
+                _MAJ,
+                _LINES_A_IN,
+                _LINES_B_IN,
+                _LINES_TOUCHING,
+                _ALL_LINES,
+                BRIDGES_PER_PLAYER,
+                HAND_LIMIT,
+            )
+            return
         if subset is None:
             rows = self._rows
             games: Any = self
@@ -758,7 +850,74 @@ class KahunaBatch:
         kind = _KIND[actions]
         p = self.current.astype(np.intp)
         was_over = self.over.copy()
+        if self._jit:
+            self._step_compiled(actions, kind)
+        else:
+            self._step_arrays(actions, kind, p)
+        terminated = self.over & ~was_over
+        result = StepResult(
+            terminated=terminated,
+            winner=self.winner.copy(),
+            scores=self.scores.copy(),
+            final_points=self.final_points.copy(),
+            reset=np.zeros(n, dtype=bool),
+            player=np.where(acting, p, -1).astype(np.int8),
+        )
+        if self.auto_reset and self.over.any():
+            finished = np.flatnonzero(self.over)
+            self._deal(finished)
+            result.reset[finished] = True
+        return result
 
+    def _step_compiled(self, actions: np.ndarray, kind: np.ndarray) -> None:
+        """The transitions of :meth:`step` as one compiled loop (:func:`kahuna_env.kernels.step`)."""
+        interim = np.zeros(self.n, dtype=bool)
+        kernels.step(
+            actions,
+            kind,
+            self.owner,
+            self.lines,
+            self.count,
+            self.bridges,
+            self.hand,
+            self.known,
+            self.face_down,
+            self.open_discard,
+            self.pile,
+            self.pile_len,
+            self.face_up,
+            self.current,
+            self.round,
+            self.scores,
+            self.final_points,
+            self.played,
+            self.discarded,
+            self.must_draw,
+            self.claim_line,
+            self.setup_left,
+            self.final_turns,
+            self.over,
+            self.winner,
+            self.planning,
+            self.first_player,
+            interim,
+            _LINE,
+            _PAY1,
+            _PAY2,
+            _LA,
+            _LB,
+            _LINE_BIT,
+            _MAJ,
+            _TOUCH,
+            BRIDGES_PER_PLAYER,
+            A.DISCARD,
+            A.TAKE,
+        )
+        if interim.any():  # the reshuffle draws from each game's generator: the array code's
+            self._interim_scoring(np.flatnonzero(interim))
+
+    def _step_arrays(self, actions: np.ndarray, kind: np.ndarray, p: np.ndarray) -> None:
+        """The transitions of :meth:`step` as array operations over the batch."""
         # Every action except a removal withdraws a pending claim (a removal may offer a new one).
         self.claim_line[kind != _NOOP] = -1
 
@@ -798,21 +957,6 @@ class KahunaBatch:
         if len(ending):
             self._end_turn(ending, p[ending], kind[ending], actions[ending])
 
-        terminated = self.over & ~was_over
-        result = StepResult(
-            terminated=terminated,
-            winner=self.winner.copy(),
-            scores=self.scores.copy(),
-            final_points=self.final_points.copy(),
-            reset=np.zeros(n, dtype=bool),
-            player=np.where(acting, p, -1).astype(np.int8),
-        )
-        if self.auto_reset and self.over.any():
-            finished = np.flatnonzero(self.over)
-            self._deal(finished)
-            result.reset[finished] = True
-        return result
-
     def _check(self, actions: Sequence[int] | np.ndarray, running: np.ndarray) -> np.ndarray:
         """Validate the actions of the ``running`` games; return all as intp, the others mapped to no action."""
         array = np.asarray(actions)
@@ -820,6 +964,16 @@ class KahunaBatch:
             raise IllegalActionError(f"actions must have shape ({self.n},), got {array.shape}")
         if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
             raise IllegalActionError(f"actions must be integers in 0..{A.NUM_ACTIONS - 1}, got dtype {array.dtype}")
+        if self._jit:
+            safe = np.empty(self.n, dtype=np.intp)
+            code, i = kernels.check(array.astype(np.int64, copy=False), running, self._legal_words(), safe, _NO_ACTION)
+            if code == 1:
+                raise IllegalActionError(
+                    f"game {i}: action must be an integer in 0..{A.NUM_ACTIONS - 1}, got {int(array[i])}"
+                )
+            if code == 2:
+                raise IllegalActionError(f"game {i}: {self._explain(i, int(safe[i]))}")
+            return safe
         out_of_range = running & ((array < 0) | (array >= A.NUM_ACTIONS))
         if out_of_range.any():
             i = int(np.flatnonzero(out_of_range)[0])
@@ -957,6 +1111,26 @@ class KahunaBatch:
                 self._interim_scoring(round_end[~last])
 
     def _interim_scoring(self, games: np.ndarray) -> None:
+        if self._jit:  # the shuffles here, from each game's generator; the rest compiled
+            sizes = self.open_discard[games].sum(1, dtype=np.intp) + self.face_down[games].sum((1, 2), dtype=np.intp)
+            orders = self._permutations(games, sizes)
+            kernels.interim_scoring(
+                games,
+                orders,
+                self.count,
+                self.bridges,
+                self.scores,
+                self.round,
+                self.open_discard,
+                self.face_down,
+                self.face_up,
+                self.pile,
+                self.pile_len,
+                self.over,
+                self.winner,
+                _MAJ,
+            )
+            return
         ctrl = (self.count[games] >= _MAJ).sum(2)
         points = self.round[games]  # 1 after round 1, 2 after round 2
         more0 = ctrl[:, 0] > ctrl[:, 1]
@@ -970,9 +1144,7 @@ class KahunaBatch:
         sizes = counts.sum(1, dtype=np.intp)
         cards = np.repeat(np.tile(_ISLAND_RANGE, 3 * len(games)), counts.ravel())  # every game's cards, in a row
         starts = np.cumsum(sizes) - sizes
-        order = np.concatenate(
-            [self._permutation(i, size) for i, size in zip(games.tolist(), sizes.tolist(), strict=True)]
-        )
+        order = self._permutations(games, sizes)
         owner_row = np.repeat(np.arange(len(games)), sizes)
         shuffled = cards[order + starts[owner_row]]
         rank = np.arange(len(cards)) - starts[owner_row]  # position in the game's shuffled cards
@@ -1037,6 +1209,41 @@ class KahunaBatch:
             v = np.broadcast_to(np.asarray(player, dtype=np.intp), (self.n,))
             if ((v < 0) | (v > 1)).any():
                 raise ValueError("player must be 0 or 1")
+        if self._jit:
+            rows = self._rows if subset is None else np.asarray(subset, dtype=np.intp)
+            r = self._raw if subset is None else np.empty((len(rows), OBSERVATION_SIZE), dtype=np.uint8)
+            kernels.observations(
+                rows,
+                np.ascontiguousarray(v if subset is None else v[rows]),
+                r,
+                _OBSERVATION_STARTS,
+                self.owner,
+                self.count,
+                self.hand,
+                self.face_up,
+                self.pile_len,
+                self.open_discard,
+                self.face_down,
+                self.known,
+                self.scores,
+                self.round,
+                self.final_turns,
+                self.over,
+                self.bridges,
+                self.current,
+                self.played,
+                self.discarded,
+                self.must_draw,
+                self.claim_line,
+                self.setup_left,
+                self.first_player,
+                self.planning,
+                self.hand_limit,
+                _MAJ,
+                CARDS_PER_ISLAND,
+                BRIDGES_PER_PLAYER,
+            )
+            return r
         if subset is None:
             rows = self._rows
             r = self._raw

@@ -41,6 +41,7 @@ RULES_RANK = {
     "kahuna_env.engine": 3,
     "kahuna_env.observation": 4,
     "kahuna_env.rules": 4,
+    "kahuna_env.kernels": 4.5,
     "kahuna_env.vector": 5,
     "kahuna_env.agents.base": 5,
     "kahuna_env.agents.search": 5.5,

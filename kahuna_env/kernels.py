@@ -1,0 +1,800 @@
+"""Compiled loops for the batched engine's hot path (:mod:`kahuna_env.vector`), with numba.
+
+:class:`~kahuna_env.vector.KahunaBatch` keeps its state as numpy arrays and, when numba is
+installed, runs its four hot operations as one compiled loop over the games each: the
+legal-action words, an ordinary step (payments, removals, discards, bridges and captures,
+draws, takes, passes, the final scoring), the observations, and the choice of a random set
+bit.  Each loop is the array code of :mod:`kahuna_env.vector` written game by game, so
+the results are bit-identical to it (``tests/test_kernels.py`` plays the two side by side).
+Chance never runs here: the deal and the reshuffle after an interim scoring stay in
+:mod:`kahuna_env.vector`, on each game's own generator; :func:`step` only marks the games
+that reached an interim scoring.
+
+Compilation happens on first use (a few seconds), cached on disk by numba after that.
+Set the environment variable ``KAHUNA_JIT=0`` before the first batch is made to use
+the array code instead (also the path when numba cannot be imported); :func:`enabled`
+says which one runs, and imports numba on its first call, not on import.  The lookup
+tables are passed as arguments (never read as globals), so a compiled loop holds no copy
+of the board that could outlive a change to it in numba's cache.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "BLOCKS",
+    "ENABLED",
+    "check",
+    "enabled",
+    "interim_scoring",
+    "legal_words",
+    "observations",
+    "sample_bits",
+    "step",
+]
+
+BLOCKS = (
+    "lines_mine", "lines_opponent", "control_mine", "control_opponent", "bridges_mine", "bridges_opponent",
+    "hand", "face_up", "pile_size", "discard_open", "my_face_down", "opponent_face_down_count",
+    "opponent_hand_size", "opponent_known", "unseen", "scores", "round", "final_turns", "supply",
+    "cards_played", "discarding", "must_draw", "claim", "setup", "my_turn", "first_player", "rules",
+)  # fmt: skip
+"""The observation blocks in the order of :func:`observations`'s ``starts`` (a test holds it to the layout's)."""
+
+
+def _load_numba() -> Any:
+    if os.environ.get("KAHUNA_JIT", "1").strip() == "0":
+        return None
+    try:
+        import numba  # optional: the array code runs without it; imported on first use
+    except Exception:  # an incompatible numba (e.g. built for another numpy) must not break the env
+        return None
+    return numba
+
+
+ENABLED: bool | None = None
+"""Whether the compiled loops run (numba importable and ``KAHUNA_JIT`` not ``0``); None until :func:`enabled`."""
+
+_COMPILED = (
+    "_mul64",
+    "_pcg_step",
+    "_next64",
+    "_next32",
+    "_interval",
+    "_hashmix",
+    "_mix",
+    "seed_generators",
+    "permutations",
+    "draw_seeds",
+    "_popcount",
+    "_premature",
+    "sample_bits",
+    "legal_words",
+    "check",
+    "step",
+    "interim_scoring",
+    "observations",
+)
+
+
+def enabled() -> bool:
+    """Whether the compiled loops run; the first call imports numba (about 0.3 s) and wraps them for it.
+
+    Each loop compiles on its first call (a few seconds), then comes from numba's cache on disk.
+    """
+    global ENABLED
+    if ENABLED is None:
+        numba = _load_numba()
+        if numba is not None:
+            names = globals()
+            for name in _COMPILED:
+                names[name] = numba.njit(cache=True, nogil=True)(names[name])
+        ENABLED = numba is not None
+    return ENABLED
+
+
+def _jit(function: Any) -> Any:
+    """Mark a loop for compilation (:func:`enabled` compiles every name of ``_COMPILED``)."""
+    assert function.__name__ in _COMPILED, function.__name__
+    return function
+
+
+U1 = np.uint64(1)
+
+
+@_jit
+def _popcount(x: np.uint64) -> np.int64:
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@_jit
+def sample_bits(words: np.ndarray, uniforms: np.ndarray, out: np.ndarray) -> None:
+    """``out[k]``: the set bit of rank ``int(uniforms[k] * count)`` of row ``k`` of ``(M, W)`` words; 0 if none.
+
+    Rank ``r`` is the ``r``-th set bit counting from bit 0 of word 0 (as ``sample_set_bits``'s binary search).
+    """
+    for k in range(words.shape[0]):
+        total = np.int64(0)
+        for w in range(words.shape[1]):
+            total += _popcount(words[k, w])
+        if total == 0:
+            out[k] = 0
+            continue
+        rank = np.int64(uniforms[k] * total)
+        position = -1
+        for w in range(words.shape[1]):
+            x = words[k, w]
+            c = _popcount(x)
+            if rank >= c:
+                rank -= c
+                continue
+            for b in range(64):
+                if (x >> np.uint64(b)) & np.uint64(1):
+                    if rank == 0:
+                        position = 64 * w + b
+                        break
+                    rank -= 1
+            break
+        out[k] = position
+
+
+@_jit
+def legal_words(
+    rows: np.ndarray,
+    words: np.ndarray,
+    current: np.ndarray,
+    hand: np.ndarray,
+    lines: np.ndarray,
+    bridges: np.ndarray,
+    count: np.ndarray,
+    discarded: np.ndarray,
+    played: np.ndarray,
+    face_up: np.ndarray,
+    pile_len: np.ndarray,
+    must_draw: np.ndarray,
+    claim_line: np.ndarray,
+    setup_left: np.ndarray,
+    over: np.ndarray,
+    planning: np.ndarray,
+    hand_limit: np.ndarray,
+    majority: np.ndarray,
+    lines_a_in: np.ndarray,
+    lines_b_in: np.ndarray,
+    lines_touching: np.ndarray,
+    all_lines: np.uint64,
+    max_bridges: int,
+    max_hand: int,
+) -> None:
+    """The legal words of the games ``rows`` into ``words[rows]`` (``KahunaBatch._compute_words``, game by game)."""
+    zero = np.uint64(0)
+    for i in rows:
+        if over[i]:
+            words[i, 0] = zero
+            words[i, 1] = zero
+            words[i, 2] = zero
+            continue
+        p = current[i]
+        o = 1 - p
+        has1 = zero
+        has2 = zero
+        size = 0
+        for island in range(hand.shape[2]):
+            h = hand[i, p, island]
+            size += h
+            if h > 0:
+                has1 |= U1 << np.uint64(island)
+            if h > 1:
+                has2 |= U1 << np.uint64(island)
+        mine = lines[i, p]
+        theirs = lines[i, o]
+        free = ~(mine | theirs) & all_lines
+        plays = discarded[i] == 0
+        placeable = free if (plays and bridges[i, p] < max_bridges) else zero
+        if planning[i]:
+            ctrl_o = 0
+            for island in range(count.shape[2]):
+                if count[i, o, island] >= majority[island]:
+                    ctrl_o |= 1 << island
+            placeable &= ~lines_touching[ctrl_o]
+        a1 = lines_a_in[has1]
+        b1 = lines_b_in[has1]
+        place_a = placeable & a1
+        place_b = placeable & b1
+        if not plays:
+            theirs = zero
+        remove_ab = theirs & a1 & b1
+        remove_aa = theirs & lines_a_in[has2]
+        remove_bb = theirs & lines_b_in[has2]
+        up0 = face_up[i, 0] >= 0
+        up1 = face_up[i, 1] >= 0
+        up2 = face_up[i, 2] >= 0
+        pile = pile_len[i] > 0
+        drawable = pile or up0 or up1 or up2
+        discard_ok = played[i] == 0
+        if hand_limit[i]:
+            discard_ok = discard_ok and ((not plays) or (size == max_hand and drawable))
+        discard = has1 if discard_ok else zero
+        can_draw = drawable and size < max_hand
+        passing = not (drawable and must_draw[i])
+        if hand_limit[i] and not plays:
+            passing = False
+        end = zero
+        if can_draw and pile:
+            end |= U1
+        if can_draw and up0:
+            end |= np.uint64(2)
+        if can_draw and up1:
+            end |= np.uint64(4)
+        if can_draw and up2:
+            end |= np.uint64(8)
+        if passing:
+            end |= np.uint64(16)
+        claim = claim_line[i]
+        free_bridge = (U1 << np.uint64(claim)) if claim >= 0 else zero
+        if setup_left[i] > 0:
+            place_a = place_b = remove_ab = remove_aa = remove_bb = discard = end = zero
+            free_bridge = free
+        words[i, 0] = place_a | (place_b << np.uint64(27)) | (remove_ab << np.uint64(54))
+        words[i, 1] = (remove_ab >> np.uint64(10)) | (remove_aa << np.uint64(17)) | (remove_bb << np.uint64(44))
+        words[i, 2] = (remove_bb >> np.uint64(20)) | (discard << np.uint64(7)) | (end << np.uint64(19))
+        words[i, 2] |= free_bridge << np.uint64(24)
+
+
+@_jit
+def _premature(i: int, bridges: np.ndarray, over: np.ndarray, winner: np.ndarray) -> None:
+    has0 = bridges[i, 0] > 0
+    has1 = bridges[i, 1] > 0
+    over[i] = True
+    winner[i] = -1 if has0 == has1 else (0 if has0 else 1)
+
+
+@_jit
+def step(
+    actions: np.ndarray,
+    kinds: np.ndarray,
+    owner: np.ndarray,
+    lines: np.ndarray,
+    count: np.ndarray,
+    bridges: np.ndarray,
+    hand: np.ndarray,
+    known: np.ndarray,
+    face_down: np.ndarray,
+    open_discard: np.ndarray,
+    pile: np.ndarray,
+    pile_len: np.ndarray,
+    face_up: np.ndarray,
+    current: np.ndarray,
+    round_: np.ndarray,
+    scores: np.ndarray,
+    final_points: np.ndarray,
+    played: np.ndarray,
+    discarded: np.ndarray,
+    must_draw: np.ndarray,
+    claim_line: np.ndarray,
+    setup_left: np.ndarray,
+    final_turns: np.ndarray,
+    over: np.ndarray,
+    winner: np.ndarray,
+    planning: np.ndarray,
+    first_player: np.ndarray,
+    interim: np.ndarray,
+    action_line: np.ndarray,
+    pay1: np.ndarray,
+    pay2: np.ndarray,
+    line_a: np.ndarray,
+    line_b: np.ndarray,
+    line_bit: np.ndarray,
+    majority: np.ndarray,
+    touch: np.ndarray,
+    max_bridges: int,
+    discard_base: int,
+    take_base: int,
+) -> None:
+    """One already-checked action per game (``KahunaBatch.step``'s transitions, game by game).
+
+    ``kinds``: the action kind per game (``vector._KIND``; 0 = no action).  ``interim[i]``
+    is set where game ``i`` reached an interim scoring, which the caller then applies (it
+    shuffles).  Kinds: 1 place, 2 remove, 3 discard, 4 draw, 5 take, 6 pass, 7 free bridge.
+    """
+    for i in range(actions.shape[0]):
+        kind = kinds[i]
+        if kind == 0:
+            continue
+        action = actions[i]
+        p = current[i]
+        o = 1 - p
+        claim_line[i] = -1
+        line = action_line[action]
+        if kind == 1 or kind == 2:  # open payments
+            for payment in range(kind):  # a placement pays one card, a removal two
+                paid = pay1[action] if payment == 0 else pay2[action]
+                hand[i, p, paid] -= 1
+                open_discard[i, paid] += 1
+                if known[i, p, paid] > 0:
+                    known[i, p, paid] -= 1
+                played[i] += 1
+            if kind == 2:  # lift the opponent's bridge
+                a = line_a[line]
+                b = line_b[line]
+                owner[i, line] = -1
+                lines[i, o] &= ~line_bit[line]
+                bridges[i, o] -= 1
+                count[i, o, a] -= 1
+                count[i, o, b] -= 1
+                if (
+                    planning[i]
+                    and bridges[i, p] < max_bridges
+                    and count[i, o, a] < majority[a]
+                    and count[i, o, b] < majority[b]
+                ):
+                    claim_line[i] = line
+                if round_[i] >= 2 and bridges[i, o] == 0:
+                    _premature(i, bridges, over, winner)
+        elif kind == 3:  # a face-down discard
+            island = action - discard_base
+            hand[i, p, island] -= 1
+            face_down[i, p, island] += 1
+            discarded[i] += 1
+            for card in range(known.shape[2]):  # a hidden card: every known card may be the one
+                if known[i, p, card] > 0:
+                    known[i, p, card] -= 1
+        if kind == 1 or kind == 7:  # a bridge is built
+            in_setup = setup_left[i] > 0
+            if in_setup:
+                setup_left[i] -= 1
+            a = line_a[line]
+            b = line_b[line]
+            owner[i, line] = p
+            lines[i, p] |= line_bit[line]
+            bridges[i, p] += 1
+            count[i, p, a] += 1
+            count[i, p, b] += 1
+            gained_a = count[i, p, a] == majority[a]
+            gained_b = count[i, p, b] == majority[b]
+            if gained_a or gained_b:
+                lost = 0
+                for victim in range(owner.shape[1]):
+                    if owner[i, victim] == o and ((gained_a and touch[a, victim]) or (gained_b and touch[b, victim])):
+                        owner[i, victim] = -1
+                        lines[i, o] &= ~line_bit[victim]
+                        count[i, o, line_a[victim]] -= 1
+                        count[i, o, line_b[victim]] -= 1
+                        lost += 1
+                if lost:
+                    bridges[i, o] -= lost
+                    if round_[i] >= 2 and bridges[i, o] == 0:
+                        _premature(i, bridges, over, winner)
+            if in_setup and setup_left[i] == 0:
+                current[i] = first_player[i]
+        elif kind >= 4 and kind <= 6:  # the end of the turn
+            if kind == 4:
+                top = pile_len[i] - 1
+                hand[i, p, pile[i, top]] += 1
+                pile_len[i] = top
+            elif kind == 5:
+                slot = action - take_base
+                card = face_up[i, slot]
+                length = pile_len[i]
+                if length > 0:
+                    face_up[i, slot] = pile[i, length - 1]
+                    pile_len[i] = length - 1
+                else:
+                    face_up[i, slot] = -1
+                hand[i, p, card] += 1
+                known[i, p, card] += 1
+            played[i] = 0
+            discarded[i] = 0
+            must_draw[i] = kind == 6
+            left = final_turns[i]
+            in_final = left > 0
+            if in_final:
+                left -= 1
+                final_turns[i] = left
+            if in_final and left == 0:  # the final scoring
+                ctrl0 = 0
+                ctrl1 = 0
+                for island in range(count.shape[2]):
+                    if count[i, 0, island] >= majority[island]:
+                        ctrl0 += 1
+                    if count[i, 1, island] >= majority[island]:
+                        ctrl1 += 1
+                diff = ctrl0 - ctrl1
+                final_points[i, 0] = max(diff, 0)
+                final_points[i, 1] = max(-diff, 0)
+                scores[i, 0] += final_points[i, 0]
+                scores[i, 1] += final_points[i, 1]
+                over[i] = True
+                if scores[i, 0] != scores[i, 1]:
+                    winner[i] = 0 if scores[i, 0] > scores[i, 1] else 1
+                elif final_points[i, 0] != final_points[i, 1]:
+                    winner[i] = 0 if final_points[i, 0] > final_points[i, 1] else 1
+                elif bridges[i, 0] != bridges[i, 1]:
+                    winner[i] = 0 if bridges[i, 0] > bridges[i, 1] else 1
+                else:
+                    winner[i] = -1
+            else:
+                current[i] = o
+                if not in_final and pile_len[i] == 0 and face_up[i, 0] < 0 and face_up[i, 1] < 0 and face_up[i, 2] < 0:
+                    if round_[i] >= 3:
+                        final_turns[i] = 2
+                    else:
+                        interim[i] = True
+
+
+@_jit
+def observations(
+    rows: np.ndarray,
+    seats: np.ndarray,
+    out: np.ndarray,
+    starts: np.ndarray,
+    owner: np.ndarray,
+    count: np.ndarray,
+    hand: np.ndarray,
+    face_up: np.ndarray,
+    pile_len: np.ndarray,
+    open_discard: np.ndarray,
+    face_down: np.ndarray,
+    known: np.ndarray,
+    scores: np.ndarray,
+    round_: np.ndarray,
+    final_turns: np.ndarray,
+    over: np.ndarray,
+    bridges: np.ndarray,
+    current: np.ndarray,
+    played: np.ndarray,
+    discarded: np.ndarray,
+    must_draw: np.ndarray,
+    claim_line: np.ndarray,
+    setup_left: np.ndarray,
+    first_player: np.ndarray,
+    planning: np.ndarray,
+    hand_limit: np.ndarray,
+    majority: np.ndarray,
+    cards_per_island: int,
+    max_bridges: int,
+) -> None:
+    """Row ``k`` of ``out`` (uint8): game ``rows[k]`` seen by seat ``seats[k]`` (``KahunaBatch._raw_observations``).
+
+    ``starts``: the first column of each observation block, in the layout's order
+    (``kahuna_env.observation.OBSERVATION_LAYOUT``).
+    """
+    lines_mine, lines_opp, ctrl_mine, ctrl_opp, br_mine, br_opp = starts[0:6]
+    hand_at, face_up_at, pile_at, discard_at, my_down_at = starts[6:11]
+    opp_down_at, opp_hand_at, opp_known_at, unseen_at, scores_at = starts[11:16]
+    round_at, final_at, supply_at, played_at, discarding_at = starts[16:21]
+    must_draw_at, claim_at, setup_at, my_turn_at, first_at, rules_at = starts[21:27]
+    islands = hand.shape[2]
+    for k in range(rows.shape[0]):
+        i = rows[k]
+        v = seats[k]
+        o = 1 - v
+        r = out[k]
+        r[:] = 0
+        for line in range(owner.shape[1]):
+            r[lines_mine + line] = owner[i, line] == v
+            r[lines_opp + line] = owner[i, line] == o
+        opp_down = 0
+        opp_hand = 0
+        for island in range(islands):
+            r[ctrl_mine + island] = count[i, v, island] >= majority[island]
+            r[ctrl_opp + island] = count[i, o, island] >= majority[island]
+            r[br_mine + island] = count[i, v, island]
+            r[br_opp + island] = count[i, o, island]
+            r[hand_at + island] = hand[i, v, island]
+            r[discard_at + island] = open_discard[i, island]
+            r[my_down_at + island] = face_down[i, v, island]
+            r[opp_known_at + island] = known[i, o, island]
+            opp_down += face_down[i, o, island]
+            opp_hand += hand[i, o, island]
+            shown = 0
+            for slot in range(face_up.shape[1]):
+                if face_up[i, slot] == island:
+                    shown += 1
+            r[unseen_at + island] = (
+                cards_per_island
+                - hand[i, v, island]
+                - open_discard[i, island]
+                - face_down[i, v, island]
+                - known[i, o, island]
+                - shown
+            )
+        for slot in range(face_up.shape[1]):
+            if face_up[i, slot] >= 0:
+                r[face_up_at + slot * islands + face_up[i, slot]] = 1
+        r[pile_at] = pile_len[i]
+        r[opp_down_at] = opp_down
+        r[opp_hand_at] = opp_hand
+        r[scores_at] = scores[i, v]
+        r[scores_at + 1] = scores[i, o]
+        if 1 <= round_[i] <= 3:
+            r[round_at + round_[i] - 1] = 1
+        final_left = 0 if over[i] else final_turns[i]
+        r[final_at] = final_left > 0
+        r[final_at + 1] = final_left
+        r[supply_at] = max_bridges - bridges[i, v]
+        r[supply_at + 1] = max_bridges - bridges[i, o]
+        to_act = current[i] == v and not over[i]
+        if to_act:
+            r[played_at] = played[i]
+            r[discarding_at] = discarded[i] > 0
+            r[must_draw_at] = must_draw[i]
+            if claim_line[i] >= 0:
+                r[claim_at + claim_line[i]] = 1
+        r[setup_at] = setup_left[i] > 0
+        r[setup_at + 1] = setup_left[i]
+        r[my_turn_at] = to_act
+        r[first_at] = first_player[i] == v
+        r[rules_at] = planning[i]
+        r[rules_at + 1] = hand_limit[i]
+
+
+@_jit
+def check(actions: np.ndarray, running: np.ndarray, words: np.ndarray, safe: np.ndarray, no_action: int) -> tuple:
+    """Validate the actions of the ``running`` games against their legal words (``KahunaBatch._check``).
+
+    Fills ``safe`` (the action of each running game, ``no_action`` elsewhere) and returns
+    ``(0, -1)`` when all are legal, ``(1, i)`` when game ``i`` is the first whose action is out
+    of ``0..no_action - 1``, else ``(2, i)`` for the first game whose action is illegal.
+    """
+    for i in range(actions.shape[0]):
+        if running[i] and (actions[i] < 0 or actions[i] >= no_action):
+            return 1, i
+    for i in range(actions.shape[0]):
+        if not running[i]:
+            safe[i] = no_action
+            continue
+        action = actions[i]
+        safe[i] = action
+        if not (words[i, action >> 6] >> np.uint64(action & 63)) & U1:
+            return 2, i
+    return 0, -1
+
+
+@_jit
+def interim_scoring(
+    games: np.ndarray,
+    orders: np.ndarray,
+    count: np.ndarray,
+    bridges: np.ndarray,
+    scores: np.ndarray,
+    round_: np.ndarray,
+    open_discard: np.ndarray,
+    face_down: np.ndarray,
+    face_up: np.ndarray,
+    pile: np.ndarray,
+    pile_len: np.ndarray,
+    over: np.ndarray,
+    winner: np.ndarray,
+    majority: np.ndarray,
+) -> None:
+    """The interim scoring of the games ``games`` (``KahunaBatch._interim_scoring``), their shuffles given.
+
+    ``orders``: every game's permutation of its discard pile, one after the other (game
+    ``games[k]``'s has as many entries as its pile has cards); the pile is laid out as the
+    scalar engine lays it: open cards by island, then player 0's face-down cards, then
+    player 1's, and shuffled card ``t`` is ``cards[order[t]]``.
+    """
+    islands = count.shape[2]
+    start = 0
+    cards = np.empty(orders.shape[0] + 1, dtype=np.int8)
+    for i in games:
+        ctrl0 = 0
+        ctrl1 = 0
+        for island in range(islands):
+            if count[i, 0, island] >= majority[island]:
+                ctrl0 += 1
+            if count[i, 1, island] >= majority[island]:
+                ctrl1 += 1
+        points = round_[i]
+        if ctrl0 > ctrl1:
+            scores[i, 0] += points
+        elif ctrl1 > ctrl0:
+            scores[i, 1] += points
+        round_[i] += 1
+        size = 0
+        for island in range(islands):
+            for _ in range(open_discard[i, island]):
+                cards[size] = island
+                size += 1
+        for player in range(2):
+            for island in range(islands):
+                for _ in range(face_down[i, player, island]):
+                    cards[size] = island
+                    size += 1
+        for slot in range(face_up.shape[1]):
+            face_up[i, slot] = cards[orders[start + slot]] if slot < size else -1
+        pile[i, :] = 0
+        for t in range(face_up.shape[1], size):
+            pile[i, size - 1 - t] = cards[orders[start + t]]
+        pile_len[i] = max(size - face_up.shape[1], 0)
+        start += size
+        open_discard[i, :] = 0
+        face_down[i, :, :] = 0
+        if bridges[i, 0] == 0 or bridges[i, 1] == 0:
+            _premature(i, bridges, over, winner)
+
+
+# --- chance: numpy's default_rng (SeedSequence -> PCG64 -> Generator.permutation), bit for bit ---------------
+# Each game's generator is a row of a (N, 6) uint64 array: the 128-bit state (high, low), the 128-bit
+# increment (high, low), and the buffered half of a 64-bit draw (a flag and the 32 bits), as numpy's
+# pcg64_state holds them.  tests/test_kernels.py holds every function here to numpy's own generators.
+
+_M32 = np.uint64(0xFFFFFFFF)
+_PCG_MULT_HI = np.uint64(2549297995355413924)
+_PCG_MULT_LO = np.uint64(4865540595714422341)
+_INIT_A = np.uint64(0x43B0D7E5)
+_MULT_A = np.uint64(0x931E8875)
+_INIT_B = np.uint64(0x8B51F9DD)
+_MULT_B = np.uint64(0x58F38DED)
+_MIX_MULT_L = np.uint64(0xCA01F9DD)
+_MIX_MULT_R = np.uint64(0x4973F715)
+_POOL_SIZE = 4
+
+
+@_jit
+def _mul64(a: np.uint64, b: np.uint64) -> tuple:
+    """The 128-bit product of two uint64: ``(high, low)``."""
+    a_lo = a & _M32
+    a_hi = a >> np.uint64(32)
+    b_lo = b & _M32
+    b_hi = b >> np.uint64(32)
+    p0 = a_lo * b_lo
+    p1 = a_lo * b_hi
+    p2 = a_hi * b_lo
+    p3 = a_hi * b_hi
+    mid = (p0 >> np.uint64(32)) + (p1 & _M32) + (p2 & _M32)
+    low = (p0 & _M32) | (mid << np.uint64(32))
+    high = p3 + (p1 >> np.uint64(32)) + (p2 >> np.uint64(32)) + (mid >> np.uint64(32))
+    return high, low
+
+
+@_jit
+def _pcg_step(pcg: np.ndarray, g: int) -> None:
+    """``state = state * multiplier + increment`` (mod 2**128)."""
+    s_hi = pcg[g, 0]
+    s_lo = pcg[g, 1]
+    high, low = _mul64(s_lo, _PCG_MULT_LO)
+    high += s_lo * _PCG_MULT_HI + s_hi * _PCG_MULT_LO
+    new_low = low + pcg[g, 3]
+    if new_low < low:
+        high += U1
+    pcg[g, 0] = high + pcg[g, 2]
+    pcg[g, 1] = new_low
+
+
+@_jit
+def _next64(pcg: np.ndarray, g: int) -> np.uint64:
+    """PCG64's XSL-RR output of the stepped state (numpy's ``next_uint64``)."""
+    _pcg_step(pcg, g)
+    high = pcg[g, 0]
+    value = high ^ pcg[g, 1]
+    rot = high >> np.uint64(58)
+    return (value >> rot) | (value << ((np.uint64(64) - rot) & np.uint64(63)))
+
+
+@_jit
+def _next32(pcg: np.ndarray, g: int) -> np.uint64:
+    """numpy's ``next_uint32`` for PCG64: the low half of a 64-bit draw, its high half kept for the next call."""
+    if pcg[g, 4]:
+        pcg[g, 4] = 0
+        return pcg[g, 5]
+    value = _next64(pcg, g)
+    pcg[g, 4] = 1
+    pcg[g, 5] = value >> np.uint64(32)
+    return value & _M32
+
+
+@_jit
+def _interval(pcg: np.ndarray, g: int, top: np.uint64) -> np.uint64:
+    """numpy's ``random_interval``: uniform in ``0..top`` by masked rejection (32-bit draws below 2**32)."""
+    if top == 0:
+        return np.uint64(0)
+    mask = top
+    for shift in (1, 2, 4, 8, 16, 32):
+        mask |= mask >> np.uint64(shift)
+    if top <= _M32:
+        while True:
+            value = _next32(pcg, g) & mask
+            if value <= top:
+                return value
+    while True:
+        value = _next64(pcg, g) & mask
+        if value <= top:
+            return value
+
+
+@_jit
+def _hashmix(value: np.uint64, hash_const: np.uint64) -> tuple:
+    """SeedSequence's ``hashmix`` on 32-bit words: ``(mixed value, next hash constant)``."""
+    value = (value ^ hash_const) & _M32
+    hash_const = (hash_const * _MULT_A) & _M32
+    value = (value * hash_const) & _M32
+    value ^= value >> np.uint64(16)
+    return value, hash_const
+
+
+@_jit
+def _mix(x: np.uint64, y: np.uint64) -> np.uint64:
+    result = (_MIX_MULT_L * x - _MIX_MULT_R * y) & _M32
+    return result ^ (result >> np.uint64(16))
+
+
+@_jit
+def seed_generators(rows: np.ndarray, words: np.ndarray, offsets: np.ndarray, pcg: np.ndarray) -> None:
+    """``pcg[rows[k]]`` := ``numpy.random.default_rng(seed_k)``'s PCG64 state.
+
+    ``words[offsets[k]:offsets[k + 1]]``: seed ``k`` as SeedSequence reads an int, its 32-bit
+    words from the lowest (``[0]`` for 0).  SeedSequence's pool of 4 words, then
+    ``generate_state(4, uint64)``: state and increment of ``pcg64_set_seed``.
+    """
+    mixer = np.zeros(_POOL_SIZE, dtype=np.uint64)
+    state = np.zeros(2 * _POOL_SIZE, dtype=np.uint64)
+    for k in range(rows.shape[0]):
+        start = offsets[k]
+        length = offsets[k + 1] - start
+        hash_const = _INIT_A
+        for i in range(_POOL_SIZE):
+            value = words[start + i] if i < length else np.uint64(0)
+            mixer[i], hash_const = _hashmix(value, hash_const)
+        for i_src in range(_POOL_SIZE):
+            for i_dst in range(_POOL_SIZE):
+                if i_src != i_dst:
+                    hashed, hash_const = _hashmix(mixer[i_src], hash_const)
+                    mixer[i_dst] = _mix(mixer[i_dst], hashed)
+        for i_src in range(_POOL_SIZE, length):
+            for i_dst in range(_POOL_SIZE):
+                hashed, hash_const = _hashmix(words[start + i_src], hash_const)
+                mixer[i_dst] = _mix(mixer[i_dst], hashed)
+        hash_const = _INIT_B
+        for i in range(2 * _POOL_SIZE):
+            value = mixer[i % _POOL_SIZE] ^ hash_const
+            hash_const = (hash_const * _MULT_B) & _M32
+            value = (value * hash_const) & _M32
+            state[i] = value ^ (value >> np.uint64(16))
+        seed_hi = state[0] | (state[1] << np.uint64(32))
+        seed_lo = state[2] | (state[3] << np.uint64(32))
+        inc_hi = state[4] | (state[5] << np.uint64(32))
+        inc_lo = state[6] | (state[7] << np.uint64(32))
+        g = rows[k]
+        pcg[g, 0] = 0
+        pcg[g, 1] = 0
+        pcg[g, 2] = (inc_hi << U1) | (inc_lo >> np.uint64(63))
+        pcg[g, 3] = (inc_lo << U1) | U1
+        _pcg_step(pcg, g)
+        low = pcg[g, 1] + seed_lo
+        pcg[g, 0] += seed_hi + (U1 if low < seed_lo else np.uint64(0))
+        pcg[g, 1] = low
+        _pcg_step(pcg, g)
+        pcg[g, 4] = 0
+        pcg[g, 5] = 0
+
+
+@_jit
+def permutations(rows: np.ndarray, sizes: np.ndarray, pcg: np.ndarray, out: np.ndarray) -> None:
+    """``default_rng(...).permutation(sizes[k])`` from game ``rows[k]``'s generator, one after the other in ``out``."""
+    start = 0
+    for k in range(rows.shape[0]):
+        g = rows[k]
+        n = sizes[k]
+        for t in range(n):
+            out[start + t] = t
+        for i in range(n - 1, 0, -1):
+            j = np.int64(_interval(pcg, g, np.uint64(i)))
+            swap = out[start + i]
+            out[start + i] = out[start + j]
+            out[start + j] = swap
+        start += n
+
+
+@_jit
+def draw_seeds(rows: np.ndarray, pcg: np.ndarray, out: np.ndarray) -> None:
+    """``out[k]`` := ``integers(2**63)`` of generator ``rows[k]`` (numpy's Lemire draw: one 64-bit draw, halved)."""
+    for k in range(rows.shape[0]):
+        out[k] = _next64(pcg, rows[k]) >> U1

@@ -1,0 +1,195 @@
+"""The compiled loops (kahuna_env.kernels) against the batched engine's array code, side by side.
+
+``tests/test_vector.py`` holds the batch to the scalar engine on whichever path runs
+(the compiled one when numba is installed, as it is with the project's dependencies);
+here two batches with the same seeds, one on each path, play the same random actions
+over every variant and option and must agree bit for bit after every step: positions,
+every state array, legal words and masks, observations of both seats and of the subset
+paths, step results, and the random actions drawn from the words.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+from test_vector import ALL_CONFIGS
+
+from kahuna_env import kernels
+from kahuna_env import vector as V
+from kahuna_env.observation import OBSERVATION_LAYOUT
+from kahuna_env.vector import KahunaBatch, sample_set_bits
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("KAHUNA_JIT", "1").strip() == "0", reason="KAHUNA_JIT=0 asks for the array code only"
+)
+
+
+def test_numba_is_installed_with_the_project_so_the_compiled_loops_run():
+    assert kernels.enabled() and kernels.ENABLED, "numba is a dependency of the project: the compiled loops must run"
+    assert KahunaBatch(1, seed=0)._jit
+
+
+def test_the_compiled_encoder_knows_the_observation_layout_in_order():
+    assert kernels.BLOCKS == tuple(OBSERVATION_LAYOUT)
+
+
+def _state(batch: KahunaBatch) -> dict[str, np.ndarray]:
+    arrays = {name: getattr(batch, name).copy() for name, _, _, _ in V._STATE_ARRAYS}
+    arrays["words"] = batch._legal_words().copy()
+    return arrays
+
+
+def _assert_equal(compiled: KahunaBatch, arrays: KahunaBatch, context: str) -> None:
+    left, right = _state(compiled), _state(arrays)
+    for name in left:
+        if not np.array_equal(left[name], right[name]):
+            rows = np.flatnonzero((left[name] != right[name]).reshape(len(left[name]), -1).any(1))
+            pytest.fail(f"{context}: {name} differs in games {rows[:5].tolist()}")
+    assert np.array_equal(compiled.legal_masks(), arrays.legal_masks()), context
+    for seat in (None, 0, 1):
+        assert compiled.observations(seat).tobytes() == arrays.observations(seat).tobytes(), (context, seat)
+    assert compiled.states().tobytes() == arrays.states().tobytes(), context
+    rows = np.arange(0, compiled.n, 3)
+    seats = (np.arange(compiled.n) % 2).astype(np.intp)
+    assert compiled.observations(seats, rows).tobytes() == arrays.observations(seats, rows).tobytes(), context
+    assert np.array_equal(compiled.legal_masks(rows), arrays.legal_masks(rows)), context
+    assert compiled.game_seeds == arrays.game_seeds, context
+
+
+def _on_the_array_path(monkeypatch: pytest.MonkeyPatch, make: Any) -> KahunaBatch:
+    """A batch made, and so dealt, with the compiled loops switched off (it keeps the array code)."""
+    with monkeypatch.context() as patch:
+        patch.setattr(kernels, "enabled", lambda: False)
+        batch = make()
+    assert not batch._jit
+    return batch
+
+
+def test_compiled_and_array_paths_agree_bit_for_bit_over_every_variant_and_option(monkeypatch):
+    n = 96
+    configs = [ALL_CONFIGS[i % len(ALL_CONFIGS)] for i in range(n)]
+    seeds = list(range(500, 500 + n))
+    compiled = KahunaBatch(n, configs, seeds, auto_reset=True)
+    arrays = _on_the_array_path(monkeypatch, lambda: KahunaBatch(n, configs, seeds, auto_reset=True))
+    rng_compiled, rng_arrays = np.random.default_rng(3), np.random.default_rng(3)
+    drive = np.random.default_rng(4)
+    finished = interim = 0
+    _assert_equal(compiled, arrays, "start")
+    for step in range(700):
+        actions = compiled.random_actions(rng_compiled)
+        assert np.array_equal(actions, arrays.random_actions(rng_arrays)), f"step {step}: random actions"
+        active = drive.random(n) < 0.9  # some games sit a step out, as in seated play
+        rounds = compiled.round.copy()
+        left, right = compiled.step(actions, active), arrays.step(actions, active)
+        for field in left._fields:
+            assert np.array_equal(getattr(left, field), getattr(right, field)), f"step {step}: {field}"
+        finished += int(left.terminated.sum())
+        interim += int((compiled.round > rounds).sum())
+        _assert_equal(compiled, arrays, f"step {step}")
+    assert finished > n and interim > n, "the run must cover many games, interim scorings and final scorings"
+
+
+def test_a_batch_of_hand_made_positions_agrees_on_both_paths(monkeypatch):
+    """Positions loaded from dicts (captures, claims, final turns) step alike on both paths."""
+    source = KahunaBatch(48, [ALL_CONFIGS[i % len(ALL_CONFIGS)] for i in range(48)], seed=70, auto_reset=True)
+    rng = np.random.default_rng(8)
+    for _ in range(150):
+        source.step(source.random_actions(rng))
+    positions = source.to_dicts()
+    compiled = KahunaBatch.from_dicts(positions, seeds=list(range(48)))
+    arrays = _on_the_array_path(monkeypatch, lambda: KahunaBatch.from_dicts(positions, seeds=list(range(48))))
+    for step in range(200):
+        actions = compiled.random_actions(np.random.default_rng(step))
+        compiled.step(actions, ~compiled.over)
+        arrays.step(actions, ~arrays.over)
+        _assert_equal(compiled, arrays, f"step {step}")
+
+
+def test_sample_set_bits_draws_the_same_bits_on_both_paths(monkeypatch):
+    rng = np.random.default_rng(5)
+    words = rng.integers(0, 2**63, size=(2000, 3), dtype=np.uint64)
+    words &= rng.integers(0, 2**63, size=(2000, 3), dtype=np.uint64)  # sparser rows
+    words[::7] = 0  # no set bit: 0
+    words[1::7, 1:] = 0
+    for width in (1, 2, 3):
+        compiled = sample_set_bits(words[:, :width], np.random.default_rng(9))
+        with monkeypatch.context() as patch:
+            patch.setattr(kernels, "enabled", lambda: False)
+            arrays = sample_set_bits(words[:, :width], np.random.default_rng(9))
+        assert np.array_equal(compiled, arrays), width
+        assert (compiled[::7] == 0).all()
+
+
+def test_kahuna_jit_0_runs_the_array_code():
+    code = (
+        "import sys\n"
+        "import numpy as np\n"
+        "from kahuna_env import kernels\n"
+        "from kahuna_env.vector import KahunaBatch\n"
+        "b = KahunaBatch(4, seed=1, auto_reset=True)\n"
+        "b.step(b.random_actions(np.random.default_rng(0)))\n"
+        "print(kernels.enabled(), b._jit, 'numba' in sys.modules)\n"
+    )
+    env = {**os.environ, "KAHUNA_JIT": "0"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False", "False"]
+
+
+def test_importing_the_batched_engine_does_not_import_numba():
+    code = "import sys\nimport kahuna_env.vector\nprint('numba' in sys.modules)\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False"]
+
+
+SEEDS = [0, 1, 2, 2**32 - 1, 2**32, 2**63 - 1, 2**64 - 1, 2**64, 2**100 + 7, 2**200 + 3, 123456789]
+"""Seeds of one, two, three, four and seven 32-bit words (SeedSequence's pool holds four)."""
+
+
+def _generators(seeds: list[int]) -> np.ndarray:
+    pcg = np.zeros((len(seeds), 6), dtype=np.uint64)
+    V._seed_generators(pcg, np.arange(len(seeds)), seeds)
+    return pcg
+
+
+def test_compiled_generators_are_seeded_as_numpy_seeds_pcg64():
+    seeds = SEEDS + [int(s) for s in np.random.default_rng(0).integers(0, 2**63, 100)]
+    pcg = _generators(seeds)
+    for k, seed in enumerate(seeds):
+        state = np.random.PCG64(seed).state["state"]
+        assert (int(pcg[k, 0]) << 64 | int(pcg[k, 1])) == state["state"], seed
+        assert (int(pcg[k, 2]) << 64 | int(pcg[k, 3])) == state["inc"], seed
+
+
+def test_compiled_permutations_and_seed_draws_follow_numpys_generator_call_for_call():
+    """Permutations of every size the game shuffles, and integers(2**63), interleaved (the buffered 32 bits)."""
+    pcg = _generators(SEEDS)
+    generators = [np.random.default_rng(seed) for seed in SEEDS]
+    rows = np.arange(len(SEEDS))
+    for size in (24, 0, 1, 2, 5, 13, 24, 17, 40, 3):
+        out = np.empty(size * len(SEEDS), dtype=np.int64)
+        kernels.permutations(rows, np.full(len(SEEDS), size, dtype=np.int64), pcg, out)
+        expected = np.concatenate([g.permutation(size) for g in generators]) if size else out
+        assert np.array_equal(out, expected), size
+        if size % 2:
+            drawn = np.empty(len(SEEDS), dtype=np.uint64)
+            kernels.draw_seeds(rows, pcg, drawn)
+            assert drawn.tolist() == [int(g.integers(2**63)) for g in generators], size
+
+
+def test_a_slot_seeder_and_its_games_draw_as_numpy_on_the_compiled_path():
+    batch = KahunaBatch(3, seed=[7, 2**70, 0], auto_reset=True)
+    for i, seed in enumerate([7, 2**70, 0]):
+        seeder = np.random.default_rng(seed)
+        assert batch.game_seeds[i] == int(seeder.integers(2**63))
+        batch.reset([i])
+        assert batch.game_seeds[i] == int(seeder.integers(2**63))
+    loaded = KahunaBatch.from_dicts(batch.to_dicts())  # no seeds: fresh entropy, as KahunaGame(seed=None)
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        loaded.step(loaded.random_actions(rng))
+    assert loaded.round.max() >= 2, "the unseeded games reshuffled"
