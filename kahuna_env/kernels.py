@@ -70,6 +70,7 @@ _COMPILED = (
     "seed_generators",
     "permutations",
     "draw_seeds",
+    "deal",
     "_popcount",
     "_premature",
     "sample_bits",
@@ -92,7 +93,10 @@ def enabled() -> bool:
         if numba is not None:
             names = globals()
             for name in _COMPILED:
-                names[name] = numba.njit(cache=True, nogil=True)(names[name])
+                try:
+                    names[name] = numba.njit(cache=True, nogil=True)(names[name])
+                except RuntimeError:  # no writable cache folder for this install: compile in every process
+                    names[name] = numba.njit(cache=False, nogil=True)(names[name])
         ENABLED = numba is not None
     return ENABLED
 
@@ -433,6 +437,8 @@ def observations(
     rows: np.ndarray,
     seats: np.ndarray,
     out: np.ndarray,
+    scaled: np.ndarray,
+    scale: np.ndarray,
     starts: np.ndarray,
     owner: np.ndarray,
     count: np.ndarray,
@@ -462,8 +468,9 @@ def observations(
 ) -> None:
     """Row ``k`` of ``out`` (uint8): game ``rows[k]`` seen by seat ``seats[k]`` (``KahunaBatch._raw_observations``).
 
-    ``starts``: the first column of each observation block, in the layout's order
-    (``kahuna_env.observation.OBSERVATION_LAYOUT``).
+    ``scaled`` (float32, empty for none): row ``k`` is also written there times ``scale``, the
+    observation itself (``out`` may then be one scratch row, reused).  ``starts``: the first
+    column of each observation block, in the layout's order (``kahuna_env.observation.OBSERVATION_LAYOUT``).
     """
     lines_mine, lines_opp, ctrl_mine, ctrl_opp, br_mine, br_opp = starts[0:6]
     hand_at, face_up_at, pile_at, discard_at, my_down_at = starts[6:11]
@@ -475,7 +482,7 @@ def observations(
         i = rows[k]
         v = seats[k]
         o = 1 - v
-        r = out[k]
+        r = out[k % out.shape[0]]
         r[:] = 0
         for line in range(owner.shape[1]):
             r[lines_mine + line] = owner[i, line] == v
@@ -533,6 +540,9 @@ def observations(
         r[first_at] = first_player[i] == v
         r[rules_at] = planning[i]
         r[rules_at + 1] = hand_limit[i]
+        if scaled.shape[0]:
+            for j in range(r.shape[0]):
+                scaled[k, j] = np.float32(r[j]) * scale[j]
 
 
 @_jit
@@ -798,3 +808,41 @@ def draw_seeds(rows: np.ndarray, pcg: np.ndarray, out: np.ndarray) -> None:
     """``out[k]`` := ``integers(2**63)`` of generator ``rows[k]`` (numpy's Lemire draw: one 64-bit draw, halved)."""
     for k in range(rows.shape[0]):
         out[k] = _next64(pcg, rows[k]) >> U1
+
+
+@_jit
+def deal(
+    rows: np.ndarray,
+    orders: np.ndarray,
+    deck: np.ndarray,
+    hand: np.ndarray,
+    face_up: np.ndarray,
+    pile: np.ndarray,
+    pile_len: np.ndarray,
+    current: np.ndarray,
+    setup_left: np.ndarray,
+    handicap_player: np.ndarray,
+    first_player: np.ndarray,
+    handicap_bridges: np.ndarray,
+    starting_hand: int,
+) -> None:
+    """Deal the shuffled decks ``deck[orders[k]]`` into the cleared games ``rows[k]`` (``KahunaBatch._deal``).
+
+    The first ``starting_hand`` cards to player 0, the next to player 1, then the face-up
+    slots, the rest face down (the last card at the bottom); the handicapped player, if any,
+    places first.
+    """
+    slots = face_up.shape[1]
+    size = orders.shape[1]
+    for k in range(rows.shape[0]):
+        i = rows[k]
+        for t in range(2 * starting_hand):
+            hand[i, t // starting_hand, deck[orders[k, t]]] += 1
+        for slot in range(slots):
+            face_up[i, slot] = deck[orders[k, 2 * starting_hand + slot]]
+        rest = size - 2 * starting_hand - slots
+        for t in range(rest):
+            pile[i, t] = deck[orders[k, size - 1 - t]]
+        pile_len[i] = rest
+        current[i] = handicap_player[i] if handicap_player[i] >= 0 else first_player[i]
+        setup_left[i] = handicap_bridges[i]

@@ -161,6 +161,8 @@ _PAY2 = np.array([*(p[1] if len(p) > 1 else -1 for p in A.PAID_ISLANDS), -1], dt
 _SCALE = OBSERVATION_SCALE
 _STATE_SCALE = STATE_SCALE
 _O = {name: (s.start, s.stop) for name, s in OBSERVATION_LAYOUT.items()}
+_NO_ROWS = np.zeros((0, OBSERVATION_SIZE), dtype=np.float32)
+"""No scaled rows: the compiled encoder then writes the raw counts only."""
 _OBSERVATION_STARTS = np.array([OBSERVATION_LAYOUT[name].start for name in kernels.BLOCKS], dtype=np.int64)
 """The first column of each observation block, in the layout's order (the compiled encoder's ``starts``)."""
 
@@ -592,6 +594,23 @@ class KahunaBatch:
         orders = self._permutations(indices, np.full(k, NUM_CARDS)).reshape(k, NUM_CARDS)
         for name, _, _, empty in _STATE_ARRAYS:
             getattr(self, name)[indices] = empty
+        if self._jit:
+            kernels.deal(
+                indices,
+                orders,
+                _DECK,
+                self.hand,
+                self.face_up,
+                self.pile,
+                self.pile_len,
+                self.current,
+                self.setup_left,
+                self.handicap_player,
+                self.first_player,
+                self.handicap_bridges,
+                STARTING_HAND,
+            )
+            return
         cards = _DECK[orders]  # (k, 24)
         onehot = cards[:, :, None] == _ISLAND_RANGE  # (k, 24, 12)
         dealt = 2 * STARTING_HAND
@@ -1186,6 +1205,8 @@ class KahunaBatch:
         game), or an ``(N,)`` array of seats.  ``rows`` (game indices): only those
         games, ``(len(rows), 246)``, at a cost in proportion to their number.
         """
+        if self._jit:
+            return self._raw_observations(player, rows, scaled=True)
         return self._raw_observations(player, rows) * _SCALE
 
     def states(self) -> np.ndarray:
@@ -1201,8 +1222,9 @@ class KahunaBatch:
         return np.concatenate([raw, extra.astype(np.uint8)], 1) * _STATE_SCALE
 
     def _raw_observations(
-        self, player: int | Sequence[int] | np.ndarray | None, subset: np.ndarray | None = None
+        self, player: int | Sequence[int] | np.ndarray | None, subset: np.ndarray | None = None, scaled: bool = False
     ) -> np.ndarray:
+        """The observations' raw counts (uint8), or with ``scaled`` (compiled loops only) the observations."""
         if player is None:
             v = self.current.astype(np.intp)
         else:
@@ -1211,11 +1233,18 @@ class KahunaBatch:
                 raise ValueError("player must be 0 or 1")
         if self._jit:
             rows = self._rows if subset is None else np.asarray(subset, dtype=np.intp)
-            r = self._raw if subset is None else np.empty((len(rows), OBSERVATION_SIZE), dtype=np.uint8)
+            if scaled:
+                out = np.empty((len(rows), OBSERVATION_SIZE), dtype=np.float32)
+                r = np.empty((1, OBSERVATION_SIZE), dtype=np.uint8)  # one scratch row
+            else:
+                out = _NO_ROWS
+                r = self._raw if subset is None else np.empty((len(rows), OBSERVATION_SIZE), dtype=np.uint8)
             kernels.observations(
                 rows,
                 np.ascontiguousarray(v if subset is None else v[rows]),
                 r,
+                out,
+                _SCALE,
                 _OBSERVATION_STARTS,
                 self.owner,
                 self.count,
@@ -1243,7 +1272,7 @@ class KahunaBatch:
                 CARDS_PER_ISLAND,
                 BRIDGES_PER_PLAYER,
             )
-            return r
+            return out if scaled else r
         if subset is None:
             rows = self._rows
             r = self._raw

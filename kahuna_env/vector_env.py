@@ -373,9 +373,14 @@ class KahunaVectorEnv(VectorEnv):
         """What an episode of sub-environment ``i`` draws, as ``KahunaSingleAgentEnv._draw_seeds``."""
         rng = self._env_rngs[i]
         assert rng is not None
-        game_seed = int(rng.integers(2**63))
-        seat = int(rng.integers(2)) if self.seat_option == "random" else int(self.seat_option)
-        return EpisodeSeeds(game_seed, seat, int(rng.integers(2**63)), int(rng.integers(2**63)))
+        if self.seat_option == "random":
+            game_seed = int(rng.integers(2**63))
+            seat = int(rng.integers(2))
+            opponent, opponent_rng = rng.integers(2**63, size=2).tolist()
+            return EpisodeSeeds(game_seed, seat, opponent, opponent_rng)
+        # The same draws as three calls of integers(2**63) (each one 64-bit draw), in one call.
+        game_seed, opponent, opponent_rng = rng.integers(2**63, size=3).tolist()
+        return EpisodeSeeds(game_seed, int(self.seat_option), opponent, opponent_rng)
 
     def _deal(self, rows: np.ndarray, position: dict[str, Any] | None = None) -> None:
         """Deal the next episode of the sub-environments ``rows`` (the opponents play it in :meth:`_play_opponents`).
@@ -390,7 +395,7 @@ class KahunaVectorEnv(VectorEnv):
                 self.opponents[i].reset(seed=s.opponent)
                 self._opponent_rngs[i] = np.random.default_rng(s.opponent_rng)
         if position is None:
-            self.batch.reset(rows, game_seeds=[s.game for s in seeds])
+            self.batch._deal(rows, [s.game for s in seeds])  # reset() without its checks: both made here
         else:
             self.batch.set_positions(rows, [position] * len(rows), seeds=[s.game for s in seeds])
 
