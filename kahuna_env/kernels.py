@@ -1,21 +1,25 @@
 """Compiled loops for the batched engine's hot path (:mod:`kahuna_env.vector`), with numba.
 
 :class:`~kahuna_env.vector.KahunaBatch` keeps its state as numpy arrays and, when numba is
-installed, runs its four hot operations as one compiled loop over the games each: the
-legal-action words, an ordinary step (payments, removals, discards, bridges and captures,
-draws, takes, passes, the final scoring), the observations, and the choice of a random set
-bit.  Each loop is the array code of :mod:`kahuna_env.vector` written game by game, so
-the results are bit-identical to it (``tests/test_kernels.py`` plays the two side by side).
-Chance never runs here: the deal and the reshuffle after an interim scoring stay in
-:mod:`kahuna_env.vector`, on each game's own generator; :func:`step` only marks the games
-that reached an interim scoring.
+installed, runs each hot operation as one compiled loop over the games it is asked for: the
+legal-action words and a step's legality check; a step's transitions (payments, removals,
+discards, bridges and captures, draws, takes, passes, the final scoring); the interim
+scoring and the deal around their shuffles; the observations; the choice of a random set
+bit.  Each loop is the array code of :mod:`kahuna_env.vector` written game by game, so the
+results are bit-identical to it (``tests/test_kernels.py`` plays the two side by side).
 
-Compilation happens on first use (a few seconds), cached on disk by numba after that.
-Set the environment variable ``KAHUNA_JIT=0`` before the first batch is made to use
-the array code instead (also the path when numba cannot be imported); :func:`enabled`
-says which one runs, and imports numba on its first call, not on import.  The lookup
-tables are passed as arguments (never read as globals), so a compiled loop holds no copy
-of the board that could outlive a change to it in numba's cache.
+Chance is here too, bit for bit numpy's: each game's ``numpy.random.default_rng(seed)`` is a
+row of PCG64 state, seeded as numpy's ``SeedSequence`` seeds it (:func:`seed_generators`) and
+drawn as ``Generator.permutation`` (:func:`permutations`) and ``integers(2**63)``
+(:func:`draw_seeds`) draw; ``tests/test_kernels.py`` holds them to numpy's own generators.
+
+Compilation happens on first use (about 11 s for every loop on a 2-core machine), cached on
+disk by numba after that.  Set the environment variable ``KAHUNA_JIT=0`` before the first
+batch is made to use the array code instead (also the path when numba cannot be imported);
+:func:`enabled` says which one runs, and imports numba on its first call, not on import.
+The board's lookup tables are passed as arguments, never read as globals, so a compiled loop
+holds no copy of the board that could outlive a change to it in numba's cache (the globals
+are numpy's PCG64 and SeedSequence constants, fixed by their algorithms).
 """
 
 from __future__ import annotations
@@ -29,11 +33,15 @@ __all__ = [
     "BLOCKS",
     "ENABLED",
     "check",
+    "deal",
+    "draw_seeds",
     "enabled",
     "interim_scoring",
     "legal_words",
     "observations",
+    "permutations",
     "sample_bits",
+    "seed_generators",
     "step",
 ]
 
@@ -85,7 +93,7 @@ _COMPILED = (
 def enabled() -> bool:
     """Whether the compiled loops run; the first call imports numba (about 0.3 s) and wraps them for it.
 
-    Each loop compiles on its first call (a few seconds), then comes from numba's cache on disk.
+    Each loop compiles on its first call (seconds), then comes from numba's cache on disk.
     """
     global ENABLED
     if ENABLED is None:
