@@ -199,7 +199,10 @@ def test_ship_refuses_a_missing_or_incomplete_run_in_one_line(tmp_path, capsys, 
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["--name", "nobody"], "'nobody' is not a registered shipped agent (champion, champion-v1, champion-v2, champion-v3)"),
+        (
+            ["--name", "nobody"],
+            "'nobody' is not a registered shipped agent (champion, champion-v1, champion-v2, champion-v3)",
+        ),
         (["--name", "a/b", "--out", "x.pt"], "--name must be letters"),
         (["--eval-json", "missing.json", "--out", "x.pt"], "--eval-json file not found"),
         (["--eval-json", "bad.json", "--out", "x.pt"], "is not a complete kahuna-eval --json report"),
