@@ -10,6 +10,7 @@ from __future__ import annotations
 
 SHIPPED_AGENTS: dict[str, str] = {
     "champion": "champion.pt",
+    "champion-v5": "champion-v5.pt",
     "champion-v4": "champion-v4.pt",
     "champion-v3": "champion-v3.pt",
     "champion-v2": "champion-v2.pt",

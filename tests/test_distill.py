@@ -73,8 +73,8 @@ def test_one_game_is_too_little_to_hold_out(data):
         fit_student(load_agent("champion").model, one, FitSettings(epochs=1))
 
 
-# champion-v3 was trained from fresh weights (meta "training"); champion continued champion-v4, which continued
-# champion-v3 ("total_training").
+# champion-v3 was trained from fresh weights (meta "training"); champion continued champion-v5, which continued
+# champion-v4, which continued champion-v3 ("total_training").
 @pytest.mark.parametrize("student", ["champion", "champion-v3"])
 def test_the_cli_writes_a_loadable_agent_with_its_provenance(tmp_path, capsys, student):
     out = tmp_path / "distilled"
