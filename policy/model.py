@@ -144,9 +144,16 @@ def _head(width_in: int, width_out: int, gain: float) -> nn.Linear:
 def sample_from_logits(logits: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
     """One action per row of masked ``logits``, given ``uniform`` noise in [0, 1) of the same shape (Gumbel-max).
 
-    ``argmax(logits - log(-log U))`` is an exact sample of ``softmax(logits)``;
-    masked logits (:data:`MASKED_LOGIT`) can never win against a legal one.
+    ``argmax(logits - log(-log U))`` is an exact sample of ``softmax(logits)``
+    for ``U`` in (0, 1).  ``torch.rand`` returns exactly 0 once in 2**24 draws,
+    whose noise ``-log(-log 0)`` is ``-inf``: a legal action drawing it would lose
+    to the masked ones, which all round to :data:`MASKED_LOGIT` (so ``argmax``
+    took the first of them, action 0, when that action was the only legal one).
+    So ``U`` is raised to the smallest normal float first: its noise is about
+    -4.5, finite, and every other draw is unchanged.  The noise stays within
+    [-4.5, 16.7], so a masked logit can never win against a legal one.
     """
+    uniform = uniform.clamp(min=torch.finfo(uniform.dtype).tiny)
     return torch.argmax(logits - torch.log(-torch.log(uniform)), dim=1)
 
 

@@ -12,7 +12,7 @@ from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import GreedyAgent
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, encode_observation
-from policy.model import MASKED_LOGIT, ActorCritic, ModelConfig, StackedNetworks, sample_actions
+from policy.model import MASKED_LOGIT, ActorCritic, ModelConfig, StackedNetworks, sample_actions, sample_from_logits
 from policy.reward import island_potentials
 from training.league.pool import KIND_GREEDY, KIND_LATEST, KIND_PAST, OpponentPool, split_counts
 from training.ppo.config import PPOConfig
@@ -110,6 +110,31 @@ def test_masked_policy_never_samples_an_illegal_action(seed):
         actions, log_probs, _ = sample_actions(model, observations, masks, generator)
         assert masks[np.arange(len(actions)), actions].all()
         assert np.isfinite(log_probs).all()
+
+
+def test_a_uniform_draw_of_exactly_zero_never_picks_a_masked_action():
+    # torch.rand returns exactly 0 once in 2**24 draws; its Gumbel noise was -inf, so a row whose only legal
+    # action drew it took action 0 (the first of the masked logits, which all round to MASKED_LOGIT). That
+    # crashed a default training run at update 318 (seed 3): legal action 151 only, logit -13.6, U = 0.0.
+    logits = torch.full((4, NUM_ACTIONS), MASKED_LOGIT)
+    logits[0, 151] = -13.6
+    logits[1, NUM_ACTIONS - 1] = 2.0
+    logits[2, [5, 60]] = torch.tensor([0.5, -40.0])  # the likely action draws 0: its noise is now about -4.5, finite
+    logits[3, 0] = 1.0  # action 0 legal and drawing 0 (it is also the masked rows' tie-break)
+    uniform = torch.rand(logits.shape, generator=torch.Generator().manual_seed(0))
+    uniform[0, 151] = uniform[1, NUM_ACTIONS - 1] = uniform[2, 5] = uniform[3, 0] = 0.0
+    assert sample_from_logits(logits, uniform).tolist() == [151, NUM_ACTIONS - 1, 5, 0]
+
+
+def test_gumbel_sampling_is_unchanged_where_no_draw_is_zero():
+    generator = torch.Generator().manual_seed(1)
+    logits = torch.randn((512, NUM_ACTIONS), generator=generator) * 3
+    logits[torch.rand(logits.shape, generator=generator) < 0.8] = MASKED_LOGIT
+    logits[:, 7] = 0.0
+    uniform = torch.rand(logits.shape, generator=generator)
+    assert (uniform > 0).all()
+    expected = torch.argmax(logits - torch.log(-torch.log(uniform)), dim=1)
+    assert torch.equal(sample_from_logits(logits, uniform), expected)
 
 
 def test_masked_actions_have_probability_zero():
