@@ -341,7 +341,9 @@ class ActorCritic(nn.Module):
         # Each line's input: its own three features, then the features of its two islands.
         # (Slices, a concatenation and index_select: the same values as one fancy index, faster.)
         own = torch.cat([observation[..., _LINES_MINE_TO_OPPONENT], observation[..., _CLAIM]], dim=-1)
-        own = own.view(*lead, 3, NUM_LINES).transpose(-1, -2)
+        # In the island features' dtype: under bfloat16 autocast they are bfloat16, and a float32 part
+        # would make the concatenation cast the whole (batch, 27, 31) tensor up, and the next layer back down.
+        own = own.view(*lead, 3, NUM_LINES).transpose(-1, -2).to(islands.dtype)
         ends = islands.index_select(-2, self.line_ends).view(*lead, NUM_LINES, 2 * _ISLAND_FEATURES)
         line_features = torch.cat([own, ends], dim=-1)  # (..., 27, 3 + 2 * 14)
         # W [own; island a; island b] with the three input blocks' weights side by side.
@@ -365,9 +367,22 @@ class ActorCritic(nn.Module):
             ],
             dim=-1,
         )
-        summary = torch.cat([hidden, line_embedding.mean(dim=-2)], dim=-1)
+        summary = torch.cat([hidden, _line_mean(line_embedding)], dim=-1)
         value = weights.linear(self.value_head, weights.sequential(self.value_net, summary))
         return masked_logits(logits, action_mask), value.squeeze(-1)
+
+
+def _line_mean(line_embedding: torch.Tensor) -> torch.Tensor:
+    """The mean of ``(..., 27, width)`` line embeddings over the lines.
+
+    In bfloat16 (the update under autocast) as a sum divided by 27: ``mean`` of a bfloat16 tensor
+    copies the whole tensor to float32 first, which cost more than the rest of the pass over it.
+    In float32 (inference, and the update without autocast) ``mean`` itself, so that those outputs
+    are bit for bit what they were.
+    """
+    if line_embedding.dtype == torch.bfloat16:
+        return line_embedding.sum(dim=-2) / NUM_LINES
+    return line_embedding.mean(dim=-2)
 
 
 class _OwnWeights:

@@ -15,8 +15,9 @@ from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, encode_
 from policy.model import MASKED_LOGIT, ActorCritic, ModelConfig, StackedNetworks, sample_actions, sample_from_logits
 from policy.reward import island_potentials
 from training.league.pool import KIND_GREEDY, KIND_LATEST, KIND_PAST, OpponentPool, split_counts
+from training.ppo import trainer
 from training.ppo.config import PPOConfig
-from training.ppo.trainer import ppo_losses, ppo_update
+from training.ppo.trainer import PAD_ROWS, padded_rows, ppo_losses, ppo_update
 from training.selfplay.collector import SelfPlayCollector
 from training.selfplay.rollout import per_seat_gae, shaping_rewards
 
@@ -364,6 +365,43 @@ def test_bf16_update_matches_the_float32_update_closely(self_play_rollout):
     assert stats16["entropy"] == pytest.approx(stats32["entropy"], rel=0.02)
     assert not torch.equal(weights16, weights32)  # it did run in lower precision
     assert (weights16 - weights32).abs().max() < 1e-2
+
+
+def test_a_short_minibatch_is_padded_to_one_of_a_few_shapes():
+    assert padded_rows(2048, 2048) == 2048
+    assert padded_rows(1278, 2048) == 1280
+    assert padded_rows(1, 2048) == PAD_ROWS
+    assert padded_rows(44, 64) == 64  # never beyond the minibatch size
+    assert padded_rows(1000, 1000) == 1000
+    shapes = {padded_rows(rows, 2048) for rows in range(1, 2049)}
+    assert len(shapes) == 2048 // PAD_ROWS
+    assert all(padded_rows(rows, 2048) >= rows for rows in range(1, 2049))
+
+
+def test_padding_the_last_minibatch_adds_nothing_to_the_update(self_play_rollout, monkeypatch):
+    # The padding rows' outputs are cut off before the loss: the update with padding leaves the
+    # weights where the update without it does (float32), while the network saw only full-size batches.
+    _, rollout = self_play_rollout
+    assert len(rollout) % 64 != 0  # a short last minibatch
+    results = {}
+    for padded in (True, False):
+        if not padded:
+            monkeypatch.setattr(trainer, "padded_rows", lambda rows, size: rows)
+        torch.manual_seed(3)
+        model = ActorCritic(ModelConfig(architecture="board", hidden_sizes=(32,), line_width=8))
+        seen: list[int] = []
+        model.register_forward_hook(lambda module, args, output, seen=seen: seen.append(len(args[0])))
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+        ppo = PPOConfig(update_epochs=2, minibatch_size=64, bf16=False)
+        stats = ppo_update(model, optimizer, rollout, ppo, torch.Generator().manual_seed(0))
+        results[padded] = (stats, torch.nn.utils.parameters_to_vector(model.parameters()).detach(), seen)
+    stats_padded, weights_padded, seen_padded = results[True]
+    stats_plain, weights_plain, seen_plain = results[False]
+    assert set(seen_padded) == {64}
+    assert len(set(seen_plain)) == 2  # the reference update did have a short minibatch
+    torch.testing.assert_close(weights_padded, weights_plain, rtol=0, atol=1e-6)
+    for key, value in stats_plain.items():
+        assert stats_padded[key] == pytest.approx(value, rel=1e-5, abs=1e-7), key
 
 
 @pytest.mark.parametrize(
