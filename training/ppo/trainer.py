@@ -184,12 +184,13 @@ def padded_rows(rows: int, minibatch_size: int) -> int:
     """How many rows the network computes for a minibatch of ``rows`` rows: ``rows`` rounded up to a
     multiple of :data:`PAD_ROWS`, at most ``minibatch_size`` (and never fewer than ``rows``).
 
-    The last minibatch of an update is short, and its length differs from update to update. The CPU's
-    matrix library (oneDNN, which runs the bfloat16 products) builds and keeps kernels for every new
-    shape, so a new length each update made the trainer process grow (about 5 MB per update) and its
-    updates slower (0.96 s per update at the start of a run, 1.2 s after 100 updates, on the default
-    config). Padded, the network sees at most ``minibatch_size / PAD_ROWS`` shapes; the padding rows'
-    outputs are cut off before the loss, so they add nothing to the gradient.
+    The last minibatch of an update is short, and its length differs from update to update. Under
+    bfloat16 autocast a new length each update made the trainer process grow (about 5 MB per update)
+    and its updates slower (0.9 s per update at the start, 1.2 s after 100 updates on the default
+    config; ``benchmarks/update_drift.py --no-pad``), most likely from the per-shape kernels of
+    oneDNN, which runs the bfloat16 products (float32 updates neither grew nor slowed). Padded, the
+    network sees at most ``minibatch_size / PAD_ROWS`` shapes; the padding rows' outputs are cut off
+    before the loss, so they add nothing to the gradient.
     """
     padded = -(-rows // PAD_ROWS) * PAD_ROWS
     return max(rows, min(padded, minibatch_size))
