@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
         ppo_update(model, optimizer, rollout, config.ppo, generator)
         seconds.append(time.perf_counter() - start)
         if update % args.window == 0 or update == args.updates:
-            window = seconds[-args.window :]
+            window = seconds[(update - 1) // args.window * args.window :]  # the updates since the last line
             print(
                 f"  updates {update - len(window) + 1:4d}-{update:4d}: median {statistics.median(window):.3f} s "
                 f"per update, peak memory {peak_memory_mb():,.0f} MB",
