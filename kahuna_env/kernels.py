@@ -40,6 +40,7 @@ __all__ = [
     "legal_words",
     "observations",
     "permutations",
+    "play_random",
     "sample_bits",
     "seed_generators",
     "step",
@@ -108,34 +109,51 @@ def _popcount(x: np.uint64) -> np.int64:
 
 
 @_jit
+def _select_bit(x: np.uint64, rank: np.int64) -> np.int64:
+    """The position of the set bit of rank ``rank`` of ``x`` (0 = the lowest set bit; ``rank < popcount(x)``).
+
+    A binary search over halves: 6 popcounts instead of a walk over up to 64 bits.
+    """
+    position = np.int64(0)
+    for width in (32, 16, 8, 4, 2, 1):
+        low = x & ((U1 << np.uint64(width)) - U1)
+        c = _popcount(low)
+        if rank >= c:
+            rank -= c
+            x >>= np.uint64(width)
+            position += width
+        else:
+            x = low
+    return position
+
+
+@_jit
+def _sample_row(words: np.ndarray, k: int, uniform: float) -> np.int64:
+    """The set bit of rank ``int(uniform * count)`` of row ``k`` of ``(M, W)`` words; -1 if the row has none."""
+    total = np.int64(0)
+    for w in range(words.shape[1]):
+        total += _popcount(words[k, w])
+    if total == 0:
+        return np.int64(-1)
+    rank = np.int64(uniform * total)
+    for w in range(words.shape[1]):
+        x = words[k, w]
+        c = _popcount(x)
+        if rank >= c:
+            rank -= c
+            continue
+        return 64 * w + _select_bit(x, rank)
+    return np.int64(-1)  # not reached: rank < total
+
+
+@_jit
 def sample_bits(words: np.ndarray, uniforms: np.ndarray, out: np.ndarray) -> None:
     """``out[k]``: the set bit of rank ``int(uniforms[k] * count)`` of row ``k`` of ``(M, W)`` words; 0 if none.
 
     Rank ``r`` is the ``r``-th set bit counting from bit 0 of word 0 (as ``sample_set_bits``'s binary search).
     """
     for k in range(words.shape[0]):
-        total = np.int64(0)
-        for w in range(words.shape[1]):
-            total += _popcount(words[k, w])
-        if total == 0:
-            out[k] = 0
-            continue
-        rank = np.int64(uniforms[k] * total)
-        position = -1
-        for w in range(words.shape[1]):
-            x = words[k, w]
-            c = _popcount(x)
-            if rank >= c:
-                rank -= c
-                continue
-            for b in range(64):
-                if (x >> np.uint64(b)) & np.uint64(1):
-                    if rank == 0:
-                        position = 64 * w + b
-                        break
-                    rank -= 1
-            break
-        out[k] = position
+        out[k] = max(_sample_row(words, k, uniforms[k]), 0)
 
 
 @_jit
@@ -835,3 +853,115 @@ def deal(
         pile_len[i] = rest
         current[i] = handicap_player[i] if handicap_player[i] >= 0 else first_player[i]
         setup_left[i] = handicap_bridges[i]
+
+
+PLAYED_OUT, NEED_DRAWS, INTERIM_UNSEEDED, NO_LEGAL_ACTION, GAME_ENDED = 0, 1, 2, 3, 4
+"""What :func:`play_random` stopped on (its first return value)."""
+
+
+@_jit
+def play_random(
+    waiting: np.ndarray,
+    uniforms: np.ndarray,
+    used: int,
+    tick: np.ndarray,
+    scratch: np.ndarray,
+    actions: np.ndarray,
+    kinds: np.ndarray,
+    kind_of: np.ndarray,
+    no_action: int,
+    stale: np.ndarray,
+    words: np.ndarray,
+    over: np.ndarray,
+    current: np.ndarray,
+    words_args: tuple,
+    step_args: tuple,
+    interim: np.ndarray,
+    pcg: np.ndarray,
+    pcg_ready: np.ndarray,
+    open_discard: np.ndarray,
+    face_down: np.ndarray,
+    interim_args: tuple,
+) -> tuple:
+    """Uniformly random legal actions, tick by tick, in every live game whose player to move is not ``waiting``.
+
+    The loop of ``seated.play_seated`` with the batched ``random`` baseline in every seat
+    that is not ``waiting[i, seat]``, fused: each tick takes the games to move (ascending),
+    brings their stale legal words up to date (:func:`legal_words`), picks each one's action
+    with the next of ``uniforms`` (those from ``used`` on, in the tick's order, as
+    ``sample_set_bits`` draws one ``random()`` per game), marks them stale and steps them
+    (:func:`step`), then makes their interim scorings (:func:`permutations`,
+    :func:`interim_scoring`).  ``words_args``, ``step_args`` and ``interim_args``: the
+    arguments of those loops after their first two (``step_args`` holds ``interim``).
+
+    Returns ``(why, used, played)``: the uniforms used so far and the actions played, and why
+    it stopped: :data:`PLAYED_OUT` (no game left to move), :data:`NEED_DRAWS` (the next tick
+    needs more uniforms than are left; nothing of it done), :data:`INTERIM_UNSEEDED` (a game
+    of the last tick reached an interim scoring with an unseeded generator: ``interim`` marks
+    the games whose scoring the caller makes), :data:`NO_LEGAL_ACTION` (a game to move has
+    none; nothing of that tick done), :data:`GAME_ENDED` (a game of the last tick ended).
+    """
+    n = waiting.shape[0]
+    played = 0
+    while True:
+        m = 0
+        s = 0
+        for i in range(n):
+            if not over[i] and not waiting[i, current[i]]:
+                tick[m] = i
+                m += 1
+                if stale[i]:
+                    scratch[s] = i
+                    s += 1
+        if m == 0:
+            return PLAYED_OUT, used, played
+        if used + m > uniforms.shape[0]:
+            return NEED_DRAWS, used, played
+        if s:
+            legal_words(scratch[:s], words, *words_args)
+            for k in range(s):
+                stale[scratch[k]] = False
+        for k in range(m):
+            if _sample_row(words, tick[k], 0.0) < 0:
+                return NO_LEGAL_ACTION, used, played
+        for i in range(n):
+            actions[i] = no_action
+            kinds[i] = 0
+            interim[i] = False
+        for k in range(m):
+            i = tick[k]
+            action = _sample_row(words, i, uniforms[used + k])
+            actions[i] = action
+            kinds[i] = kind_of[action]
+            stale[i] = True
+        used += m
+        played += m
+        step(actions, kinds, *step_args)
+        g = 0
+        seeded = True
+        total = 0
+        for k in range(m):
+            i = tick[k]
+            if interim[i]:
+                scratch[g] = i
+                g += 1
+                seeded = seeded and pcg_ready[i]
+                for island in range(open_discard.shape[1]):
+                    total += open_discard[i, island] + face_down[i, 0, island] + face_down[i, 1, island]
+        if g:
+            if not seeded:
+                return INTERIM_UNSEEDED, used, played
+            games = scratch[:g].copy()
+            sizes = np.empty(g, dtype=np.int64)
+            for k in range(g):
+                i = games[k]
+                size = 0
+                for island in range(open_discard.shape[1]):
+                    size += open_discard[i, island] + face_down[i, 0, island] + face_down[i, 1, island]
+                sizes[k] = size
+            orders = np.empty(total, dtype=np.int64)
+            permutations(games, sizes, pcg, orders)
+            interim_scoring(games, orders, *interim_args)
+        for k in range(m):
+            if over[tick[k]]:
+                return GAME_ENDED, used, played

@@ -84,7 +84,7 @@ API in brief::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -748,32 +748,7 @@ class KahunaBatch:
         into the bool mask in one call.  ``subset`` (game indices): only those games' words.
         """
         if self._jit:
-            kernels.legal_words(
-                self._rows if subset is None else subset,
-                self._words,
-                self.current,
-                self.hand,
-                self.lines,
-                self.bridges,
-                self.count,
-                self.discarded,
-                self.played,
-                self.face_up,
-                self.pile_len,
-                self.must_draw,
-                self.claim_line,
-                self.setup_left,
-                self.over,
-                self.planning,
-                self.hand_limit,
-                _MAJ,
-                _LINES_A_IN,
-                _LINES_B_IN,
-                _LINES_TOUCHING,
-                _ALL_LINES,
-                BRIDGES_PER_PLAYER,
-                HAND_LIMIT,
-            )
+            kernels.legal_words(self._rows if subset is None else subset, self._words, *self._words_args())
             return
         if subset is None:
             rows = self._rows
@@ -891,49 +866,104 @@ class KahunaBatch:
     def _step_compiled(self, actions: np.ndarray, kind: np.ndarray) -> None:
         """The transitions of :meth:`step` as one compiled loop (:func:`kahuna_env.kernels.step`)."""
         interim = np.zeros(self.n, dtype=bool)
-        kernels.step(
-            actions,
-            kind,
-            self.owner,
-            self.lines,
-            self.count,
-            self.bridges,
-            self.hand,
-            self.known,
-            self.face_down,
-            self.open_discard,
-            self.pile,
-            self.pile_len,
-            self.face_up,
-            self.current,
-            self.round,
-            self.scores,
-            self.final_points,
-            self.played,
-            self.discarded,
-            self.must_draw,
-            self.claim_line,
-            self.setup_left,
-            self.final_turns,
-            self.over,
-            self.winner,
-            self.planning,
-            self.first_player,
-            interim,
-            _LINE,
-            _PAY1,
-            _PAY2,
-            _LA,
-            _LB,
-            _LINE_BIT,
-            _MAJ,
-            _TOUCH,
-            BRIDGES_PER_PLAYER,
-            A.DISCARD,
-            A.TAKE,
-        )
+        kernels.step(actions, kind, *self._step_args(interim))
         if interim.any():  # the reshuffle draws from each game's generator: the array code's
             self._interim_scoring(np.flatnonzero(interim))
+
+    # The arguments of the compiled loops after their first two, read afresh on every call (a caller, the
+    # vector env's refused reset, may swap the arrays).
+    def _words_args(self) -> tuple[Any, ...]:
+        """:func:`kahuna_env.kernels.legal_words`'s arguments after ``rows`` and ``words``."""
+        return (
+            self.current, self.hand, self.lines, self.bridges, self.count, self.discarded, self.played,
+            self.face_up, self.pile_len, self.must_draw, self.claim_line, self.setup_left, self.over,
+            self.planning, self.hand_limit, _MAJ, _LINES_A_IN, _LINES_B_IN, _LINES_TOUCHING, _ALL_LINES,
+            BRIDGES_PER_PLAYER, HAND_LIMIT,
+        )  # fmt: skip
+
+    def _step_args(self, interim: np.ndarray) -> tuple[Any, ...]:
+        """:func:`kahuna_env.kernels.step`'s arguments after ``actions`` and ``kinds``."""
+        return (
+            self.owner, self.lines, self.count, self.bridges, self.hand, self.known, self.face_down,
+            self.open_discard, self.pile, self.pile_len, self.face_up, self.current, self.round, self.scores,
+            self.final_points, self.played, self.discarded, self.must_draw, self.claim_line, self.setup_left,
+            self.final_turns, self.over, self.winner, self.planning, self.first_player, interim, _LINE, _PAY1,
+            _PAY2, _LA, _LB, _LINE_BIT, _MAJ, _TOUCH, BRIDGES_PER_PLAYER, A.DISCARD, A.TAKE,
+        )  # fmt: skip
+
+    def _interim_args(self) -> tuple[Any, ...]:
+        """:func:`kahuna_env.kernels.interim_scoring`'s arguments after ``games`` and ``orders``."""
+        return (
+            self.count, self.bridges, self.scores, self.round, self.open_discard, self.face_down, self.face_up,
+            self.pile, self.pile_len, self.over, self.winner, _MAJ,
+        )  # fmt: skip
+
+    def _play_random(
+        self,
+        rng: np.random.Generator,
+        waiting: np.ndarray,
+        on_end: Callable[[], None] | None = None,
+        draws: int | None = None,
+    ) -> int | None:
+        """Play uniformly random legal actions until every live game waits on a seat of ``waiting``; compiled only.
+
+        The games, the draws from ``rng`` and the calls of ``on_end`` are those of
+        ``play_seated(batch, [BaselinePolicy(random agent drawing from rng)], seating)`` with
+        ``seating`` :data:`~kahuna_env.seated.AWAIT` where ``waiting`` (``(N, 2)`` bool) and the
+        random agent elsewhere, and an ``on_step`` that calls ``on_end`` after a step in which a
+        game ended (``on_end`` may deal games and change ``waiting`` in place).  Fused into one
+        compiled loop (:func:`kahuna_env.kernels.play_random`) that returns here only when a
+        game ends: the uniforms come from ``rng.random(draws)`` (default about ``4 N``), and
+        ``rng`` is left as if it had drawn only those used.
+
+        Returns the actions played, or None, having played the ticks before it, when a game to
+        move has no legal action (never in a valid position): the caller's ``play_seated`` then
+        meets that tick, with the same draws, and raises as it does.
+        """
+        if not self._jit or self.auto_reset:
+            raise RuntimeError("_play_random needs the compiled loops and a batch without auto_reset")
+        n = self.n
+        size = max(n, 4 * n + 64 if draws is None else int(draws))
+        generator = rng.bit_generator
+        start = generator.state
+        uniforms = rng.random(size)
+        used = played = 0
+        tick = np.empty(n, dtype=np.intp)
+        scratch = np.empty(n, dtype=np.intp)
+        actions = np.empty(n, dtype=np.intp)
+        kinds = np.empty(n, dtype=np.int8)
+        interim = np.zeros(n, dtype=bool)
+        try:
+            while True:
+                why, used, count = kernels.play_random(
+                    waiting, uniforms, used, tick, scratch, actions, kinds, _KIND, _NO_ACTION, self._stale,
+                    self._words, self.over, self.current, self._words_args(), self._step_args(interim), interim,
+                    self._pcg, self._pcg_ready, self.open_discard, self.face_down, self._interim_args(),
+                )  # fmt: skip
+                played += count
+                if count:
+                    self._mask_valid = False
+                if why == kernels.PLAYED_OUT:
+                    return played
+                if why == kernels.NO_LEGAL_ACTION:
+                    return None
+                if why == kernels.NEED_DRAWS:  # the used draws taken for good, a fresh batch of them
+                    generator.state = start
+                    rng.random(used)
+                    start = generator.state
+                    uniforms = rng.random(size)
+                    used = 0
+                    continue
+                if why == kernels.INTERIM_UNSEEDED:
+                    games = np.flatnonzero(interim)
+                    self._interim_scoring(games)
+                    if not self.over[actions != _NO_ACTION].any():  # no game of the tick ended
+                        continue
+                if on_end is not None:  # GAME_ENDED, or an interim scoring ended one
+                    on_end()
+        finally:
+            generator.state = start
+            rng.random(used)
 
     def _step_arrays(self, actions: np.ndarray, kind: np.ndarray, p: np.ndarray) -> None:
         """The transitions of :meth:`step` as array operations over the batch."""
@@ -1133,22 +1163,7 @@ class KahunaBatch:
         if self._jit:  # the shuffles here, from each game's generator; the rest compiled
             sizes = self.open_discard[games].sum(1, dtype=np.intp) + self.face_down[games].sum((1, 2), dtype=np.intp)
             orders = self._permutations(games, sizes)
-            kernels.interim_scoring(
-                games,
-                orders,
-                self.count,
-                self.bridges,
-                self.scores,
-                self.round,
-                self.open_discard,
-                self.face_down,
-                self.face_up,
-                self.pile,
-                self.pile_len,
-                self.over,
-                self.winner,
-                _MAJ,
-            )
+            kernels.interim_scoring(games, orders, *self._interim_args())
             return
         ctrl = (self.count[games] >= _MAJ).sum(2)
         points = self.round[games]  # 1 after round 1, 2 after round 2

@@ -70,9 +70,10 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from kahuna_env import kernels
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import Agent
-from kahuna_env.agents.batched import BATCHED_BASELINES, BatchedAgent, make_batched_agent
+from kahuna_env.agents.batched import BATCHED_BASELINES, BatchedAgent, BatchedRandom, make_batched_agent
 from kahuna_env.engine import IllegalActionError, KahunaGame, check_seed
 from kahuna_env.env import start_game
 from kahuna_env.gym_env import (
@@ -187,6 +188,10 @@ class KahunaVectorEnv(VectorEnv):
         """The learner's player in each sub-environment's current episode."""
         self.episode_seeds: list[EpisodeSeeds | None] = [None] * n
         """The seeds each sub-environment's current episode drew."""
+        self.fused_random = True
+        """With the ``random`` opponent and the compiled loops, play its moves in one fused loop
+        (``KahunaBatch._play_random``): the same games and draws as the tick-by-tick driver, fewer
+        Python round trips.  False: the driver (:func:`~kahuna_env.seated.play_seated`), for comparison."""
         self._started = False
         self._warned_illegal = False
         self._final_info: dict[str, Any] = {}
@@ -378,8 +383,12 @@ class KahunaVectorEnv(VectorEnv):
             seat = int(rng.integers(2))
             opponent, opponent_rng = rng.integers(2**63, size=2).tolist()
             return EpisodeSeeds(game_seed, seat, opponent, opponent_rng)
-        # The same draws as three calls of integers(2**63) (each one 64-bit draw), in one call.
-        game_seed, opponent, opponent_rng = rng.integers(2**63, size=3).tolist()
+        if type(rng.bit_generator) is np.random.PCG64:
+            # integers(2**63) is numpy's Lemire draw: one 64-bit output, halved (test_vector_env holds the two
+            # equal); three raw outputs at once skip integers()'s per-call work, a fifth of an episode's dealing.
+            game_seed, opponent, opponent_rng = (value >> 1 for value in rng.bit_generator.random_raw(3).tolist())
+        else:  # the same draws as three calls of integers(2**63) (each one 64-bit draw), in one call
+            game_seed, opponent, opponent_rng = rng.integers(2**63, size=3).tolist()
         return EpisodeSeeds(game_seed, int(self.seat_option), opponent, opponent_rng)
 
     def _deal(self, rows: np.ndarray, position: dict[str, Any] | None = None) -> None:
@@ -447,26 +456,42 @@ class KahunaVectorEnv(VectorEnv):
         its next episode dealt at once, its opponent's first moves joining this loop (during a step).
         """
         batch = self.batch
+        fused = self.fused_random and isinstance(self.batched_opponent, BatchedRandom) and kernels.enabled()
+        waiting = self._waiting()
+        seating = None if fused else self._seating()
+
+        def record_ends(_: StepResult | None = None) -> None:
+            if finals is not None and batch.over.any():
+                assert rewards is not None and terminated is not None
+                self._end(np.flatnonzero(batch.over), rewards, terminated, finals)
+                waiting[:] = self._waiting()  # the new episodes' seats
+                if seating is not None:
+                    seating[:] = self._seating()
+
+        if fused:
+            # The same games and draws as play_seated below, in one compiled loop (KahunaBatch._play_random).
+            assert isinstance(self.batched_opponent, BatchedRandom)
+            if batch._play_random(self.batched_opponent.rng, waiting, on_end=record_ends) is not None:
+                return
+            # A game to move has no legal action: play_seated meets that tick with the same draws and raises.
+            seating = self._seating()
         if self.batched_opponent is not None:
             opponent: BatchPolicy = BaselinePolicy(self.batched_opponent)
         else:
             opponent = PerGamePolicy(self.opponents, self._opponent_rngs)
-        seating = self._seating()
-
-        def record_ends(_: StepResult) -> None:
-            if finals is not None and batch.over.any():
-                assert rewards is not None and terminated is not None
-                self._end(np.flatnonzero(batch.over), rewards, terminated, finals)
-                seating[:] = self._seating()  # the new episodes' seats
-
+        assert seating is not None
         try:
             play_seated(batch, [opponent], seating, on_step=record_ends)
         except IllegalActionError as error:
             raise IllegalActionError(f"{_WHERE}: an opponent chose an illegal action: {error}") from None
 
+    def _waiting(self) -> np.ndarray:
+        """``(N, 2)`` bool: the learner's seat in each game, which waits for ``step``."""
+        return self.seats[:, None] == np.arange(2)[None, :]
+
     def _seating(self) -> np.ndarray:
         """The driver's seating: the opponent (policy 0) in every seat but the learner's, which waits for ``step``."""
-        return seating_of(self.seats[:, None] == np.arange(2)[None, :], AWAIT, 0)
+        return seating_of(self._waiting(), AWAIT, 0)
 
     def _explain(self, i: int, action: int) -> str:
         if not 0 <= action < NUM_ACTIONS:

@@ -7,6 +7,7 @@ under the same actions, with the scalar wrapper's reward.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import defaultdict
 from typing import Any
@@ -170,8 +171,13 @@ def test_gymnasiums_sync_mode_with_same_step_autoreset_plays_the_same_games() ->
 
 # ---------------------------------------------------------------------------------------------- batched opponents
 def spy_on_batch(envs: KahunaVectorEnv) -> dict[tuple[int, int], list[int]]:
-    """Record every action the batch applies, by (slot, game seed): the learner's and the opponent's."""
+    """Record every action the batch applies, by (slot, game seed): the learner's and the opponent's.
+
+    The ``random`` opponent's fused loop steps the batch inside compiled code, unseen here, so the
+    spied env plays it tick by tick (the two are held equal by ``test_the_fused_random_opponent_...``).
+    """
     log: dict[tuple[int, int], list[int]] = defaultdict(list)
+    envs.fused_random = False
     batch = envs.batch
     step = batch.step
 
@@ -234,6 +240,119 @@ def test_batched_opponents_play_scalar_games_and_pay_the_scalar_rewards(opponent
         )
         mask = native.action_masks()[i]
         assert mask.any() and np.array_equal(mask, game.action_mask())
+
+
+def _random_play_record(fused: bool, n: int, steps: int, options: dict) -> list:
+    """What a vector env against ``random`` returns over ``steps`` masked random steps, then its games and opponent."""
+    envs = KahunaVectorEnv(n, opponent="random", **options)
+    envs.fused_random = fused
+    record: list = [envs.reset(seed=3)]
+    rng = np.random.default_rng(1)
+    for _ in range(steps):
+        record.append(envs.step(np.array([rng.choice(np.flatnonzero(m)) for m in envs.action_masks()])))
+    assert envs.batched_opponent is not None
+    record.append(envs.batch.to_dicts(range(n)))
+    record.append(envs.batched_opponent.rng.bit_generator.state)
+    return record
+
+
+def _assert_same_record(got: Any, want: Any) -> None:
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and got.keys() == want.keys()
+        for key in want:
+            _assert_same_record(got[key], want[key])
+    elif isinstance(want, (list, tuple)):
+        assert isinstance(got, (list, tuple)) and len(got) == len(want)
+        for mine, theirs in zip(got, want, strict=True):
+            _assert_same_record(mine, theirs)
+    elif isinstance(want, np.ndarray):
+        assert isinstance(got, np.ndarray) and got.dtype == want.dtype
+        if want.dtype == object:
+            _assert_same_record(list(got), list(want))
+        else:
+            assert np.array_equal(got, want)
+    else:
+        assert got == want
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"seat": "random"},
+        {"seat": 1, "variant": "planning"},
+        {"seat": "random", "handicap": (1, 2), "reward": "score"},
+    ],
+)
+def test_the_fused_random_opponent_plays_the_drivers_games(options: dict) -> None:
+    """The ``random`` opponent's fused loop returns what the tick-by-tick driver returns, draw for draw."""
+    fused = _random_play_record(True, 48, 150, options)
+    driver = _random_play_record(False, 48, 150, options)
+    _assert_same_record(fused, driver)
+    ended = sum(int(step[2].sum()) for step in fused[1:-2])
+    assert ended >= 48  # episodes ended, on the learner's moves and the opponent's
+
+
+def test_the_fused_random_opponent_with_few_draws_and_unseeded_reshuffles() -> None:
+    """Its edge paths: more uniforms drawn mid-loop, and an interim scoring of a game set from a position."""
+    game = KahunaGame(seed=4)
+    rng = np.random.default_rng(0)
+    while not (game.round == 1 and game.pile_size <= 1 and game.current_player == 0):
+        game.step(int(rng.choice(np.flatnonzero(game.action_mask()))))
+    position = {"position": game.to_dict()}
+    records = []
+    for fused in (True, False):
+        envs = KahunaVectorEnv(16, opponent="random")
+        envs.fused_random = fused
+        if fused:
+            # draws=1: n uniforms at a time, at most one tick's worth, so the loop asks for more again and again
+            envs.batch._play_random = functools.partial(envs.batch._play_random, draws=1)  # type: ignore[method-assign]
+        observations, _ = envs.reset(seed=0, options=position)
+        unseeded = int((~envs.batch._pcg_ready).sum())
+        record: list = [observations]
+        step_rng = np.random.default_rng(2)
+        for _ in range(40):
+            masks = envs.action_masks()
+            record.append(envs.step(np.array([step_rng.choice(np.flatnonzero(m)) for m in masks])))
+        record.append(envs.batch.to_dicts(range(16)))
+        record.append(envs.batched_opponent.rng.bit_generator.state)  # type: ignore[union-attr]
+        records.append(record)
+        assert unseeded == 16  # the positions' generators start unseeded: the loop hands their reshuffles back
+        assert all(d["round"] >= 2 or d["over"] for d in record[-2])  # every game went through the reshuffle
+    _assert_same_record(records[0], records[1])
+
+
+def test_the_fused_random_loop_hands_a_game_without_legal_actions_back_unchanged() -> None:
+    """A game to move with no legal action (never in a valid position): nothing of that tick is done."""
+    envs = KahunaVectorEnv(4, opponent="random", seat=1)  # the opponent moves first
+    envs.reset(seed=0)
+    batch = envs.batch
+    batch.reset(np.arange(4), game_seeds=[1, 2, 3, 4])  # every game waits for its player 0, the opponent
+    batch._legal_words()
+    batch._words[2] = 0  # game 2's player has "no legal action"
+    before = batch.to_dicts(range(4))
+    rng = np.random.default_rng(9)
+    state = rng.bit_generator.state
+    waiting = np.zeros((4, 2), dtype=bool)
+    waiting[:, 1] = True
+    assert batch._play_random(rng, waiting) is None
+    assert batch.to_dicts(range(4)) == before and rng.bit_generator.state == state
+
+
+def test_episode_seeds_drawn_raw_are_numpys_integers() -> None:
+    """The vector env draws an episode's seeds as raw 64-bit outputs, halved: numpy's ``integers(2**63)``."""
+    envs = KahunaVectorEnv(3, opponent="random")
+    envs.reset(seed=11)
+    for i in range(3):
+        rng = envs._env_rngs[i]
+        assert rng is not None
+        twin = np.random.Generator(np.random.PCG64())
+        twin.bit_generator.state = rng.bit_generator.state
+        seeds = [envs._draw_seeds(i) for _ in range(50)]
+        assert [(s.game, s.opponent, s.opponent_rng) for s in seeds] == [
+            tuple(twin.integers(2**63, size=3).tolist()) for _ in range(50)
+        ]
+        assert twin.bit_generator.state == rng.bit_generator.state
 
 
 def test_greedy_beats_random_learner_and_seeding_is_reproducible() -> None:
