@@ -24,7 +24,11 @@ Auto-reset     same-step (``metadata["autoreset_mode"]``): a sub-environment who
 
 The opponent.  A batched baseline name (``"random"``, ``"greedy"``) plays all
 games at once with :mod:`kahuna_env.agents.batched` (array work; one generator
-for the batch, seeded by ``reset(seed=...)``).  Any other opponent (an
+for the batch, seeded by ``reset(seed=...)``).  With the compiled loops
+(:mod:`kahuna_env.kernels`), ``"random"``'s moves after a learner step run as one
+fused loop that returns to Python only when a game ends
+(``KahunaBatch._play_random``): the same games and draws as the tick-by-tick
+driver, which ``envs.fused_random = False`` selects.  Any other opponent (an
 :class:`~kahuna_env.agents.Agent`, a callable ``(observation, mask) -> action``
 or another baseline name such as ``"mcts"``) is copied for each
 sub-environment and asked game by game through
