@@ -921,9 +921,6 @@ def play_random(
             legal_words(scratch[:s], words, *words_args)
             for k in range(s):
                 stale[scratch[k]] = False
-        for k in range(m):
-            if _sample_row(words, tick[k], 0.0) < 0:
-                return NO_LEGAL_ACTION, used, played
         for i in range(n):
             actions[i] = no_action
             kinds[i] = 0
@@ -931,35 +928,32 @@ def play_random(
         for k in range(m):
             i = tick[k]
             action = _sample_row(words, i, uniforms[used + k])
+            if action < 0:  # nothing of this tick done yet (the scratch actions are the caller's to ignore)
+                return NO_LEGAL_ACTION, used, played
             actions[i] = action
             kinds[i] = kind_of[action]
-            stale[i] = True
+        for k in range(m):
+            stale[tick[k]] = True
         used += m
         played += m
         step(actions, kinds, *step_args)
         g = 0
         seeded = True
-        total = 0
         for k in range(m):
             i = tick[k]
             if interim[i]:
                 scratch[g] = i
                 g += 1
                 seeded = seeded and pcg_ready[i]
-                for island in range(open_discard.shape[1]):
-                    total += open_discard[i, island] + face_down[i, 0, island] + face_down[i, 1, island]
         if g:
             if not seeded:
                 return INTERIM_UNSEEDED, used, played
             games = scratch[:g].copy()
-            sizes = np.empty(g, dtype=np.int64)
+            sizes = np.zeros(g, dtype=np.int64)
             for k in range(g):
-                i = games[k]
-                size = 0
                 for island in range(open_discard.shape[1]):
-                    size += open_discard[i, island] + face_down[i, 0, island] + face_down[i, 1, island]
-                sizes[k] = size
-            orders = np.empty(total, dtype=np.int64)
+                    sizes[k] += open_discard[games[k], island] + face_down[games[k], :, island].sum()
+            orders = np.empty(sizes.sum(), dtype=np.int64)
             permutations(games, sizes, pcg, orders)
             interim_scoring(games, orders, *interim_args)
         for k in range(m):
