@@ -195,6 +195,11 @@ def _page_routes(
             }
         )
 
+    async def favicon(request: Request) -> Response:
+        # No icon: the page says so itself (`data:`), but a browser asks for /favicon.ico on the JSON
+        # pages, and a 404 there would be a console error logged at an unpredictable moment.
+        return Response(status_code=204)
+
     rules = read_rules()  # built once, at start
 
     async def rules_page(request: Request) -> Response:
@@ -203,6 +208,7 @@ def _page_routes(
     return [
         Route("/", index),
         Route("/api/board", board),
+        Route("/favicon.ico", favicon),
         Route("/api/rules", rules_page),
         Mount("/static", StaticFiles(directory=STATIC)),
     ]

@@ -75,6 +75,8 @@ def test_the_page_and_its_files_are_served(client):
     assert page.status_code == 200 and '<svg id="play-board"' in page.text and "/static/app.js" in page.text
     assert client.get("/static/app.js").status_code == 200
     assert client.get("/static/style.css").status_code == 200
+    icon = client.get("/favicon.ico")  # no icon, and no 404 for the browser to log
+    assert icon.status_code == 204 and icon.content == b""
     board = client.get("/api/board").json()
     assert [island["name"] for island in board["islands"]] == list(ISLANDS)
     for island in board["islands"]:  # the board coordinates of kahuna_env.render
