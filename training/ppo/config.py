@@ -107,13 +107,24 @@ class RewardConfig:
             (my controlled islands - opponent's) / 12, measured at the seat's
             decisions (0 at the end, so the undiscounted return is unchanged
             up to a constant); 0 disables it.
+        margin: reward per point of the final score margin, added to the terminal
+            reward: ``margin * (my points - the opponent's)`` (a draw on points
+            adds 0); 0 (the default) disables it.  The critic then estimates the
+            win term plus this one.
     """
 
     win: float = TRAINING_REWARD_DEFAULTS["win"]
     island_shaping: float = TRAINING_REWARD_DEFAULTS["island_shaping"]
+    margin: float = 0.0
 
     def __post_init__(self) -> None:
         check_value(self.win > 0, "reward.win", "must be > 0", self.win)
+        check_value(
+            math.isfinite(self.margin) and self.margin >= 0,
+            "reward.margin",
+            "must be a finite number >= 0",
+            self.margin,
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -667,6 +667,7 @@ class _Session:
             gae_lambda=config.ppo.gae_lambda,
             win_reward=config.reward.win,
             island_shaping=config.reward.island_shaping,
+            margin_reward=config.reward.margin,
             workers=config.rollout.workers,
             model_config=config.model,
             backend=config.rollout.backend,

@@ -423,7 +423,7 @@ class RLlibConfig:
         learners: gradient updates.
         ppo: PPO hyperparameters.
         reward: terminal reward and island shaping: the native trainer's ``reward:`` section
-            (:class:`training.ppo.config.RewardConfig`), same keys, same meaning.
+            (:class:`training.ppo.config.RewardConfig`), same keys, same meaning; ``margin`` must stay 0.
         pool: the opponent mix: the native trainer's ``pool:`` section
             (:class:`training.ppo.config.PoolConfig`); ``snapshot_every`` counts iterations,
             ``max_snapshots`` is the number of snapshot modules (slots, round robin);
@@ -461,6 +461,12 @@ class RLlibConfig:
             self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be > 0 or null", self.max_minutes
         )
         check_value(bool(self.output_dir), "output_dir", "must be a non-empty path", self.output_dir)
+        check_value(
+            self.reward.margin == 0,
+            "reward.margin",
+            "is not supported by the RLlib trainer (only by kahuna-train); must be 0",
+            self.reward.margin,
+        )
 
     @property
     def snapshot_slots(self) -> int:

@@ -59,13 +59,15 @@ def play_games_batched(
     record_potentials: bool = False,
     record_logits: bool = False,
     search: GumbelSettings | None = None,
+    margin_reward: float = 0.0,
 ) -> PlayedGames:
     """Play the games of ``batch`` to the end; see the module docstring.
 
     ``record_potentials``: keep each decision's shaping potential; ``record_logits``: keep the masked
     logits of every learner decision (``PlayedGames.logits``); ``search``: give a share of the learner's
     decisions an improved policy (``PlayedGames.search_targets``, :mod:`training.selfplay.search_targets`),
-    from a generator of its own, so the games are the same with or without it.
+    from a generator of its own, so the games are the same with or without it; ``margin_reward``: the
+    terminal reward's term per point of final margin (``reward.margin``).
     """
     n = len(batch.games)
     rng = np.random.default_rng(batch.rng_seed)
@@ -91,7 +93,7 @@ def play_games_batched(
     actions = play_seated(games, policies, seating, on_step=observations.clear)
     winners = games.winner.astype(np.int8)
     stats = CollectionStats.of_games(batch.games, kinds, learner_seats, winners, actions, record.size)
-    return record.played(winners, win_reward, stats)
+    return record.played(winners, win_reward, stats, scores=games.scores, margin_reward=margin_reward)
 
 
 def _snapshot_policy(

@@ -90,6 +90,7 @@ def _play_batch(
         settings["win_reward"],
         settings["potentials"],
         search=settings["search"],
+        margin_reward=settings["margin_reward"],
     )
 
 
@@ -117,6 +118,7 @@ class SelfPlayCollector:
         backend: str = "vector",
         mcts_simulations: int = 50,
         search: GumbelSettings | None = None,
+        margin_reward: float = 0.0,
     ) -> None:
         self.play = play_function(backend)
         self.backend = backend
@@ -128,6 +130,7 @@ class SelfPlayCollector:
         self.win_reward = win_reward
         self.island_shaping = island_shaping
         self.workers = workers
+        self.margin_reward = margin_reward
         self.search = search
         """Search-improved targets for a share of the learner's decisions (None: none)."""
         self._workers: Workers | None = None
@@ -138,6 +141,7 @@ class SelfPlayCollector:
                 "potentials": island_shaping != 0.0,
                 "backend": backend,
                 "search": search,
+                "margin_reward": margin_reward,
             }
             model_fields = dataclasses.asdict(model_config or ModelConfig())
             self._workers = Workers(workers, _setup_worker, (self.game_config.to_dict(), model_fields, settings))
@@ -205,6 +209,7 @@ class SelfPlayCollector:
                     self.win_reward,
                     self.island_shaping != 0.0,
                     search=self.search,
+                    margin_reward=self.margin_reward,
                 )
             ]
         finally:

@@ -103,14 +103,31 @@ class LearnerRecord:
         self.last_row[rows, player] = np.arange(start, self.size)
         return new
 
-    def played(self, winners: np.ndarray, win_reward: float, stats: CollectionStats) -> PlayedGames:
-        """The recorded decisions, each seat's last one rewarded (``+win``, ``-win``, 0) from ``winners`` (-1: draw)."""
+    def played(
+        self,
+        winners: np.ndarray,
+        win_reward: float,
+        stats: CollectionStats,
+        scores: np.ndarray | None = None,
+        margin_reward: float = 0.0,
+    ) -> PlayedGames:
+        """The recorded decisions, each seat's last one rewarded (``+win``, ``-win``, 0) from ``winners`` (-1: draw).
+
+        With ``margin_reward`` > 0 the last decision also gets ``margin_reward * (its seat's points -
+        the other's)`` from the final ``scores`` (``(games, 2)``).
+        """
+        if margin_reward and scores is None:
+            raise ValueError("a margin reward needs the games' final scores")
         arrays = {name: array[: self.size] for name, array in self.arrays.items()}
+        points = None if scores is None else np.asarray(scores, dtype=np.float64)
         for seat in (0, 1):
             last = self.last_row[:, seat]
             decided = last >= 0
             outcome = np.where(winners < 0, 0, np.where(winners == seat, 1, -1))
             arrays["rewards"][last[decided]] += win_reward * outcome[decided]
+            if margin_reward:
+                margin = points[:, seat] - points[:, 1 - seat]  # type: ignore[index]
+                arrays["rewards"][last[decided]] += margin_reward * margin[decided]
             arrays["dones"][last[decided]] = True
         return PlayedGames(**arrays, stats=stats)
 
