@@ -31,9 +31,8 @@ from pathlib import Path
 import torch
 
 from policy.agent import load_agent
-from policy.model import _ISLAND_FEATURES as ISLAND_FEATURES
-from policy.model import OBSERVATION_SIZE, ActorCritic, ModelConfig, agent_payload
-from training.ppo.checkpoint import _atomic_save
+from policy.model import OBSERVATION_SIZE, ActorCritic, ModelConfig
+from training.ppo.checkpoint import export_agent
 
 PROG = "widen"
 
@@ -53,12 +52,12 @@ def _segments(config: ModelConfig) -> dict[str, tuple[list[int], list[int]]]:
     return {
         **layers,
         "line_own": ([3], [line]),
-        "line_from_a": ([ISLAND_FEATURES], [line]),
-        "line_from_b": ([ISLAND_FEATURES], [line]),
+        "line_from_a": ([ActorCritic._island_width], [line]),
+        "line_from_b": ([ActorCritic._island_width], [line]),
         "line_from_trunk": ([width], [line]),
         "line_net.0": ([line], [line]),
         "line_head": ([line], [6]),
-        "island_from_self": ([ISLAND_FEATURES], [half]),
+        "island_from_self": ([ActorCritic._island_width], [half]),
         "island_from_trunk": ([width], [half]),
         "island_head": ([half], [1]),
         "turn_head": ([width], [5]),
@@ -128,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         parser.error(str(error))
     meta = {"widened_from": args.agent, "widen_seed": args.seed, "source_meta": dict(agent.meta or {})}
-    _atomic_save(agent_payload(wide, meta), out)
+    export_agent(out, wide, meta)
     print(
         f"{PROG}: {args.agent} {list(agent.model.config.hidden_sizes)}/{agent.model.config.line_width} -> "
         f"{out} {list(wide.config.hidden_sizes)}/{wide.config.line_width}"
