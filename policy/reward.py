@@ -34,7 +34,7 @@ def island_potentials(observations: np.ndarray) -> np.ndarray:
 
 
 def recorded_reward(payload: Mapping[str, Any], source: str = "policy file") -> dict[str, float] | None:
-    """The reward settings (``reward.win``, ``reward.island_shaping``) an agent file or checkpoint was trained with.
+    """The reward settings (``win``, ``island_shaping``, ``margin`` if not 0) a file or checkpoint was trained with.
 
     Looked up in the file's ``meta["reward"]`` (every file written since
     they are recorded), else the run config it carries (``meta["config"]``
@@ -67,5 +67,20 @@ def recorded_reward(payload: Mapping[str, Any], source: str = "policy file") -> 
                 raise ValueError(f"{source}: the recorded reward.{key} is not a finite number")
         if not settings["win"] > 0:
             raise ValueError(f"{source}: the recorded reward.win must be > 0")
-        return {key: float(value) for key, value in settings.items()}
+        margin = reward.get("margin", 0.0)
+        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not np.isfinite(margin) or margin < 0:
+            raise ValueError(f"{source}: the recorded reward.margin is not a finite number >= 0")
+        return reward_record({**settings, "margin": margin})
     return None
+
+
+def reward_record(settings: Mapping[str, Any]) -> dict[str, float]:
+    """The reward settings as files record them: ``win`` and ``island_shaping``, and ``margin`` only when not 0.
+
+    A run without the margin term (every run before ``reward.margin`` existed) records the same
+    two keys as before; one with it records the third.
+    """
+    record = {key: float(settings[key]) for key in DEFAULT_REWARD}
+    if settings.get("margin", 0.0):
+        record["margin"] = float(settings["margin"])
+    return record

@@ -115,3 +115,32 @@ def test_the_rllib_trainer_refuses_a_margin():
     with pytest.raises(ConfigError, match=r"^reward.margin: is not supported by the RLlib trainer"):
         load_rllib_config(config, ["reward.margin=0.1"])
     assert load_rllib_config(config, ["reward.margin=0"]).reward.margin == 0
+
+
+def test_files_record_the_margin_only_when_it_is_used():
+    from policy.reward import recorded_reward, reward_record
+
+    assert reward_record({"win": 1.0, "island_shaping": 1.0, "margin": 0.0}) == {"win": 1.0, "island_shaping": 1.0}
+    used = {"win": 1.0, "island_shaping": 1.0, "margin": 0.03}
+    assert reward_record(used) == used
+    assert recorded_reward({"meta": {"reward": used}}) == used
+    assert recorded_reward({"meta": {"reward": {"win": 2.0}}}) == {"win": 2.0, "island_shaping": 0.0}
+    for bad in (-0.1, float("nan"), "0.1", True):
+        with pytest.raises(ValueError, match=r"^f.pt: the recorded reward.margin is not a finite number >= 0$"):
+            recorded_reward({"meta": {"reward": {**used, "margin": bad}}}, "f.pt")
+
+
+def test_a_margin_run_records_it_and_ships(tmp_path):
+    from pathlib import Path
+
+    from policy.agent import load_agent
+    from training.cli import main
+    from training.tools import ship as ship_module
+
+    smoke = Path(__file__).resolve().parents[1] / "configs" / "smoke.yaml"
+    run = tmp_path / "run"
+    assert main(["--config", str(smoke), "--run-dir", str(run), "--set", "reward.margin=0.05"]) == 0
+    agent = load_agent(run / "final_agent.pt")
+    assert agent.reward == agent.meta["reward"] == {"win": 1.0, "island_shaping": 1.0, "margin": 0.05}
+    shipped = load_agent(ship_module.ship(run, out=tmp_path / "shipped.pt", commit="abc"))
+    assert shipped.meta["reward"] == shipped.reward == agent.reward

@@ -51,6 +51,7 @@ from arena.store import Entrant, ResultsStore, StoredGame, baseline_entrant
 from kahuna_env.cli import first_line
 from kahuna_env.engine import KahunaConfig
 from policy.model import ActorCritic, check_state_dict
+from policy.reward import reward_record
 from training.league.pool import GameAssignment, OpponentPool, entry_model_config, league_scalars
 from training.ppo.checkpoint import (
     build_checkpoint,
@@ -840,7 +841,9 @@ def _save(config: TrainConfig, run: _RunState, run_dir: Path, update: int) -> Pa
             "run": config.name,
             "update": update,
             "global_step": run.counters["global_step"],
-            "reward": dataclasses.asdict(config.reward),  # the value semantics (policy.agent.recorded_reward)
+            "reward": reward_record(
+                dataclasses.asdict(config.reward)
+            ),  # the value semantics (policy.agent.recorded_reward)
         },
     )
     return save_checkpoint(run_dir, payload, keep_last=config.checkpoint.keep_last)
@@ -858,7 +861,7 @@ def _export(config: TrainConfig, run: _RunState, run_dir: Path) -> None:
         "run": config.name,
         "update": int(run.counters["update"]),
         "global_step": int(run.counters["global_step"]),
-        "reward": dataclasses.asdict(config.reward),
+        "reward": reward_record(dataclasses.asdict(config.reward)),
         "config": config.to_dict(),
         "final_eval": summary,
     }

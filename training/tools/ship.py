@@ -270,6 +270,7 @@ def _check_run_matches_agent(
     """
     from policy.agent import recorded_reward
     from policy.model import model_config_from_dict
+    from policy.reward import reward_record
     from training.ppo.config import config_from_dict
 
     try:
@@ -287,7 +288,7 @@ def _check_run_matches_agent(
             f"{config_file} does not describe the network of {agent_file}: the config says model {declared}, "
             f"the network is {actual}; refusing to write false provenance"
         )
-    reward = {key: float(value) for key, value in run_config.to_dict()["reward"].items()}
+    reward = reward_record(run_config.to_dict()["reward"])
     recorded = payload.get("meta", {}).get("reward") if isinstance(payload.get("meta"), Mapping) else None
     if recorded is not None and recorded_reward({"meta": {"reward": recorded}}, str(agent_file)) != reward:
         raise ValueError(
