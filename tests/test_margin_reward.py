@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from test_batched_rollout import _batch
 
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.vector import KahunaBatch
@@ -15,27 +16,9 @@ from training.rllib.config import load_rllib_config
 from training.selfplay.batched_rollout import play_games_batched
 from training.selfplay.collector import SelfPlayCollector
 from training.selfplay.policies import LearnerRecord
-from training.selfplay.rollout import GameBatch
 
 KINDS = [KIND_LATEST] * 3 + [KIND_PAST] * 2 + [KIND_GREEDY] * 4 + [KIND_RANDOM] * 3
 MODEL_CONFIG = ModelConfig(hidden_sizes=(32,))
-
-
-def _batch(seed: int) -> GameBatch:
-    rng = np.random.default_rng(seed)
-    n = len(KINDS)
-    learner = np.zeros((n, 2), dtype=bool)
-    for g, kind in enumerate(KINDS):
-        learner[g] = True if kind == KIND_LATEST else [g % 2 == 0, g % 2 == 1]
-    return GameBatch(
-        games=np.arange(n),
-        seeds=rng.integers(2**63, size=n),
-        kinds=np.array(KINDS),
-        learner_seats=learner,
-        snapshots=np.where(np.array(KINDS) == KIND_PAST, 0, -1),
-        rng_seed=int(rng.integers(2**63)),
-        torch_seed=int(rng.integers(2**63)),
-    )
 
 
 def test_the_margin_term_is_the_scalar_games_point_difference(monkeypatch):
@@ -49,7 +32,7 @@ def test_the_margin_term_is_the_scalar_games_point_difference(monkeypatch):
 
     torch.manual_seed(0)
     model, snapshot = ActorCritic(MODEL_CONFIG).eval(), ActorCritic(MODEL_CONFIG).eval()
-    batch = _batch(4)
+    batch = _batch(KINDS, seed=4)
     plain = play_games_batched(batch, model, [snapshot], KahunaConfig(), win_reward=2.0)
     monkeypatch.setattr(KahunaBatch, "step", step)
     margined = play_games_batched(batch, model, [snapshot], KahunaConfig(), win_reward=2.0, margin_reward=0.25)
