@@ -841,9 +841,8 @@ def _save(config: TrainConfig, run: _RunState, run_dir: Path, update: int) -> Pa
             "run": config.name,
             "update": update,
             "global_step": run.counters["global_step"],
-            "reward": reward_record(
-                dataclasses.asdict(config.reward)
-            ),  # the value semantics (policy.agent.recorded_reward)
+            # the value semantics (policy.agent.recorded_reward)
+            "reward": reward_record(dataclasses.asdict(config.reward)),
         },
     )
     return save_checkpoint(run_dir, payload, keep_last=config.checkpoint.keep_last)

@@ -116,18 +116,20 @@ class LearnerRecord:
         With ``margin_reward`` > 0 the last decision also gets ``margin_reward * (its seat's points -
         the other's)`` from the final ``scores`` (``(games, 2)``).
         """
-        if margin_reward and scores is None:
-            raise ValueError("a margin reward needs the games' final scores")
+        lead = None  # seat 0's margin term (seat 1's is its negative)
+        if margin_reward:
+            if scores is None:
+                raise ValueError("a margin reward needs the games' final scores")
+            points = np.asarray(scores, dtype=np.float64)
+            lead = margin_reward * (points[:, 0] - points[:, 1])
         arrays = {name: array[: self.size] for name, array in self.arrays.items()}
-        points = None if scores is None else np.asarray(scores, dtype=np.float64)
-        for seat in (0, 1):
+        for seat, sign in ((0, 1), (1, -1)):
             last = self.last_row[:, seat]
             decided = last >= 0
             outcome = np.where(winners < 0, 0, np.where(winners == seat, 1, -1))
             arrays["rewards"][last[decided]] += win_reward * outcome[decided]
-            if margin_reward:
-                margin = points[:, seat] - points[:, 1 - seat]  # type: ignore[index]
-                arrays["rewards"][last[decided]] += margin_reward * margin[decided]
+            if lead is not None:
+                arrays["rewards"][last[decided]] += sign * lead[decided]
             arrays["dones"][last[decided]] = True
         return PlayedGames(**arrays, stats=stats)
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from kahuna_env.actions import NUM_ACTIONS
 from policy.agent import load_agent
 from policy.model import OBSERVATION_SIZE, ActorCritic, ModelConfig
 from training.ppo.checkpoint import export_agent
@@ -47,7 +48,7 @@ def _segments(config: ModelConfig) -> dict[str, tuple[list[int], list[int]]]:
     width = sizes[-1]
     layers = {f"trunk.{2 * k}": ([sizes[k]], [sizes[k + 1]]) for k in range(len(sizes) - 1)}
     if config.architecture == "mlp":
-        return {**layers, "policy_head": ([width], [179]), "value_head": ([width], [1])}
+        return {**layers, "policy_head": ([width], [NUM_ACTIONS]), "value_head": ([width], [1])}
     line, half = config.line_width, config.line_width // 2
     return {
         **layers,
