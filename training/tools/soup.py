@@ -31,8 +31,10 @@ from pathlib import Path
 
 import torch
 
+from kahuna_env.cli import first_line
 from policy.agent import DEFAULT_REWARD, PolicyAgent, load_agent
 from policy.model import ActorCritic
+from policy.reward import reward_record
 from training.ppo.checkpoint import export_agent
 from training.ppo.provenance import weights_key
 
@@ -83,19 +85,17 @@ def soup_reward(
             + "): pass --average-rewards to record their weighted average"
         )
     total = sum(weights)
-    keys = sorted({key for setting in settings for key in setting})
-    averaged = {
-        key: sum(w * setting.get(key, 0.0) for w, setting in zip(weights, settings, strict=True)) / total
-        for key in keys
-    }
-    return {key: value for key, value in averaged.items() if key != "margin" or value != 0}
+    keys = {key for setting in settings for key in setting}
+    return reward_record(
+        {key: sum(w * s.get(key, 0.0) for w, s in zip(weights, settings, strict=True)) / total for key in keys}
+    )
 
 
 def _load(spec: str) -> PolicyAgent:
     try:
         return load_agent(spec)
     except (OSError, ValueError) as error:
-        raise ValueError(f"{spec}: {str(error).splitlines()[0] if str(error) else type(error).__name__}") from None
+        raise ValueError(f"{spec}: {first_line(error)}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,12 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     if out.exists():
         parser.error(f"{out} exists; choose another --out")
-    if len(args.agents) < 2:
-        parser.error(f"a soup needs at least two agents, got {len(args.agents)}")
+    weights = args.weights or [1.0] * len(args.agents)
     try:
         agents = [_load(spec) for spec in args.agents]
-        model = soup([agent.model for agent in agents], args.weights)
-        weights = args.weights or [1.0] * len(agents)
+        model = soup([agent.model for agent in agents], weights)
         reward = soup_reward([agent.reward for agent in agents], weights, args.average_rewards)
     except ValueError as error:
         parser.error(str(error))
