@@ -68,6 +68,11 @@ class EnvConfig:
     discard_rule: str = "instead_of_play"
 
 
+START_OPPONENTS = ("latest", "greedy", "random", "mcts")
+"""Opponent kinds whose games may start from a position (``rollout.start_opponent``; not ``past``,
+whose results steer the snapshot weighting)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class RolloutConfig:
     """Self-play collection.
@@ -77,11 +82,20 @@ class RolloutConfig:
         workers: extra processes that play a share of the games in parallel with this one (0: none).
         backend: ``vector``: the batched numpy engine (the seated-play driver, :mod:`kahuna_env.seated`).
             The ``scalar`` backend was removed; the scalar engine is the tests' oracle.
+        start_positions: a start-positions file (JSON Lines of ``{"seat": S, "position": {...}}``,
+            :mod:`training.selfplay.start_positions`; null: every game is a fresh deal).
+        start_share: share of the games against ``start_opponent`` that start from a position drawn
+            from ``start_positions`` (determinized from the learner's seat) instead of a fresh deal.
+        start_opponent: the opponent kind of the games that may start from a position
+            (``latest``, ``greedy``, ``random`` or ``mcts``).
     """
 
     num_games: int = 256
     workers: int = 0
     backend: str = "vector"
+    start_positions: str | None = None
+    start_share: float = 0.0
+    start_opponent: str = "greedy"
 
     def __post_init__(self) -> None:
         check_value(
@@ -94,6 +108,26 @@ class RolloutConfig:
             "rollout.backend",
             "must be 'vector' (the 'scalar' backend was removed: collection plays on the batched engine)",
             self.backend,
+        )
+        check_value(0.0 <= self.start_share <= 1.0, "rollout.start_share", "must be in [0, 1]", self.start_share)
+        check_value(
+            self.start_opponent in START_OPPONENTS,
+            "rollout.start_opponent",
+            f"must be one of {', '.join(START_OPPONENTS)}",
+            self.start_opponent,
+        )
+        has_file = self.start_positions is not None
+        check_value(
+            not has_file or (bool(self.start_positions.strip()) and self.start_positions.isprintable()),
+            "rollout.start_positions",
+            "must be a file path (or null)",
+            self.start_positions,
+        )
+        check_value(
+            has_file == (self.start_share > 0),
+            "rollout.start_share",
+            "must be > 0 exactly when rollout.start_positions names a file",
+            self.start_share,
         )
 
 

@@ -78,6 +78,7 @@ from training.selfplay.collector import SelfPlayCollector
 from training.selfplay.quick_eval import FinishedGame, QuickEvalResult, evaluate_policy
 from training.selfplay.rollout import Rollout
 from training.selfplay.search_targets import GumbelSettings
+from training.selfplay.start_positions import load_start_positions
 
 FINAL_AGENT = "final_agent.pt"
 FINAL_EVAL = "final_eval.json"
@@ -296,6 +297,22 @@ def search_settings(config: TrainConfig) -> GumbelSettings | None:
     )
 
 
+def start_settings(config: TrainConfig) -> dict[str, Any]:
+    """The collector's start-position arguments (the file read and validated; nothing when off).
+
+    A bad file is a one-line ``ValueError`` (:class:`~training.selfplay.start_positions.StartPositionsError`).
+    """
+    rollout = config.rollout
+    if rollout.start_positions is None:
+        return {}
+    rules = KahunaConfig(variant=config.env.variant, discard_rule=config.env.discard_rule)
+    return {
+        "start_positions": load_start_positions(rollout.start_positions, rules),
+        "start_share": rollout.start_share,
+        "start_opponent": rollout.start_opponent,
+    }
+
+
 def build_model(config: TrainConfig) -> ActorCritic:
     """The initial network, seeded by ``config.seed`` without touching the global torch generator."""
     with torch.random.fork_rng(devices=[]):
@@ -387,11 +404,12 @@ def train(
     _check_pool(config, pool)
     start = initial_agent(config) if config.init_from is not None and not resume else None
     initial = None if start is None else start.model
+    starts = start_settings(config)  # a bad start-positions file stops the run before anything is written
     lock = _claim_run_dir(run_dir, resume)
     try:
         # 1-2. Setup and resume: network, optimizer, league, schedule, counters; the results store.
         run = _start_run(config, run_dir, resume, log, initial, pool)
-        session = _Session(config, run, run_dir, resume)
+        session = _Session(config, run, run_dir, resume, starts)
         try:
             (run_dir / CONFIG_FILE).write_text(config_to_yaml(config), encoding="utf-8")
             if start is not None:  # what init_from names now, recorded before the name can change meaning
@@ -646,7 +664,9 @@ def _load_optimizer_state(run: _RunState, state: Any, path: Path) -> None:
 class _Session:
     """The outputs and clocks of this process's part of the run: collector, metrics, progress bar."""
 
-    def __init__(self, config: TrainConfig, run: _RunState, run_dir: Path, resume: bool) -> None:
+    def __init__(
+        self, config: TrainConfig, run: _RunState, run_dir: Path, resume: bool, starts: dict[str, Any]
+    ) -> None:
         from tqdm import tqdm
 
         self.config = config
@@ -674,6 +694,7 @@ class _Session:
             backend=config.rollout.backend,
             mcts_simulations=config.pool.mcts_simulations,
             search=search_settings(config),
+            **starts,
         )
         if not resume:
             self.logger.add_text("config", "```\n" + config_to_yaml(config) + "```")

@@ -74,6 +74,11 @@ def play_games_batched(
     generator = torch.Generator().manual_seed(batch.torch_seed)
     games = KahunaBatch(n, game_config, seed=[int(s) for s in rng.integers(2**63, size=n)])
     games.reset(game_seeds=[int(s) for s in batch.seeds])
+    started = batch.started()
+    if started.any():
+        indices = np.flatnonzero(started).tolist()
+        positions = [batch.start_positions[k] for k in indices]  # type: ignore[index]
+        games.set_positions(indices, positions, seeds=[int(batch.seeds[k]) for k in indices])
     kinds = np.asarray(batch.kinds)
     record = LearnerRecord(batch.games, potentials=record_potentials, logits=record_logits, search=search is not None)
     observations = TickObservations()  # one encoding per tick for the learner and the snapshots
@@ -92,7 +97,7 @@ def play_games_batched(
     seating = seating_of(learner_seats, LEARNER, POLICY_OF_KIND[kinds])
     actions = play_seated(games, policies, seating, on_step=observations.clear)
     winners = games.winner.astype(np.int8)
-    stats = CollectionStats.of_games(batch.games, kinds, learner_seats, winners, actions, record.size)
+    stats = CollectionStats.of_games(batch.games, kinds, learner_seats, winners, actions, record.size, started)
     return record.played(winners, win_reward, stats, scores=games.scores, margin_reward=margin_reward)
 
 

@@ -18,10 +18,11 @@ import torch
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.workers import WorkerFailed, Workers
 from policy.model import ActorCritic, ModelConfig
-from training.league.pool import GameAssignment, OpponentPool
+from training.league.pool import KINDS, GameAssignment, OpponentPool
 from training.selfplay.batched_rollout import play_games_batched
 from training.selfplay.rollout import GameBatch, Rollout, finish_rollout
 from training.selfplay.search_targets import GumbelSettings
+from training.selfplay.start_positions import StartPositions
 
 BACKENDS = ("vector",)
 """Collection backends: ``vector`` (the batched engine, :func:`training.selfplay.batched_rollout.play_games_batched`).
@@ -119,7 +120,17 @@ class SelfPlayCollector:
         mcts_simulations: int = 50,
         search: GumbelSettings | None = None,
         margin_reward: float = 0.0,
+        start_positions: StartPositions | None = None,
+        start_share: float = 0.0,
+        start_opponent: str = "greedy",
     ) -> None:
+        if (start_positions is None) != (start_share == 0.0) or not 0.0 <= start_share <= 1.0:
+            raise ValueError("start_share must be in (0, 1] with start_positions, and 0 without them")
+        if start_opponent not in KINDS or start_opponent == "past":
+            raise ValueError(f"start_opponent must be an opponent kind other than past, got {start_opponent!r}")
+        self.start_positions = start_positions
+        self.start_share = start_share
+        self.start_kind = KINDS.index(start_opponent)
         self.play = play_function(backend)
         self.backend = backend
         self.mcts_simulations = mcts_simulations
@@ -169,6 +180,9 @@ class SelfPlayCollector:
         """Play ``num_games`` games (deals, baselines and sampling seeded from ``rng``) seated by ``assignment``."""
         count = self.num_games
         seeds = rng.integers(2**63, size=count)
+        learner_seats, start_positions = assignment.learner_seats, None
+        if self.start_positions is not None:
+            learner_seats, start_positions = self._starts(assignment, rng)
         shards = self.workers + 1
         batches = []
         for shard in range(shards):
@@ -178,12 +192,13 @@ class SelfPlayCollector:
                     games=games,
                     seeds=seeds[games],
                     kinds=assignment.kinds[games],
-                    learner_seats=assignment.learner_seats[games],
+                    learner_seats=learner_seats[games],
                     snapshots=assignment.snapshots[games],
                     rng_seed=int(rng.integers(2**63)),
                     torch_seed=int(rng.integers(2**63)),
                     mcts_simulations=self.mcts_simulations,
                     snapshot_argmax=pool.deterministic,
+                    start_positions=None if start_positions is None else [start_positions[g] for g in games],
                 )
             )
         if self._workers is not None:
@@ -220,3 +235,24 @@ class SelfPlayCollector:
             except WorkerFailed as error:
                 raise WorkerFailed(f"a collection worker failed: {error}") from None
         return finish_rollout(parts, self.gamma, self.gae_lambda, self.island_shaping)
+
+    def _starts(
+        self, assignment: GameAssignment, rng: np.random.Generator
+    ) -> tuple[np.ndarray, list[dict[str, Any] | None]]:
+        """Pick the update's games that start from a position; returns the learner seats and each game's position.
+
+        ``round(start_share * n)`` of the ``n`` games against ``start_opponent`` (chosen uniformly)
+        start from a drawn, determinized position; the learner takes the position's seat (in
+        self-play both seats stay the learner's).
+        """
+        assert self.start_positions is not None
+        eligible = np.flatnonzero(assignment.kinds == self.start_kind)
+        chosen = np.sort(rng.choice(eligible, size=round(self.start_share * len(eligible)), replace=False))
+        positions, seats = self.start_positions.draw(len(chosen), rng)
+        learner_seats = assignment.learner_seats.copy()
+        if self.start_kind != KINDS.index("latest"):
+            learner_seats[chosen] = np.stack([seats == 0, seats == 1], axis=1)
+        per_game: list[dict[str, Any] | None] = [None] * self.num_games
+        for game, position in zip(chosen.tolist(), positions, strict=True):
+            per_game[game] = position
+        return learner_seats, per_game

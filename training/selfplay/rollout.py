@@ -103,7 +103,7 @@ class CollectionStats:
         actions: actions played in them (every seat's).
         decisions: learner decisions recorded.
         results: per opponent kind (:data:`~training.league.pool.KINDS`), the learner's wins, draws,
-            losses; self-play games (``latest``) are not counted there.
+            losses; self-play games (``latest``) and games started from a position are not counted there.
         first_seat_results: self-play games from seat 0's side (wins, draws, losses).
         outcomes: the learner's result per game (1 win, 0 draw, -1 loss; seat 0's in self-play),
             in the order of :attr:`game_numbers`.
@@ -120,6 +120,7 @@ class CollectionStats:
     outcomes: np.ndarray
     game_numbers: np.ndarray
     episodic_returns: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    start_results: Result = (0, 0, 0)
 
     @classmethod
     def of_games(
@@ -130,14 +131,20 @@ class CollectionStats:
         winners: np.ndarray,
         actions: int,
         decisions: int,
+        started: np.ndarray | None = None,
     ) -> CollectionStats:
-        """The statistics of finished games (``winners``: 0, 1, -1 for a draw) seated as ``kinds``/``learner_seats``."""
+        """The statistics of finished games (``winners``: 0, 1, -1 for a draw) seated as ``kinds``/``learner_seats``.
+
+        ``started``: True for the games that began from a start position; their results are
+        :attr:`start_results` only.
+        """
         outcomes = learner_outcomes(learner_seats, winners)
+        fresh = np.ones(len(outcomes), dtype=bool) if started is None else ~np.asarray(started, dtype=bool)
         results = {}
         for code, kind in enumerate(KINDS):
-            chosen = outcomes[kinds == code] if code != KIND_LATEST else outcomes[:0]
+            chosen = outcomes[(kinds == code) & fresh] if code != KIND_LATEST else outcomes[:0]
             results[kind] = _tally(chosen)
-        selfplay = winners[kinds == KIND_LATEST]
+        selfplay = winners[(kinds == KIND_LATEST) & fresh]
         return cls(
             games=len(game_numbers),
             actions=actions,
@@ -146,6 +153,7 @@ class CollectionStats:
             first_seat_results=(int((selfplay == 0).sum()), int((selfplay < 0).sum()), int((selfplay == 1).sum())),
             outcomes=outcomes,
             game_numbers=np.asarray(game_numbers, dtype=np.int64),
+            start_results=_tally(outcomes[~fresh]),
         )
 
     @classmethod
@@ -164,6 +172,7 @@ class CollectionStats:
             outcomes=outcomes,
             game_numbers=np.arange(games, dtype=np.int64),
             episodic_returns=episodic_returns,
+            start_results=_sum([part.start_results for part in parts]),
         )
 
     def as_metrics(self) -> dict[str, float]:
@@ -181,6 +190,9 @@ class CollectionStats:
         wins, draws, losses = self.first_seat_results
         if wins + draws + losses:
             metrics["rollout/selfplay_first_seat_win_rate"] = wins / (wins + draws + losses)
+        wins, draws, losses = self.start_results
+        if wins + draws + losses:
+            metrics["rollout/win_rate_from_start"] = wins / (wins + draws + losses)
         return metrics
 
 
@@ -270,6 +282,8 @@ class GameBatch:
         torch_seed: seed of the generator for the policy's and the snapshots' sampling.
         mcts_simulations: budget of the ``mcts`` opponent (``mcts`` games only).
         snapshot_argmax: the snapshots play their most likely action instead of sampling.
+        start_positions: per game, the position dict it starts from (None: a fresh deal from its
+            seed); None: every game is a fresh deal (:mod:`training.selfplay.start_positions`).
     """
 
     games: np.ndarray
@@ -281,6 +295,13 @@ class GameBatch:
     torch_seed: int
     mcts_simulations: int = 50
     snapshot_argmax: bool = False
+    start_positions: list[dict | None] | None = None
+
+    def started(self) -> np.ndarray:
+        """True for the games that start from a position rather than a fresh deal."""
+        if self.start_positions is None:
+            return np.zeros(len(self.games), dtype=bool)
+        return np.array([position is not None for position in self.start_positions], dtype=bool)
 
 
 SEARCH_ARRAYS = ("searched", "search_targets")
