@@ -14,6 +14,8 @@ import pytest
 import torch
 
 from arena.records import game_record, write_record
+from arena.start_positions import main as tool_main
+from arena.start_positions import start_line
 from kahuna_env.agents import make_agent
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import encode_observation
@@ -21,13 +23,7 @@ from policy.model import ActorCritic, ModelConfig
 from training.league.pool import KIND_GREEDY, OpponentPool
 from training.ppo.config import ConfigError, config_from_dict, load_config
 from training.selfplay.collector import SelfPlayCollector
-from training.selfplay.start_positions import (
-    MAX_LINE_BYTES,
-    StartPositionsError,
-    load_start_positions,
-    start_line,
-)
-from training.tools.start_positions import main as tool_main
+from training.selfplay.start_positions import MAX_LINE_BYTES, StartPositionsError, load_start_positions
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_CONFIG = ModelConfig(hidden_sizes=(32,))

@@ -6,7 +6,7 @@ A start-positions file is JSON Lines, one object per line::
 
 ``position`` is a position dict (docs/RULES.md, "Positions") of a game that is
 not over; ``seat`` (0 or 1) is the seat the learner takes in a game started
-from it.  ``python -m training.tools.start_positions`` writes such files from
+from it.  ``python -m arena.start_positions`` writes such files from
 ``kahuna-eval --record`` game records (the positions of the games an agent lost).
 
 With ``rollout.start_positions: FILE`` and ``rollout.start_share: S`` a share
@@ -140,8 +140,3 @@ def _parse_line(line: bytes, where: str) -> tuple[int, KahunaGame]:
     if game.is_over:
         raise StartPositionsError(f"{where}: the game is over")
     return seat, game
-
-
-def start_line(seat: int, game: KahunaGame) -> str:
-    """One line of a start-positions file: ``game``'s position with the learner at ``seat``."""
-    return json.dumps({"seat": int(seat), "position": game.to_dict()}, separators=(",", ":"))

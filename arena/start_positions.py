@@ -1,16 +1,16 @@
-"""``python -m training.tools.start_positions``: a start-positions file from the games an agent lost.
+"""``python -m arena.start_positions``: a start-positions file from the games an agent lost.
 
 Usage::
 
     kahuna-eval champion greedy --games 4000 --seed 0 --workers 2 --record runs/records
-    python -m training.tools.start_positions runs/records --player champion --out runs/lost.jsonl
+    python -m arena.start_positions runs/records --player champion --out runs/lost.jsonl
 
 Reads the ``kahuna-eval --record`` / ``kahuna-play --record`` game records given (files,
 or folders whose ``*.json`` files are read), keeps the games that ``--player`` lost
 (``--draws``: also those it drew), replays each from its seed and writes one line per turn of
 ``--player`` from round ``--from-round`` on: the position at the start of that turn with
 ``--player``'s seat as the learner's (the format of
-:mod:`training.selfplay.start_positions`, which ``rollout.start_positions`` reads).  Training
+``training.selfplay.start_positions``, which the trainer's ``rollout.start_positions`` reads).  Training
 games drawn from the file are determinized from the learner's seat, so the file's hidden
 cards (the other player's hand, the pile) do not matter.
 
@@ -21,6 +21,7 @@ both seats of one, an existing output, no game kept) is one line
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,11 +31,15 @@ from arena.records import read_record
 from arena.replay import ReplayError, replay
 from kahuna_env.cli import OneLineParser, check_writable, first_line
 from kahuna_env.engine import KahunaConfig, KahunaGame
-from training.selfplay.start_positions import start_line
 
 PROG = "start_positions"
 MAX_RECORDS = 100_000
 """Most game records read in one call."""
+
+
+def start_line(seat: int, game: KahunaGame) -> str:
+    """One line of a start-positions file: ``game``'s position with the learner at ``seat``."""
+    return json.dumps({"seat": int(seat), "position": game.to_dict()}, separators=(",", ":"))
 
 
 def record_files(paths: Sequence[Path]) -> list[Path]:
