@@ -29,7 +29,7 @@ from typing import Any
 
 from arena.records import read_record
 from arena.replay import ReplayError, replay
-from kahuna_env.cli import OneLineParser, check_writable, first_line
+from kahuna_env.cli import OneLineParser, check_writable, exit_with_error, first_line, write_text_atomic
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
 PROG = "start_positions"
@@ -133,10 +133,10 @@ def main(argv: list[str] | None = None) -> int:
         lines, counts = lost_positions(record_files(args.records), args.player, args.draws, args.from_round)
     except ValueError as error:
         parser.error(first_line(error))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    temporary = args.out.with_name(args.out.name + ".partial")
-    temporary.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    temporary.replace(args.out)
+    try:
+        write_text_atomic(args.out, "".join(line + "\n" for line in lines))
+    except OSError as error:
+        exit_with_error(PROG, f"cannot write --out {args.out}: {first_line(error)}", code=1)
     print(
         f"{PROG}: {counts['records']} records, {counts['played']} games of {args.player}, "
         f"{counts['kept']} {'lost or drawn' if args.draws else 'lost'} -> {counts['positions']} positions in {args.out}"

@@ -27,6 +27,7 @@ import yaml
 
 from policy.model import ModelConfig
 from policy.reward import TRAINING_REWARD_DEFAULTS
+from training.selfplay.start_positions import START_OPPONENTS
 
 
 class ConfigError(ValueError):
@@ -66,11 +67,6 @@ class EnvConfig:
 
     variant: str = "standard"
     discard_rule: str = "instead_of_play"
-
-
-START_OPPONENTS = ("latest", "greedy", "random", "mcts")
-"""Opponent kinds whose games may start from a position (``rollout.start_opponent``; not ``past``,
-whose results steer the snapshot weighting)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -18,11 +18,11 @@ import torch
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.workers import WorkerFailed, Workers
 from policy.model import ActorCritic, ModelConfig
-from training.league.pool import KINDS, GameAssignment, OpponentPool
+from training.league.pool import KIND_LATEST, KINDS, GameAssignment, OpponentPool
 from training.selfplay.batched_rollout import play_games_batched
 from training.selfplay.rollout import GameBatch, Rollout, finish_rollout
 from training.selfplay.search_targets import GumbelSettings
-from training.selfplay.start_positions import StartPositions
+from training.selfplay.start_positions import START_OPPONENTS, StartPositions
 
 BACKENDS = ("vector",)
 """Collection backends: ``vector`` (the batched engine, :func:`training.selfplay.batched_rollout.play_games_batched`).
@@ -126,7 +126,7 @@ class SelfPlayCollector:
     ) -> None:
         if (start_positions is None) != (start_share == 0.0) or not 0.0 <= start_share <= 1.0:
             raise ValueError("start_share must be in (0, 1] with start_positions, and 0 without them")
-        if start_opponent not in KINDS or start_opponent == "past":
+        if start_opponent not in START_OPPONENTS:
             raise ValueError(f"start_opponent must be an opponent kind other than past, got {start_opponent!r}")
         self.start_positions = start_positions
         self.start_share = start_share
@@ -250,7 +250,7 @@ class SelfPlayCollector:
         chosen = np.sort(rng.choice(eligible, size=round(self.start_share * len(eligible)), replace=False))
         positions, seats = self.start_positions.draw(len(chosen), rng)
         learner_seats = assignment.learner_seats.copy()
-        if self.start_kind != KINDS.index("latest"):
+        if self.start_kind != KIND_LATEST:
             learner_seats[chosen] = np.stack([seats == 0, seats == 1], axis=1)
         per_game: list[dict[str, Any] | None] = [None] * self.num_games
         for game, position in zip(chosen.tolist(), positions, strict=True):

@@ -35,6 +35,9 @@ import numpy as np
 
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
+START_OPPONENTS = ("latest", "greedy", "random", "mcts")
+"""Opponent kinds whose games may start from a position (``rollout.start_opponent``; not ``past``,
+whose results steer the snapshot weighting)."""
 START_KEYS = ("seat", "position")
 """The keys of one line of a start-positions file."""
 MAX_START_POSITIONS = 200_000
