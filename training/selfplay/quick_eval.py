@@ -93,12 +93,15 @@ def evaluate_policy(
     deterministic: bool = True,
     game_config: KahunaConfig | None = None,
     on_game: Callable[[FinishedGame], None] | None = None,
+    opponent_seed: int | None = None,
 ) -> QuickEvalResult:
     """Play ``games`` seat-balanced games of ``model`` against ``opponent`` (a baseline name or an :class:`Agent`).
 
     With ``deterministic`` the policy plays its most likely legal action,
     otherwise it samples (seeded from ``seed``).  ``on_game`` receives every
     game once all are over (the results store of ``eval.db`` keeps them).
+    ``opponent_seed`` seeds the opponent's own choices (``greedy``'s tie-breaks,
+    ``random``'s moves) apart from the deals; default ``seed``.
     """
     # Seats: the policy (0) in seat g % 2 of game g, the opponent (1) in the other; deals shared by pairs.
     rng = np.random.default_rng([seed, 1])
@@ -111,7 +114,7 @@ def evaluate_policy(
     observations = TickObservations()
     policies = [
         NetworkPolicy(model, generator, argmax=deterministic, observations=observations),
-        _opponent_policy(opponent, seed, rng),
+        _opponent_policy(opponent, seed if opponent_seed is None else opponent_seed, rng),
     ]
     seating = seating_of(np.arange(2)[None, :] == policy_seat[:, None], 0, 1)
     # Play: every game to its end, counting each game's actions.

@@ -1,0 +1,125 @@
+"""``benchmarks/loss_overlap.py``: the games agents lose on the same deals, and their ensemble."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from policy.agent import load_agent
+from training.selfplay.quick_eval import evaluate_policy
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "benchmarks" / "loss_overlap.py"
+
+
+@pytest.fixture(scope="module")
+def module():
+    spec = importlib.util.spec_from_file_location("loss_overlap", SCRIPT)
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded
+
+
+def test_overlap_table_counts_common_losses_and_losses_per_game(module):
+    table = module.overlap_table({"a": {1, 2, 3}, "b": {3, 4}, "c": {3, 4, 9}}, games=10)
+    pairs = {tuple(pair["agents"]): pair for pair in table["pairs"]}
+    assert pairs["a", "b"]["both_lost"] == 1 and pairs["a", "b"]["expected_if_independent"] == pytest.approx(0.6)
+    assert pairs["b", "c"]["both_lost"] == 2 and pairs["a", "c"]["both_lost"] == 1
+    # game 3: all three; game 4: two; games 1, 2, 9: one
+    assert table["games_lost_by_k_agents"] == {1: 3, 2: 1, 3: 1}
+
+
+def test_ensemble_of_one_network_plays_its_moves_and_never_an_illegal_one(module):
+    network = load_agent("champion").model
+    ensemble = module.MeanLogProbEnsemble([network, network]).eval()
+    observation = torch.zeros(3, 246)
+    mask = torch.zeros(3, 179, dtype=torch.bool)
+    mask[0, [5, 7]] = True
+    mask[1, 100] = True
+    mask[2, :] = True
+    with torch.inference_mode():
+        logits, values = ensemble(observation, mask)
+        own_logits, own_values = network(observation, mask)
+    assert torch.equal(logits.argmax(-1), own_logits.argmax(-1))
+    assert bool(mask[torch.arange(3), logits.argmax(-1)].all())
+    assert torch.allclose(values, own_values)
+    with pytest.raises(ValueError, match="at least one"):
+        module.MeanLogProbEnsemble([])
+
+
+def test_the_script_plays_every_agent_on_the_same_games(module, tmp_path, capsys):
+    out = tmp_path / "overlap.json"
+    argv = ["champion", "champion-v1", "--opponent", "random", "--games", "6", "--ensemble", "--json", str(out)]
+    assert module.main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "lost by both champion and champion-v1" in printed and "ensemble: vs random" in printed
+    report = json.loads(out.read_text())
+    assert report["games"] == 6 and set(report["agents"]) == {"champion", "champion-v1"}
+    assert report["ensemble"]["members"] == ["champion", "champion-v1"]
+    assert set(report["ensemble"]["results"]) == {"ensemble"}
+    # the same seed, the same games: the script's tally is evaluate_policy's
+    direct = evaluate_policy(load_agent("champion-v1").model, "random", 6, seed=500).to_dict()
+    assert report["agents"]["champion-v1"] == direct
+
+
+def test_opponent_seeds_replay_the_same_deals_with_other_tie_breaks(module, tmp_path, capsys):
+    out = tmp_path / "overlap.json"
+    assert (
+        module.main(
+            ["champion-v1", "--opponent", "random", "--games", "8", "--opponent-seeds", "3", "4", "--json", str(out)]
+        )
+        == 0
+    )
+    report = json.loads(out.read_text())
+    entries = ["champion-v1 (opponent seed 3)", "champion-v1 (opponent seed 4)"]
+    assert list(report["agents"]) == entries and report["opponent_seeds"] == [3, 4]
+    assert [pair["agents"] for pair in report["pairs"]] == [entries]
+    model = load_agent("champion-v1").model
+    for name, opponent_seed in zip(entries, (3, 4), strict=True):
+        assert (
+            report["agents"][name]
+            == evaluate_policy(model, "random", 8, seed=500, opponent_seed=opponent_seed).to_dict()
+        )
+    # the deals are the seed's, the opponent's moves its own: another opponent seed, other games
+    moves = [[], []]
+    for k, opponent_seed in enumerate((3, 4)):
+        evaluate_policy(
+            model,
+            "random",
+            8,
+            seed=500,
+            opponent_seed=opponent_seed,
+            on_game=lambda g, k=k: moves[k].append((g.deal_seed, g.moves)),
+        )
+    assert [deal for deal, _ in moves[0]] == [deal for deal, _ in moves[1]]
+    assert [count for _, count in moves[0]] != [count for _, count in moves[1]]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["champion", "champion"], "an agent is named twice"),
+        (["champion", "no-such-agent.pt"], "agent 'no-such-agent.pt'"),
+        (["champion", "--games", "5"], "must be even"),
+        (["champion", "--opponent", "mcts"], "invalid choice"),
+    ],
+)
+def test_bad_arguments_are_one_line_and_exit_2(module, capsys, argv, message):
+    with pytest.raises(SystemExit) as stopped:
+        module.main(argv)
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    assert message in error and len(error.strip().splitlines()) == 1
+
+
+def test_json_output_may_not_be_an_agent_file(module, tmp_path, capsys):
+    agent = tmp_path / "agent.pt"
+    agent.write_bytes((ROOT / "policy" / "agents" / "champion.pt").read_bytes())
+    with pytest.raises(SystemExit):
+        module.main([str(agent), "--json", str(agent)])
+    assert "is one of the agents" in capsys.readouterr().err
+    assert agent.read_bytes() == (ROOT / "policy" / "agents" / "champion.pt").read_bytes()
