@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 
 from kahuna_env.cli import OneLineParser, even_games, exit_with_error, first_line, same_file, write_text_atomic
+from policy.model import masked_logits
 
 PROGRAM = "loss_overlap"
 OPPONENTS = ("greedy", "random")
@@ -51,9 +52,7 @@ class MeanLogProbEnsemble(torch.nn.Module):
     def forward(self, observation: torch.Tensor, action_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         outputs = [member(observation, action_mask) for member in self.members]
         log_probs = torch.stack([torch.log_softmax(logits.float(), dim=-1) for logits, _ in outputs]).mean(0)
-        legal = torch.as_tensor(action_mask).bool()
-        logits = torch.where(legal, log_probs, torch.full_like(log_probs, torch.finfo(torch.float32).min))
-        return logits, torch.stack([values.float() for _, values in outputs]).mean(0)
+        return masked_logits(log_probs, action_mask), torch.stack([values.float() for _, values in outputs]).mean(0)
 
 
 def overlap_table(lost: Mapping[str, set[int]], games: int) -> dict[str, object]:
@@ -107,7 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, dict[str, object]] = {}
     lost: dict[str, set[int]] = {}
 
-    def play(name: str, model: torch.nn.Module, opponent_seed: int | None) -> set[int]:
+    def play(name: str, model: torch.nn.Module, opponent_seed: int | None) -> dict[str, object]:
+        """Play the games; record the result and the games lost under ``name``; return the result."""
         games_lost: set[int] = set()
         result = evaluate_policy(
             model,
@@ -117,9 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             on_game=lambda game: games_lost.add(game.index) if game.policy_score < 0.5 else None,
             opponent_seed=opponent_seed,
         )
-        results[name] = result.to_dict()
         print(f"{name}: {result.summary()}", flush=True)
-        return games_lost
+        lost[name] = games_lost
+        return result.to_dict()
 
     opponent_seeds = args.opponent_seeds or [None]
 
@@ -128,7 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     for spec, model in models.items():
         for opponent_seed in opponent_seeds:
-            lost[entry(spec, opponent_seed)] = play(entry(spec, opponent_seed), model, opponent_seed)
+            name = entry(spec, opponent_seed)
+            results[name] = play(name, model, opponent_seed)
     table = overlap_table(lost, args.games)
     for pair in table["pairs"]:
         first, second = pair["agents"]
@@ -137,14 +138,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     counts = table["games_lost_by_k_agents"]
     print("games lost by exactly k agents: " + ", ".join(f"k={k}: {n}" for k, n in counts.items()))
     report: dict[str, object] = {"opponent": args.opponent, "games": args.games, "seed": args.seed}
-    report.update(agents=dict(results), opponent_seeds=args.opponent_seeds, **table)
+    report.update(agents=results, opponent_seeds=args.opponent_seeds, **table)
     if args.ensemble:
         ensemble = MeanLogProbEnsemble(list(models.values())).eval()
-        report["ensemble"] = {"members": list(models), "results": {}}
-        for opponent_seed in opponent_seeds:
-            name = entry("ensemble", opponent_seed)
-            play(name, ensemble, opponent_seed)
-            report["ensemble"]["results"][name] = results[name]
+        names = [entry("ensemble", opponent_seed) for opponent_seed in opponent_seeds]
+        played = {name: play(name, ensemble, seed) for name, seed in zip(names, opponent_seeds, strict=True)}
+        report["ensemble"] = {"members": list(models), "results": played}
     if args.json is not None:
         try:
             write_text_atomic(args.json, json.dumps(report, indent=1) + "\n")
