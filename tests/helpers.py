@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import random
 import threading
 import time
 from collections import Counter
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from kahuna_env.board import (
@@ -219,3 +222,12 @@ def running(app):
         server.should_exit = True
         thread.join(timeout=60)
         sock.close()
+
+
+def benchmark_module(name: str) -> ModuleType:
+    """The script ``benchmarks/NAME.py`` imported as the module ``NAME`` (the scripts are not a package)."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 import torch
+from helpers import benchmark_module
 
 from policy.agent import load_agent
 from training.selfplay.quick_eval import evaluate_policy
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "loss_overlap.py"
 
 
 @pytest.fixture(scope="module")
 def module():
-    spec = importlib.util.spec_from_file_location("loss_overlap", SCRIPT)
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
-    return loaded
+    return benchmark_module("loss_overlap")
 
 
 def test_overlap_table_counts_common_losses_and_losses_per_game(module):

@@ -2,27 +2,23 @@
 
 from __future__ import annotations
 
-import importlib.util
 import types
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from helpers import benchmark_module
 
 from policy.agent import load_agent
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "search_labels.py"
 TINY = ["--games", "2", "--chunk", "2", "--simulations", "4", "--verify", "8", "--verify-gap", "0", "--workers", "1"]
 
 
 @pytest.fixture(scope="module")
 def module():
-    spec = importlib.util.spec_from_file_location("search_labels", SCRIPT)
-    loaded = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(loaded)
-    return loaded
+    return benchmark_module("search_labels")
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +81,9 @@ def test_generate_records_legal_moves_of_both_searches_and_is_reproducible(modul
     assert (data["verify_visits"][ran].sum(axis=1) > data["visits"][ran].sum(axis=1)).all()
     assert (data["verify_actions"][~ran] == -1).all()
     # The student's move is its network's most likely one.
+    observations, masks = torch.from_numpy(data["observations"]), torch.from_numpy(data["masks"])
     with torch.inference_mode():
-        logits, _ = load_agent("champion").model(torch.from_numpy(data["observations"]), torch.from_numpy(data["masks"]))
+        logits, _ = load_agent("champion").model(observations, masks)
     assert np.array_equal(logits.argmax(dim=1).numpy(), data["raw"])
     again = tmp_path / "again"
     assert module.main(["generate", *TINY, "--out", str(again)]) == 0
@@ -107,7 +104,8 @@ def test_generate_resumes_and_refuses_other_arguments(module, labelled, capsys):
 
 def test_fit_writes_networks_that_follow_the_corrections(module, labelled, tmp_path, capsys):
     out = tmp_path / "fit"
-    argv = ["fit", "--data", str(labelled), "--gap", "0", "--min-visits", "0", "--repeat", "50", "--lr", "0.01", "--kl", "0"]
+    argv = ["fit", "--data", str(labelled), "--gap", "0", "--min-visits", "0", "--repeat", "50"]
+    argv += ["--lr", "0.01", "--kl", "0"]
     assert module.main([*argv, "--epochs", "3", "--evaluate", "0", "3", "--games", "2", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "epoch 3: " in printed and "against greedy" in printed
