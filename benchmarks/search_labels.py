@@ -57,6 +57,7 @@ from kahuna_env.cli import OneLineParser, even_games, exit_with_error, first_lin
 from policy.agent import load_agent
 from policy.search import load_guided_agent
 from training.ppo.checkpoint import export_agent
+from training.tools.distill import anchor_penalties, anchor_targets
 
 PROGRAM = "search_labels"
 TOP = 4
@@ -242,9 +243,7 @@ def fit_corrections(
     observations, masks = torch.from_numpy(data["observations"]), torch.from_numpy(data["masks"])
     targets = torch.from_numpy(labels)
     weights = torch.from_numpy(np.where(chosen, 1.0, args.ce_others).astype(np.float32))
-    with torch.inference_mode():
-        logits, values = model(observations, masks)
-        old_log_policy, old_values = torch.log_softmax(logits, dim=1).clone(), values.clone()
+    old_log_policy, old_values = anchor_targets(model, data["observations"], data["masks"])
     train = np.concatenate([np.flatnonzero(~held)] + [np.flatnonzero(~held & chosen)] * (args.repeat - 1))
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
 
@@ -269,9 +268,9 @@ def fit_corrections(
             logits, values = model(observations[rows], masks[rows])
             log_policy = torch.log_softmax(logits, dim=1)
             cross_entropy = -(weights[rows] * log_policy.gather(1, targets[rows].unsqueeze(1)).squeeze(1)).mean()
-            old = old_log_policy[rows]
-            kl = torch.where(masks[rows], old.exp() * (old - log_policy), 0.0).sum(dim=1).mean()
-            loss = cross_entropy + args.kl * kl + torch.nn.functional.mse_loss(values, old_values[rows])
+            anchor = (old_log_policy[rows], old_values[rows])
+            kl, value_change = anchor_penalties(log_policy, values, anchor, masks[rows])
+            loss = cross_entropy + args.kl * kl + value_change
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)

@@ -227,11 +227,25 @@ class FitSettings:
     seed: int = 0
 
 
-def _targets(model: ActorCritic, data: Decisions) -> tuple[torch.Tensor, torch.Tensor]:
-    """The original network's log-policy and values on ``data`` (the fit's anchors)."""
+def anchor_targets(
+    model: ActorCritic, observations: np.ndarray, masks: np.ndarray
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The original network's log-policy and values on the decisions (the fit's anchors)."""
     with torch.inference_mode():
-        logits, values = model(torch.from_numpy(data.observations), torch.from_numpy(data.masks))
+        logits, values = model(torch.from_numpy(observations), torch.from_numpy(masks))
     return torch.log_softmax(logits, dim=1).clone(), values.clone()
+
+
+def anchor_penalties(
+    log_policy: torch.Tensor,
+    values: torch.Tensor,
+    anchor: tuple[torch.Tensor, torch.Tensor],
+    legal: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(mean KL divergence from the anchor's policy over the legal actions, mean squared change of the value)."""
+    old_log_policy, old_values = anchor
+    kl = torch.where(legal, old_log_policy.exp() * (old_log_policy - log_policy), 0.0).sum(dim=1).mean()
+    return kl, F.mse_loss(values, old_values)
 
 
 def _losses(
@@ -242,10 +256,8 @@ def _losses(
     log_policy = torch.log_softmax(logits, dim=1)
     actions = torch.from_numpy(data.actions[rows])
     cross_entropy = -log_policy.gather(1, actions.unsqueeze(1)).mean()
-    old_log_policy, old_values = anchor[0][rows], anchor[1][rows]
     legal = torch.from_numpy(data.masks[rows])
-    kl = torch.where(legal, old_log_policy.exp() * (old_log_policy - log_policy), 0.0).sum(dim=1).mean()
-    value_change = F.mse_loss(values, old_values)
+    kl, value_change = anchor_penalties(log_policy, values, (anchor[0][rows], anchor[1][rows]), legal)
     agreement = (logits.argmax(dim=1) == actions).float().mean()
     return cross_entropy + fit.kl * kl + fit.value_coef * value_change, agreement
 
@@ -260,7 +272,7 @@ def fit_student(model: ActorCritic, data: Decisions, fit: FitSettings) -> tuple[
     held_rows = torch.from_numpy(np.flatnonzero(is_held))
     if len(train_rows) == 0 or len(held_rows) == 0:
         raise ValueError(f"too little data to fit: {len(data)} decisions in {len(game_ids)} game(s); play more games")
-    anchor = _targets(model, data)
+    anchor = anchor_targets(model, data.observations, data.masks)
     optimizer = torch.optim.Adam(model.parameters(), lr=fit.lr)
 
     def held_out() -> tuple[float, float]:
