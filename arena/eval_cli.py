@@ -5,11 +5,17 @@ Examples::
     kahuna-eval greedy random --games 200
     kahuna-eval runs/ppo/checkpoints/latest.pt greedy mcts --games 100 --workers 2 --json eval.json
     kahuna-eval random greedy mcts:50 mcts:200 --games 100 --record games/
+    kahuna-eval runs/a/final_agent.pt greedy --common-deals --json a.json   # then runs/b/...: paired games
 
 Every pairing of the entrants plays ``--games`` games (even: each deal twice,
 seats swapped).  The table shows, per pairing, the first entrant's
 wins-draws-losses, score with its 95% Wilson interval and mean point margin;
 with three or more entrants, a Bradley–Terry ratings table on the Elo scale.
+``--common-deals`` draws the deals from ``--seed`` and the game number
+alone and each agent's own seeds from its name and the game, never from the
+pairing, so two agents evaluated against the same opponent, in one run or
+two, meet the same deals and the same opponent, game by game
+(:func:`arena.match.schedule`).
 Bad arguments, unknown entrants, unreadable checkpoints and unwritable
 output paths end the program before any game with exit code 2 and a
 one-line message.  Outputs never destroy what the tool did not write:
@@ -76,6 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--games", type=even_games, default=None, help="games per pairing, even (default 100; with --sprt the most)"
     )
     parser.add_argument("--seed", type=non_negative_int, default=0, help="base seed of every game (default 0)")
+    parser.add_argument(
+        "--common-deals",
+        action="store_true",
+        help="for paired comparisons: the deals come from --seed and the game number only, each agent's own "
+        "seeds from its name and the game, so A vs C and B vs C (in one run or two) play the same deals against "
+        "the same C, game by game (default: the deals also depend on the entrants' names)",
+    )
     parser.add_argument("--workers", type=positive_int, default=1, help="worker processes (default 1)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
     parser.add_argument("--record", type=Path, metavar="DIR", help="save every game as a JSON record in DIR")
@@ -139,6 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             record_dir=args.record,
             progress=not args.no_progress,
             store=store,
+            common_deals=args.common_deals,
         )
     except EvaluationInterrupted as interrupted:
         # Ctrl-C: the finished games are not thrown away (their records are already written).
@@ -221,6 +235,7 @@ def _main_sprt(args: argparse.Namespace) -> int:
             store=store,
             progress=not args.no_progress,
             resolved=entrants,
+            common_deals=args.common_deals,
         )
     except KeyboardInterrupt:
         fail("interrupted (the games finished so far are in --db, if given)", code=130)

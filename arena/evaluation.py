@@ -249,6 +249,7 @@ def run_evaluation(
     progress: bool = False,
     store: ResultsStore | None = None,
     source: str = "kahuna-eval",
+    common_deals: bool = False,
 ) -> EvaluationReport:
     """Play a seat-balanced round robin and summarize it.
 
@@ -264,6 +265,9 @@ def run_evaluation(
         progress: show a tqdm progress bar on stderr.
         store: write every game to this results store as it finishes (one transaction per game).
         source: the tool named in the store's session (``kahuna-eval``, ``kahuna-ratings``, ...).
+        common_deals: seed the deals from ``seed`` and the game number only, and each agent from its
+            own name, so that every pairing (and every evaluation with this seed) plays the same deals
+            against the same opponent behaviour (see :func:`arena.match.schedule`).
 
     Raises ``ValueError`` for bad arguments and entrants (before any game is
     played), ``FileNotFoundError`` for a missing checkpoint,
@@ -278,9 +282,10 @@ def run_evaluation(
     record = record_dir is not None
     if record:
         Path(record_dir).mkdir(parents=True, exist_ok=True)
-    save = _store_writer(store, entrants, sampled, config, seed, source)
+    save = _store_writer(store, entrants, sampled, config, seed, source, common_deals)
+    tasks = schedule(entrants, games, seed, common_deals=common_deals)
     started = time.perf_counter()
-    results, interrupted = _play_all(schedule(entrants, games, seed), resolved, workers, config, record, save, progress)
+    results, interrupted = _play_all(tasks, resolved, workers, config, record, save, progress)
     elapsed = time.perf_counter() - started
     if record:
         for result in results:
@@ -296,6 +301,7 @@ def run_evaluation(
         ratings=ratings,
         elapsed=elapsed,
         workers=workers,
+        common_deals=common_deals,
     )
     if interrupted:
         raise EvaluationInterrupted(report)
@@ -356,12 +362,18 @@ def _store_writer(
     config: KahunaConfig,
     seed: int,
     source: str,
+    common_deals: bool = False,
 ) -> Callable[[GameResult], None]:
-    """A function writing one game to ``store`` (nothing without a store); the session starts now."""
+    """A function writing one game to ``store`` (nothing without a store); the session starts now.
+
+    The session's ``command`` is the entrants, followed by ``--common-deals`` when the seeds were those of
+    common deals (:func:`arena.match.schedule`; every game's own seeds are stored with it either way).
+    """
     if store is None:
         return lambda result: None
     identities = [entrant_identity(spec, sampled) for spec in entrants]
-    session = store.start_session(source, config.to_dict(), base_seed=seed, sampled=sampled, command=" ".join(entrants))
+    command = " ".join([*entrants, "--common-deals"] if common_deals else entrants)
+    session = store.start_session(source, config.to_dict(), base_seed=seed, sampled=sampled, command=command)
 
     def save(result: GameResult) -> None:
         seat0, seat1 = result.task.seats

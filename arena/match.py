@@ -19,6 +19,14 @@ handed to search agents) is derived with :class:`numpy.random.SeedSequence`
 from ``(seed, A, B, k)``, so a game is a pure function of those and the
 rules: results are identical for any number of workers and whatever other
 entrants take part.
+
+With ``common_deals=True`` (``kahuna-eval --common-deals``) the seeds no
+longer depend on the pairing: the deal of game ``k`` comes from
+``(seed, k // 2)``, each agent's own generator from ``(seed, its name, k)``
+and the determinizations from ``(seed, k)``.  Every pairing, and every
+evaluation with the same seed, then plays the same deals against the same
+opponent behaviour: ``A`` against ``greedy`` and ``B`` against ``greedy``
+are paired game by game.
 """
 
 from __future__ import annotations
@@ -130,8 +138,34 @@ def check_games(games: int) -> None:
         )
 
 
-def schedule(entrants: Sequence[str], games: int, seed: int) -> list[GameTask]:
-    """Every game of a round robin over ``entrants`` with ``games`` (even) games per pairing."""
+COMMON_DEALS_TAG = 0xC0DE_DEA1
+"""The last entropy word of every common-deals seed: no default seed's entropy ends with it (see :func:`schedule`)."""
+_DEAL, _AGENT, _CHOICE = 0, 1, 2  # what a common-deals seed is for: the word before the tag
+
+
+def _common_seed(seed: int, role: int, *fields: int) -> int:
+    """A common-deals seed: ``SeedSequence([seed, *fields, role, COMMON_DEALS_TAG])``, one 64-bit word."""
+    entropy = [seed, *fields, role, COMMON_DEALS_TAG]
+    return int(np.random.SeedSequence(entropy).generate_state(1, dtype=np.uint64)[0])
+
+
+def schedule(entrants: Sequence[str], games: int, seed: int, common_deals: bool = False) -> list[GameTask]:
+    """Every game of a round robin over ``entrants`` with ``games`` (even) games per pairing.
+
+    Game ``k`` of a pairing puts its first-named entrant in seat 0 when ``k``
+    is even, and games ``2m`` and ``2m+1`` share a deal.  By default every
+    seed of game ``k`` of the pairing ``(A, B)`` comes from ``(seed, A, B,
+    k)`` (the agent seeds by seat).  With ``common_deals`` the game seed
+    comes from ``(seed, k // 2)``, each entrant's agent seed from ``(seed,
+    its name, k)`` and the choice seed from ``(seed, k)``, so every pairing
+    plays the same deals and an entrant behaves alike against any opponent.
+
+    The two schemes cannot share a seed's entropy: :class:`numpy.random.SeedSequence`
+    reads its entropy as a run of 32-bit words (zero-padded to four), the
+    default scheme's runs end in ``k // 2`` or ``1`` and are at least four
+    words long, and the common-deals runs are too and end in
+    :data:`COMMON_DEALS_TAG` (above ``k // 2`` for fewer than ``2**32`` games).
+    """
     check_games(games)
     tasks = []
     pairing = 0
@@ -139,17 +173,24 @@ def schedule(entrants: Sequence[str], games: int, seed: int) -> list[GameTask]:
         for b in range(a + 1, len(entrants)):
             ids = (_stable_id(entrants[a]), _stable_id(entrants[b]))
             for k in range(games):
-                deal = np.random.SeedSequence([seed, *ids, k // 2]).generate_state(1, dtype=np.uint64)[0]
-                own = np.random.SeedSequence([seed, *ids, k, 1]).generate_state(3, dtype=np.uint64)
                 seats = (a, b) if k % 2 == 0 else (b, a)
+                if common_deals:
+                    game_seed = _common_seed(seed, _DEAL, k // 2)
+                    seat0, seat1 = (_stable_id(entrants[i]) for i in seats)
+                    agent_seeds = (_common_seed(seed, _AGENT, seat0, k), _common_seed(seed, _AGENT, seat1, k))
+                    choice_seed = _common_seed(seed, _CHOICE, k)
+                else:
+                    deal = np.random.SeedSequence([seed, *ids, k // 2]).generate_state(1, dtype=np.uint64)[0]
+                    own = np.random.SeedSequence([seed, *ids, k, 1]).generate_state(3, dtype=np.uint64)
+                    game_seed, agent_seeds, choice_seed = int(deal), (int(own[0]), int(own[1])), int(own[2])
                 tasks.append(
                     GameTask(
                         pairing=pairing,
                         index=k,
                         seats=seats,
-                        game_seed=int(deal),
-                        agent_seeds=(int(own[0]), int(own[1])),
-                        choice_seed=int(own[2]),
+                        game_seed=game_seed,
+                        agent_seeds=agent_seeds,
+                        choice_seed=choice_seed,
                     )
                 )
             pairing += 1

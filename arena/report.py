@@ -165,6 +165,7 @@ class EvaluationReport:
         ratings: ratings table, best first (``None`` for fewer than three entrants).
         elapsed: wall time of the whole evaluation in seconds.
         workers: worker processes used.
+        common_deals: whether every pairing played the same deals (:func:`arena.match.schedule`).
     """
 
     entrants: tuple[str, ...]
@@ -176,6 +177,7 @@ class EvaluationReport:
     ratings: tuple[Rating, ...] | None
     elapsed: float = dataclasses.field(compare=False)
     workers: int = dataclasses.field(compare=False, default=1)
+    common_deals: bool = False
 
     def seconds_per_move(self) -> dict[str, float]:
         """Mean time each entrant took to choose an action, over all its games."""
@@ -204,6 +206,7 @@ class EvaluationReport:
             "entrants": list(self.entrants),
             "games_per_pairing": self.games_per_pairing,
             "seed": self.seed,
+            "common_deals": self.common_deals,
             "config": self.config,
             "sampled": self.sampled,
             "score_definition": "(wins + draws/2) / games, 95% Wilson interval",

@@ -235,6 +235,7 @@ class SPRTReport:
         seed: the base seed of the deals.
         games_played: games finished, counted or not (with workers some finish after the decision).
         elapsed: wall time in seconds.
+        common_deals: whether the deals were the common deals of the seed (:func:`arena.match.schedule`).
     """
 
     a: str
@@ -247,6 +248,7 @@ class SPRTReport:
     seed: int
     games_played: int = dataclasses.field(compare=False)
     elapsed: float = dataclasses.field(compare=False)
+    common_deals: bool = False
 
     @property
     def pairs(self) -> int:
@@ -290,6 +292,7 @@ class SPRTReport:
             "elo": _finite(elo),
             "elo_ci95": [_finite(low), _finite(high)],
             "seed": self.seed,
+            "common_deals": self.common_deals,
             "elapsed_seconds": self.elapsed,
             "llr_definition": "fishtest GSPRT LLR_alt2 on the pentanomial of seat-swapped pairs, logistic Elo",
         }
@@ -332,6 +335,7 @@ def run_sprt(
     store: Any = None,
     progress: bool = False,
     resolved: Any = None,
+    common_deals: bool = False,
 ) -> SPRTReport:
     """Play seat-swapped pairs of ``a`` against ``b`` until ``test`` decides or ``max_games`` are played.
 
@@ -339,8 +343,9 @@ def run_sprt(
     ``(a, b)``, used as it is (the entrants are then not built again).
 
     The deals are those of ``kahuna-eval a b --games max_games --seed seed``
-    (:func:`arena.match.schedule`), in order, so the test's games are the
-    first games of that fixed match.  ``store`` (an
+    (:func:`arena.match.schedule`; with ``common_deals``, of that command
+    with ``--common-deals``), in order, so the test's games are the first
+    games of that fixed match.  ``store`` (an
     :class:`arena.store.ResultsStore`) receives every finished game.  Raises
     what :func:`arena.evaluation.run_evaluation` raises for bad entrants or a
     failed game.
@@ -353,8 +358,8 @@ def run_sprt(
         raise ValueError("the resolved entrants are not the ones named")
     entrants = resolved.specs
     config = config or KahunaConfig()
-    tasks = schedule(entrants, max_games, seed)
-    save = _store_writer(store, entrants, sampled, config, seed, "kahuna-sprt")
+    tasks = schedule(entrants, max_games, seed, common_deals=common_deals)
+    save = _store_writer(store, entrants, sampled, config, seed, "kahuna-sprt", common_deals)
     pairs = _PairCounts(test)
     started = time.perf_counter()
     from tqdm import tqdm
@@ -378,6 +383,7 @@ def run_sprt(
         seed=seed,
         games_played=pairs.played,
         elapsed=time.perf_counter() - started,
+        common_deals=common_deals,
     )
 
 

@@ -58,6 +58,61 @@ def test_a_pairings_games_do_not_depend_on_the_other_entrants():
     assert [t.game_seed for t in alone] == [t.game_seed for t in among_more]
 
 
+def test_the_default_seeds_are_those_of_every_earlier_evaluation():
+    # Captured from schedule() before common deals existed: stored games and records depend on them.
+    tasks = schedule(["random", "greedy"], games=4, seed=7)
+    assert [(t.seats, t.game_seed, t.agent_seeds, t.choice_seed) for t in tasks] == [
+        ((0, 1), 12311006062153109164, (15551131662330527294, 18078957492775595566), 2155098805626908166),
+        ((1, 0), 12311006062153109164, (17468050383136903492, 11000000122718914964), 15520619381044623873),
+        ((0, 1), 16510497387196749275, (15974119170376361336, 14364397774997824051), 15518454971522730883),
+        ((1, 0), 16510497387196749275, (15433724730803230642, 12790474654961207372), 937653084448787308),
+    ]
+    last = schedule(["random", "greedy", "mcts:50"], games=2, seed=123, common_deals=False)[-1]
+    assert (last.pairing, last.index, last.seats) == (2, 1, (2, 1))
+    assert (last.game_seed, last.agent_seeds, last.choice_seed) == (
+        6454790402310776908,
+        (11822315779652430475, 18653346641667467),
+        1328330642151028731,
+    )
+
+
+def _agent_seed(task, entrant):
+    """The seed the entrant (by index) was reset with in ``task``, whichever seat it had."""
+    return task.agent_seeds[task.seats.index(entrant)]
+
+
+def test_common_deals_give_two_agents_the_same_deals_and_the_same_opponent():
+    with_a = schedule(["A", "greedy"], games=6, seed=3, common_deals=True)
+    with_b = schedule(["B", "greedy"], games=6, seed=3, common_deals=True)
+    assert [t.game_seed for t in with_a] == [t.game_seed for t in with_b]
+    assert [t.choice_seed for t in with_a] == [t.choice_seed for t in with_b]
+    assert [t.seats for t in with_a] == [t.seats for t in with_b] == [(0, 1), (1, 0)] * 3
+    for a, b in zip(with_a, with_b, strict=True):
+        assert _agent_seed(a, 1) == _agent_seed(b, 1)  # greedy's own generator, whoever it plays
+        assert _agent_seed(a, 0) != _agent_seed(b, 0)  # A and B: each its own
+    # Still each deal twice with the seats swapped, and a new deal every two games.
+    assert len({t.game_seed for t in with_a}) == 3
+    assert all(first.game_seed == second.game_seed for first, second in zip(with_a[::2], with_a[1::2], strict=True))
+    # Without the option the deals depend on the entrants' names.
+    default_a = schedule(["A", "greedy"], games=6, seed=3)
+    default_b = schedule(["B", "greedy"], games=6, seed=3)
+    assert not {t.game_seed for t in default_a} & {t.game_seed for t in default_b}
+
+
+def test_with_common_deals_every_pairing_of_a_round_robin_plays_the_same_deals():
+    entrants = ["random", "greedy", "mcts:4"]
+    tasks = schedule(entrants, games=4, seed=11, common_deals=True)
+    pairings = [[t for t in tasks if t.pairing == p] for p in range(3)]
+    assert [[t.game_seed for t in games] for games in pairings] == [[t.game_seed for t in pairings[0]]] * 3
+    assert [[t.choice_seed for t in games] for games in pairings] == [[t.choice_seed for t in pairings[0]]] * 3
+    for entrant in range(3):  # an entrant's own seeds of game k are the same against either opponent
+        own = [[_agent_seed(t, entrant) for t in games] for games in pairings if entrant in games[0].seats]
+        assert len(own) == 2 and own[0] == own[1]
+    # The common deals are not the default ones.
+    default = schedule(entrants, games=4, seed=11)
+    assert not {t.game_seed for t in tasks} & {t.game_seed for t in default}
+
+
 def test_report_seat_counts_are_balanced(three_way_report):
     for pairing in three_way_report.pairings:
         assert pairing.seat_games == (2, 2)
@@ -252,3 +307,61 @@ def test_kahuna_eval_resolves_each_entrant_once(workers, monkeypatch, capsys):
     assert main(argv) == 0
     assert sorted(calls) == ["greedy", "mcts:5"]
     assert "greedy" in capsys.readouterr().out
+
+
+def _records(directory):
+    """The records of an evaluation in game order, without the players' names."""
+    records = [json.loads(path.read_text()) for path in directory.glob("*.json")]
+    records.sort(key=lambda record: (record["pairing"], record["game"]))
+    return [{key: value for key, value in record.items() if key != "players"} for record in records]
+
+
+def test_cli_common_deals_pair_the_games_of_one_agent_under_two_names(policy_file, tmp_path, capsys):
+    """The same policy file under two paths, each against greedy: the same games, game by game."""
+    copy = tmp_path / "copy.pt"
+    copy.write_bytes(policy_file.read_bytes())
+    runs = {}
+    for name, spec, common in (
+        ("original", policy_file, True),
+        ("copy", copy, True),
+        ("original-default", policy_file, False),
+        ("copy-default", copy, False),
+    ):
+        argv = [str(spec), "greedy", "--games", "6", "--seed", "2", "--no-progress"]
+        argv += ["--record", str(tmp_path / name), "--json", str(tmp_path / f"{name}.json")]
+        assert eval_main([*argv, "--common-deals"] if common else argv) == 0
+        runs[name] = (_records(tmp_path / name), json.loads((tmp_path / f"{name}.json").read_text()))
+    capsys.readouterr()
+    (original, original_json), (copy_records, copy_json) = runs["original"], runs["copy"]
+    assert len(original) == 6 and original == copy_records  # same deals, same actions, same results
+    assert original_json["common_deals"] is True and original_json["seed"] == 2
+    for key in ("wins", "draws", "losses", "mean_margin", "seat_scores"):
+        assert original_json["pairings"][0][key] == copy_json["pairings"][0][key]
+    (default_original, default_json), (default_copy, _) = runs["original-default"], runs["copy-default"]
+    assert default_json["common_deals"] is False
+    assert {r["seed"] for r in default_original}.isdisjoint(r["seed"] for r in default_copy)
+    assert {r["seed"] for r in default_original}.isdisjoint(r["seed"] for r in original)
+
+
+def test_cli_common_deals_are_recorded_in_the_store_session(tmp_path, capsys):
+    from arena.store import ResultsStore
+
+    db = tmp_path / "results.sqlite"
+    base = ["greedy", "random", "--games", "2", "--seed", "4", "--db", str(db), "--no-progress"]
+    assert eval_main(base) == 0
+    assert eval_main([*base, "--common-deals"]) == 0
+    capsys.readouterr()
+    with ResultsStore(db, readonly=True) as store:
+        sessions = store.query("SELECT command, base_seed FROM sessions ORDER BY id")
+        assert sessions == [("greedy random", 4), ("greedy random --common-deals", 4)]
+        stored = store.query(
+            "SELECT session, game_index, game_seed, choice_seed FROM games ORDER BY session, game_index"
+        )
+        expected = [
+            (session, t.index, str(t.game_seed), str(t.choice_seed))
+            for session, common in ((1, False), (2, True))
+            for t in schedule(["greedy", "random"], games=2, seed=4, common_deals=common)
+        ]
+        assert stored == expected
+        # Two different schedules of one pairing: four games for the ladder, none merged.
+        assert [count.games for count in store.pair_counts()] == [2, 2]

@@ -10,6 +10,7 @@ import pytest
 
 from arena.eval_cli import main as eval_main
 from arena.evaluation import run_evaluation
+from arena.match import schedule
 from arena.sprt import (
     SPRT,
     elo_interval,
@@ -138,6 +139,35 @@ def test_kahuna_eval_sprt_prints_and_writes_the_decision(tmp_path: Path, capsys:
     assert data["bounds"][0] < 0 < data["bounds"][1] and data["llr"] >= data["bounds"][1]
     with ResultsStore(db, readonly=True) as store:
         assert store.game_count() == data["games_played"]
+
+
+def test_with_common_deals_the_tests_games_are_the_common_deals_match(tmp_path: Path) -> None:
+    test = SPRT(-50.0, 50.0, 0.1, 0.1)
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        report = run_sprt("greedy", "random", test, max_games=8, seed=3, store=store, common_deals=True)
+        stored = store.query("SELECT game_seed, agent_seed0, agent_seed1, choice_seed FROM games ORDER BY game_index")
+    assert report.common_deals and report.to_dict()["common_deals"] is True
+    tasks = schedule(["greedy", "random"], 8, 3, common_deals=True)[: report.games_played]
+    assert stored == [tuple(str(value) for value in (t.game_seed, *t.agent_seeds, t.choice_seed)) for t in tasks]
+    fixed = run_evaluation(["greedy", "random"], games=report.games, seed=3, common_deals=True)
+    assert fixed.pairings[0].tally.points == pytest.approx(report.score * report.games)
+    default = run_sprt("greedy", "random", test, max_games=8, seed=3)
+    assert default.to_dict()["common_deals"] is False
+
+
+def test_kahuna_eval_sprt_passes_common_deals_to_the_json_and_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, db = tmp_path / "sprt.json", tmp_path / "r.sqlite"
+    arguments = ["greedy", "random", "--sprt", "elo0=0", "elo1=30", "--games", "4", "--seed", "3"]
+    assert eval_main([*arguments, "--common-deals", "--json", str(out), "--db", str(db), "--no-progress"]) == 0
+    capsys.readouterr()
+    data = json.loads(out.read_text())
+    assert data["common_deals"] is True and data["seed"] == 3
+    with ResultsStore(db, readonly=True) as store:
+        assert store.query("SELECT source, command, base_seed FROM sessions") == [
+            ("kahuna-sprt", "greedy random --common-deals", 3)
+        ]
 
 
 @pytest.mark.parametrize(
