@@ -259,6 +259,8 @@ class EvaluationReport:
             f"{self.total_games} games in {self.elapsed:.1f} s ({self.games_per_second:.2f} games/s, "
             f"{self.workers} worker(s)); score = (wins + draws/2) / games of the first-named entrant"
         )
+        if self.common_deals:
+            lines.append("common deals (--common-deals): every pairing played the same deals of the seed")
         return "\n".join(lines)
 
 

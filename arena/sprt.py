@@ -314,7 +314,8 @@ class SPRTReport:
                 f"games used {self.games} ({self.pairs} pairs) of at most {self.max_games}; "
                 f"pentanomial {'-'.join(str(c) for c in self.counts)} (pair score 0 .. 2)",
                 f"score {self.score:.3f}; Elo {elo:+.1f} [{low:+.1f}, {high:+.1f}] (95%)",
-                f"{self.games_played} games played in {self.elapsed:.1f} s",
+                f"{self.games_played} games played in {self.elapsed:.1f} s"
+                + (" on the common deals of the seed (--common-deals)" if self.common_deals else ""),
             ]
         )
 

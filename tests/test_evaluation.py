@@ -330,8 +330,8 @@ def test_cli_common_deals_pair_the_games_of_one_agent_under_two_names(policy_fil
         argv = [str(spec), "greedy", "--games", "6", "--seed", "2", "--no-progress"]
         argv += ["--record", str(tmp_path / name), "--json", str(tmp_path / f"{name}.json")]
         assert eval_main([*argv, "--common-deals"] if common else argv) == 0
+        assert ("common deals (--common-deals)" in capsys.readouterr().out) == common  # the table says so
         runs[name] = (_records(tmp_path / name), json.loads((tmp_path / f"{name}.json").read_text()))
-    capsys.readouterr()
     (original, original_json), (copy_records, copy_json) = runs["original"], runs["copy"]
     assert len(original) == 6 and original == copy_records  # same deals, same actions, same results
     assert original_json["common_deals"] is True and original_json["seed"] == 2

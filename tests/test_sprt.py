@@ -161,7 +161,7 @@ def test_kahuna_eval_sprt_passes_common_deals_to_the_json_and_the_store(
     out, db = tmp_path / "sprt.json", tmp_path / "r.sqlite"
     arguments = ["greedy", "random", "--sprt", "elo0=0", "elo1=30", "--games", "4", "--seed", "3"]
     assert eval_main([*arguments, "--common-deals", "--json", str(out), "--db", str(db), "--no-progress"]) == 0
-    capsys.readouterr()
+    assert "on the common deals of the seed (--common-deals)" in capsys.readouterr().out
     data = json.loads(out.read_text())
     assert data["common_deals"] is True and data["seed"] == 3
     with ResultsStore(db, readonly=True) as store:
