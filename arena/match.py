@@ -176,8 +176,11 @@ def schedule(entrants: Sequence[str], games: int, seed: int, common_deals: bool 
                 seats = (a, b) if k % 2 == 0 else (b, a)
                 if common_deals:
                     game_seed = _common_seed(seed, _DEAL, k // 2)
-                    seat0, seat1 = (_stable_id(entrants[i]) for i in seats)
-                    agent_seeds = (_common_seed(seed, _AGENT, seat0, k), _common_seed(seed, _AGENT, seat1, k))
+                    seat_ids = ids if k % 2 == 0 else ids[::-1]
+                    agent_seeds = (
+                        _common_seed(seed, _AGENT, seat_ids[0], k),
+                        _common_seed(seed, _AGENT, seat_ids[1], k),
+                    )
                     choice_seed = _common_seed(seed, _CHOICE, k)
                 else:
                     deal = np.random.SeedSequence([seed, *ids, k // 2]).generate_state(1, dtype=np.uint64)[0]
