@@ -16,7 +16,13 @@ Every agent (a shipped name or a policy file) plays the same ``--games`` seat-ba
   one entry of the comparisons above: an agent against itself shows how much of *which* games are
   lost comes from the opponent's tie-breaks rather than from the deal;
 * with ``--ensemble``: the ensemble that plays the argmax of the agents' mean log-probabilities
-  (each agent's masked log-softmax, averaged), on the same games.
+  (each agent's masked log-softmax, averaged), on the same games;
+* with ``--snapshots``: each agent is a training checkpoint (``RUN/checkpoints/latest.pt``) and also
+  enters with every league snapshot it stores (``AGENT@uN``, the snapshot of update N), so one
+  command shows whether any of a run's recent networks loses fewer games than its last one, and
+  how far apart they are; it ends with the lowest count and the mean and spread of the counts.
+
+With more than 8 entries the pairs are left out of the printout (``--json`` has them all).
 
 ``--json FILE`` also writes those figures.  Single-threaded, no search: 10,000 games take about
 10 seconds per agent on a 2-core machine.  The same arguments give the same games and figures.
@@ -38,6 +44,33 @@ from policy.model import masked_logits
 
 PROGRAM = "loss_overlap"
 OPPONENTS = ("greedy", "random")
+MAX_PRINTED_ENTRIES = 8
+
+
+def checkpoint_snapshots(path: str) -> list[tuple[str, torch.nn.Module]]:
+    """The league snapshots a training checkpoint stores, as ``(f"{path}@u{update}", network)``, in its order.
+
+    Each snapshot is checked as an agent file is (:func:`policy.model.model_from_payload`: the
+    checkpoint's network with the snapshot's weights); a file with no snapshot, or a malformed one, is
+    a one-line ``ValueError``.
+    """
+    from policy.agent import read_policy_file
+    from policy.model import model_from_payload
+
+    if not Path(path).is_file():
+        raise ValueError(f"--snapshots reads training checkpoints, and {path} is not a file")
+    payload = read_policy_file(path)
+    pool = payload.get("pool")
+    if not isinstance(pool, list) or not pool:
+        raise ValueError(f"{path} stores no league snapshots (RUN/checkpoints/latest.pt does)")
+    snapshots = []
+    for k, entry in enumerate(pool):
+        update = entry.get("update") if isinstance(entry, Mapping) else None
+        if not isinstance(update, int) or isinstance(update, bool) or "model_state" not in entry:
+            raise ValueError(f"{path}: league snapshot {k} is not an update number with weights")
+        network = model_from_payload(dict(payload, model_state=entry["model_state"]), source=f"{path} snapshot {k}")
+        snapshots.append((f"{path}@u{update}", network))
+    return snapshots
 
 
 class MeanLogProbEnsemble(torch.nn.Module):
@@ -70,6 +103,19 @@ def overlap_table(lost: Mapping[str, set[int]], games: int) -> dict[str, object]
     return {"pairs": pairs, "games_lost_by_k_agents": {k: lost_by[k] for k in sorted(lost_by)}}
 
 
+def spread_line(lost: Mapping[str, set[int]]) -> str:
+    """The lowest count of games lost (and by whom), and the mean and standard deviation of the counts."""
+    counts = {name: len(games) for name, games in lost.items()}
+    best = min(counts, key=counts.__getitem__)
+    values = list(counts.values())
+    mean = sum(values) / len(values)
+    spread = (sum((value - mean) ** 2 for value in values) / max(len(values) - 1, 1)) ** 0.5
+    return (
+        f"games lost over {len(values)} entries: lowest {counts[best]} ({best}), mean {mean:.1f}, "
+        f"standard deviation {spread:.1f} (binomial noise alone: {mean**0.5:.1f} at low loss rates)"
+    )
+
+
 def _parser() -> OneLineParser:
     parser = OneLineParser(prog=PROGRAM, description=__doc__.split("\n\n")[0])
     parser.add_argument("agents", nargs="+", help="shipped agent names or policy files")
@@ -83,6 +129,9 @@ def _parser() -> OneLineParser:
         help="play every agent once per seed of the opponent's own choices (greedy's tie-breaks), same deals",
     )
     parser.add_argument("--ensemble", action="store_true", help="also play the agents' mean-log-probability ensemble")
+    parser.add_argument(
+        "--snapshots", action="store_true", help="the agents are training checkpoints: also play their league snapshots"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
     return parser
 
@@ -103,6 +152,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             models[spec] = load_agent(spec).model
         except (OSError, ValueError) as error:
             exit_with_error(PROGRAM, f"agent {spec!r}: {first_line(error)}")
+        if args.snapshots:
+            try:
+                models.update(checkpoint_snapshots(spec))
+            except (OSError, ValueError) as error:
+                exit_with_error(PROGRAM, first_line(error))
     results: dict[str, dict[str, object]] = {}
     lost: dict[str, set[int]] = {}
 
@@ -131,12 +185,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             name = entry(spec, opponent_seed)
             results[name] = play(name, model, opponent_seed)
     table = overlap_table(lost, args.games)
-    for pair in table["pairs"]:
-        first, second = pair["agents"]
-        expected = pair["expected_if_independent"]
-        print(f"lost by both {first} and {second}: {pair['both_lost']} (independent: {expected:.1f})")
+    if len(lost) <= MAX_PRINTED_ENTRIES:
+        for pair in table["pairs"]:
+            first, second = pair["agents"]
+            expected = pair["expected_if_independent"]
+            print(f"lost by both {first} and {second}: {pair['both_lost']} (independent: {expected:.1f})")
+    else:
+        pairs = len(table["pairs"])
+        print(f"{pairs} pairs of entries: not printed for more than {MAX_PRINTED_ENTRIES} entries (--json)")
     counts = table["games_lost_by_k_agents"]
     print("games lost by exactly k agents: " + ", ".join(f"k={k}: {n}" for k, n in counts.items()))
+    if args.snapshots:
+        print(spread_line(lost))
     report: dict[str, object] = {"opponent": args.opponent, "games": args.games, "seed": args.seed}
     report.update(agents=results, opponent_seeds=args.opponent_seeds, **table)
     if args.ensemble:

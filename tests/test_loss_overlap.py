@@ -119,3 +119,74 @@ def test_json_output_may_not_be_an_agent_file(module, tmp_path, capsys):
         module.main([str(agent), "--json", str(agent)])
     assert "is one of the agents" in capsys.readouterr().err
     assert agent.read_bytes() == (ROOT / "policy" / "agents" / "champion.pt").read_bytes()
+
+
+def _checkpoint_with_pool(tmp_path: Path, pool: list) -> Path:
+    """champion-v1's agent file with a league pool attached, as a training checkpoint stores one."""
+    from policy.agent import read_policy_file, shipped_agent_source
+
+    payload = read_policy_file(shipped_agent_source("champion-v1"))
+    payload["pool"] = pool
+    path = tmp_path / "latest.pt"
+    torch.save(payload, path)
+    return path
+
+
+def test_snapshots_play_every_network_a_checkpoint_stores(module, tmp_path, capsys):
+    from policy.agent import read_policy_file, shipped_agent_source
+
+    weights = read_policy_file(shipped_agent_source("champion-v1"))["model_state"]
+    noise = torch.Generator().manual_seed(0)
+    other = {key: value + 0.05 * torch.randn(value.shape, generator=noise) for key, value in weights.items()}
+    pool = [{"update": 5, "model_state": weights}, {"update": 9, "model_state": other}]
+    path = _checkpoint_with_pool(tmp_path, pool)
+    out = tmp_path / "scan.json"
+    argv = [str(path), "--snapshots", "--opponent", "random", "--games", "6", "--json", str(out)]
+    assert module.main(argv) == 0
+    printed = capsys.readouterr().out
+    report = json.loads(out.read_text())
+    names = [str(path), f"{path}@u5", f"{path}@u9"]
+    assert list(report["agents"]) == names
+    # update 5 holds the checkpoint's own weights: the same games, the same tally
+    assert report["agents"][names[1]] == report["agents"][names[0]]
+    direct = evaluate_policy(load_agent("champion-v1").model, "random", 6, seed=500).to_dict()
+    assert report["agents"][names[0]] == direct
+    assert "games lost over 3 entries: lowest" in printed and "lost by both" in printed
+
+
+def test_snapshots_leave_the_pairs_out_of_the_printout_beyond_eight_entries(module, tmp_path, capsys):
+    from policy.agent import read_policy_file, shipped_agent_source
+
+    weights = read_policy_file(shipped_agent_source("champion-v1"))["model_state"]
+    path = _checkpoint_with_pool(tmp_path, [{"update": u, "model_state": weights} for u in range(8)])
+    out = tmp_path / "scan.json"
+    assert module.main([str(path), "--snapshots", "--opponent", "random", "--games", "2", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "lost by both" not in printed and "36 pairs of entries: not printed" in printed
+    assert len(json.loads(out.read_text())["pairs"]) == 36
+
+
+@pytest.mark.parametrize(
+    ("pool", "message"),
+    [
+        (None, "stores no league snapshots"),
+        ([], "stores no league snapshots"),
+        ([{"update": "5", "model_state": {}}], "league snapshot 0 is not an update number with weights"),
+        ([{"update": 5}], "league snapshot 0 is not an update number with weights"),
+        ([{"update": 5, "model_state": {"nope": torch.zeros(2)}}], "snapshot 0"),
+    ],
+)
+def test_bad_snapshots_are_one_line_and_exit_2(module, tmp_path, capsys, pool, message):
+    path = _checkpoint_with_pool(tmp_path, pool)
+    with pytest.raises(SystemExit) as stopped:
+        module.main([str(path), "--snapshots", "--opponent", "random", "--games", "2"])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    assert message in error and len(error.strip().splitlines()) == 1
+
+
+def test_snapshots_of_a_shipped_name_are_refused(module, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        module.main(["champion", "--snapshots", "--games", "2"])
+    assert stopped.value.code == 2
+    assert "reads training checkpoints, and champion is not a file" in capsys.readouterr().err
