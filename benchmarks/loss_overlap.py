@@ -33,6 +33,7 @@ from __future__ import annotations
 import collections
 import itertools
 import json
+import statistics
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -51,7 +52,8 @@ def checkpoint_snapshots(path: str) -> list[tuple[str, torch.nn.Module]]:
     """The league snapshots a training checkpoint stores, as ``(f"{path}@u{update}", network)``, in its order.
 
     Each snapshot is checked as an agent file is (:func:`policy.model.model_from_payload`: the
-    checkpoint's network with the snapshot's weights); a file with no snapshot, or a malformed one, is
+    checkpoint's network, or the one the snapshot's own ``model_config`` names, with the snapshot's
+    weights); a file with no snapshot, or a malformed one, is
     a one-line ``ValueError``.
     """
     from policy.agent import read_policy_file
@@ -68,7 +70,10 @@ def checkpoint_snapshots(path: str) -> list[tuple[str, torch.nn.Module]]:
         update = entry.get("update") if isinstance(entry, Mapping) else None
         if not isinstance(update, int) or isinstance(update, bool) or "model_state" not in entry:
             raise ValueError(f"{path}: league snapshot {k} is not an update number with weights")
-        network = model_from_payload(dict(payload, model_state=entry["model_state"]), source=f"{path} snapshot {k}")
+        snapshot = dict(payload, model_state=entry["model_state"])
+        if "model_config" in entry:  # a snapshot of another architecture records its own (OpponentPool.state)
+            snapshot["model_config"] = entry["model_config"]
+        network = model_from_payload(snapshot, source=f"{path} snapshot {k}")
         snapshots.append((f"{path}@u{update}", network))
     return snapshots
 
@@ -108,8 +113,8 @@ def spread_line(lost: Mapping[str, set[int]]) -> str:
     counts = {name: len(games) for name, games in lost.items()}
     best = min(counts, key=counts.__getitem__)
     values = list(counts.values())
-    mean = sum(values) / len(values)
-    spread = (sum((value - mean) ** 2 for value in values) / max(len(values) - 1, 1)) ** 0.5
+    mean = statistics.fmean(values)
+    spread = statistics.stdev(values) if len(values) > 1 else 0.0
     return (
         f"games lost over {len(values)} entries: lowest {counts[best]} ({best}), mean {mean:.1f}, "
         f"standard deviation {spread:.1f} (binomial noise alone: {mean**0.5:.1f} at low loss rates)"

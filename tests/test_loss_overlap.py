@@ -166,6 +166,21 @@ def test_snapshots_leave_the_pairs_out_of_the_printout_beyond_eight_entries(modu
     assert len(json.loads(out.read_text())["pairs"]) == 36
 
 
+def test_a_snapshot_of_another_architecture_plays_with_its_own_network(module, tmp_path):
+    import dataclasses
+
+    from policy.model import ActorCritic, ModelConfig
+
+    config = ModelConfig(hidden_sizes=(32,), architecture="mlp")
+    torch.manual_seed(0)
+    small = ActorCritic(config)
+    entry = {"update": 3, "model_state": small.state_dict(), "model_config": dataclasses.asdict(config)}
+    path = _checkpoint_with_pool(tmp_path, [entry])
+    [(name, network)] = module.checkpoint_snapshots(str(path))
+    assert name == f"{path}@u3" and network.config == config
+    assert all(torch.equal(value, small.state_dict()[key]) for key, value in network.state_dict().items())
+
+
 @pytest.mark.parametrize(
     ("pool", "message"),
     [
