@@ -112,10 +112,18 @@ def test_champion_is_an_opponent_of_the_gymnasium_wrapper(make: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- the ship tool
-def make_run(directory: Path, update: int = 3, agent_update: int | None = None) -> Path:
+def make_run(
+    directory: Path,
+    update: int = 3,
+    agent_update: int | None = None,
+    model: ActorCritic | None = None,
+    env: dict | None = None,
+) -> Path:
     """A small finished run directory: config.yaml, final_agent.pt, checkpoints/latest.pt, final_eval.json."""
-    model = ActorCritic(ModelConfig(hidden_sizes=(8,)))
+    model = model if model is not None else ActorCritic(ModelConfig(hidden_sizes=(8,)))
     config = {"name": "tiny", "seed": 1, "model": {"hidden_sizes": [8], "architecture": "mlp"}}
+    if env is not None:
+        config["env"] = env
     (directory).mkdir(parents=True)
     (directory / "config.yaml").write_text(yaml.safe_dump(config))
     counters = {"update": update, "global_step": 1234, "actions": 2000, "games": 40, "train_seconds": 12.5}

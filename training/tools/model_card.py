@@ -49,11 +49,19 @@ def _entrant(name: Any, agent_file: str) -> str:
 
     The same run directory's name and file, however the path was written (relative, absolute, with
     ``./``), is this agent; another run's ``final_agent.pt`` (a best response trained against it,
-    say) is an opponent like any other.
+    say) is an opponent like any other.  The agent guiding a search (``FILE@mcts:50``) is ``this
+    agent@mcts:50``: its rows are shown too, with the search named.
     """
     text = str(name)
+    base, at, search = text.partition("@")
     this = PurePosixPath(posixpath.normpath(agent_file)).parts[-2:]
-    return "this agent" if PurePosixPath(posixpath.normpath(text)).parts[-2:] == this else f"`{text}`"
+    if PurePosixPath(posixpath.normpath(base)).parts[-2:] == this:
+        return f"this agent@{search}" if at else "this agent"
+    return f"`{text}`"
+
+
+def _is_self(entrant: str) -> bool:
+    return entrant == "this agent" or entrant.startswith("this agent@")
 
 
 def evaluation_rows(meta: Mapping[str, Any]) -> list[str]:
@@ -68,7 +76,7 @@ def evaluation_rows(meta: Mapping[str, Any]) -> list[str]:
                     f"{_number(result.get('score'))} | {_interval(result)} | the run's final evaluation |"
                 )
     evaluation = meta.get("evaluation")
-    source_file = str(meta.get("run_dir", "")) + "/final_agent.pt"
+    source_file = str(meta.get("agent_file") or str(meta.get("run_dir", "")) + "/final_agent.pt")
     for report in evaluation if isinstance(evaluation, list) else []:
         if not isinstance(report, Mapping):
             continue
@@ -77,10 +85,10 @@ def evaluation_rows(meta: Mapping[str, Any]) -> list[str]:
             if not isinstance(pairing, Mapping):
                 continue
             a, b = _entrant(pairing.get("a"), source_file), _entrant(pairing.get("b"), source_file)
-            if "this agent" not in (a, b):
+            if not (_is_self(a) or _is_self(b)):
                 continue
-            opponent = b if a == "this agent" else a
-            flipped = a != "this agent"
+            player, opponent = (a, b) if _is_self(a) else (b, a)
+            flipped = not _is_self(a)
             result = dict(pairing)
             if flipped:  # the table is from this agent's side
                 result["wins"], result["losses"] = pairing.get("losses"), pairing.get("wins")
@@ -88,9 +96,10 @@ def evaluation_rows(meta: Mapping[str, Any]) -> list[str]:
                 result["score"] = 1 - score if isinstance(score, (int, float)) else None
                 if isinstance(interval, (list, tuple)) and len(interval) == 2:
                     result["score_ci95"] = [1 - interval[1], 1 - interval[0]]
+            guided = "" if player == "this agent" else f" (as `{player}`)"
             rows.append(
-                f"| {opponent} | {_number(result.get('games'))} | {_record(result)} | {_number(result.get('score'))} | "
-                f"{_interval(result)} | `kahuna-eval` (seed {seed}) |"
+                f"| {opponent}{guided} | {_number(result.get('games'))} | {_record(result)} | "
+                f"{_number(result.get('score'))} | {_interval(result)} | `kahuna-eval` (seed {seed}) |"
             )
     return rows
 
@@ -170,6 +179,8 @@ def _intended_use(name: str, env: Mapping[str, Any]) -> list[str]:
 
 
 def _training(meta: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
+    if meta.get("kind") == "soup":
+        return _soup_training(meta, config)
     training = _section(meta, "training")
     total = meta.get("total_training") if isinstance(meta.get("total_training"), Mapping) else None
     reward = _section(config, "reward")
@@ -200,6 +211,49 @@ def _training(meta: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
         )
     if meta.get("note"):
         lines += ["", f"Note recorded with the agent: {meta['note']}"]
+    return lines
+
+
+def _soup_training(meta: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
+    """The training section of a weight soup: how it was made, then each ingredient's run."""
+    ingredients = [item for item in meta.get("soup") or [] if isinstance(item, Mapping)]
+    reward = _section(meta, "reward") or _section(config, "reward")
+    training = _section(meta, "training")
+    hours = training.get("train_seconds")
+    lines = [
+        "## Training",
+        "",
+        f"- a weight soup (`training/tools/soup.py`, docs/TRAINING.md): every weight is the weighted average of "
+        f"{len(ingredients)} networks' weights; shipped {meta.get('shipped_at', 'at an unknown time')} from commit "
+        f"`{meta.get('commit', 'unknown')}`",
+        f"- {_network(config)}; each ingredient trained by self-play PPO (`training/ppo/trainer.py`)",
+        "- reward settings: "
+        + (", ".join(f"`{key}: {value}`" for key, value in reward.items()) if reward else "not recorded")
+        + " (docs/TRAINING.md)",
+        "- the ingredients (the soup's `meta['soup']`, each checked against its weights' sha256 when shipped):",
+    ]
+    for item in ingredients:
+        provenance = _section(item, "provenance")
+        own = _section(provenance, "training")
+        start = provenance.get("init_from")
+        start_name = start.get("agent", "unknown") if isinstance(start, Mapping) else start
+        counters = (
+            f"{_number(own.get('updates'))} updates, {_number(own.get('learner_decisions'))} learner decisions, "
+            f"{own['train_seconds'] / 3600:.2f} hours"
+            if isinstance(own.get("train_seconds"), (int, float))
+            else f"{_number(provenance.get('global_step'))} learner decisions, wall time not recorded in its file"
+        )
+        lines.append(
+            f"  - `{item.get('agent', 'unknown')}` (weight {_number(item.get('weight'), 2)}): run "
+            f"`{provenance.get('run', 'unknown')}`, {counters}"
+            + (f", started from `{start_name}`" if start_name else "")
+        )
+    lines.append(
+        f"- together: {_number(training.get('updates'))} updates, {_number(training.get('learner_decisions'))} "
+        "learner decisions, "
+        + (f"{hours / 3600:.2f} hours" if isinstance(hours, (int, float)) else "time unknown")
+        + f" ({meta.get('training_note', 'not recorded')})"
+    )
     return lines
 
 
