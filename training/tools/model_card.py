@@ -178,6 +178,11 @@ def _intended_use(name: str, env: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _reward_line(reward: Mapping[str, Any]) -> str:
+    settings = ", ".join(f"`{key}: {value}`" for key, value in reward.items()) if reward else "not recorded"
+    return f"- reward settings: {settings} (docs/TRAINING.md)"
+
+
 def _training(meta: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
     if meta.get("kind") == "soup":
         return _soup_training(meta, config)
@@ -194,9 +199,7 @@ def _training(meta: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
         f"- {_number(training.get('updates'))} updates, {_number(training.get('learner_decisions'))} learner "
         f"decisions, {_number(training.get('games'))} games, "
         + (f"{hours / 3600:.2f} hours of wall time" if isinstance(hours, (int, float)) else "wall time unknown"),
-        "- reward settings: "
-        + (", ".join(f"`{key}: {value}`" for key, value in reward.items()) if reward else "not recorded")
-        + " (docs/TRAINING.md)",
+        _reward_line(reward),
         f"- seed {config.get('seed', 'unknown')}; the whole config is in the file's `meta['config']`",
         *_chain(meta),
     ]
@@ -217,9 +220,7 @@ def _training(meta: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
 def _soup_training(meta: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
     """The training section of a weight soup: how it was made, then each ingredient's run."""
     ingredients = [item for item in meta.get("soup") or [] if isinstance(item, Mapping)]
-    reward = _section(meta, "reward") or _section(config, "reward")
     training = _section(meta, "training")
-    hours = training.get("train_seconds")
     lines = [
         "## Training",
         "",
@@ -227,9 +228,7 @@ def _soup_training(meta: Mapping[str, Any], config: Mapping[str, Any]) -> list[s
         f"{len(ingredients)} networks' weights; shipped {meta.get('shipped_at', 'at an unknown time')} from commit "
         f"`{meta.get('commit', 'unknown')}`",
         f"- {_network(config)}; each ingredient trained by self-play PPO (`training/ppo/trainer.py`)",
-        "- reward settings: "
-        + (", ".join(f"`{key}: {value}`" for key, value in reward.items()) if reward else "not recorded")
-        + " (docs/TRAINING.md)",
+        _reward_line(_section(meta, "reward") or _section(config, "reward")),
         "- the ingredients (the soup's `meta['soup']`, each checked against its weights' sha256 when shipped):",
     ]
     for item in ingredients:
@@ -251,7 +250,11 @@ def _soup_training(meta: Mapping[str, Any], config: Mapping[str, Any]) -> list[s
     lines.append(
         f"- together: {_number(training.get('updates'))} updates, {_number(training.get('learner_decisions'))} "
         "learner decisions, "
-        + (f"{hours / 3600:.2f} hours" if isinstance(hours, (int, float)) else "time unknown")
+        + (
+            f"{training['train_seconds'] / 3600:.2f} hours"
+            if isinstance(training.get("train_seconds"), (int, float))
+            else "time unknown"
+        )
         + f" ({meta.get('training_note', 'not recorded')})"
     )
     return lines
