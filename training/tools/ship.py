@@ -271,11 +271,16 @@ def _check_same_update(source_meta: Mapping[str, Any], counters: Mapping[str, An
         )
 
 
-def _read_evaluations(eval_file: Path | None, eval_json: Sequence[Path]) -> tuple[Mapping[str, Any], list[Any]]:
-    """``(the run's final evaluation, the --eval-json reports)``, each checked whole (no ``eval_file``: ``{}``)."""
-    final_eval = {} if eval_file is None else _read_json(eval_file, "final evaluation")
+def _read_evaluations(eval_file: Path, eval_json: Sequence[Path]) -> tuple[Mapping[str, Any], list[Any]]:
+    """``(the run's final evaluation, the --eval-json reports)``, each checked whole."""
+    final_eval = _read_json(eval_file, "final evaluation")
     if not isinstance(final_eval, Mapping):
         raise ValueError(f"{eval_file} is not a final evaluation (a mapping of opponent -> results)")
+    return final_eval, _read_reports(eval_json)
+
+
+def _read_reports(eval_json: Sequence[Path]) -> list[Any]:
+    """The ``--eval-json`` reports, each checked to be a complete ``kahuna-eval --json`` report."""
     evaluation = []
     for report_file in eval_json:
         report = _read_json(report_file, "--eval-json file")
@@ -283,7 +288,7 @@ def _read_evaluations(eval_file: Path | None, eval_json: Sequence[Path]) -> tupl
         if problem:
             raise ValueError(f"--eval-json {report_file} is not a complete kahuna-eval --json report: {problem}")
         evaluation.append(report)
-    return final_eval, evaluation
+    return evaluation
 
 
 def _check_run_matches_agent(
@@ -442,9 +447,8 @@ def _start_from_name(init_from: str, payload: Mapping[str, Any], agent_file: Pat
 
 _INGREDIENT_RUN_KEYS = ("run", "config", "reward", "training", "init_from", "total_training", "final_eval")
 """What a soup's shipped ``meta`` keeps of an ingredient shipped from its run directory."""
-_INGREDIENT_FILE_KEYS = ("name", "run", "update", "global_step", "config", "reward", "training", "init_from")
+_INGREDIENT_FILE_KEYS = ("name", "update", "global_step", "soup", *_INGREDIENT_RUN_KEYS)
 """What it keeps of an ingredient's own file ``meta`` otherwise."""
-_INGREDIENT_FILE_KEYS += ("total_training", "final_eval", "soup")
 
 
 def build_soup_meta(
@@ -493,7 +497,7 @@ def build_soup_meta(
     for config in runs[1:]:
         if config.get("env") != runs[0].get("env"):
             raise ValueError(f"the ingredients of {soup_file} were trained on different rules (their configs' env)")
-    training, note = _soup_training(ingredients)
+    training, note = _soup_counters(ingredients)
     meta = {
         "name": name,
         "kind": "soup",
@@ -505,7 +509,7 @@ def build_soup_meta(
         "commit_note": "git HEAD of the code when the agent was shipped (the soup file does not record its own)",
         "training": training,
         "training_note": note,
-        "evaluation": _read_evaluations(None, eval_json)[1],
+        "evaluation": _read_reports(eval_json),
         "shipped_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
     if isinstance(soup_meta.get("reward"), Mapping):
@@ -543,7 +547,7 @@ def _ingredient_provenance(spec: str, meta: Mapping[str, Any]) -> dict[str, Any]
     return {"source": "agent file", **{key: meta[key] for key in _INGREDIENT_FILE_KEYS if key in meta}}
 
 
-def _soup_training(ingredients: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], str]:
+def _soup_counters(ingredients: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], str]:
     """The counters of the ingredients' own runs added up (each run once), and a note saying which."""
     keys = ("updates", "learner_decisions", "actions", "games", "train_seconds")
     total: dict[str, Any] = {key: 0 for key in keys}
