@@ -14,6 +14,7 @@ import contextlib
 import importlib.util
 import io
 import re
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -42,13 +43,21 @@ def needs(*modules: str) -> None:
 
 
 def run_recipe(name: str) -> str:
-    """Execute the recipe ``name`` of docs/ECOSYSTEM.md as written; returns what it printed."""
+    """Execute the recipe ``name`` of docs/ECOSYSTEM.md as written; returns what it printed.
+
+    It runs in an empty working directory, which it must leave empty: a recipe a
+    user pastes should not leave logs or checkpoints behind (skrl, for one, writes
+    both under ``./runs`` unless told not to).
+    """
     torch = pytest.importorskip("torch")
     torch.set_num_threads(1)
     output = io.StringIO()
-    with contextlib.redirect_stdout(output), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        exec(compile(RECIPES[name], f"docs/ECOSYSTEM.md recipe {name}", "exec"), {"__name__": f"recipe_{name}"})
+    with tempfile.TemporaryDirectory() as cwd, contextlib.chdir(cwd):
+        with contextlib.redirect_stdout(output), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(compile(RECIPES[name], f"docs/ECOSYSTEM.md recipe {name}", "exec"), {"__name__": f"recipe_{name}"})
+        left = sorted(str(path.relative_to(cwd)) for path in Path(cwd).rglob("*"))
+    assert not left, f"recipe {name} left files in its working directory: {left}"
     return output.getvalue()
 
 
