@@ -239,3 +239,26 @@ def test_an_oversized_start_record_is_refused_before_it_is_read(tmp_path):
     with pytest.raises(ValueError, match=r"init_from.json of the run is 4,194,305 bytes, more than a record may have"):
         _ship(run, tmp_path)
     assert not (tmp_path / "shipped.pt").exists()
+
+
+def test_a_run_started_from_a_soup_records_the_soups_ingredients(tmp_path, start_agent):
+    """The start record keeps a soup's ingredient list, so the shipped agent and its card name them."""
+    from training.tools import soup as soup_module
+    from training.tools.model_card import model_card
+
+    other = tmp_path / "other.pt"
+    export_agent(other, build_model(load_config(SMOKE, ["seed=98"])), {"run": "other"})
+    soup_file = tmp_path / "soup.pt"
+    assert soup_module.main([str(start_agent), str(other), "--out", str(soup_file)]) == 0
+    assert main(_args(tmp_path / "run", f"init_from={soup_file}")) == 0
+    record = json.loads((tmp_path / "run" / START_FILE).read_text())
+    ingredients = record["provenance"]["soup"]
+    assert [item["agent"] for item in ingredients] == [str(start_agent), str(other)]
+    assert ingredients[0]["weights"] == weights_key(load_agent(start_agent).model)
+    assert record["weights"] == weights_key(load_agent(soup_file).model)
+    shipping = tmp_path / "shipping"  # a finished run (make_run's) with the same start, shipped
+    meta = _ship(_run_started_from(shipping, soup_file, record=True), shipping)
+    assert meta["init_from"]["soup"] == ingredients
+    card = model_card(meta)
+    assert f"started from `{soup_file}`" in card
+    assert f"  - a weight soup of 2 networks: `{start_agent}`, `{other}`" in card

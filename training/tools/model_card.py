@@ -125,8 +125,23 @@ def _chain(meta: Mapping[str, Any]) -> list[str]:
             f"commit `{str(start.get('commit', 'unknown'))[:12]}`, "
             f"{_number(training.get('learner_decisions'))} learner decisions)"
         )
+        lines.extend(_origin(start))
         start = start.get("init_from")
     return lines
+
+
+def _origin(start: Mapping[str, Any]) -> list[str]:
+    """What a start agent that was made rather than trained records of its origin: a soup's ingredients,
+    or the agent a widened network came from."""
+    soup = start.get("soup")
+    if isinstance(soup, list) and soup:
+        names = ", ".join(
+            f"`{item.get('agent', 'unknown')}`" if isinstance(item, Mapping) else "`unknown`" for item in soup
+        )
+        return [f"  - a weight soup of {len(soup)} networks: {names}"]
+    if start.get("widened_from") is not None:
+        return [f"  - widened from `{start['widened_from']}` (`training/tools/widen.py`)"]
+    return []
 
 
 def model_card(meta: Mapping[str, Any], name: str | None = None) -> str:
