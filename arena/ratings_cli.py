@@ -6,6 +6,7 @@ Examples::
     kahuna-ratings --db results.sqlite --json ladder.json
     kahuna-ratings --db results.sqlite --import-report docs/ratings.json   # an older kahuna-eval report's results
     kahuna-ratings --db results.sqlite --entrant runs/new/final_agent.pt --schedule 8 --play --games 50
+    kahuna-ratings --db results.sqlite --schedule 4 --play --games 100 --common-deals   # the same deals for all four
     kahuna-ratings --db results.sqlite --plot elo.png           # Elo against learner decisions, per training run
 
 The ladder is a Bradley–Terry fit (:func:`arena.stats.fit_bradley_terry`,
@@ -25,8 +26,9 @@ nearest the middle of the ladder; otherwise pairings are ranked by the
 variance of their rating difference times ``p (1 - p)`` (the Fisher
 information of one game at the predicted score ``p``), so uncertain ratings
 of evenly matched entrants come first.  ``--play`` plays them (``--games``
-each, on deals no earlier session of the store used) and writes the games to
-the store; the ladder printed afterwards includes them.  A new checkpoint
+each, on deals no earlier session of the store used; with ``--common-deals``
+every pairing of the call on the same deals) and writes the games to the
+store; the ladder printed afterwards includes them.  A new checkpoint
 thus costs its own games, not a replay of the table.
 
 Bad arguments, a file that is not a results store, a malformed report to
@@ -527,6 +529,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--play", action="store_true", help="play the scheduled pairings and add them to the store")
     parser.add_argument("--games", type=even_games, default=50, help="games per scheduled pairing (default 50)")
     parser.add_argument("--workers", type=positive_int, default=1, help="worker processes for --play (default 1)")
+    parser.add_argument(
+        "--common-deals",
+        action="store_true",
+        help="--play every pairing on the same fresh deals, each agent seeded from its own name (as kahuna-eval "
+        "--common-deals), so pairings that share an entrant differ by the opponent only",
+    )
     parser.add_argument("--plot", type=Path, metavar="PNG", help="draw Elo against learner decisions per training run")
     parser.add_argument("--all-rules", action="store_true", help="rate games under every rule set together")
     add_rule_arguments(parser)
@@ -568,6 +576,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.play and args.schedule is None:
         fail("--play needs --schedule N")
+    if args.common_deals and not args.play:
+        fail("--common-deals needs --play")
     if args.schedule is not None and args.schedule > MAX_SCHEDULE:
         fail(f"--schedule proposes at most {MAX_SCHEDULE} pairings at once, got {args.schedule}")
     anchors = dict(args.anchor) if args.anchor else dict(DEFAULT_ANCHORS)
@@ -638,7 +648,11 @@ def _write_outputs(args: argparse.Namespace, ladder: Ladder) -> None:
 
 
 def _play(store: ResultsStore, pairings: Sequence[Pairing], args: argparse.Namespace, rules: Any) -> None:
-    """Play every proposed pairing (``--games`` each, fresh deals) into the store."""
+    """Play every proposed pairing (``--games`` each, fresh deals) into the store.
+
+    Each pairing gets a base seed no session used before; with ``--common-deals`` they all share one,
+    the deals and agent seeds of :func:`arena.match.schedule`'s common deals.
+    """
     from arena.evaluation import EvaluationError, run_evaluation
 
     try:
@@ -653,17 +667,19 @@ def _play(store: ResultsStore, pairings: Sequence[Pairing], args: argparse.Names
         torch.set_num_threads(1)
     config = KahunaConfig.from_dict(rules) if rules is not None else KahunaConfig()
     total = 0
+    shared_seed = _fresh_seed(store) if args.common_deals else None
     for a, b in specs:
         try:
             report = run_evaluation(
                 [a, b],
                 games=args.games,
-                seed=_fresh_seed(store),
+                seed=_fresh_seed(store) if shared_seed is None else shared_seed,
                 workers=args.workers,
                 config=config,
                 store=store,
                 source=PROGRAM,
                 progress=not args.no_progress,
+                common_deals=args.common_deals,
             )
         except KeyboardInterrupt:
             fail("interrupted (the games finished so far are in the store)", code=130)

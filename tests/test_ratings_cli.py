@@ -84,6 +84,26 @@ def test_a_newcomer_is_scheduled_first_and_play_adds_its_own_games_only(
     assert newcomer["games"] == 8 and newcomer["elo"] is not None and newcomer["elo_ci95"][0] < newcomer["elo"]
 
 
+def test_play_with_common_deals_plays_every_pairing_on_the_same_fresh_deals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "r.sqlite"
+    with ResultsStore(db) as store:
+        run_evaluation(["random", "greedy", "mcts:2"], games=4, seed=0, store=store)
+    arguments = ["--db", str(db), "--entrant", "mcts:3", "--schedule", "2", "--play", "--games", "4"]
+    assert main([*arguments, "--common-deals", "--no-progress"]) == 0
+    assert "8 games played and stored" in capsys.readouterr().out
+    with ResultsStore(db, readonly=True) as store:
+        sessions = store.query("SELECT id, base_seed, command FROM sessions ORDER BY id")
+        games = store.query("SELECT session, game_index, game_seed FROM games WHERE session > 1 ORDER BY id")
+    (_, _, _), (first, seed_a, command_a), (second, seed_b, command_b) = sessions
+    assert seed_a == seed_b == 1  # one fresh seed for the call, not one per pairing
+    assert command_a.endswith("--common-deals") and command_b.endswith("--common-deals")
+    deals = {session: [seed for s, _, seed in games if s == session] for session in (first, second)}
+    assert len(deals[first]) == 4 and deals[first] == deals[second]  # game k of each pairing: the same deal
+    assert deals[first][0] == deals[first][1] and deals[first][0] != deals[first][2]  # seats swapped on a deal
+
+
 def test_schedule_prefers_uncertain_even_pairings(tmp_path: Path) -> None:
     a, b, c, d = (Entrant(f"baseline:mcts:{n}", f"mcts:{n}", "baseline") for n in (1, 2, 3, 4))
     with ResultsStore(tmp_path / "r.sqlite") as store:
@@ -121,6 +141,7 @@ def test_elo_across_training_runs_is_drawn(tmp_path: Path) -> None:
     [
         (["--schedule", "2", "--play", "--schedule", "0"], "--schedule: expected a positive integer"),
         (["--play"], "--play needs --schedule N"),
+        (["--schedule", "2", "--common-deals"], "--common-deals needs --play"),
         (["--anchor", "mcts"], "expected ENTRANT=ELO"),
         (["--anchor", "nobody=3"], "unknown entrant"),
         (["--plot", "elo.svg"], "--plot must name a .png file"),
