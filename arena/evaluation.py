@@ -282,7 +282,8 @@ def run_evaluation(
     record = record_dir is not None
     if record:
         Path(record_dir).mkdir(parents=True, exist_ok=True)
-    save = _store_writer(store, entrants, sampled, config, seed, source, common_deals)
+    identities = [entrant_identity(spec, sampled) for spec in entrants]  # what each name holds as the games begin
+    save = _store_writer(store, entrants, identities, sampled, config, seed, source, common_deals)
     tasks = schedule(entrants, games, seed, common_deals=common_deals)
     started = time.perf_counter()
     results, interrupted = _play_all(tasks, resolved, workers, config, record, save, progress)
@@ -302,6 +303,7 @@ def run_evaluation(
         elapsed=elapsed,
         workers=workers,
         common_deals=common_deals,
+        identities={spec: identity.key for spec, identity in zip(entrants, identities, strict=True)},
     )
     if interrupted:
         raise EvaluationInterrupted(report)
@@ -358,6 +360,7 @@ def _play_all(
 def _store_writer(
     store: ResultsStore | None,
     entrants: Sequence[str],
+    identities: Sequence[Entrant],
     sampled: bool,
     config: KahunaConfig,
     seed: int,
@@ -371,7 +374,6 @@ def _store_writer(
     """
     if store is None:
         return lambda result: None
-    identities = [entrant_identity(spec, sampled) for spec in entrants]
     command = " ".join([*entrants, "--common-deals"] if common_deals else entrants)
     session = store.start_session(source, config.to_dict(), base_seed=seed, sampled=sampled, command=command)
 

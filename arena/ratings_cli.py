@@ -52,7 +52,8 @@ import numpy as np
 
 from arena.report import PRIOR_DRAWS
 from arena.stats import Z95, expected_score, fit_bradley_terry
-from arena.store import Entrant, ResultsStore, StoreError
+from arena.store import Entrant, ResultsStore, StoreError, baseline_entrant
+from kahuna_env.agents import BASELINES
 from kahuna_env.cli import (
     OneLineParser,
     add_rule_arguments,
@@ -322,26 +323,20 @@ def import_report(store: ResultsStore, path: Path) -> int:
     The report's games were not kept one by one, so each pairing becomes one
     tally (wins, draws, losses) in a session marked ``imported`` with
     ``source = 'import'`` and the report's sha256; importing the same report
-    twice is refused.  An entrant whose agent file is not here is keyed by
-    its path (``path:SPEC``), since its content cannot be hashed.  Raises a
-    one-line ``ValueError`` for a file that is not such a report.
+    twice is refused.  Each entrant is keyed by the identity the report
+    recorded when it was played (``identities``).  A report from before that
+    record cannot say what a name such as ``champion`` or a file path held
+    then, so only its baselines join their live entrants: its other entrants
+    are keyed by the report (``report:SHA16:SPEC``), rated on the ladder but
+    never taken for an agent here.  Raises a one-line ``ValueError`` for a
+    file that is not such a report.
     """
-    from arena.evaluation import entrant_identity
-
     raw, data = _read_report(path)
-    entrants = data["entrants"]
     results, rules = _report_tallies(path, data)
     digest = hashlib.sha256(raw).hexdigest()
     if store.query("SELECT id FROM sessions WHERE source = 'import' AND command = ?", (f"sha256:{digest}",)):
         raise ValueError(f"{path}: this report is already in the store (imported before)")
-
-    def identity(spec: str) -> Entrant:
-        try:
-            return entrant_identity(spec, bool(data.get("sampled")))
-        except (OSError, ValueError):
-            return Entrant(key=f"path:{spec}", label=spec, kind="file")
-
-    identities = {spec: identity(spec) for spec in entrants}
+    identities = _report_identities(path, data, digest)
     seed = data.get("seed")
     session = store.start_session(
         "import",
@@ -355,6 +350,35 @@ def import_report(store: ResultsStore, path: Path) -> int:
     for a, b, wins, draws, losses in results:
         store.add_tally(session, identities[a], identities[b], wins, draws, losses)
     return len(results)
+
+
+def _report_identities(path: Path, data: dict[str, Any], digest: str) -> dict[str, Entrant]:
+    """Each entrant of a report as the store keys it: as recorded, or (an older report) baselines only."""
+    entrants = data["entrants"]
+    recorded = data.get("identities")
+    if recorded is None:
+        return {
+            spec: baseline_entrant(spec)
+            if spec.partition(":")[0] in BASELINES
+            else Entrant(key=f"report:{digest[:16]}:{spec}", label=spec, kind=_kind(spec))
+            for spec in entrants
+        }
+    if (
+        not isinstance(recorded, dict)
+        or set(recorded) != set(entrants)
+        or not all(isinstance(key, str) and 0 < len(key) <= 200 for key in recorded.values())
+    ):
+        raise ValueError(f"{path}: 'identities' must map every entrant to its store key (a string)")
+    return {spec: Entrant(key=recorded[spec], label=spec, kind=_kind(spec)) for spec in entrants}
+
+
+def _kind(spec: str) -> str:
+    """The store's kind of an entrant string: a baseline, a network-guided search or an agent file."""
+    from arena.entrants import split_search
+
+    if spec.partition(":")[0] in BASELINES:
+        return "baseline"
+    return "file" if split_search(spec)[1] is None else "search"
 
 
 def _read_report(path: Path) -> tuple[bytes, dict[str, Any]]:

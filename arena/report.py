@@ -166,6 +166,9 @@ class EvaluationReport:
         elapsed: wall time of the whole evaluation in seconds.
         workers: worker processes used.
         common_deals: whether every pairing played the same deals (:func:`arena.match.schedule`).
+        identities: each entrant's results-store key as it was played (``baseline:...``, or the
+            ``sha256:`` of the agent file's bytes: :func:`arena.evaluation.entrant_identity`), so an
+            import of the report later knows which network a name such as ``champion`` stood for.
     """
 
     entrants: tuple[str, ...]
@@ -178,6 +181,7 @@ class EvaluationReport:
     elapsed: float = dataclasses.field(compare=False)
     workers: int = dataclasses.field(compare=False, default=1)
     common_deals: bool = False
+    identities: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def seconds_per_move(self) -> dict[str, float]:
         """Mean time each entrant took to choose an action, over all its games."""
@@ -207,6 +211,7 @@ class EvaluationReport:
             "games_per_pairing": self.games_per_pairing,
             "seed": self.seed,
             "common_deals": self.common_deals,
+            "identities": dict(self.identities),
             "config": self.config,
             "sampled": self.sampled,
             "score_definition": "(wins + draws/2) / games, 95% Wilson interval",

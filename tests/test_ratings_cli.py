@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -267,3 +268,62 @@ def test_kahuna_serve_refuses_a_db_that_is_not_a_results_store(
     assert caught.value.code == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "kahuna-serve: error: --db" in error and "cannot be read" in error
+
+
+def _tiny_agent(path: Path, seed: int) -> Path:
+    import torch
+
+    from policy.model import ActorCritic, ModelConfig
+    from training.ppo.checkpoint import export_agent
+
+    torch.manual_seed(seed)
+    export_agent(path, ActorCritic(ModelConfig(hidden_sizes=(8,))), {"run": f"tiny-{seed}"})
+    return path
+
+
+def test_a_report_records_what_each_entrant_held_and_an_import_keys_it_so(tmp_path: Path) -> None:
+    """A file replaced after its games were played is not taken for the agent those games were played by."""
+    from arena.evaluation import entrant_identity
+
+    agent = _tiny_agent(tmp_path / "agent.pt", 1)
+    played_as = entrant_identity(str(agent)).key
+    report = run_evaluation(["greedy", str(agent), f"{agent}@mcts:2"], games=2, seed=0)
+    assert report.to_dict()["identities"] == {
+        "greedy": "baseline:greedy",
+        str(agent): played_as,
+        f"{agent}@mcts:2": f"{played_as}@mcts:2",
+    }
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report.to_dict()))
+    _tiny_agent(agent, 2)  # the name now holds another network
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        assert import_report(store, path) == 3
+        keys = dict(store.query("SELECT label, key FROM entrants"))
+    assert keys == {"greedy": "baseline:greedy", str(agent): played_as, f"{agent}@mcts:2": f"{played_as}@mcts:2"}
+    assert entrant_identity(str(agent)).key != played_as
+
+
+def test_an_older_report_joins_its_baselines_only(tmp_path: Path) -> None:
+    """docs/ratings.json predates the record: its `champion` was champion-v3, not what the name holds now."""
+    digest = hashlib.sha256(README_REPORT.read_bytes()).hexdigest()[:16]
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        import_report(store, README_REPORT)
+        keys = dict(store.query("SELECT label, key FROM entrants"))
+    assert keys["greedy"] == "baseline:greedy" and keys["mcts"] == "baseline:mcts:200"
+    assert keys["champion"] == f"report:{digest}:champion"
+    assert keys["champion@mcts:50"] == f"report:{digest}:champion@mcts:50"
+
+
+@pytest.mark.parametrize(
+    "identities",
+    [["greedy"], {"greedy": "baseline:greedy"}, {"greedy": 3, "random": "baseline:random"}, "x"],
+)
+def test_a_report_with_malformed_identities_is_refused_in_one_line(tmp_path: Path, identities: object) -> None:
+    report = run_evaluation(["random", "greedy"], games=2, seed=0).to_dict()
+    report["identities"] = identities
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report))
+    with ResultsStore(tmp_path / "r.sqlite") as store:
+        with pytest.raises(ValueError, match=r"'identities' must map every entrant to its store key \(a string\)$"):
+            import_report(store, path)
+        assert store.query("SELECT COUNT(*) FROM sessions") == [(0,)]  # nothing written
