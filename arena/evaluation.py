@@ -283,7 +283,7 @@ def run_evaluation(
     if record:
         Path(record_dir).mkdir(parents=True, exist_ok=True)
     identities = [entrant_identity(spec, sampled) for spec in entrants]  # what each name holds as the games begin
-    save = _store_writer(store, entrants, identities, sampled, config, seed, source, common_deals)
+    save = _store_writer(store, entrants, sampled, config, seed, source, common_deals, identities)
     tasks = schedule(entrants, games, seed, common_deals=common_deals)
     started = time.perf_counter()
     results, interrupted = _play_all(tasks, resolved, workers, config, record, save, progress)
@@ -360,20 +360,24 @@ def _play_all(
 def _store_writer(
     store: ResultsStore | None,
     entrants: Sequence[str],
-    identities: Sequence[Entrant],
     sampled: bool,
     config: KahunaConfig,
     seed: int,
     source: str,
     common_deals: bool = False,
+    identities: Sequence[Entrant] | None = None,
 ) -> Callable[[GameResult], None]:
     """A function writing one game to ``store`` (nothing without a store); the session starts now.
 
     The session's ``command`` is the entrants, followed by ``--common-deals`` when the seeds were those of
     common deals (:func:`arena.match.schedule`; every game's own seeds are stored with it either way).
+    ``identities`` are the entrants' store identities when the caller already took them
+    (:func:`entrant_identity` of each, otherwise taken now).
     """
     if store is None:
         return lambda result: None
+    if identities is None:
+        identities = [entrant_identity(spec, sampled) for spec in entrants]
     command = " ".join([*entrants, "--common-deals"] if common_deals else entrants)
     session = store.start_session(source, config.to_dict(), base_seed=seed, sampled=sampled, command=command)
 
