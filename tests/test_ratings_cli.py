@@ -63,15 +63,21 @@ def test_an_entrant_not_linked_to_the_anchors_is_listed_without_a_rating(tmp_pat
     assert "not linked to the anchors" in ladder.table()
 
 
-def test_a_newcomer_is_scheduled_first_and_play_adds_its_own_games_only(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _store_and_newcomer(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A store of a small round robin, and the arguments that schedule and play two pairings for `mcts:3`."""
     db = tmp_path / "r.sqlite"
     with ResultsStore(db) as store:
         run_evaluation(["random", "greedy", "mcts:2"], games=4, seed=0, store=store)
+    return db, ["--db", str(db), "--entrant", "mcts:3", "--schedule", "2", "--play", "--games", "4"]
+
+
+def test_a_newcomer_is_scheduled_first_and_play_adds_its_own_games_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, arguments = _store_and_newcomer(tmp_path)
+    with ResultsStore(db, readonly=True) as store:
         before = store.game_count()
     out = tmp_path / "ladder.json"
-    arguments = ["--db", str(db), "--entrant", "mcts:3", "--schedule", "2", "--play", "--games", "4"]
     assert main([*arguments, "--json", str(out), "--no-progress"]) == 0
     text = capsys.readouterr().out
     assert "mcts:3 vs" in text and "no games yet" in text and "8 games played and stored" in text
@@ -88,10 +94,7 @@ def test_a_newcomer_is_scheduled_first_and_play_adds_its_own_games_only(
 def test_play_with_common_deals_plays_every_pairing_on_the_same_fresh_deals(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = tmp_path / "r.sqlite"
-    with ResultsStore(db) as store:
-        run_evaluation(["random", "greedy", "mcts:2"], games=4, seed=0, store=store)
-    arguments = ["--db", str(db), "--entrant", "mcts:3", "--schedule", "2", "--play", "--games", "4"]
+    db, arguments = _store_and_newcomer(tmp_path)
     assert main([*arguments, "--common-deals", "--no-progress"]) == 0
     assert "8 games played and stored" in capsys.readouterr().out
     with ResultsStore(db, readonly=True) as store:
