@@ -327,8 +327,9 @@ def import_report(store: ResultsStore, path: Path) -> int:
     recorded when it was played (``identities``).  A report from before that
     record cannot say what a name such as ``champion`` or a file path held
     then, so only its baselines join their live entrants: its other entrants
-    are keyed by the report (``report:SHA16:SPEC``), rated on the ladder but
-    never taken for an agent here.  Raises a one-line ``ValueError`` for a
+    are keyed by the report (``report:SHA16:SPEC``) and labelled ``SPEC
+    [REPORT-FILE-NAME]``: rated on the ladder beside today's agent of that
+    name, never taken for it.  Raises a one-line ``ValueError`` for a
     file that is not such a report.
     """
     raw, data = _read_report(path)
@@ -360,7 +361,7 @@ def _report_identities(path: Path, data: dict[str, Any], digest: str) -> dict[st
         return {
             spec: baseline_entrant(spec)
             if spec.partition(":")[0] in BASELINES
-            else Entrant(key=f"report:{digest[:16]}:{spec}", label=spec, kind=_kind(spec))
+            else Entrant(key=f"report:{digest[:16]}:{spec}", label=f"{spec} [{path.name}]", kind=_kind(spec))
             for spec in entrants
         }
     if (

@@ -11,6 +11,7 @@ import pytest
 from arena.evaluation import run_evaluation
 from arena.ratings_cli import fit_ladder, import_report, main, schedule_pairings
 from arena.store import Entrant, ResultsStore, StoredGame
+from kahuna_env.agents import BASELINES
 
 REPO = Path(__file__).resolve().parents[1]
 README_REPORT = REPO / "docs" / "ratings.json"
@@ -31,7 +32,8 @@ def test_importing_the_readme_report_reproduces_its_table_and_is_marked_imported
             import_report(store, README_REPORT)
     report = json.loads(README_REPORT.read_text())
     for row in report["ratings"]:  # the README table, within rounding of the anchor shift
-        assert _ladder_elo(ladder, row["entrant"]) == pytest.approx(row["elo"], abs=1.0)
+        label = row["entrant"] if row["entrant"].partition(":")[0] in BASELINES else f"{row['entrant']} [ratings.json]"
+        assert _ladder_elo(ladder, label) == pytest.approx(row["elo"], abs=1.0)
     assert all(row.games == 700 for row in ladder.rows)
 
 
@@ -313,8 +315,9 @@ def test_an_older_report_joins_its_baselines_only(tmp_path: Path) -> None:
         import_report(store, README_REPORT)
         keys = dict(store.query("SELECT label, key FROM entrants"))
     assert keys["greedy"] == "baseline:greedy" and keys["mcts"] == "baseline:mcts:200"
-    assert keys["champion"] == f"report:{digest}:champion"
-    assert keys["champion@mcts:50"] == f"report:{digest}:champion@mcts:50"
+    assert keys["champion [ratings.json]"] == f"report:{digest}:champion"
+    assert keys["champion@mcts:50 [ratings.json]"] == f"report:{digest}:champion@mcts:50"
+    assert "champion" not in keys  # today's champion is another entrant
 
 
 @pytest.mark.parametrize(
