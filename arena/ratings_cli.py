@@ -43,6 +43,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -370,7 +371,27 @@ def _report_identities(path: Path, data: dict[str, Any], digest: str) -> dict[st
         or not all(isinstance(key, str) and 0 < len(key) <= 200 for key in recorded.values())
     ):
         raise ValueError(f"{path}: 'identities' must map every entrant to its store key (a string)")
+    for spec in entrants:
+        if not _key_fits(spec, recorded[spec]):
+            raise ValueError(f"{path}: the identity recorded for {spec!r} is not a store key of such an entrant")
     return {spec: Entrant(key=recorded[spec], label=spec, kind=_kind(spec)) for spec in entrants}
+
+
+_FILE_KEY = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def _key_fits(spec: str, key: str) -> bool:
+    """Whether ``key`` is what :func:`arena.evaluation.entrant_identity` gives an entrant written ``spec``:
+    a baseline's own key, a file's ``sha256:`` (``#sampled`` when it sampled), a search's ``sha256:...@mcts:N``."""
+    from arena.entrants import split_search
+
+    if _kind(spec) == "baseline":
+        return key == baseline_entrant(spec).key
+    simulations = split_search(spec)[1]
+    if simulations is not None:
+        digest, _, budget = key.partition("@mcts:")
+        return _FILE_KEY.fullmatch(digest) is not None and budget == str(simulations)
+    return _FILE_KEY.fullmatch(key.removesuffix("#sampled")) is not None
 
 
 def _kind(spec: str) -> str:

@@ -321,15 +321,44 @@ def test_an_older_report_joins_its_baselines_only(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "identities",
-    [["greedy"], {"greedy": "baseline:greedy"}, {"greedy": 3, "random": "baseline:random"}, "x"],
+    ("identities", "message"),
+    [
+        (["greedy"], r"'identities' must map every entrant to its store key \(a string\)$"),
+        ({"greedy": "baseline:greedy"}, r"'identities' must map every entrant to its store key \(a string\)$"),
+        ({"greedy": 3, "random": "baseline:random"}, r"must map every entrant to its store key \(a string\)$"),
+        ("x", r"'identities' must map every entrant to its store key \(a string\)$"),
+        ({"greedy": "sha256:" + "a" * 64, "random": "baseline:random"}, "recorded for 'greedy' is not a store key"),
+        ({"greedy": "baseline:greedy", "random": "baseline:greedy"}, "recorded for 'random' is not a store key"),
+    ],
 )
-def test_a_report_with_malformed_identities_is_refused_in_one_line(tmp_path: Path, identities: object) -> None:
+def test_a_report_with_malformed_identities_is_refused_in_one_line(
+    tmp_path: Path, identities: object, message: str
+) -> None:
     report = run_evaluation(["random", "greedy"], games=2, seed=0).to_dict()
     report["identities"] = identities
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))
     with ResultsStore(tmp_path / "r.sqlite") as store:
-        with pytest.raises(ValueError, match=r"'identities' must map every entrant to its store key \(a string\)$"):
+        with pytest.raises(ValueError, match=message):
             import_report(store, path)
         assert store.query("SELECT COUNT(*) FROM sessions") == [(0,)]  # nothing written
+
+
+@pytest.mark.parametrize(
+    ("spec", "key", "fits"),
+    [
+        ("mcts", "baseline:mcts:200", True),
+        ("mcts", "baseline:mcts:50", False),
+        ("runs/a.pt", "sha256:" + "0" * 64, True),
+        ("runs/a.pt", "sha256:" + "0" * 64 + "#sampled", True),
+        ("runs/a.pt", "sha256:" + "0" * 63, False),
+        ("runs/a.pt", "baseline:greedy", False),
+        ("champion@mcts:50", "sha256:" + "f" * 64 + "@mcts:50", True),
+        ("champion@mcts:50", "sha256:" + "f" * 64 + "@mcts:200", False),
+        ("champion@mcts:50", "sha256:" + "f" * 64, False),
+    ],
+)
+def test_a_recorded_identity_must_be_a_key_of_that_kind_of_entrant(spec: str, key: str, fits: bool) -> None:
+    from arena.ratings_cli import _key_fits
+
+    assert _key_fits(spec, key) is fits
