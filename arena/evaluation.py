@@ -161,11 +161,24 @@ def entrant_identity(spec: str, sampled: bool = False) -> Entrant:
     a network appends ``@mcts:N``; a policy that samples its moves appends
     ``#sampled``.  Raises ``FileNotFoundError`` for a missing file.
     """
-    if spec.partition(":")[0] in BASELINES:
+    if entrant_kind(spec) == "baseline":
         return baseline_entrant(spec)
-    source, simulations = split_search(spec)
+    source, _ = split_search(spec)
     path = _named_agent_file(source) if source in NAMED_AGENTS else Path(source)
-    key = f"sha256:{file_sha256(path)}"
+    return content_entrant(spec, file_sha256(path), sampled)
+
+
+def entrant_kind(spec: str) -> str:
+    """The store's kind of an entrant string: ``baseline``, ``search`` (guided by a network) or ``file``."""
+    if spec.partition(":")[0] in BASELINES:
+        return "baseline"
+    return "file" if split_search(spec)[1] is None else "search"
+
+
+def content_entrant(spec: str, digest: str, sampled: bool = False) -> Entrant:
+    """The identity of a network entrant written ``spec`` whose agent file's bytes have the sha256 ``digest``."""
+    key = f"sha256:{digest}"
+    simulations = split_search(spec)[1]
     if simulations is not None:
         return Entrant(key=f"{key}@mcts:{simulations}", label=spec, kind="search")
     return Entrant(key=f"{key}#sampled" if sampled else key, label=spec, kind="file")

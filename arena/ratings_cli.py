@@ -54,7 +54,6 @@ import numpy as np
 from arena.report import PRIOR_DRAWS
 from arena.stats import Z95, expected_score, fit_bradley_terry
 from arena.store import Entrant, ResultsStore, StoreError, baseline_entrant
-from kahuna_env.agents import BASELINES
 from kahuna_env.cli import (
     OneLineParser,
     add_rule_arguments,
@@ -356,13 +355,15 @@ def import_report(store: ResultsStore, path: Path) -> int:
 
 def _report_identities(path: Path, data: dict[str, Any], digest: str) -> dict[str, Entrant]:
     """Each entrant of a report as the store keys it: as recorded, or (an older report) baselines only."""
+    from arena.evaluation import entrant_kind
+
     entrants = data["entrants"]
     recorded = data.get("identities")
     if recorded is None:
         return {
             spec: baseline_entrant(spec)
-            if spec.partition(":")[0] in BASELINES
-            else Entrant(key=f"report:{digest[:16]}:{spec}", label=f"{spec} [{path.name}]", kind=_kind(spec))
+            if entrant_kind(spec) == "baseline"
+            else Entrant(key=f"report:{digest[:16]}:{spec}", label=f"{spec} [{path.name}]", kind=entrant_kind(spec))
             for spec in entrants
         }
     if (
@@ -374,33 +375,21 @@ def _report_identities(path: Path, data: dict[str, Any], digest: str) -> dict[st
     for spec in entrants:
         if not _key_fits(spec, recorded[spec]):
             raise ValueError(f"{path}: the identity recorded for {spec!r} is not a store key of such an entrant")
-    return {spec: Entrant(key=recorded[spec], label=spec, kind=_kind(spec)) for spec in entrants}
+    return {spec: Entrant(key=recorded[spec], label=spec, kind=entrant_kind(spec)) for spec in entrants}
 
 
-_FILE_KEY = re.compile(r"sha256:[0-9a-f]{64}")
+_DIGEST = re.compile(r"sha256:([0-9a-f]{64})")
 
 
 def _key_fits(spec: str, key: str) -> bool:
-    """Whether ``key`` is what :func:`arena.evaluation.entrant_identity` gives an entrant written ``spec``:
-    a baseline's own key, a file's ``sha256:`` (``#sampled`` when it sampled), a search's ``sha256:...@mcts:N``."""
-    from arena.entrants import split_search
+    """Whether ``key`` is a key :func:`arena.evaluation.entrant_identity` could give an entrant written ``spec``:
+    a baseline's own key, or the key of some file's sha256 (a policy's, sampled or not; a search's)."""
+    from arena.evaluation import content_entrant, entrant_kind
 
-    if _kind(spec) == "baseline":
+    if entrant_kind(spec) == "baseline":
         return key == baseline_entrant(spec).key
-    simulations = split_search(spec)[1]
-    if simulations is not None:
-        digest, _, budget = key.partition("@mcts:")
-        return _FILE_KEY.fullmatch(digest) is not None and budget == str(simulations)
-    return _FILE_KEY.fullmatch(key.removesuffix("#sampled")) is not None
-
-
-def _kind(spec: str) -> str:
-    """The store's kind of an entrant string: a baseline, a network-guided search or an agent file."""
-    from arena.entrants import split_search
-
-    if spec.partition(":")[0] in BASELINES:
-        return "baseline"
-    return "file" if split_search(spec)[1] is None else "search"
+    found = _DIGEST.match(key)
+    return found is not None and key in {content_entrant(spec, found[1], sampled).key for sampled in (False, True)}
 
 
 def _read_report(path: Path) -> tuple[bytes, dict[str, Any]]:
