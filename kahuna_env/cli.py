@@ -49,6 +49,27 @@ def exit_with_error(program: str, message: str, code: int = 2) -> NoReturn:
     raise SystemExit(code)
 
 
+def missing_extra(extra: str, error: ImportError | str) -> str:
+    """The one line that says which extra of kahuna-rl to install, and what failed to import."""
+    install = f'pip install "kahuna-rl[{extra}]"; in a checkout pip install -e ".[{extra}]"'
+    return f"needs the {extra} extra ({install}): {first_line(error)}"
+
+
+def require_extra(program: str, extra: str, *modules: str) -> None:
+    """End ``program`` with :func:`missing_extra`'s one line (exit code 2) unless every module imports.
+
+    The console scripts of the layers above the environment (``kahuna-train`` needs ``torch``, the
+    ``train`` extra; ``kahuna-serve`` the ``web`` extra) call this before importing them.
+    """
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as error:
+            exit_with_error(program, missing_extra(extra, error))
+
+
 def write_gif(program: str, frames: list, path: Path, out: IO[str]) -> None:
     """Save ``frames`` as an animated GIF at ``path`` (creating its folder); a write error ends ``program``."""
     from kahuna_env.render import save_gif

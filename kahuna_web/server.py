@@ -18,7 +18,7 @@ search is cancelled at once), and the port can be used again at once.
 Games are kept in ``--data DIR`` (default ``kahuna-data/`` in the working
 folder, created at start; ``DIR/games.sqlite``): they survive a reload of
 the page and a restart of the server.
-Needs the ``web`` extra (``pip install -e ".[web]"``).  Bad arguments (a
+Needs the ``web`` extra (``pip install "kahuna-rl[web]"``).  Bad arguments (a
 missing records folder, an unreadable results file, a port in use, a data
 folder that cannot be used) are one line on stderr, exit code 2.
 """
@@ -35,7 +35,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from kahuna_env.cli import OneLineParser, exit_with_error, first_line
+from kahuna_env.cli import OneLineParser, exit_with_error, first_line, missing_extra
 from kahuna_web.sessions import DEFAULT_MAX_GUIDED_SIMULATIONS, DEFAULT_MAX_SIMULATIONS
 
 PROGRAM = "kahuna-serve"
@@ -222,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         from kahuna_web.app import LOOPBACK_HOSTS, create_app
     except ImportError as error:
-        exit_with_error(PROGRAM, f'needs the web extra (pip install -e ".[web]"): {first_line(error)}')
+        exit_with_error(PROGRAM, missing_extra("web", error))
     _check_arguments(args)
     agents, results = _read_inputs(args)
     sock, games = _open_port_and_data(args)

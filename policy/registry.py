@@ -11,12 +11,12 @@ from __future__ import annotations
 SHIPPED_AGENTS: dict[str, str] = {
     "champion": "champion.pt",
     "champion-v5": "champion-v5.pt",
-    "champion-v4": "champion-v4.pt",
-    "champion-v3": "champion-v3.pt",
-    "champion-v2": "champion-v2.pt",
-    "champion-v1": "champion-v1.pt",
 }
-"""Agents shipped with the package: name -> file name in ``policy/agents/`` (package data)."""
+"""Agents shipped with the package: name -> file name in ``policy/agents/`` (package data).
+
+``champion`` is the agent to use; ``champion-v5``, the previous champion, is the agent the champion's
+recipe (``configs/champion.yaml``) continues.  Earlier champions are files in ``experiments/``
+(docs/history.md), loadable by path."""
 SHIPPED_AGENTS_DIR = "agents"
 """Folder of the shipped agents inside the ``policy`` package."""
 

@@ -24,7 +24,7 @@ import pytest
 os.environ.setdefault("RAY_worker_niceness", "0")  # inherited by every Ray this test run starts (see above)
 # One OpenMP / BLAS thread per test process (set before anything imports torch or numpy's BLAS): under
 # ``pytest -n 2`` on two cores each worker would otherwise start a pool of two spinning threads, and a
-# test of small forward passes (tests/test_search_targets.py) ran 15x slower beside the other worker.  Code that
+# test of small forward passes ran 15x slower beside the other worker.  Code that
 # wants more (a training run's ``threads``) sets its own count; a value already in the environment is kept.
 for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")

@@ -231,3 +231,8 @@ def benchmark_module(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+THIRD_CHAMPION = Path(__file__).resolve().parents[1] / "experiments" / "2026-12-03-champion-v3-v6" / "champion-v3.pt"
+"""The third champion's agent file (no longer shipped; kept with its history, docs/history.md): trained from
+fresh weights, and the network the recorded guided-search moves (tests/test_mcts_recorded.py) were made with."""

@@ -25,16 +25,6 @@ def write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-def test_shipped_configs_load():
-    names = sorted(path.name for path in CONFIGS.glob("*.yaml") if path.name != "rllib.yaml")  # rllib: its own loader
-    assert {"default.yaml", "quick.yaml", "champion.yaml", "champion-v9.yaml", "exploit.yaml", "smoke.yaml"} <= set(
-        names
-    )
-    for name in names:
-        config = load_config(CONFIGS / name)
-        assert isinstance(config, TrainConfig)
-
-
 def test_yaml_maps_onto_typed_sections(tmp_path):
     config = load_config(write(tmp_path, "ppo:\n  lr: 0.001\n  target_kl: 0.02\nmodel:\n  hidden_sizes: [64, 32]\n"))
     assert config.ppo.lr == 0.001

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import THIRD_CHAMPION
 
 from kahuna_env.engine import KahunaGame
 from policy.agent import load_agent
@@ -73,10 +74,10 @@ def test_one_game_is_too_little_to_hold_out(data):
         fit_student(load_agent("champion").model, one, FitSettings(epochs=1))
 
 
-# champion-v3 was trained from fresh weights (meta "training"); champion continued champion-v5, which continued
-# champion-v4, which continued champion-v3 ("total_training").
-@pytest.mark.parametrize("student", ["champion", "champion-v3"])
-def test_the_cli_writes_a_loadable_agent_with_its_provenance(tmp_path, capsys, student):
+# The third champion was trained from fresh weights (meta "training"); champion continued champion-v5, which
+# continued the fourth, which continued the third ("total_training").
+@pytest.mark.parametrize(("student", "name"), [("champion", "champion"), (str(THIRD_CHAMPION), "champion-v3")])
+def test_the_cli_writes_a_loadable_agent_with_its_provenance(tmp_path, capsys, student, name):
     out = tmp_path / "distilled"
     args = ["--games", "4", "--simulations", str(SIMULATIONS), "--workers", "0", "--epochs", "1", "--out", str(out)]
     assert main([*args, "--student", student]) == 0
@@ -84,7 +85,7 @@ def test_the_cli_writes_a_loadable_agent_with_its_provenance(tmp_path, capsys, s
     meta = agent.meta
     assert meta["distill"]["teacher"] == f"{student}@mcts:{SIMULATIONS}"
     assert meta["distill"]["opponents"] == ["greedy", f"mcts:{SIMULATIONS}", "self"]
-    assert meta["student_meta"]["name"] == student
+    assert meta["student_meta"]["name"] == name
     student_meta = load_agent(student).meta
     shipped = student_meta.get("total_training") or student_meta["training"]
     spent = meta["distill"]["generate_seconds"] + meta["distill"]["fit_seconds"]

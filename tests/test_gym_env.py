@@ -329,7 +329,7 @@ def test_a_shipped_agent_is_an_opponent_by_name() -> None:
     pytest.importorskip("torch")
     from kahuna_env.gym_env import plugin_opponent_names
 
-    shipped = {"champion", "champion-v5", "champion-v4", "champion-v3", "champion-v2", "champion-v1"}
+    shipped = {"champion", "champion-v5"}
     assert shipped <= set(plugin_opponent_names())
     environment = gymnasium.make("Kahuna-v0", opponent="champion", seat=1)
     assert type(environment.unwrapped.opponent).__name__ == "PolicyAgent"

@@ -73,8 +73,8 @@ def test_without_init_from_the_league_starts_empty(tmp_path):
 
 
 def test_a_shipped_agent_is_named_by_its_name():
-    config = load_config(REPOSITORY / "configs" / "champion-continue.yaml")
-    assert config.init_from == "champion-v1"
+    config = load_config(REPOSITORY / "configs" / "champion.yaml")
+    assert config.init_from == "champion-v5"
     model = initial_model(config)
     assert isinstance(model, ActorCritic) and model.config == config.model
 
@@ -128,13 +128,14 @@ def _ship_run(tmp_path: Path, init_from: str | None) -> dict:
 def test_a_shipped_agent_records_the_agent_its_run_started_from(tmp_path):
     from policy.agent import load_agent
 
-    start = load_agent("champion-v1").meta
-    meta = _ship_run(tmp_path, "champion-v1")
-    assert meta["init_from"]["agent"] == "champion-v1"
+    start = load_agent("champion-v5").meta
+    meta = _ship_run(tmp_path, "champion-v5")
+    assert meta["init_from"]["agent"] == "champion-v5"
     assert meta["init_from"]["training"] == start["training"] and meta["init_from"]["commit"] == start["commit"]
+    chain = start["total_training"]  # champion-v5 itself continued earlier sittings
     assert meta["total_training"] == {
-        "learner_decisions": start["training"]["learner_decisions"] + 1234,  # make_run's counters
-        "train_seconds": start["training"]["train_seconds"] + 12.5,
+        "learner_decisions": chain["learner_decisions"] + 1234,  # make_run's counters
+        "train_seconds": chain["train_seconds"] + 12.5,
     }
 
 
@@ -239,26 +240,3 @@ def test_an_oversized_start_record_is_refused_before_it_is_read(tmp_path):
     with pytest.raises(ValueError, match=r"init_from.json of the run is 4,194,305 bytes, more than a record may have"):
         _ship(run, tmp_path)
     assert not (tmp_path / "shipped.pt").exists()
-
-
-def test_a_run_started_from_a_soup_records_the_soups_ingredients(tmp_path, start_agent):
-    """The start record keeps a soup's ingredient list, so the shipped agent and its card name them."""
-    from training.tools import soup as soup_module
-    from training.tools.model_card import model_card
-
-    other = tmp_path / "other.pt"
-    export_agent(other, build_model(load_config(SMOKE, ["seed=98"])), {"run": "other"})
-    soup_file = tmp_path / "soup.pt"
-    assert soup_module.main([str(start_agent), str(other), "--out", str(soup_file)]) == 0
-    assert main(_args(tmp_path / "run", f"init_from={soup_file}")) == 0
-    record = json.loads((tmp_path / "run" / START_FILE).read_text())
-    ingredients = record["provenance"]["soup"]
-    assert [item["agent"] for item in ingredients] == [str(start_agent), str(other)]
-    assert ingredients[0]["weights"] == weights_key(load_agent(start_agent).model)
-    assert record["weights"] == weights_key(load_agent(soup_file).model)
-    shipping = tmp_path / "shipping"  # a finished run (make_run's) with the same start, shipped
-    meta = _ship(_run_started_from(shipping, soup_file, record=True), shipping)
-    assert meta["init_from"]["soup"] == ingredients
-    card = model_card(meta)
-    assert f"started from `{soup_file}`" in card
-    assert f"  - a weight soup of 2 networks: `{start_agent}`, `{other}`" in card

@@ -1,8 +1,8 @@
 """The searches decide exactly as recorded: same options and seeds, same moves and same trees.
 
 ``tests/mcts_recorded.json`` holds, for midgame positions and several option sets of
-the baseline ``mcts`` and of the network-guided search (``champion@mcts:N``, with the network now
-shipped as ``champion-v3``), the move
+the baseline ``mcts`` and of the network-guided search (``champion@mcts:N``, with the network
+kept with its history as ``experiments/2026-12-03-champion-v3-v6/champion-v3.pt``), the move
 each search played and a digest of its tree (every node's visits and availability, the
 root children's mean values).  It was written by the two descents the search had before
 issue 35 (``search`` and ``guided_search``) and is the gate of the single descent that
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import midgame_positions
+from helpers import THIRD_CHAMPION, midgame_positions
 
 from kahuna_env.agents import MCTSAgent, choose_action
 from kahuna_env.agents.mcts import action_priors, evaluate
@@ -48,8 +48,8 @@ def _heuristic_guided(options):
 _LOADED: dict = {}
 
 
-RECORDED_NETWORK = "champion-v3"
-"""The shipped agent the ``champion@mcts:N`` entries were recorded with (``champion`` then; the name
+RECORDED_NETWORK = str(THIRD_CHAMPION)
+"""The agent the ``champion@mcts:N`` entries were recorded with (shipped as ``champion`` then; the name
 keys of the record stay as written)."""
 
 

@@ -309,7 +309,7 @@ def test_a_report_records_what_each_entrant_held_and_an_import_keys_it_so(tmp_pa
 
 
 def test_an_older_report_joins_its_baselines_only(tmp_path: Path) -> None:
-    """docs/ratings.json predates the record: its `champion` was champion-v3, not what the name holds now."""
+    """docs/ratings.json predates the record: its `champion` was the third champion, not what the name holds now."""
     digest = hashlib.sha256(README_REPORT.read_bytes()).hexdigest()[:16]
     with ResultsStore(tmp_path / "r.sqlite") as store:
         import_report(store, README_REPORT)

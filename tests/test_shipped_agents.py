@@ -209,8 +209,7 @@ def test_ship_refuses_a_missing_or_incomplete_run_in_one_line(tmp_path, capsys, 
     [
         (
             ["--name", "nobody"],
-            "'nobody' is not a registered shipped agent (champion, champion-v1, champion-v2, champion-v3, champion-v4, "
-            "champion-v5)",
+            "'nobody' is not a registered shipped agent (champion, champion-v5)",
         ),
         (["--name", "a/b", "--out", "x.pt"], "--name must be letters"),
         (["--eval-json", "missing.json", "--out", "x.pt"], "--eval-json file not found"),

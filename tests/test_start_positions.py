@@ -21,7 +21,7 @@ from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import encode_observation
 from policy.model import ActorCritic, ModelConfig
 from training.league.pool import KIND_GREEDY, OpponentPool
-from training.ppo.config import ConfigError, config_from_dict, load_config
+from training.ppo.config import ConfigError, config_from_dict
 from training.selfplay.collector import SelfPlayCollector
 from training.selfplay.start_positions import MAX_LINE_BYTES, StartPositionsError, load_start_positions
 
@@ -284,12 +284,6 @@ def test_kahuna_train_refuses_a_bad_file_before_making_the_run(tmp_path):
     assert error.startswith("kahuna-train: error: start positions bad.jsonl, line 1: ")
     assert "\n" not in error and "zz-secret-zz" not in error
     assert not run_dir.exists()
-
-
-def test_the_shipped_config_names_the_tool_s_output():
-    config = load_config(ROOT / "configs" / "champion-v11.yaml")
-    assert config.rollout.start_positions == "runs/starts/lost-s100.jsonl"
-    assert config.rollout.start_share == 0.5 and config.pool.greedy == 0.5
 
 
 def test_the_collector_refuses_inconsistent_start_settings(positions_file):

@@ -196,7 +196,7 @@ def test_entrants_are_identified_by_content(tmp_path: Path) -> None:
     assert entrant_identity(str(copy)).key == champion.key  # the same file under another path
     assert entrant_identity(f"{copy}@mcts:50").key == champion.key + "@mcts:50"
     assert entrant_identity("champion", sampled=True).key == champion.key + "#sampled"
-    assert entrant_identity("champion-v2").key != champion.key
+    assert entrant_identity("champion-v5").key != champion.key
 
 
 def test_a_game_repeated_with_the_same_seeds_counts_once(tmp_path: Path) -> None:

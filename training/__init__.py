@@ -11,7 +11,18 @@ The network, the agent-file format and ``load_agent`` live one layer below, in :
 re-exported here for old imports.
 """
 
+from typing import Any
+
 from kahuna_env.version import __version__
-from policy.agent import PolicyAgent, load_agent
 
 __all__ = ["PolicyAgent", "__version__", "load_agent"]
+
+
+def __getattr__(name: str) -> Any:
+    """``PolicyAgent`` and ``load_agent`` from :mod:`policy.agent`, imported (with torch) on first use, so the
+    console scripts' launchers (:mod:`training.launch`) import this package without torch."""
+    if name in ("PolicyAgent", "load_agent"):
+        from policy import agent
+
+        return getattr(agent, name)
+    raise AttributeError(f"module 'training' has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 Usage::
 
-    kahuna-train --config configs/default.yaml [--set ppo.lr=1e-4 ...] [--run-dir runs/mine]
+    kahuna-train --config default [--set ppo.lr=1e-4 ...] [--run-dir runs/mine]   # a recipe of configs/, or a file
     kahuna-train --resume runs/mine [--set total_updates=400 ...]
 
 A new run goes to ``--run-dir`` (default ``runs/<name>-<timestamp>``), which
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kahuna_env.cli import OneLineParser, exit_with_error
+from training.recipes import config_help, resolve_config
 
 if TYPE_CHECKING:
     from training.ppo.config import TrainConfig
@@ -48,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROGRAM,
         description="Train a Kahuna agent with self-play PPO (see docs/TRAINING.md).",
     )
-    parser.add_argument("--config", type=Path, help="YAML run configuration, e.g. configs/default.yaml")
+    parser.add_argument("--config", metavar="RECIPE|FILE", help=f"the run's configuration: {config_help()}")
     add_override_argument(parser, "--set ppo.lr=1e-4 --set model.hidden_sizes=[128,128]")
     parser.add_argument(
         "--run-dir", type=Path, help="directory of a new run, missing or empty (default: runs/<name>-<timestamp>)"
@@ -74,8 +75,14 @@ def _prepare(args: argparse.Namespace) -> tuple[TrainConfig, Path, bool]:
             exit_with_error(PROGRAM, "--resume continues in RUN_DIR itself; drop --run-dir")
         return resume_config(args.resume, args.overrides), args.resume, True
     if args.config is None:
-        exit_with_error(PROGRAM, "give a config file with --config (e.g. configs/default.yaml) or a run to --resume")
-    config = load_config(args.config, args.overrides)
+        exit_with_error(
+            PROGRAM, "give a recipe or a config file with --config (e.g. --config default) or a run to --resume"
+        )
+    try:
+        config_path = resolve_config(args.config)
+    except ValueError as error:
+        exit_with_error(PROGRAM, f"--config: {error}")
+    config = load_config(config_path, args.overrides)
     run_dir = args.run_dir or Path("runs") / f"{config.name}-{time.strftime('%Y%m%d-%H%M%S')}"
     check_new_run_dir(run_dir)
     return config, run_dir, False

@@ -454,47 +454,6 @@ class ScheduleConfig:
         check_value(0 <= self.headroom < 0.5, "schedule.headroom", "must be in [0, 0.5)", self.headroom)
 
 
-MAX_SEARCH_CANDIDATES = 32
-"""Largest ``search.candidates``."""
-
-
-@dataclasses.dataclass(frozen=True)
-class SearchConfig:
-    """Search-improved policy targets (:mod:`training.selfplay.search_targets`): off unless ``fraction`` > 0.
-
-    On ``fraction`` of the learner's decisions the collection runs a one-ply Gumbel root search
-    over ``candidates`` actions (the network's value scoring each) and the update adds ``coef``
-    times the cross-entropy from that improved policy to the PPO loss.  The actions played are
-    the policy's samples either way (docs/TRAINING.md, "Search-improved targets").
-
-    Attributes:
-        fraction: share of the learner's decisions (with a choice) given a target, in [0, 1].
-        candidates: actions compared per searched decision (Gumbel top-k), 2 to 32.
-        coef: weight of the cross-entropy term, >= 0.
-        c_visit: ``c_visit`` of Gumbel MuZero's ``sigma`` (>= 0).
-        c_scale: ``c_scale`` of ``sigma`` (> 0): with one visit per candidate, a candidate whose
-            rescaled value is 1 gains ``(c_visit + 1) * c_scale`` logits over one whose value is 0.
-    """
-
-    fraction: float = 0.0
-    candidates: int = 8
-    coef: float = 1.0
-    c_visit: float = 50.0
-    c_scale: float = 0.1
-
-    def __post_init__(self) -> None:
-        check_value(0 <= self.fraction <= 1, "search.fraction", "must be in [0, 1]", self.fraction)
-        check_value(
-            2 <= self.candidates <= MAX_SEARCH_CANDIDATES,
-            "search.candidates",
-            f"must be in [2, {MAX_SEARCH_CANDIDATES}]",
-            self.candidates,
-        )
-        check_value(self.coef >= 0, "search.coef", "must be >= 0", self.coef)
-        check_value(self.c_visit >= 0, "search.c_visit", "must be >= 0", self.c_visit)
-        check_value(self.c_scale > 0, "search.c_scale", "must be > 0", self.c_scale)
-
-
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """A complete training run.
@@ -514,7 +473,6 @@ class TrainConfig:
         rollout: self-play collection.
         reward: rewards.
         ppo: PPO hyperparameters.
-        search: search-improved policy targets (off by default).
         pool: opponent pool.
         eval: evaluation.
         checkpoint: checkpoints.
@@ -536,7 +494,6 @@ class TrainConfig:
     rollout: RolloutConfig = dataclasses.field(default_factory=RolloutConfig)
     reward: RewardConfig = dataclasses.field(default_factory=RewardConfig)
     ppo: PPOConfig = dataclasses.field(default_factory=PPOConfig)
-    search: SearchConfig = dataclasses.field(default_factory=SearchConfig)
     pool: PoolConfig = dataclasses.field(default_factory=PoolConfig)
     eval: EvalConfig = dataclasses.field(default_factory=EvalConfig)
     checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)

@@ -30,10 +30,8 @@ START_FILE = "init_from.json"
 MAX_RECORD_BYTES = 4 * 1024 * 1024
 """The largest ``init_from.json`` read (a real one holds a config and a few counters: a few KB)."""
 
-START_KEYS = ("name", "run", "commit", "config", "training", "init_from", "soup", "widened_from", "widen_seed")
-"""The start agent's ``meta`` keys a shipped agent's ``init_from`` carries: a run's, and what a weight
-soup (``training/tools/soup.py``: its ingredients, each with its weight and weights' sha256) or a
-widened network (``training/tools/widen.py``: the agent it was widened from) records of its origin."""
+START_KEYS = ("name", "run", "commit", "config", "training", "init_from")
+"""The start agent's ``meta`` keys a shipped agent's ``init_from`` carries: its run's provenance."""
 
 COUNTERS = ("learner_decisions", "train_seconds")
 """The whole-chain training counters a record keeps (and ``total_training`` sums)."""

@@ -77,7 +77,6 @@ from training.ppo.schedule import Plan, Schedule
 from training.selfplay.collector import SelfPlayCollector
 from training.selfplay.quick_eval import FinishedGame, QuickEvalResult, evaluate_policy
 from training.selfplay.rollout import Rollout
-from training.selfplay.search_targets import GumbelSettings
 from training.selfplay.start_positions import load_start_positions
 
 FINAL_AGENT = "final_agent.pt"
@@ -204,14 +203,8 @@ def ppo_update(
     rollout: Rollout,
     ppo: PPOConfig,
     generator: torch.Generator,
-    search_coef: float = 0.0,
 ) -> dict[str, float]:
-    """``ppo.update_epochs`` epochs of minibatch steps on ``rollout``; returns the averaged loss statistics.
-
-    With search targets in the rollout (:mod:`training.selfplay.search_targets`) and ``search_coef`` > 0,
-    each minibatch's loss adds ``search_coef`` times the mean cross-entropy from the improved policy of
-    its searched decisions (logged as ``search_loss``).
-    """
+    """``ppo.update_epochs`` epochs of minibatch steps on ``rollout``; returns the averaged loss statistics."""
     observations = torch.from_numpy(rollout.observations)
     masks = torch.from_numpy(rollout.masks)
     actions = torch.from_numpy(rollout.actions)
@@ -224,9 +217,6 @@ def ppo_update(
     steps = 0
     epochs = 0
     bf16 = use_bf16(ppo.bf16)
-    search = None  # (which decisions were searched, their improved policies)
-    if search_coef > 0 and rollout.searched is not None and rollout.search_targets is not None:
-        search = torch.from_numpy(rollout.searched), torch.from_numpy(rollout.search_targets)
     model.train()
     for _ in range(ppo.update_epochs):
         epochs += 1
@@ -253,15 +243,6 @@ def ppo_update(
                 ),
                 ppo,
             )
-            if search is not None:
-                searched, search_targets = search
-                rows = searched.index_select(0, index).nonzero().squeeze(1)
-                if len(rows):
-                    log_policy = torch.log_softmax(logits.float().index_select(0, rows), dim=-1)
-                    targets = search_targets.index_select(0, index.index_select(0, rows))
-                    search_loss = -(targets * log_policy).sum(dim=-1).mean()
-                    loss = loss + search_coef * search_loss
-                    parts["search_loss"] = search_loss.detach()
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), ppo.max_grad_norm)
@@ -280,21 +261,6 @@ def ppo_update(
     stats["explained_variance"] = float("nan") if variance == 0 else 1 - residual / variance
     stats["epochs"] = float(epochs)
     return stats
-
-
-def search_settings(config: TrainConfig) -> GumbelSettings | None:
-    """The collection's search settings from the run's ``search`` and ``reward`` sections (None when off)."""
-    search = config.search
-    if search.fraction <= 0:
-        return None
-    return GumbelSettings(
-        fraction=search.fraction,
-        candidates=search.candidates,
-        c_visit=search.c_visit,
-        c_scale=search.c_scale,
-        win_reward=config.reward.win,
-        island_shaping=config.reward.island_shaping,
-    )
 
 
 def start_settings(config: TrainConfig) -> dict[str, Any]:
@@ -421,9 +387,7 @@ def train(
                 run.pool.record(assignment, rollout.stats.outcomes)
                 collect_seconds = time.perf_counter() - update_start
                 # 4. Update: PPO epochs on the learner's decisions; stop if anything became non-finite.
-                losses = ppo_update(
-                    run.model, run.optimizer, rollout, config.ppo, minibatch_generator, search_coef=config.search.coef
-                )
+                losses = ppo_update(run.model, run.optimizer, rollout, config.ppo, minibatch_generator)
                 _check_finite(run, losses, update, run_dir)
                 done = _Update(update, rollout, losses, collect_seconds, time.perf_counter() - update_start)
                 # 5-8. League, schedule, evaluation, log, checkpoint.
@@ -693,7 +657,6 @@ class _Session:
             model_config=config.model,
             backend=config.rollout.backend,
             mcts_simulations=config.pool.mcts_simulations,
-            search=search_settings(config),
             **starts,
         )
         if not resume:
@@ -763,8 +726,6 @@ class _Session:
             **league_scalars(run.pool),
             **timings,
         }
-        if rollout.searched is not None:
-            scalars["search/searched_decisions"] = float(rollout.searched.sum())
         self.logger.log(update, run.counters["global_step"], scalars)
         self.evaluation_seconds = timings["time/eval_seconds"] if results else 0.0
         postfix = {"SPS": f"{self.decisions_per_second():,.0f}"}

@@ -2,7 +2,7 @@
 
 Usage::
 
-    kahuna-rllib --config configs/rllib.yaml [--set KEY=VALUE ...] [--run-dir DIR]
+    kahuna-rllib --config rllib [--set KEY=VALUE ...] [--run-dir DIR]     # configs/rllib.yaml, or a file
     kahuna-rllib --resume RUN_DIR [--set iterations=400 ...]    # continue from its newest checkpoint
     kahuna-rllib --config configs/rllib.yaml --print-config     # resolved config, no Ray
     kahuna-rllib export RLLIB_CHECKPOINT_DIR OUT.pt [--module learner]
@@ -31,6 +31,7 @@ from typing import NoReturn
 
 from kahuna_env.cli import OneLineParser, add_force_argument, check_output_file, exit_with_error, same_file
 from training.cli import add_override_argument, exit_status
+from training.recipes import config_help, resolve_config
 from training.rllib.config import ConfigError, config_to_yaml, load_rllib_config
 from training.rllib.errors import (
     IncompatibleCheckpointError,
@@ -49,7 +50,9 @@ def _train_parser() -> argparse.ArgumentParser:
         description="Kahuna self-play PPO on Ray RLlib (local or on a cluster); "
         f"`{PROGRAM} export CHECKPOINT OUT.pt` converts a checkpoint to the agent format.",
     )
-    parser.add_argument("--config", metavar="FILE", help="YAML run config (default: built-in defaults)")
+    parser.add_argument(
+        "--config", metavar="RECIPE|FILE", help=f"run config: {config_help()} (default: built-in defaults)"
+    )
     add_override_argument(parser, "--set env_runners.num_env_runners=8")
     parser.add_argument("--run-dir", metavar="DIR", help="run directory (default: <output_dir>/<name>-<timestamp>)")
     parser.add_argument(
@@ -126,7 +129,11 @@ def _run(argv: list[str]) -> int:
 
         resume(arguments.resume, arguments.overrides)
         return 0
-    config = load_rllib_config(arguments.config, arguments.overrides)
+    try:
+        config_path = resolve_config(arguments.config) if arguments.config else None
+    except ValueError as error:
+        raise ConfigError(f"--config: {error}") from None
+    config = load_rllib_config(config_path, arguments.overrides)
     if arguments.print_config:
         print(config_to_yaml(config), end="")
         return 0

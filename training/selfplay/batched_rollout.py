@@ -36,7 +36,6 @@ from policy.model import ActorCritic, StackedNetworks
 from training.league.pool import KIND_GREEDY, KIND_LATEST, KIND_MCTS, KIND_PAST, KIND_RANDOM, KINDS
 from training.selfplay.policies import LearnerRecord, NetworkPolicy, SnapshotPolicy, TickObservations
 from training.selfplay.rollout import CollectionStats, GameBatch, PlayedGames
-from training.selfplay.search_targets import GumbelSettings, GumbelTargets
 
 LEARNER = 0
 """The learner's policy index in the seating; the opponents' follow (:data:`POLICY_OF_KIND`)."""
@@ -44,10 +43,6 @@ POLICY_OF_KIND = np.zeros(len(KINDS), dtype=np.intp)
 """The policy index of each opponent kind's seat (a self-play game's second seat is the learner's too)."""
 for _kind, _index in {KIND_LATEST: LEARNER, KIND_PAST: 1, KIND_GREEDY: 2, KIND_RANDOM: 3, KIND_MCTS: 4}.items():
     POLICY_OF_KIND[_kind] = _index
-
-
-SEARCH_STREAM = 0x5EA2C4
-"""Mixed into the batch's seed for the search's own generator (``GumbelTargets``)."""
 
 
 def play_games_batched(
@@ -58,15 +53,12 @@ def play_games_batched(
     win_reward: float = 1.0,
     record_potentials: bool = False,
     record_logits: bool = False,
-    search: GumbelSettings | None = None,
     margin_reward: float = 0.0,
 ) -> PlayedGames:
     """Play the games of ``batch`` to the end; see the module docstring.
 
     ``record_potentials``: keep each decision's shaping potential; ``record_logits``: keep the masked
-    logits of every learner decision (``PlayedGames.logits``); ``search``: give a share of the learner's
-    decisions an improved policy (``PlayedGames.search_targets``, :mod:`training.selfplay.search_targets`),
-    from a generator of its own, so the games are the same with or without it; ``margin_reward``: the
+    logits of every learner decision (``PlayedGames.logits``); ``margin_reward``: the
     terminal reward's term per point of final margin (``reward.margin``).
     """
     n = len(batch.games)
@@ -80,13 +72,10 @@ def play_games_batched(
         positions = [batch.start_positions[k] for k in indices]  # type: ignore[index]
         games.set_positions(indices, positions, seeds=[int(batch.seeds[k]) for k in indices])
     kinds = np.asarray(batch.kinds)
-    record = LearnerRecord(batch.games, potentials=record_potentials, logits=record_logits, search=search is not None)
+    record = LearnerRecord(batch.games, potentials=record_potentials, logits=record_logits)
     observations = TickObservations()  # one encoding per tick for the learner and the snapshots
-    searcher = None
-    if search is not None:
-        searcher = GumbelTargets(model, search, np.random.default_rng([batch.rng_seed, SEARCH_STREAM]))
     policies = [
-        NetworkPolicy(model, generator, record=record, observations=observations, search=searcher),
+        NetworkPolicy(model, generator, record=record, observations=observations),
         _snapshot_policy(batch, snapshots, generator, observations),
         BaselinePolicy(BatchedGreedy(seed=int(rng.integers(2**63)))),
         BaselinePolicy(BatchedRandom(seed=int(rng.integers(2**63)))),

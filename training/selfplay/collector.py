@@ -21,7 +21,6 @@ from policy.model import ActorCritic, ModelConfig
 from training.league.pool import KIND_LATEST, KINDS, GameAssignment, OpponentPool
 from training.selfplay.batched_rollout import play_games_batched
 from training.selfplay.rollout import GameBatch, Rollout, finish_rollout
-from training.selfplay.search_targets import GumbelSettings
 from training.selfplay.start_positions import START_OPPONENTS, StartPositions
 
 BACKENDS = ("vector",)
@@ -90,7 +89,6 @@ def _play_batch(
         state["config"],
         settings["win_reward"],
         settings["potentials"],
-        search=settings["search"],
         margin_reward=settings["margin_reward"],
     )
 
@@ -118,7 +116,6 @@ class SelfPlayCollector:
         model_config: ModelConfig | None = None,
         backend: str = "vector",
         mcts_simulations: int = 50,
-        search: GumbelSettings | None = None,
         margin_reward: float = 0.0,
         start_positions: StartPositions | None = None,
         start_share: float = 0.0,
@@ -142,8 +139,6 @@ class SelfPlayCollector:
         self.island_shaping = island_shaping
         self.workers = workers
         self.margin_reward = margin_reward
-        self.search = search
-        """Search-improved targets for a share of the learner's decisions (None: none)."""
         self._workers: Workers | None = None
         self._sent_snapshots: list[set[int]] = []  # per worker: the snapshots it holds
         if workers:
@@ -151,7 +146,6 @@ class SelfPlayCollector:
                 "win_reward": win_reward,
                 "potentials": island_shaping != 0.0,
                 "backend": backend,
-                "search": search,
                 "margin_reward": margin_reward,
             }
             model_fields = dataclasses.asdict(model_config or ModelConfig())
@@ -223,7 +217,6 @@ class SelfPlayCollector:
                     self.game_config,
                     self.win_reward,
                     self.island_shaping != 0.0,
-                    search=self.search,
                     margin_reward=self.margin_reward,
                 )
             ]

@@ -24,7 +24,6 @@ from kahuna_env.vector import KahunaBatch
 from policy.model import ActorCritic, StackedNetworks, sample_actions, sample_from_logits
 from policy.reward import island_potentials
 from training.selfplay.rollout import CollectionStats, PlayedGames
-from training.selfplay.search_targets import GumbelTargets
 
 _ARRAYS = {
     "observations": ((OBSERVATION_SIZE,), np.float32),
@@ -70,9 +69,7 @@ class LearnerRecord:
         logits: record the masked logits each decision was sampled from.
     """
 
-    def __init__(
-        self, game_numbers: np.ndarray, potentials: bool = False, logits: bool = False, search: bool = False
-    ) -> None:
+    def __init__(self, game_numbers: np.ndarray, potentials: bool = False, logits: bool = False) -> None:
         games = len(game_numbers)
         capacity = max(games, 1) * 150
         self.game_numbers = np.asarray(game_numbers, dtype=np.int64)
@@ -80,9 +77,6 @@ class LearnerRecord:
         self.arrays = {name: np.zeros((capacity, *shape), dtype=dtype) for name, (shape, dtype) in _ARRAYS.items()}
         if logits:
             self.arrays["logits"] = np.zeros((capacity, NUM_ACTIONS), dtype=np.float32)
-        if search:
-            self.arrays["searched"] = np.zeros(capacity, dtype=bool)
-            self.arrays["search_targets"] = np.zeros((capacity, NUM_ACTIONS), dtype=np.float32)
         self.potentials = potentials
         self.last_row = np.full((games, 2), -1, dtype=np.int64)
         """Each seat's latest recorded decision (-1: none yet)."""
@@ -145,9 +139,6 @@ class NetworkPolicy:
             log-probability and value (None: nothing is stored).
         observations: the tick's observations, shared with the other networks (cleared by the
             driver's ``on_step``); None: each call encodes its own rows.
-        search: with a record made with ``search=True``: the search giving some of the recorded
-            decisions an improved policy (:mod:`training.selfplay.search_targets`); the actions
-            played are the sampled ones either way.
     """
 
     def __init__(
@@ -157,18 +148,14 @@ class NetworkPolicy:
         argmax: bool = False,
         record: LearnerRecord | None = None,
         observations: TickObservations | None = None,
-        search: GumbelTargets | None = None,
     ) -> None:
         if argmax and record is not None:
             raise ValueError("a recording learner samples its actions: argmax must be False")
-        if search is not None and (record is None or "search_targets" not in record.arrays):
-            raise ValueError("search targets need a record made with search=True")
         self.model = model
         self.generator = generator
         self.argmax = argmax
         self.record = record
         self.observations = observations
-        self.search = search
 
     def act(self, batch: KahunaBatch, rows: np.ndarray) -> np.ndarray:
         if self.record is None:
@@ -183,18 +170,11 @@ class NetworkPolicy:
         if self.record.potentials:
             new["potentials"][:] = island_potentials(new["observations"])
         logits = new.get("logits")
-        if logits is None and self.search is not None:
-            logits = np.empty((len(rows), NUM_ACTIONS), dtype=np.float32)
         observations, masks = new["observations"], new["masks"]
         actions, log_probs, values = sample_actions(self.model, observations, masks, self.generator, logits)
         new["actions"][:] = actions
         new["log_probs"][:] = log_probs
         new["values"][:] = values
-        if self.search is not None:
-            assert logits is not None
-            chosen, targets = self.search.improve(batch, rows, observations, masks, logits, values)
-            new["searched"][chosen] = True
-            new["search_targets"][chosen] = targets
         return actions
 
 

@@ -230,9 +230,6 @@ class PlayedGames:
         potentials: the shaping potentials (zeros when not recorded).
         stats: the games' statistics.
         logits: the masked logits each decision was sampled from, where the collection recorded them.
-        searched: True on the decisions given an improved policy (collections with search targets).
-        search_targets: ``(n, 179)`` float32, the improved policy of each searched decision (zeros
-            elsewhere; :mod:`training.selfplay.search_targets`).
     """
 
     observations: np.ndarray
@@ -246,8 +243,6 @@ class PlayedGames:
     potentials: np.ndarray
     stats: CollectionStats
     logits: np.ndarray | None = None
-    searched: np.ndarray | None = None
-    search_targets: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.actions)
@@ -304,10 +299,6 @@ class GameBatch:
         return np.array([position is not None for position in self.start_positions], dtype=bool)
 
 
-SEARCH_ARRAYS = ("searched", "search_targets")
-"""The per-decision arrays of a collection with search targets."""
-
-
 def finish_rollout(parts: list[PlayedGames], gamma: float, gae_lambda: float, island_shaping: float = 0.0) -> Rollout:
     """Join played batches into one :class:`Rollout`: shaping rewards, per-seat GAE, statistics."""
     joined = {
@@ -315,9 +306,6 @@ def finish_rollout(parts: list[PlayedGames], gamma: float, gae_lambda: float, is
         for name in ("observations", "masks", "actions", "log_probs", "values", "rewards", "dones", "trajectory")
     }
     potentials = np.concatenate([part.potentials for part in parts])
-    search: dict[str, np.ndarray] = {}
-    if all(part.search_targets is not None for part in parts):
-        search = {name: np.concatenate([getattr(part, name) for part in parts]) for name in SEARCH_ARRAYS}
     trajectory = joined["trajectory"]
     rewards = joined["rewards"].astype(np.float32)
     if island_shaping:
@@ -329,7 +317,6 @@ def finish_rollout(parts: list[PlayedGames], gamma: float, gae_lambda: float, is
     return Rollout(
         **{**joined, "rewards": rewards},
         potentials=potentials,
-        **search,
         stats=CollectionStats.join([part.stats for part in parts], episodic_returns),
         advantages=advantages,
         returns=returns,

@@ -125,23 +125,8 @@ def _chain(meta: Mapping[str, Any]) -> list[str]:
             f"commit `{str(start.get('commit', 'unknown'))[:12]}`, "
             f"{_number(training.get('learner_decisions'))} learner decisions)"
         )
-        lines.extend(_origin(start))
         start = start.get("init_from")
     return lines
-
-
-def _origin(start: Mapping[str, Any]) -> list[str]:
-    """What a start agent that was made rather than trained records of its origin: a soup's ingredients,
-    or the agent a widened network came from."""
-    soup = start.get("soup")
-    if isinstance(soup, list) and soup:
-        names = ", ".join(
-            f"`{item.get('agent', 'unknown')}`" if isinstance(item, Mapping) else "`unknown`" for item in soup
-        )
-        return [f"  - a weight soup of {len(soup)} networks: {names}"]
-    if start.get("widened_from") is not None:
-        return [f"  - widened from `{start['widened_from']}` (`training/tools/widen.py`)"]
-    return []
 
 
 def model_card(meta: Mapping[str, Any], name: str | None = None) -> str:
@@ -199,8 +184,6 @@ def _reward_line(reward: Mapping[str, Any]) -> str:
 
 
 def _training(meta: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
-    if meta.get("kind") == "soup":
-        return _soup_training(meta, config)
     training = _section(meta, "training")
     total = meta.get("total_training") if isinstance(meta.get("total_training"), Mapping) else None
     reward = _section(config, "reward")
@@ -229,49 +212,6 @@ def _training(meta: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
         )
     if meta.get("note"):
         lines += ["", f"Note recorded with the agent: {meta['note']}"]
-    return lines
-
-
-def _soup_training(meta: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
-    """The training section of a weight soup: how it was made, then each ingredient's run."""
-    ingredients = [item for item in meta.get("soup") or [] if isinstance(item, Mapping)]
-    training = _section(meta, "training")
-    lines = [
-        "## Training",
-        "",
-        f"- a weight soup (`training/tools/soup.py`, docs/TRAINING.md): every weight is the weighted average of "
-        f"{len(ingredients)} networks' weights; shipped {meta.get('shipped_at', 'at an unknown time')} from commit "
-        f"`{meta.get('commit', 'unknown')}`",
-        f"- {_network(config)}; each ingredient trained by self-play PPO (`training/ppo/trainer.py`)",
-        _reward_line(_section(meta, "reward") or _section(config, "reward")),
-        "- the ingredients (the soup's `meta['soup']`, each checked against its weights' sha256 when shipped):",
-    ]
-    for item in ingredients:
-        provenance = _section(item, "provenance")
-        own = _section(provenance, "training")
-        start = provenance.get("init_from")
-        start_name = start.get("agent", "unknown") if isinstance(start, Mapping) else start
-        counters = (
-            f"{_number(own.get('updates'))} updates, {_number(own.get('learner_decisions'))} learner decisions, "
-            f"{own['train_seconds'] / 3600:.2f} hours"
-            if isinstance(own.get("train_seconds"), (int, float))
-            else f"{_number(provenance.get('global_step'))} learner decisions, wall time not recorded in its file"
-        )
-        lines.append(
-            f"  - `{item.get('agent', 'unknown')}` (weight {_number(item.get('weight'), 2)}): run "
-            f"`{provenance.get('run', 'unknown')}`, {counters}"
-            + (f", started from `{start_name}`" if start_name else "")
-        )
-    lines.append(
-        f"- together: {_number(training.get('updates'))} updates, {_number(training.get('learner_decisions'))} "
-        "learner decisions, "
-        + (
-            f"{training['train_seconds'] / 3600:.2f} hours"
-            if isinstance(training.get("train_seconds"), (int, float))
-            else "time unknown"
-        )
-        + f" ({meta.get('training_note', 'not recorded')})"
-    )
     return lines
 
 

@@ -3,7 +3,6 @@
 Usage::
 
     python -m training.tools.ship RUN_DIR [--name champion] [--eval-json FILE] [--out PATH]
-    python -m training.tools.ship SOUP_FILE --soup [--name champion] [--eval-json FILE] [--out PATH]
 
 Reads ``RUN_DIR/final_agent.pt`` (the weights), ``RUN_DIR/config.yaml``,
 ``RUN_DIR/checkpoints/latest.pt`` (the counters: updates, learner decisions,
@@ -41,30 +40,12 @@ Beside the agent file it writes its model card, ``NAME.md`` (intended use,
 training, evaluation with intervals, limitations, licence), generated from
 that ``meta`` by :mod:`training.tools.model_card`.
 
-With ``--soup`` the source is a weight soup (an agent file written by
-:mod:`training.tools.soup`) instead of a run: every ingredient its ``meta["soup"]``
-lists is read again from the name or path it records and must still hold the
-weights recorded (their sha256), and the soup's weights must be their weighted
-average (recomputed), so the provenance cannot name other networks than the
-ones averaged. Its ``meta`` then holds ``name``, ``kind: "soup"``,
-``agent_file`` (the soup file as given: the entrant name of its evaluations),
-``soup`` (each ingredient's ``agent``, ``weight``, ``weights`` and
-``provenance``: the ingredient's run as above when it is a run directory's
-``final_agent.pt``, else what its own file's ``meta`` records), ``run`` (the
-ingredients' runs, ``+``-joined), ``config`` (the first ingredient run's: the
-network, rules and reward they share), ``reward``, ``commit``, ``training``
-(the counters of the ingredients' own runs added up, each run once;
-``training_note`` names the runs counted and the ingredients whose files record
-no counters), ``evaluation`` and ``shipped_at``.
-
 By default the file goes to the source tree's ``policy/agents/`` under its
 registered name (:data:`policy.agent.SHIPPED_AGENTS`), the package data that
 ``load_agent(name)`` reads.  Bad input (a missing or incomplete run directory,
 a ``config.yaml`` that does not describe the network of ``final_agent.pt``,
 an unregistered name without ``--out``, an evaluation file that is not a
-complete ``kahuna-eval`` report, with ``--soup`` a file that is not a soup, an
-ingredient that is gone or changed, a soup that is not the average of its
-ingredients or ingredients of different rules, an output that is one of the inputs or an
+complete ``kahuna-eval`` report, an output that is one of the inputs or an
 existing file that is not an agent file, unless ``--force``) is one line
 ``kahuna-ship: error: ...`` and exit code 2, before anything is written; a
 failed write is one line and exit code 1.
@@ -76,7 +57,6 @@ import argparse
 import dataclasses
 import datetime
 import json
-import math
 import re
 import subprocess
 import sys
@@ -105,14 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROGRAM,
         description="Write a run's final agent as a shipped agent file with its provenance (docs/TRAINING.md).",
     )
-    parser.add_argument(
-        "run_dir", type=Path, metavar="RUN_DIR", help="a finished training run directory (with --soup: a soup file)"
-    )
-    parser.add_argument(
-        "--soup",
-        action="store_true",
-        help="RUN_DIR is a weight soup written by python -m training.tools.soup, shipped with its ingredients' runs",
-    )
+    parser.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="a finished training run directory")
     parser.add_argument("--name", default="champion", help="the shipped agent's name (default: champion)")
     parser.add_argument(
         "--eval-json",
@@ -445,131 +418,6 @@ def _start_from_name(init_from: str, payload: Mapping[str, Any], agent_file: Pat
     return record
 
 
-_INGREDIENT_RUN_KEYS = ("run", "config", "reward", "training", "init_from", "total_training", "final_eval")
-"""What a soup's shipped ``meta`` keeps of an ingredient shipped from its run directory."""
-_INGREDIENT_FILE_KEYS = ("name", "update", "global_step", "soup", *_INGREDIENT_RUN_KEYS)
-"""What it keeps of an ingredient's own file ``meta`` otherwise."""
-
-
-def build_soup_meta(
-    soup_file: Path,
-    name: str,
-    eval_json: Sequence[Path] = (),
-    commit: str | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(agent payload of the soup, provenance meta)``; a one-line ``ValueError`` for bad input.
-
-    Every ingredient is read again and checked against the sha256 the soup recorded, and the
-    soup's weights against their weighted average (:func:`training.tools.soup.soup`, recomputed).
-    """
-    from policy.agent import load_agent, read_policy_file
-    from policy.model import model_from_payload
-    from training.tools.soup import soup
-
-    try:
-        payload = read_policy_file(soup_file)
-    except (OSError, ValueError) as error:
-        raise ValueError(first_line(error)) from None
-    soup_meta = payload.get("meta") if isinstance(payload.get("meta"), Mapping) else {}
-    entries = _soup_entries(soup_meta.get("soup"), soup_file)
-    models, ingredients = [], []
-    for index, entry in enumerate(entries, start=1):
-        spec = entry["agent"]
-        try:
-            agent = load_agent(spec)
-        except (OSError, ValueError) as error:
-            raise ValueError(f"ingredient {index} of the soup ({spec}) cannot be read: {first_line(error)}") from None
-        if weights_key(agent.model) != entry["weights"]:
-            raise ValueError(
-                f"ingredient {index} of the soup ({spec}) no longer holds the weights the soup recorded "
-                f"({entry['weights'][:19]}...); refusing to write false provenance"
-            )
-        models.append(agent.model)
-        provenance = _ingredient_provenance(spec, agent.meta or {})
-        ingredients.append({**entry, "provenance": provenance})
-    model = model_from_payload(payload, source=str(soup_file))
-    if weights_key(soup(models, [entry["weight"] for entry in entries])) != weights_key(model):
-        raise ValueError(f"{soup_file}'s weights are not the weighted average of the ingredients it names")
-    configs = [item["provenance"].get("config") for item in ingredients]
-    runs = [config for config in configs if isinstance(config, Mapping)]
-    if not runs:
-        raise ValueError(f"no ingredient of {soup_file} records its run config: the network's rules are unknown")
-    for config in runs[1:]:
-        if config.get("env") != runs[0].get("env"):
-            raise ValueError(f"the ingredients of {soup_file} were trained on different rules (their configs' env)")
-    training, note = _soup_counters(ingredients)
-    meta = {
-        "name": name,
-        "kind": "soup",
-        "agent_file": str(soup_file),
-        "run": "+".join(str(item["provenance"].get("run", item["agent"])) for item in ingredients),
-        "soup": ingredients,
-        "config": dict(runs[0]),
-        "commit": commit if commit is not None else git_commit(Path(__file__).resolve().parent),
-        "commit_note": "git HEAD of the code when the agent was shipped (the soup file does not record its own)",
-        "training": training,
-        "training_note": note,
-        "evaluation": _read_reports(eval_json),
-        "shipped_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    }
-    if isinstance(soup_meta.get("reward"), Mapping):
-        meta["reward"] = dict(soup_meta["reward"])
-    return payload, _plain(meta, "the provenance")
-
-
-def _soup_entries(entries: Any, soup_file: Path) -> list[dict[str, Any]]:
-    """The ``meta["soup"]`` list of a soup file, checked: two or more ``{agent, weight, weights}``."""
-    if not isinstance(entries, list):
-        raise ValueError(f"{soup_file} is not a weight soup: its meta has no 'soup' list (training.tools.soup)")
-    if len(entries) < 2:
-        raise ValueError(f"{soup_file}'s soup lists {len(entries)} ingredient(s), a soup has two or more")
-    checked = []
-    for index, entry in enumerate(entries, start=1):
-        ok = isinstance(entry, Mapping) and isinstance(entry.get("agent"), str) and entry["agent"]
-        ok = ok and isinstance(entry.get("weights"), str) and entry["weights"].startswith("sha256:")
-        weight = entry.get("weight") if isinstance(entry, Mapping) else None
-        number = isinstance(weight, (int, float)) and not isinstance(weight, bool) and math.isfinite(weight)
-        if not (ok and number and weight > 0):
-            raise ValueError(
-                f"{soup_file}'s soup ingredient {index} is damaged: it needs an agent, a positive weight "
-                "and a sha256: weights key"
-            )
-        checked.append({"agent": entry["agent"], "weight": float(weight), "weights": entry["weights"]})
-    return checked
-
-
-def _ingredient_provenance(spec: str, meta: Mapping[str, Any]) -> dict[str, Any]:
-    """An ingredient's provenance: its run's, when it is a run directory's ``final_agent.pt``; else its file's."""
-    path = Path(spec)
-    if path.name == "final_agent.pt" and (path.parent / "config.yaml").is_file():
-        _payload, run_meta = build_meta(path.parent, "ingredient", commit="")
-        return {"source": "run directory", **{key: run_meta[key] for key in _INGREDIENT_RUN_KEYS if key in run_meta}}
-    return {"source": "agent file", **{key: meta[key] for key in _INGREDIENT_FILE_KEYS if key in meta}}
-
-
-def _soup_counters(ingredients: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], str]:
-    """The counters of the ingredients' own runs added up (each run once), and a note saying which."""
-    keys = ("updates", "learner_decisions", "actions", "games", "train_seconds")
-    total: dict[str, Any] = {key: 0 for key in keys}
-    total["train_seconds"] = 0.0
-    counted: list[str] = []
-    missing: list[str] = []
-    for item in ingredients:
-        provenance = item["provenance"]
-        training = provenance.get("training")
-        run = str(provenance.get("run", item["agent"]))
-        if not (isinstance(training, Mapping) and all(isinstance(training.get(key), (int, float)) for key in keys)):
-            missing.append(item["agent"])
-        elif run not in counted:
-            counted.append(run)
-            for key in keys:
-                total[key] += training[key]
-    note = f"the sum of the runs {', '.join(counted) or '(none)'}"
-    if missing:
-        note += f"; not counted, their files record no counters: {', '.join(missing)}"
-    return total, note
-
-
 def ship(
     run_dir: str | Path,
     name: str = "champion",
@@ -577,9 +425,8 @@ def ship(
     out: str | Path | None = None,
     commit: str | None = None,
     force: bool = False,
-    soup: bool = False,
 ) -> Path:
-    """Write the run's final agent (with ``soup``: the soup file ``run_dir``) with its provenance; returns the path.
+    """Write the run's final agent with its provenance; returns the path.
 
     ``ValueError`` (one line) for bad input, before anything is written:
     among others an output that is one of the inputs, or an existing file
@@ -603,11 +450,8 @@ def ship(
         target = Path(out)
     reports = [eval_json] if isinstance(eval_json, (str, Path)) else list(eval_json)
     run = Path(run_dir)
-    if soup:
-        inputs = [run, *map(Path, reports), *_soup_inputs(run)]
-    else:
-        inputs = [run / "final_agent.pt", run / "config.yaml", run / "final_eval.json", *map(Path, reports)]
-        inputs += list((run / "checkpoints").glob("*.pt")) if (run / "checkpoints").is_dir() else []
+    inputs = [run / "final_agent.pt", run / "config.yaml", run / "final_eval.json", *map(Path, reports)]
+    inputs += list((run / "checkpoints").glob("*.pt")) if (run / "checkpoints").is_dir() else []
     check_output_file("--out", target, inputs=inputs, own_kind=is_agent_file, kind="an agent file", force=force)
     from training.tools.model_card import card_path
 
@@ -619,28 +463,13 @@ def ship(
         kind="a model card",
         force=force,
     )
-    build = build_soup_meta if soup else build_meta
-    payload, meta = build(run, name, [Path(report) for report in reports], commit)
-    model = model_from_payload(payload, source=str(run if soup else run / "final_agent.pt"))
+    payload, meta = build_meta(run, name, [Path(report) for report in reports], commit)
+    model = model_from_payload(payload, source=str(run / "final_agent.pt"))
     path = export_agent(target, model, meta)
     from training.tools.model_card import write_model_card
 
     write_model_card(path, meta, name)  # NAME.md beside the agent file (training/tools/model_card.py)
     return path
-
-
-def _soup_inputs(soup_file: Path) -> list[Path]:
-    """The ingredient files a soup names (those that are paths), to keep the output off them."""
-    from policy.agent import SHIPPED_AGENTS, read_policy_file, shipped_agent_source
-
-    try:
-        entries = read_policy_file(soup_file).get("meta", {}).get("soup")
-    except (OSError, ValueError, AttributeError):
-        return []  # build_soup_meta says what is wrong
-    specs = [entry.get("agent") for entry in entries if isinstance(entry, Mapping)] if isinstance(entries, list) else []
-    return [
-        shipped_agent_source(spec) if spec in SHIPPED_AGENTS else Path(spec) for spec in specs if isinstance(spec, str)
-    ]
 
 
 def is_agent_file(path: Path) -> bool:
@@ -659,16 +488,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m training.tools.ship``."""
     args = build_parser().parse_args(argv)
     try:
-        path = ship(
-            args.run_dir, name=args.name, eval_json=args.eval_json, out=args.out, force=args.force, soup=args.soup
-        )
+        path = ship(args.run_dir, name=args.name, eval_json=args.eval_json, out=args.out, force=args.force)
     except ValueError as error:
         exit_with_error(PROGRAM, str(error))
     except OSError as error:
         exit_with_error(PROGRAM, str(error), code=1)
     size = path.stat().st_size
-    source = args.run_dir if args.soup else f"{args.run_dir}/final_agent.pt"
-    print(f"{args.name}: {source} written to {path} ({size:,} bytes) with its provenance")
+    print(f"{args.name}: {args.run_dir}/final_agent.pt written to {path} ({size:,} bytes) with its provenance")
     print(f"{args.name}: model card written to {path.with_suffix('.md')}")
     return 0
 

@@ -1,0 +1,48 @@
+"""The console scripts of the training layer, started only once their extra is installed.
+
+``pip install kahuna-rl`` installs the environment alone; the trainer and its tools need the ``train``
+extra (torch).  Each entry point here checks that first, so a missing extra is one line and exit
+code 2 (:func:`kahuna_env.cli.require_extra`) instead of a traceback, then imports the tool and runs
+its ``main``.  This module imports nothing above the environment itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from kahuna_env.cli import require_extra
+
+
+def _launch(module: str, program: str, extra: str, *needs: str) -> int:
+    require_extra(program, extra, *needs)
+    return importlib.import_module(module).main()
+
+
+def train() -> int:
+    """``kahuna-train`` (:mod:`training.cli`): needs the ``train`` extra."""
+    return _launch("training.cli", "kahuna-train", "train", "torch", "yaml")
+
+
+def ship() -> int:
+    """``kahuna-ship`` (:mod:`training.tools.ship`): needs the ``train`` extra."""
+    return _launch("training.tools.ship", "kahuna-ship", "train", "torch", "yaml")
+
+
+def exploit() -> int:
+    """``kahuna-exploit`` (:mod:`training.tools.exploit`): needs the ``train`` extra."""
+    return _launch("training.tools.exploit", "kahuna-exploit", "train", "torch", "yaml")
+
+
+def distill() -> int:
+    """``kahuna-distill`` (:mod:`training.tools.distill`): needs the ``train`` extra."""
+    return _launch("training.tools.distill", "kahuna-distill", "train", "torch")
+
+
+def export() -> int:
+    """``kahuna-export`` (:mod:`training.tools.export`): needs the ``train`` extra (``--format onnx``: ``export``)."""
+    return _launch("training.tools.export", "kahuna-export", "train", "torch")
+
+
+def rllib() -> int:
+    """``kahuna-rllib`` (:mod:`training.rllib.cli`): needs the ``rllib`` extra (torch here; Ray only once it trains)."""
+    return _launch("training.rllib.cli", "kahuna-rllib", "rllib", "torch", "yaml")
