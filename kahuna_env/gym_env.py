@@ -193,7 +193,10 @@ class KahunaSingleAgentEnv(gymnasium.Env):
             ``"raise"`` (an ``IllegalActionError``).
         terminal_mask: ``"next_episode"`` (the mask at the end is the next episode's first mask)
             or ``"zeros"``.
-        variant, handicap, discard_rule, first_player: the rule options (as :func:`kahuna_env.env`).
+        variant: the rule variant (as :func:`kahuna_env.env`).
+        handicap: the handicap (as :func:`kahuna_env.env`).
+        discard_rule: the discard rule (as :func:`kahuna_env.env`).
+        first_player: who takes the first turn (as :func:`kahuna_env.env`).
         reward: ``"win_loss"`` or ``"score"``.
         render_mode: ``None``, ``"ansi"``, ``"rgb_array"`` or ``"human"``.
     """

@@ -51,6 +51,7 @@ SERIAL_MODULES = frozenset(
 SHARED_FIXTURE_MODULES = frozenset(
     {
         "test_distill.py",  # data: a search teacher's games
+        "test_packaging.py",  # wheel, installed: the wheel built and installed in a fresh venv
         "test_schedule.py",  # slow_run: a smoke run on a simulated slow machine
         "test_training_hardening.py",  # finished_run: a two-update run
         "test_training_rollout.py",  # self_play_rollout: self-play games

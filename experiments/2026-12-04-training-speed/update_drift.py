@@ -1,7 +1,7 @@
 """Does the update get slower the longer the trainer process runs?  Many updates in one process, timed.
 
-    python benchmarks/update_drift.py [--config configs/default.yaml] [--updates 105] [--window 15]
-                                      [--decisions 37000 41000] [--no-pad] [--seed 0]
+    PYTHONPATH=benchmarks python experiments/2026-12-04-training-speed/update_drift.py \
+        [--config configs/default.yaml] [--updates 105] [--window 15] [--decisions 37000 41000] [--no-pad] [--seed 0]
 
 Runs ``training.ppo.trainer.ppo_update`` ``--updates`` times in this process, as the trainer does,
 each on a synthetic rollout (``benchmarks/training_speed.py``'s) whose number of decisions is drawn

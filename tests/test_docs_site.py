@@ -1,0 +1,84 @@
+"""The documentation site builds with warnings as errors: a broken link or anchor, a page left out of the
+navigation, a module or function of the API reference that no longer exists fails the suite."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+
+def test_every_markdown_file_under_docs_is_a_page_of_the_site():
+    import yaml
+
+    def pages(entries):
+        for entry in entries:
+            value = next(iter(entry.values())) if isinstance(entry, dict) else entry
+            if isinstance(value, list):
+                yield from pages(value)
+            else:
+                yield value
+
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
+    in_nav = set(pages(config["nav"]))
+    on_disk = {path.relative_to(DOCS).as_posix() for path in DOCS.rglob("*.md")}
+    assert on_disk == in_nav
+
+
+def test_the_site_builds_strictly(tmp_path):
+    pytest.importorskip("mkdocs", reason='the docs extra: pip install -e ".[docs]" (dev includes it)')
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    warnings = [line for line in done.stderr.splitlines() if line.startswith(("WARNING", "ERROR"))]
+    assert done.returncode == 0 and warnings == [], "\n".join(warnings) or done.stderr[-2000:]
+    assert (tmp_path / "site" / "api" / "policy" / "index.html").is_file()
+    assert (tmp_path / "site" / "search" / "search_index.json").is_file()
+
+
+README = ROOT / "README.md"
+MAX_README_LINES = 250
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_the_readme_is_a_landing_page_whose_links_resolve():
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= MAX_README_LINES
+    targets = {link.split("#")[0] for link in LINK.findall(text) if "://" not in link}
+    assert targets and [target for target in sorted(targets) if not (ROOT / target).exists()] == []
+
+
+def test_ci_runs_the_readme_s_test_command():
+    text = README.read_text(encoding="utf-8")
+    block = text.split("# 2. run the tests\n", 1)[1].split("```", 1)[0].strip()
+    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert lines[-1].strip() == block
+
+
+def test_the_readme_s_python_examples_run(tmp_path):
+    pytest.importorskip("sb3_contrib", reason="the dev extra (the SB3 example)")
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) >= 3
+    done = subprocess.run(
+        [sys.executable, "-c", "\n".join(blocks)],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
