@@ -45,7 +45,10 @@ def test_the_site_builds_strictly(tmp_path):
     )
     warnings = [line for line in done.stderr.splitlines() if line.startswith(("WARNING", "ERROR"))]
     assert done.returncode == 0 and warnings == [], "\n".join(warnings) or done.stderr[-2000:]
-    assert (tmp_path / "site" / "api" / "policy" / "index.html").is_file()
+    site = tmp_path / "site"
+    assert (site / "api" / "policy" / "index.html").is_file()
+    files = [path.relative_to(DOCS) for path in DOCS.rglob("*") if path.is_file() and path.suffix != ".md"]
+    assert [path for path in files if not (site / path).is_file()] == []  # ratings.json, the pictures
     assert (tmp_path / "site" / "search" / "search_index.json").is_file()
 
 

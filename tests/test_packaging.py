@@ -234,3 +234,13 @@ def test_a_wheel_install_s_exploit_finds_its_default_recipe(installed, tmp_path)
     # The recipe is found and read (the error is the bad key's, not a missing file's).
     assert done.returncode == 2
     assert "nosuchkey" in done.stderr and "not found" not in done.stderr
+
+
+def test_kahuna_serve_without_the_web_extra_names_it_in_one_line():
+    done = _python(
+        "import sys; sys.modules['uvicorn'] = None; sys.argv = ['kahuna-serve']; "
+        "from kahuna_web.server import main; sys.exit(main())"
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith('kahuna-serve: error: needs the web extra (pip install "kahuna-rl[web]"')
+    assert done.stderr.count("\n") == 1
