@@ -32,7 +32,7 @@ from typing import Final
 
 from kahuna_env.agents import BASELINE_NAMES, BASELINES, Agent, make_agent
 from kahuna_env.agents.mcts import DEFAULT_SIMULATIONS
-from kahuna_env.cli import first_line
+from kahuna_env.cli import first_line, missing_extra
 from policy.registry import SHIPPED_AGENTS
 
 NAMED_AGENTS = tuple(SHIPPED_AGENTS)
@@ -288,12 +288,13 @@ def _build(entrant: EntrantSpec, seed: int | None, sampled: bool) -> Agent:
             return make_agent(entrant.source, seed=seed)
         except (TypeError, ValueError) as error:
             raise ValueError(first_line(error)) from None
-    if entrant.simulations is not None:
+    try:  # a network entrant needs torch: without it, one line naming the extra (a ValueError, as bad input)
+        from policy.agent import load_agent
         from policy.search import load_guided_agent
-
+    except ImportError as error:
+        raise ValueError(f"{entrant.source}: an agent file {missing_extra('train', error)}") from None
+    if entrant.simulations is not None:
         return load_guided_agent(entrant.source, simulations=entrant.simulations, seed=seed)
-    from policy.agent import load_agent
-
     return load_agent(entrant.source, deterministic=not sampled, seed=seed)
 
 

@@ -244,3 +244,15 @@ def test_kahuna_serve_without_the_web_extra_names_it_in_one_line():
     assert done.returncode == 2
     assert done.stderr.startswith('kahuna-serve: error: needs the web extra (pip install "kahuna-rl[web]"')
     assert done.stderr.count("\n") == 1
+
+
+def test_the_arena_plays_baselines_without_torch_and_names_the_extra_for_an_agent():
+    run = "from arena.eval_cli import main; sys.exit(main())"
+    arguments = "['kahuna-eval', 'random', 'greedy', '--games', '2', '--no-progress']"
+    baselines = _python(BLOCK_TORCH + f"sys.argv = {arguments}; {run}")
+    assert baselines.returncode == 0, baselines.stderr
+    assert "random vs greedy" in baselines.stdout
+    agent = _python(BLOCK_TORCH + f"sys.argv = ['kahuna-eval', 'champion', 'greedy', '--games', '2']; {run}")
+    assert agent.returncode == 2
+    assert agent.stderr.startswith("kahuna-eval: error: champion: an agent file needs the train extra (pip install")
+    assert agent.stderr.count("\n") == 1
