@@ -13,6 +13,8 @@ from pathlib import Path
 RECIPES = Path(__file__).resolve().parent / "configs"
 """Folder of the shipped recipes: ``training/configs``, the repository's ``configs/``."""
 SUFFIX = ".yaml"
+RLLIB_RECIPES = ("rllib",)
+"""The recipes of ``kahuna-rllib`` (its own config schema); every other recipe is ``kahuna-train``'s."""
 
 
 def recipe_names() -> list[str]:
@@ -40,7 +42,11 @@ def resolve_config(text: str | Path) -> Path:
     return recipe_path(str(text))
 
 
-def config_help(default: str | None = None) -> str:
-    """The help text of a ``--config`` option: what it takes, the recipes, and the default (a recipe name)."""
+def config_help(default: str | None = None, rllib: bool = False) -> str:
+    """The help text of a ``--config`` option: what it takes, the tool's recipes, and the default (a recipe name).
+
+    ``rllib``: the option of ``kahuna-rllib`` (:data:`RLLIB_RECIPES`); else of ``kahuna-train``'s schema.
+    """
+    names = [name for name in recipe_names() if (name in RLLIB_RECIPES) == rllib]
     end = f"; default: {default}" if default is not None else ""
-    return f"a recipe ({', '.join(recipe_names())}) or a YAML file{end}"
+    return f"a recipe ({', '.join(names)}) or a YAML file{end}"

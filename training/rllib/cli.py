@@ -51,7 +51,7 @@ def _train_parser() -> argparse.ArgumentParser:
         f"`{PROGRAM} export CHECKPOINT OUT.pt` converts a checkpoint to the agent format.",
     )
     parser.add_argument(
-        "--config", metavar="RECIPE|FILE", help=f"run config: {config_help()} (default: built-in defaults)"
+        "--config", metavar="RECIPE|FILE", help=f"run config: {config_help(rllib=True)} (default: built-in defaults)"
     )
     add_override_argument(parser, "--set env_runners.num_env_runners=8")
     parser.add_argument("--run-dir", metavar="DIR", help="run directory (default: <output_dir>/<name>-<timestamp>)")
