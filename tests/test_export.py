@@ -186,12 +186,13 @@ def test_every_package_has_the_version_of_pyproject() -> None:
 
 
 def test_every_console_script_answers_version(capsys: pytest.CaptureFixture[str]) -> None:
-    scripts = dict(re.findall(r'^(kahuna-[\w-]+) = "([\w.]+):main"', PYPROJECT, re.M))
+    entries = re.findall(r'^(kahuna-[\w-]+) = "([\w.:]+)"', PYPROJECT, re.M)
+    scripts = {name: target.split(":") for name, target in entries}
     assert {"kahuna-train", "kahuna-eval", "kahuna-export", "kahuna-serve"} <= set(scripts)
-    for program, module in scripts.items():
-        if module.startswith("training.rllib") and importlib.util.find_spec("ray") is None:
+    for program, (module, function) in scripts.items():
+        if program == "kahuna-rllib" and importlib.util.find_spec("ray") is None:
             continue
-        main = importlib.import_module(module).main
+        main = getattr(importlib.import_module(module), function)
         try:
             status = main(["--version"])  # some mains return their status instead of exiting
         except SystemExit as stop:
