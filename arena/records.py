@@ -16,7 +16,9 @@ A record is an action log from which the rules engine rebuilds the game::
 * ``result``: the finished game's scores, final-scoring points and winner
   (0, 1 or ``null`` for a draw); ``null`` only for an unfinished game.
 * Optional: ``pairing`` and ``game`` (``kahuna-eval``), ``finished`` and
-  ``play_seed`` (``kahuna-play``).
+  ``play_seed`` (``kahuna-play``), ``undos`` (``kahuna-serve``: where a
+  player took moves back, ``[{"player", "ply", "actions"}]``: the actions
+  taken back from that ply on, which are not in ``actions``).
 
 :func:`check_record` validates all of it and names the first field that is
 wrong; :func:`read_record` also turns unreadable files (not JSON, not UTF-8,
@@ -43,7 +45,8 @@ RECORD_FORMAT = "kahuna-record-v1"
 MAX_SEED = 2**64 - 1
 """Largest deal seed a record may hold (the tools draw 64-bit seeds)."""
 _REQUIRED = ("format", "players", "seed", "config", "actions", "result")
-_OPTIONAL = ("pairing", "game", "finished", "play_seed")
+_OPTIONAL = ("pairing", "game", "finished", "play_seed", "undos")
+_UNDO_FIELDS = ("player", "ply", "actions")
 _RESULT_FIELDS = ("scores", "final_points", "winner")
 
 
@@ -151,6 +154,7 @@ def check_record(record: Any, source: str = "record") -> None:
                 f"{source}: 'actions[{number}]' must be an action id in 0..{NUM_ACTIONS - 1}, got {_short(action)}"
             )
     _check_result(record["result"], source)
+    _check_undos(record.get("undos", []), source)
     for key in ("pairing", "game", "play_seed"):
         if key in record and not _is_int(record[key], 0, None):
             raise ValueError(f"{source}: {key!r} must be a non-negative integer, got {_short(record[key])}")
@@ -163,6 +167,20 @@ def check_record(record: Any, source: str = "record") -> None:
                 f"{source}: 'finished' is {str(finished).lower()} but 'result' is "
                 f"{'null' if record['result'] is None else 'given'}"
             )
+
+
+def _check_undos(undos: Any, source: str) -> None:
+    if not isinstance(undos, list):
+        raise ValueError(f"{source}: 'undos' must be a list, got {_kind(undos)}")
+    for number, mark in enumerate(undos):
+        where = f"{source}: 'undos[{number}]'"
+        if not isinstance(mark, Mapping) or set(mark) != set(_UNDO_FIELDS):
+            raise ValueError(f"{where} must be an object with exactly {', '.join(map(repr, _UNDO_FIELDS))}")
+        if not _is_int(mark["player"], 0, 1) or not _is_int(mark["ply"], 0, None):
+            raise ValueError(f"{where}: 'player' must be 0 or 1 and 'ply' a non-negative integer")
+        taken = mark["actions"]
+        if not isinstance(taken, list) or not all(_is_int(a, 0, NUM_ACTIONS - 1) for a in taken):
+            raise ValueError(f"{where}: 'actions' must be a list of action ids in 0..{NUM_ACTIONS - 1}")
 
 
 def _check_result(result: Any, source: str) -> None:

@@ -29,19 +29,19 @@ from __future__ import annotations
 
 import collections
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from arena.entrants import EntrantRefused, parse_entrant
-from kahuna_env.actions import describe_action
 from kahuna_env.agents.base import Agent
 from kahuna_env.cli import first_line
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import encode_observation
 from kahuna_web.sessions import MAX_SPEC_LENGTH, WebError, _digits_to_int, resolve_opponent
+from kahuna_web.views import action_text
 
 DEFAULT_ANALYSIS_AGENT = "champion"
 """The network analysing when the request names none."""
@@ -185,7 +185,7 @@ def _search(
     return [
         {
             "action": action,
-            "text": describe_action(action),
+            "text": action_text(action, game.face_up),
             "visits": child.visits,
             "value": child.value / child.visits,
             "prior": child.prior,
@@ -195,14 +195,17 @@ def _search(
     ]
 
 
-def top_move(analysis: Mapping[str, Any]) -> dict[str, Any]:
-    """The hint of an analysis: the most visited move of its search, else the policy's most likely one."""
+def top_move(analysis: Mapping[str, Any], face_up: Sequence[int | None] | None = None) -> dict[str, Any]:
+    """The hint of an analysis: the most visited move of its search, else the policy's most likely one.
+
+    ``face_up``: the position's face-up row, which names a take's card (:func:`kahuna_web.views.action_text`).
+    """
     if analysis.get("search"):
         best = analysis["search"][0]["action"]
     else:
         probabilities = analysis["probabilities"]
         best = int(max(probabilities, key=lambda action: (probabilities[action], -int(action))))
-    return {"action": best, "text": describe_action(best)}
+    return {"action": best, "text": action_text(best, face_up)}
 
 
 def record_position(record: Any, ply: Any, source: str = "the record") -> tuple[KahunaGame, int]:

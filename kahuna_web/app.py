@@ -26,8 +26,12 @@ route                                        what it does
 ===========================================  =====================================================
 
 Every refusal is a 4xx with ``{"error": "one line"}`` (503 when the server
-is full or stopping) and leaves every game unchanged; no answer shows an
-absolute server path or a file's content.  POST bodies must be JSON
+is full or stopping, or when a change cannot be stored: ``not saved:
+CAUSE``) and leaves every game unchanged; no answer shows an absolute
+server path or a file's content.  A game belongs to the browser that
+created it (the owner cookie of :class:`kahuna_web.owners.OwnerCookie`):
+any other browser gets the 404 of a game that does not exist, except for
+a finished game's record.  POST bodies must be JSON
 (``Content-Type: application/json``, which a foreign web page cannot send
 without a CORS permission this server never grants; no NaN or Infinity) and
 at most ``max_upload`` bytes (413 beyond).  When bound to a loopback address
@@ -47,19 +51,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import math
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -71,19 +77,22 @@ from kahuna_env.engine import DISCARD_RULES, VARIANTS
 from kahuna_web.analysis import AnalysisAgents, analyse, analysis_options, record_position, top_move
 from kahuna_web.compute import DEFAULT_WAITING, DEFAULT_WORKERS, BotQueue
 from kahuna_web.gamestore import GameStore
+from kahuna_web.owners import OWNER_SCOPE_KEY, OwnerCookie, owner_key
 from kahuna_web.results import results_tables
 from kahuna_web.rulebook import read_rules
 from kahuna_web.sessions import (
+    DEFAULT_CAPS,
     DEFAULT_GAME_LIMIT,
     DEFAULT_IDLE_SECONDS,
     DEFAULT_MAX_GUIDED_SIMULATIONS,
     DEFAULT_MAX_SIMULATIONS,
-    DEFAULT_PER_CLIENT,
     CancelFlag,
+    Caps,
     PlaySession,
     SessionStore,
     WebError,
     list_agent_files,
+    lone_surrogate,
     parse_json,
     replay_frames,
 )
@@ -117,6 +126,8 @@ DISCONNECT_POLL = 0.1
 """Seconds between two checks that the client waiting for an agent's move is still there."""
 ABANDON_WAIT = 5.0
 """Seconds ``abandon`` waits for a cancelled computation to return (it takes at most one simulation)."""
+LOG = logging.getLogger("uvicorn.error")
+"""The server's log (uvicorn's: one line per event, at ``warning`` and above as kahuna-serve runs it)."""
 
 
 def _error(message: str, status: int) -> JSONResponse:
@@ -134,7 +145,7 @@ async def read_json(request: Request, limit: int) -> Any:
     if length.isascii() and length.isdigit() and len(length) < 20 and int(length) > limit:
         raise WebError(f"upload too large: {int(length)} bytes, at most {limit} bytes", 413)
     body = bytearray()
-    async for chunk in request.stream():
+    async for chunk in request.stream():  # ClientDisconnect when the client leaves: one line (_client_left)
         body += chunk
         if len(body) > limit:
             raise WebError(f"upload too large: more than {limit} bytes", 413)
@@ -166,7 +177,26 @@ def offered_opponents(max_simulations: int, max_guided_simulations: int) -> list
 
 
 def _client(request: Request) -> str:
+    """The client's address: the socket's (a proxy's ``X-Forwarded-For`` only with ``kahuna-serve --proxy-headers``)."""
     return request.client.host if request.client is not None else "unknown"
+
+
+def _owner(request: Request) -> str:
+    """The asking owner: :func:`~kahuna_web.owners.owner_key` of the request's owner token (:class:`OwnerCookie`)."""
+    return owner_key(request.scope[OWNER_SCOPE_KEY])
+
+
+async def _game(request: Request, store: SessionStore, record: bool = False) -> PlaySession:
+    """The game of the path, if it is the asking owner's (404 otherwise; ``record``: also a finished game's)."""
+    return await run_in_threadpool(store.get, request.path_params["game"], _owner(request), record)
+
+
+def download_headers(opponent: str, seed: int) -> dict[str, str]:
+    """The ``Content-Disposition`` of a game's record: an ASCII name, and the true one as RFC 5987 ``filename*``."""
+    name = f"kahuna-web-{opponent[:40]}-seed{seed}.json"
+    fallback = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in name)
+    readable = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    return {"Content-Disposition": f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(readable, safe='')}"}
 
 
 # ------------------------------------------------------------------------------------------------ the page
@@ -304,18 +334,20 @@ def _play_routes(store: SessionStore, bots: BotQueue, max_upload: int) -> list[B
 
     async def new_game(request: Request) -> Response:
         params = await read_json(request, max_upload)
-        return await _opening(request, store, bots, await run_in_threadpool(store.open_game, params, _client(request)))
+        opened = await run_in_threadpool(store.open_game, params, _client(request), _owner(request))
+        return await _opening(request, store, bots, opened)
 
     async def rematch(request: Request) -> Response:
-        session = await run_in_threadpool(store.get, request.path_params["game"])
+        session = await _game(request, store)
         body = await _optional_json(request, max_upload)
         if set(body) - {"swap_seats"} or not isinstance(body.get("swap_seats", False), bool):
             raise WebError('a rematch is {"swap_seats": true or false}')
-        fresh = await run_in_threadpool(store.rematch, session, body.get("swap_seats", False), _client(request))
+        swap = body.get("swap_seats", False)
+        fresh = await run_in_threadpool(store.rematch, session, swap, _client(request), _owner(request))
         return await _opening(request, store, bots, fresh)
 
     async def get_game(request: Request) -> Response:
-        session = await run_in_threadpool(store.get, request.path_params["game"])
+        session = await _game(request, store)
         if not session.lock.acquire(blocking=False):
             return JSONResponse(session.thinking_response())  # a move is being computed: the position so far
         try:
@@ -324,7 +356,7 @@ def _play_routes(store: SessionStore, bots: BotQueue, max_upload: int) -> list[B
             session.lock.release()
 
     async def move(request: Request) -> Response:
-        session = await run_in_threadpool(store.get, request.path_params["game"])
+        session = await _game(request, store)
         body = await read_json(request, max_upload)
         if not isinstance(body, dict) or set(body) != {"action"}:
             raise WebError('a move is {"action": ACTION_ID}')
@@ -343,12 +375,12 @@ def _control_routes(store: SessionStore) -> list[BaseRoute]:
     """Around the moves: stop the agent's search, undo, abandon, the record."""
 
     async def stop(request: Request) -> Response:
-        session = await run_in_threadpool(store.get, request.path_params["game"])
+        session = await _game(request, store)
         session.stop()
         return JSONResponse({"stopped": True})
 
     async def undo(request: Request) -> Response:
-        session = await run_in_threadpool(store.get, request.path_params["game"])
+        session = await _game(request, store)
         if not session.lock.acquire(blocking=False):
             raise WebError("a move of this game is still being played; wait for it (or stop it)", 409)
         try:
@@ -358,7 +390,7 @@ def _control_routes(store: SessionStore) -> list[BaseRoute]:
             session.lock.release()
 
     async def abandon(request: Request) -> Response:
-        session = await run_in_threadpool(store.get, request.path_params["game"])
+        session = await _game(request, store)
         session.cancel.set()  # a computation of the game stops within a simulation
         for _ in range(int(ABANDON_WAIT / 0.02)):
             if session.lock.acquire(blocking=False):
@@ -369,23 +401,24 @@ def _control_routes(store: SessionStore) -> list[BaseRoute]:
         try:
             session.abandon()
             return JSONResponse(session.response())
+        except WebError:  # not stored: not abandoned, and the game goes on
+            session.cancel = CancelFlag()
+            raise
         finally:
             session.lock.release()
 
     async def record(request: Request) -> Response:
-        session = await run_in_threadpool(store.get, request.path_params["game"])
+        session = await _game(request, store, record=True)
         if not session.lock.acquire(blocking=False):
             raise WebError("a move of this game is still being played; wait for it", 409)
         try:
             data = session.record()
         finally:
             session.lock.release()
-        opponent = "".join(c if c.isalnum() or c in "-_." else "_" for c in session.opponent_name)[:40]
-        name = f"kahuna-web-{opponent}-seed{session.seed}.json"
         return Response(
             json.dumps(data) + "\n",
             media_type="application/json",
-            headers={"Content-Disposition": f'attachment; filename="{name}"'},
+            headers=download_headers(session.opponent_name, session.seed),
         )
 
     return [
@@ -397,14 +430,14 @@ def _control_routes(store: SessionStore) -> list[BaseRoute]:
 
 
 # ------------------------------------------------------------------------------------------------ analysis
-async def _source_record(store: SessionStore, records: Path | None, body: dict[str, Any]) -> Any:
+async def _source_record(request: Request, store: SessionStore, records: Path | None, body: dict[str, Any]) -> Any:
     """The record a replay analysis names: given, a record of ``--records``, or a finished stored game's."""
     if "record" in body:
         return body["record"]
     if "game" in body:
         if not isinstance(body["game"], str):
             raise WebError("'game' must be a game id")
-        session = await run_in_threadpool(store.get, body["game"])
+        session = await run_in_threadpool(store.get, body["game"], _owner(request), True)
         if not session.lock.acquire(blocking=False):
             raise WebError("a move of this game is still being played; wait for it", 409)
         try:
@@ -424,27 +457,29 @@ async def _source_record(store: SessionStore, records: Path | None, body: dict[s
 def _analysis_routes(
     store: SessionStore, bots: BotQueue, agents: AnalysisAgents, records: Path | None, max_upload: int
 ) -> list[BaseRoute]:
-    async def analyse_game(request: Request, params: dict[str, Any]) -> dict[str, Any]:
-        """The analysis of a game at the person's turn (409 otherwise), in the bot queue."""
-        session = await run_in_threadpool(store.get, request.path_params["game"])
+    async def analyse_game(request: Request, params: dict[str, Any]) -> tuple[dict[str, Any], list[int | None]]:
+        """The analysis of a game at the person's turn (409 otherwise), in the bot queue, and its face-up row."""
+        session = await _game(request, store)
         spec, simulations = analysis_options(params, store.max_guided_simulations)
         if session.finished or session.game.current_player != session.seat:
             raise WebError("the analysis is for your turn: wait for the agent's move", 409)
         flag = CancelFlag()
 
-        def work() -> dict[str, Any]:
+        def work() -> tuple[dict[str, Any], list[int | None]]:
             if session.finished or session.game.current_player != session.seat:
                 raise WebError("the analysis is for your turn: wait for the agent's move", 409)
             cancel = _EitherFlag(flag, session.cancel)
-            return analyse(session.game, agents, spec, simulations, cancel, len(session.actions))
+            return analyse(session.game, agents, spec, simulations, cancel, len(session.actions)), session.game.face_up
 
         return await _compute(request, bots, session, work, in_queue=True, cancel=flag)
 
     async def game_analysis(request: Request) -> Response:
-        return JSONResponse(await analyse_game(request, dict(request.query_params)))
+        analysis, _ = await analyse_game(request, dict(request.query_params))
+        return JSONResponse(analysis)
 
     async def hint(request: Request) -> Response:
-        return JSONResponse(top_move(await analyse_game(request, await _optional_json(request, max_upload))))
+        analysis, face_up = await analyse_game(request, await _optional_json(request, max_upload))
+        return JSONResponse(top_move(analysis, face_up))
 
     async def replay_analysis(request: Request) -> Response:
         body = await read_json(request, max_upload)
@@ -453,7 +488,8 @@ def _analysis_routes(
             raise WebError('a replay analysis is {"record": RECORD, "name": RECORD_NAME or "game": ID, "ply": K}')
         options = {key: value for key, value in body.items() if key not in (*sources, "ply")}
         spec, simulations = analysis_options(options, store.max_guided_simulations)
-        game, ply = await run_in_threadpool(record_position, await _source_record(store, records, body), body["ply"])
+        record = await _source_record(request, store, records, body)
+        game, ply = await run_in_threadpool(record_position, record, body["ply"])
         if game.is_over:
             raise WebError("the game is over at that ply: nobody is to act", 409)
         flag = CancelFlag()
@@ -526,8 +562,14 @@ def _record_routes(records: Path | None, max_upload: int) -> list[BaseRoute]:
         inside = [path for path in sorted(records.glob("*.json")) if path.resolve().parent == root]
         for path in inside[:MAX_LISTED_RECORDS]:
             entry: dict[str, Any] = {"name": path.name}
+            if lone_surrogate(path.name):  # a name that is not UTF-8: shown with replacement characters
+                entry = {"name": path.name.encode("utf-8", "replace").decode(), "error": "the name is not UTF-8 text"}
+                out.append(entry)
+                continue
             try:
                 data = read_record(path)
+                if lone_surrogate(data):
+                    raise ValueError("a string of it is not text (a lone surrogate such as \\ud800)")
             except (OSError, ValueError) as error:
                 entry["error"] = first_line(error).replace(str(path), path.name)
             else:
@@ -641,6 +683,12 @@ class AnswerWhileStopping:
             await _error("the server is stopping", 503)(scope, receive, send)
 
 
+async def _client_left(request: Request, error: Exception) -> Response:
+    """A client that left before its upload was complete: one log line, no traceback (nobody reads the answer)."""
+    LOG.warning("%s %s: the client left before its upload was complete", request.method, request.url.path)
+    return Response(status_code=400)
+
+
 async def _internal_error(request: Request, error: Exception) -> Response:
     return _error("internal error: the request failed on the server (its log says why)", 500)
 
@@ -657,6 +705,7 @@ def create_app(
     bots: BotQueue | None = None,
     ladder_db: str | Path | None = None,
     games: GameStore | None = None,
+    caps: Caps = DEFAULT_CAPS,
 ) -> Starlette:
     """The application.
 
@@ -675,6 +724,7 @@ def create_app(
         ladder_db: a results store whose ladder ``GET /api/ladder`` serves (``kahuna-serve --db``; ``None``: none).
         games: where games are kept (``kahuna-serve --data DIR``: :func:`kahuna_web.gamestore.open_data_folder`;
             default: in memory, lost when the server stops).
+        caps: what an owner and an address may start (:class:`kahuna_web.sessions.Caps`), for the default store.
 
     ``app.state.cancel_all()`` stops every agent's thinking at once (the server
     calls it from its signal handler); the application's shutdown does the
@@ -683,13 +733,18 @@ def create_app(
     records = Path(records_dir) if records_dir is not None else None
     agents = Path(agents_dir) if agents_dir is not None else None
     if store is None:
-        store = _default_store(agents, max_simulations, max_guided_simulations, games)
+        store = _default_store(agents, max_simulations, max_guided_simulations, games, caps)
     queue = bots if bots is not None else BotQueue(DEFAULT_WORKERS, DEFAULT_WAITING)
     routes = _routes(store, queue, records, agents, list(results), max_upload, ladder_db)
     app = Starlette(
         routes=routes,
         middleware=_middleware(allowed_hosts),
-        exception_handlers={WebError: _web_error, HTTPException: _http_error, Exception: _internal_error},
+        exception_handlers={
+            WebError: _web_error,
+            HTTPException: _http_error,
+            ClientDisconnect: _client_left,
+            Exception: _internal_error,
+        },
         lifespan=_lifespan(store, queue),
     )
     app.state.store = store
@@ -699,17 +754,17 @@ def create_app(
 
 
 def _default_store(
-    agents: Path | None, max_simulations: int, max_guided_simulations: int, games: GameStore | None
+    agents: Path | None, max_simulations: int, max_guided_simulations: int, games: GameStore | None, caps: Caps
 ) -> SessionStore:
     """The games of an application given no store: the default limits, the agents folder and caps, ``games``."""
     return SessionStore(
         agents_dir=agents,
         limit=DEFAULT_GAME_LIMIT,
-        per_client=DEFAULT_PER_CLIENT,
         idle_seconds=DEFAULT_IDLE_SECONDS,
         max_simulations=max_simulations,
         max_guided_simulations=max_guided_simulations,
         games=games,
+        caps=caps,
     )
 
 
@@ -736,10 +791,11 @@ def _routes(
 
 
 def _middleware(allowed_hosts: Sequence[str] | None) -> list[Middleware]:
-    """Requests the stopping server gives up on answered 503; on loopback, only loopback ``Host`` names."""
+    """Requests the stopping server gives up on answered 503; on loopback, only loopback ``Host`` names; owners."""
     middleware = [Middleware(AnswerWhileStopping)]
     if allowed_hosts is not None:
         middleware.append(Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)))
+    middleware.append(Middleware(OwnerCookie))
     return middleware
 
 

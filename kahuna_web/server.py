@@ -17,7 +17,14 @@ the server within a couple of seconds whatever it is computing (every
 search is cancelled at once), and the port can be used again at once.
 Games are kept in ``--data DIR`` (default ``kahuna-data/`` in the working
 folder, created at start; ``DIR/games.sqlite``): they survive a reload of
-the page and a restart of the server.
+the page and a restart of the server.  A game belongs to the browser that
+created it (an owner cookie); the caps on what one browser or one address
+may start are flags (``--max-stored-games``, ``--max-games-per-owner``,
+``--max-new-games-per-minute``, ``--max-new-owners-per-minute``,
+``--retention-hours``, ``--idle-days``).  Client addresses are the
+sockets': a proxy's ``X-Forwarded-For`` counts only with ``--proxy-headers``
+(from the addresses of ``--forwarded-allow-ips``).  Ctrl-C and SIGTERM both
+end with "kahuna-serve stopped" and exit code 0.
 Needs the ``web`` extra (``pip install "kahuna-rl[web]"``).  Bad arguments (a
 missing records folder, an unreadable results file, a port in use, a data
 folder that cannot be used) are one line on stderr, exit code 2.
@@ -28,6 +35,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import signal
 import socket
 import sys
 from collections.abc import Sequence
@@ -36,14 +44,21 @@ from types import FrameType
 from typing import Any
 
 from kahuna_env.cli import OneLineParser, exit_with_error, first_line, missing_extra
-from kahuna_web.sessions import DEFAULT_MAX_GUIDED_SIMULATIONS, DEFAULT_MAX_SIMULATIONS
+from kahuna_web.gamestore import MAX_STORED_GAMES, RETENTION_SECONDS, STORE_IDLE_SECONDS
+from kahuna_web.sessions import (
+    DEFAULT_MAX_GUIDED_SIMULATIONS,
+    DEFAULT_MAX_SIMULATIONS,
+    DEFAULT_NEW_GAMES_PER_MINUTE,
+    DEFAULT_NEW_OWNERS_PER_MINUTE,
+    DEFAULT_PER_OWNER,
+    Caps,
+)
 
 PROGRAM = "kahuna-serve"
 DEFAULT_AGENTS_DIR = Path("runs")
 """The agents folder used when ``--agents`` is not given and it exists."""
 DEFAULT_DATA_DIR = Path("kahuna-data")
 """Where games are kept when ``--data`` is not given (created at start)."""
-"""The agents folder used when ``--agents`` is not given and it exists."""
 GRACEFUL_SECONDS = 1
 """After Ctrl-C, how long requests still being answered may take before they are dropped."""
 
@@ -98,7 +113,51 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"largest budget of a network-guided search such as champion@mcts:N "
         f"(default {DEFAULT_MAX_GUIDED_SIMULATIONS}: a turn within about 2 s)",
     )
+    _add_caps(parser)
     return parser
+
+
+CAPS = (
+    (
+        "--max-stored-games",
+        int,
+        MAX_STORED_GAMES,
+        "games kept in the game store; when full, only games finished "
+        "before the retention or idle past --idle-days make room, else a new game is refused (503)",
+    ),
+    (
+        "--max-games-per-owner",
+        int,
+        DEFAULT_PER_OWNER,
+        "games in progress per browser; its new game beyond abandons its own oldest",
+    ),
+    ("--max-new-games-per-minute", int, DEFAULT_NEW_GAMES_PER_MINUTE, "games one browser may start per minute"),
+    (
+        "--max-new-owners-per-minute",
+        int,
+        DEFAULT_NEW_OWNERS_PER_MINUTE,
+        "browsers without games yet that may start one from the same address per minute",
+    ),
+    ("--retention-hours", float, RETENTION_SECONDS / 3600, "a finished game is kept at least this long"),
+    ("--idle-days", float, STORE_IDLE_SECONDS / 86400, "a game in progress untouched this long may make room"),
+)
+"""The caps of ``kahuna-serve`` (flag, type, default, help); each at least 1 (docs/WEB.md, Threat model)."""
+
+
+def _add_caps(parser: argparse.ArgumentParser) -> None:
+    for flag, kind, default, text in CAPS:
+        parser.add_argument(flag, type=kind, default=default, metavar="N", help=f"{text} (default {default:g})")
+    parser.add_argument(
+        "--proxy-headers",
+        action="store_true",
+        help="behind a reverse proxy: take client addresses from its X-Forwarded-For (only from --forwarded-allow-ips)",
+    )
+    parser.add_argument(
+        "--forwarded-allow-ips",
+        default="127.0.0.1",
+        metavar="IPS",
+        help="with --proxy-headers: the proxies' addresses, comma-separated (default 127.0.0.1)",
+    )
 
 
 def is_loopback(host: str) -> bool:
@@ -129,6 +188,17 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def limits(args: argparse.Namespace) -> tuple[dict[str, float], Caps]:
+    """What the caps' flags ask for: the game store's bounds (:class:`~kahuna_web.gamestore.GameStore`) and the
+    owners' caps (:class:`~kahuna_web.sessions.Caps`)."""
+    bounds = {
+        "max_games": args.max_stored_games,
+        "retention_seconds": args.retention_hours * 3600,
+        "idle_seconds": args.idle_days * 86400,
+    }
+    return bounds, Caps(args.max_games_per_owner, args.max_new_games_per_minute, args.max_new_owners_per_minute)
+
+
 def _check_arguments(args: argparse.Namespace) -> None:
     if not 0 <= args.port <= 65535:
         exit_with_error(PROGRAM, f"--port must be in 0..65535, got {args.port}")
@@ -144,10 +214,40 @@ def _check_arguments(args: argparse.Namespace) -> None:
         exit_with_error(PROGRAM, f"--records {args.records} is not a folder")
     if args.agents is not None and not args.agents.is_dir():
         exit_with_error(PROGRAM, f"--agents {args.agents} is not a folder")
+    for flag, _, _, _ in CAPS:
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if not 1 <= value <= 10**9:
+            exit_with_error(PROGRAM, f"{flag} must be in 1..1000000000, got {value:g}")
+    if args.forwarded_allow_ips != "127.0.0.1" and not args.proxy_headers:
+        exit_with_error(PROGRAM, "--forwarded-allow-ips is used only with --proxy-headers")
 
 
-def serve(app: Any, sock: socket.socket) -> None:
-    """Run ``app`` on the bound ``sock`` until Ctrl-C or SIGTERM, cancelling every search the moment one arrives."""
+def uvicorn_config(app: Any, proxy_headers: bool = False, forwarded_allow_ips: str = "127.0.0.1") -> Any:
+    """How ``kahuna-serve`` runs uvicorn: warnings only, a one-second graceful shutdown, and client addresses
+    from the socket unless ``proxy_headers`` (then a proxy of ``forwarded_allow_ips`` may name them)."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        log_level="warning",
+        timeout_graceful_shutdown=GRACEFUL_SECONDS,
+        proxy_headers=proxy_headers,
+        forwarded_allow_ips=forwarded_allow_ips if proxy_headers else None,
+    )
+
+
+def _stop(sig: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # SIGTERM ends kahuna-serve as Ctrl-C does
+
+
+def serve(app: Any, sock: socket.socket, config: Any = None) -> None:
+    """Run ``app`` on the bound ``sock`` until Ctrl-C or SIGTERM, cancelling every search the moment one arrives.
+
+    ``config``: :func:`uvicorn_config` (default: its defaults).  uvicorn raises
+    the signal that stopped it again once it has stopped: SIGTERM then reaches
+    :func:`_stop` (installed here) and ends as Ctrl-C does, not by the default
+    handler's exit code 143.
+    """
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -155,8 +255,8 @@ def serve(app: Any, sock: socket.socket) -> None:
             app.state.cancel_all()  # lock-free: safe in a signal handler
             super().handle_exit(sig, frame)
 
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SECONDS)
-    Server(config).run(sockets=[sock])
+    signal.signal(signal.SIGTERM, _stop)
+    Server(config if config is not None else uvicorn_config(app)).run(sockets=[sock])
 
 
 def _read_inputs(args: argparse.Namespace) -> tuple[Path | None, list[dict[str, Any]]]:
@@ -191,7 +291,7 @@ def _open_port_and_data(args: argparse.Namespace) -> tuple[socket.socket, Any]:
     from kahuna_web.gamestore import GameStoreError, open_data_folder
 
     try:
-        games = open_data_folder(args.data)
+        games = open_data_folder(args.data, **limits(args)[0])
     except GameStoreError as error:
         sock.close()
         exit_with_error(PROGRAM, f"--data: {first_line(error)}")
@@ -237,10 +337,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         allowed_hosts=(*LOOPBACK_HOSTS, args.host) if loopback else None,
         max_simulations=args.max_simulations,
         max_guided_simulations=args.max_guided_simulations,
+        caps=limits(args)[1],
     )
     _announce(args, sock.getsockname()[1], loopback, agents)
     try:
-        serve(app, sock)
+        serve(app, sock, uvicorn_config(app, args.proxy_headers, args.forwarded_allow_ips))
     except KeyboardInterrupt:  # uvicorn raises the Ctrl-C it handled again once it has stopped
         pass
     finally:

@@ -27,23 +27,33 @@ and it plays its best move so far (:func:`best_move_so_far`), for the rest
 of its turn.  The person may take back their last action and the agent's
 replies after it (:meth:`PlaySession.undo`).
 
-The :class:`SessionStore` holds at most ``limit`` games in memory, at most
-``per_client`` per client address (a client's new game sets aside its own
-least recently used one, never another client's), and sets aside games idle
-for ``idle_seconds``.  Every game is also kept in a
+A game belongs to its owner (the browser that created it,
+:mod:`kahuna_web.owners`): :meth:`SessionStore.get` answers another owner
+404 for it, as for a game that does not exist; only a finished game's record
+may be read by anyone who has its id.  Every game is kept in a
 :class:`~kahuna_web.gamestore.GameStore` (``kahuna-serve --data DIR``) after
-every change, and a game set aside, or held by a server that stopped, is
-rebuilt from it by replaying its actions when it is asked for.
+every change, and a change that cannot be stored is refused (503, ``not
+saved: CAUSE``) and undone in memory: nothing is answered 2xx that was not
+written.  The :class:`SessionStore` holds at most ``limit`` games in memory
+(a cache: the least recently used game not being computed is set aside, and
+one idle for ``idle_seconds`` too; a game set aside is rebuilt from the game
+store by replaying its actions when it is asked for) and caps what an owner
+can start (:class:`Caps`): games in progress (its new game beyond it
+abandons its own least recently touched one), games per minute, and, per
+client address, new owners per minute.  Every cap falls on the one who
+exceeds it, never on another owner's games.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import json
 import secrets
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -62,9 +72,11 @@ from kahuna_env.agents.mcts import SearchCancelled, action_priors
 from kahuna_env.cli import first_line
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
 from kahuna_web.gamestore import GameStore, GameStoreError, StoredGame
+from kahuna_web.owners import RecentEvents
 from kahuna_web.views import (
     action_line,
     action_summary,
+    action_text,
     game_result,
     last_turn,
     public_facts,
@@ -82,11 +94,15 @@ DEFAULT_MAX_SIMULATIONS = 800
 DEFAULT_MAX_GUIDED_SIMULATIONS = 25
 """Largest ``SOURCE@mcts:N`` budget by default (a guided simulation costs a forward pass; same measure)."""
 DEFAULT_GAME_LIMIT = 256
-"""Games held at most, all clients together."""
-DEFAULT_PER_CLIENT = 16
-"""Games held at most per client address (its new game replaces its own least recently used one)."""
+"""Games held in memory at most, all owners together (a cache of the game store)."""
+DEFAULT_PER_OWNER = 16
+"""Games in progress per owner (``kahuna-serve --max-games-per-owner``; its new game abandons its oldest)."""
+DEFAULT_NEW_GAMES_PER_MINUTE = 30
+"""Games an owner may start per minute (``kahuna-serve --max-new-games-per-minute``)."""
+DEFAULT_NEW_OWNERS_PER_MINUTE = 30
+"""Owners one client address may bring per minute (``kahuna-serve --max-new-owners-per-minute``)."""
 DEFAULT_IDLE_SECONDS = 30 * 60.0
-"""A game nobody touched for this long is forgotten."""
+"""A game nobody touched for this long is set aside from memory (it stays stored)."""
 MAX_AGENT_FILES = 200
 """At most this many agent files are listed from the allowed directory."""
 AGENT_SUFFIXES = (".pt",)
@@ -103,17 +119,63 @@ class WebError(ValueError):
         self.status = status
 
 
+@dataclasses.dataclass(frozen=True)
+class Caps:
+    """What one owner, or one client address, may start (docs/WEB.md, Threat model); beyond, 429.
+
+    Attributes:
+        games_per_owner: games in progress per owner; its new game beyond it abandons its own least
+            recently touched one not being computed (429 when every one is being computed).
+        new_games_per_minute: games an owner may start within a minute.
+        new_owners_per_minute: owners (browsers without games) that one client address may bring
+            within a minute: an owner that starts its first game counts.
+    """
+
+    games_per_owner: int = DEFAULT_PER_OWNER
+    new_games_per_minute: int = DEFAULT_NEW_GAMES_PER_MINUTE
+    new_owners_per_minute: int = DEFAULT_NEW_OWNERS_PER_MINUTE
+
+
+DEFAULT_CAPS = Caps()
+"""The caps of a server given none (``kahuna-serve``'s defaults)."""
+
+
+def lone_surrogate(value: Any) -> bool:
+    """Whether a JSON value (strings, keys, nested lists and objects) holds a lone surrogate such as ``\\ud800``.
+
+    JSON's ``\\u`` escapes can spell one; Python reads it, but it is not text: no answer holding it could be
+    encoded.  Iterative, so any nesting that parsed is walked.
+    """
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
 def parse_json(text: str) -> Any:
-    """``json.loads`` refusing ``NaN``, ``Infinity`` and ``-Infinity`` (a one-line ``ValueError``, as bad JSON is).
+    """``json.loads`` refusing ``NaN``, ``Infinity``, ``-Infinity`` and lone surrogates (a one-line ``ValueError``).
 
-    Python's ``json`` reads them by default, but they are not JSON: a value
-    holding one cannot be sent back (every later answer showing it would fail).
+    Python's ``json`` reads them by default, but they are not JSON text: a
+    value holding one cannot be sent back (every later answer showing it would fail).
     """
-    return json.loads(text, parse_constant=_refuse_constant)
+    data = json.loads(text, parse_constant=_refuse_constant)
+    if lone_surrogate(data):
+        raise ValueError("a string holds a lone surrogate (a \\uD800-\\uDFFF escape without its pair): not text")
+    return data
 
 
 # ------------------------------------------------------------------------------------------------ opponents
@@ -124,6 +186,8 @@ def list_agent_files(agents_dir: Path | None) -> list[str]:
     root = agents_dir.resolve()
     found = []
     for path in sorted(agents_dir.rglob("*")):
+        if lone_surrogate(str(path)):  # not UTF-8: a name no page could show or send back
+            continue
         if path.suffix in AGENT_SUFFIXES and path.is_file() and path.resolve().is_relative_to(root):
             found.append(path.relative_to(agents_dir).as_posix())
             if len(found) >= MAX_AGENT_FILES:
@@ -271,6 +335,17 @@ def best_move_so_far(agent: Agent, game: KahunaGame, rng: np.random.Generator, f
     return legal[int(np.argmax(priors))]
 
 
+Snapshot = tuple[list[int], list[dict[str, Any]], bool, str]
+"""A game as :meth:`PlaySession._snapshot` keeps it: actions, undo marks, abandoned, owner."""
+
+
+def undo_note(who: str, plies: Sequence[int]) -> str:
+    """``you took moves back 2 times, at plies 5, 9``: the note of a game's undos (at most 20 plies named)."""
+    shown = ", ".join(str(ply) for ply in plies[:20]) + (", ..." if len(plies) > 20 else "")
+    times = f"{len(plies)} time{'s' * (len(plies) != 1)}"
+    return f"{who} took moves back {times}, at pl{'ies' if len(plies) != 1 else 'y'} {shown}"
+
+
 def _continuation_seeds(seed: int, ply: int, undos: int) -> tuple[int, int]:
     """(agent seed, determinization seed) of an agent taking over a game rebuilt at ``ply`` (a reload, an undo)."""
     values = np.random.SeedSequence([seed, ply, undos, 1]).generate_state(2, dtype=np.uint64)
@@ -294,12 +369,12 @@ class PlaySession:
         thinking: the agent is choosing a move.
         move_pending: a move of the game is being computed or waits in the bot queue (set by
             :meth:`freeze`, cleared by :meth:`computation_ended`).
+        owner: :func:`kahuna_web.owners.owner_key` of the owner token of the browser that created it.
         client: the address of the client that started the game.
         last_used: the store's clock when the game was last asked for.
         lock: held while a move of the game is being computed.
         summaries: what every action did, as the person may know it (:func:`kahuna_web.views.action_summary`).
         undos: the undo marks, ``{"ply", "actions"}`` (the actions taken back from that ply on).
-        save_error: why the game's last change could not be stored (``None``: it was).
     """
 
     def __init__(
@@ -315,8 +390,10 @@ class PlaySession:
         undos: Sequence[dict[str, Any]] = (),
         abandoned: bool = False,
         saver: Callable[[StoredGame], None] | None = None,
+        owner: str = "",
     ) -> None:
         self.id = session_id
+        self.owner = owner
         self.client = client
         self.last_used = 0.0
         self.cancel = CancelFlag()
@@ -324,7 +401,6 @@ class PlaySession:
         self.thinking = False
         self.move_pending = False
         self.thinking_since = 0.0
-        self.evicted = False
         self.searches = isinstance(opponent, MCTSAgent)
         """Whether the agent searches (its moves are computed in the bounded bot queue)."""
         if isinstance(opponent, MCTSAgent):
@@ -338,7 +414,6 @@ class PlaySession:
         self.undos: list[dict[str, Any]] = [dict(mark) for mark in undos]
         self.abandoned = False
         self.created = 0.0
-        self.save_error: str | None = None
         self.lock = threading.Lock()
         self._saver = saver
         self._rebuild(list(actions))
@@ -368,6 +443,16 @@ class PlaySession:
         self.game.step(action)
         return self._note(before, player, action)
 
+    def _snapshot(self) -> Snapshot:
+        """What :meth:`_restore` needs to put the game back as it is now (a change that could not be stored)."""
+        return list(self.actions), [dict(mark) for mark in self.undos], self.abandoned, self.owner
+
+    def _restore(self, snapshot: Snapshot) -> None:
+        actions, undos, abandoned, owner = snapshot
+        self.undos, self.owner = undos, owner
+        self._rebuild(actions)
+        self.abandoned = abandoned
+
     def _note(self, before: Any, player: int, action: int) -> dict[str, Any]:
         self.actions.append(action)
         summary = action_summary(before, self.game, action, player, self.seat)
@@ -377,12 +462,12 @@ class PlaySession:
     # -------------------------------------------------------------------------------------------- properties
     @property
     def players(self) -> list[str]:
-        """The record's ``players``: ``human`` in the person's seat (with its undos), the opponent's entrant string."""
-        person = "human"
-        if self.undos:
-            plies = ", ".join(str(mark["ply"]) for mark in self.undos[:20]) + (", ..." if len(self.undos) > 20 else "")
-            person = f"human (took moves back {len(self.undos)} time{'s' * (len(self.undos) != 1)}, at plies {plies})"
-        return self._names(person)
+        """The record's ``players``: ``human`` in the person's seat, the opponent's entrant string."""
+        return self._names("human")
+
+    def notes(self) -> list[str]:
+        """What the page shows under the game besides the board: the undos (``you took moves back ...``)."""
+        return [undo_note("you", [mark["ply"] for mark in self.undos])] if self.undos else []
 
     @property
     def finished(self) -> bool:
@@ -407,7 +492,7 @@ class PlaySession:
         :func:`kahuna_web.views.action_summary`: an opponent's face-down
         discard hidden) and the person's view after the action.  An illegal
         action raises :class:`WebError` (422) before anything changes.  The
-        game is saved afterwards.
+        game is saved afterwards (:meth:`commit`: 503 and nothing played if it cannot be).
         """
         pending: list[int | None] = [action]
 
@@ -426,6 +511,7 @@ class PlaySession:
 
         choosers: list[Chooser] = [agent, agent]
         choosers[self.seat] = person
+        snapshot = self._snapshot()
         steps: list[dict[str, Any]] = []
         before = [public_facts(self.game)]
 
@@ -443,9 +529,9 @@ class PlaySession:
             pass  # the flag is set: abandoned below
         finally:
             self.computation_ended()
-        if self.cancel.is_set():
-            self.abandon()
-        self.save()
+        if self.cancel.is_set() and not self.game.is_over:
+            self.abandoned = True
+        self.commit(snapshot)
         return steps
 
     def _agent_move(self, game: KahunaGame) -> int:
@@ -478,8 +564,6 @@ class PlaySession:
         return self.advance(action)
 
     def _check_playable(self) -> None:
-        if self.evicted:
-            raise WebError("this game was set aside by the server; reload it", 409)
         if self.abandoned or self.cancel.is_set():
             raise WebError("this game was abandoned; start a new game", 409)
         if self.game.is_over:
@@ -489,16 +573,17 @@ class PlaySession:
         """Take back the person's last action and the agent's actions after it; 409 if there is none or the game ended.
 
         The taken-back actions are kept as an undo mark (:attr:`undos`), and
-        the record names them (:attr:`players`).
+        the record holds them (its ``undos`` field).
         """
         self._check_playable()
         mine = [ply for ply, summary in enumerate(self.summaries) if summary["player"] == self.seat]
         if not mine:
             raise WebError("nothing to undo: you have not played yet", 409)
         ply = mine[-1]
+        snapshot = self._snapshot()
         self.undos.append({"ply": ply, "actions": self.actions[ply:]})
         self._rebuild(self.actions[:ply])
-        self.save()
+        self.commit(snapshot)
 
     def stop(self) -> None:
         """Ask the thinking agent to move now (its best move so far); 409 when no move is being computed.
@@ -516,16 +601,24 @@ class PlaySession:
         self.stopping = False
 
     def abandon(self) -> None:
-        """Stop the game where it stands (its record is then ``finished: false``)."""
+        """Stop the game where it stands (its record is then ``finished: false``); 503 if it cannot be stored."""
         if not self.game.is_over and not self.abandoned:
+            snapshot = self._snapshot()
             self.abandoned = True
-            self.save()
+            self.commit(snapshot)
+
+    def claim(self, owner: str) -> None:
+        """Make a game stored before games had owners ``owner``'s (the first browser that opens it)."""
+        snapshot = self._snapshot()
+        self.owner = owner
+        self.commit(snapshot)
 
     # -------------------------------------------------------------------------------------------- storing
     def stored(self) -> StoredGame:
         """The game as the game store keeps it."""
         return StoredGame(
             id=self.id,
+            owner=self.owner,
             client=self.client,
             opponent=self.opponent_name,
             seat=self.seat,
@@ -537,16 +630,20 @@ class PlaySession:
             created=self.created,
         )
 
-    def save(self) -> None:
-        """Store the game (when the session has a store); a failure is kept in :attr:`save_error`, not raised."""
+    def commit(self, snapshot: Snapshot | None = None) -> None:
+        """Store the game (when the session has a store); if it cannot be, put it back as ``snapshot`` and refuse.
+
+        The refusal is :class:`WebError` 503 ``not saved: CAUSE`` (``disk full``, ...): the change it
+        was for is then not in memory either, so nothing unstored is ever answered 2xx.
+        """
         if self._saver is None:
             return
         try:
             self._saver(self.stored())
         except GameStoreError as error:
-            self.save_error = str(error)
-        else:
-            self.save_error = None
+            if snapshot is not None:
+                self._restore(snapshot)
+            raise WebError(f"not saved: {error}", error.status) from None
 
     # -------------------------------------------------------------------------------------------- answers
     def state(self) -> dict[str, Any]:
@@ -566,7 +663,6 @@ class PlaySession:
         view["seed"] = str(self.seed) if self.finished else None  # text: JavaScript numbers hold 53 bits
         view["can_undo"] = not self.finished and any(s["player"] == self.seat for s in self.summaries)
         view["undos"] = len(self.undos)
-        view["saved"] = self.save_error is None
         return view
 
     def response(self, steps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -578,6 +674,7 @@ class PlaySession:
             "config": self.config.to_dict(),
             "steps": steps or [],
             "state": self.state(),
+            "notes": self.notes(),
         }
 
     def thinking_response(self) -> dict[str, Any]:
@@ -614,6 +711,9 @@ class PlaySession:
                 "which would tell the hidden cards)",
                 409,
             )
+        extra: dict[str, Any] = {}
+        if self.undos:
+            extra["undos"] = [{"player": self.seat, **mark} for mark in self.undos]
         return game_record(
             players=self.players,
             seed=self.deal_seed,
@@ -622,56 +722,63 @@ class PlaySession:
             result=game_result_of(self.game),
             finished=self.game.is_over,
             play_seed=self.seed,
+            **extra,
         )
 
 
 class SessionStore:
-    """The games: at most ``limit`` in memory, at most ``per_client`` per client, none idle for ``idle_seconds``.
+    """The games (see the module docstring): owned, capped, kept in ``games``, at most ``limit`` in memory.
 
-    Every game is also kept in ``games`` (a :class:`~kahuna_web.gamestore.GameStore`;
-    default: in memory only), which outlives the memory's limits: a game set
-    aside (idle, or replaced in memory by its client's newer one) or held by
-    a server that stopped is rebuilt from it when it is asked for again
-    (:meth:`get`).  A client's new game beyond ``per_client`` sets aside that
-    client's least recently used game (one not being computed); another
-    client's games are never touched.  When ``limit`` games are held and none
-    has been idle too long, a new game is refused (503).  ``clock``
-    (seconds) is the time the idle expiry uses.
+    Every game is kept in ``games`` (a :class:`~kahuna_web.gamestore.GameStore`;
+    default: in memory only), which outlives the memory: a game set aside
+    (idle for ``idle_seconds``, or the least recently used when ``limit``
+    games are held) or held by a server that stopped is rebuilt from it when
+    it is asked for again (:meth:`get`); a game being computed is never set
+    aside, and only one copy of a game is ever played (a game set aside that a
+    request still holds is taken back rather than rebuilt).  When ``limit``
+    games are all being computed, a new one is refused (503).  ``caps``: what
+    an owner and an address may start (:class:`Caps`).  ``clock`` (seconds)
+    is the time the idle expiry and the per-minute caps use.
     """
 
     def __init__(
         self,
         agents_dir: Path | None = None,
         limit: int = DEFAULT_GAME_LIMIT,
-        per_client: int = DEFAULT_PER_CLIENT,
         idle_seconds: float = DEFAULT_IDLE_SECONDS,
         max_simulations: int = DEFAULT_MAX_SIMULATIONS,
         max_guided_simulations: int = DEFAULT_MAX_GUIDED_SIMULATIONS,
         clock: Callable[[], float] = time.monotonic,
         games: GameStore | None = None,
+        caps: Caps = DEFAULT_CAPS,
     ) -> None:
         self.agents_dir = agents_dir
         self.limit = limit
-        self.per_client = per_client
         self.idle_seconds = idle_seconds
         self.max_simulations = max_simulations
         self.max_guided_simulations = max_guided_simulations
         self.clock = clock
         self.games = games if games is not None else GameStore(None)
+        self.caps = caps
         self._sessions: collections.OrderedDict[str, PlaySession] = collections.OrderedDict()
+        self._alive: weakref.WeakValueDictionary[str, PlaySession] = weakref.WeakValueDictionary()
+        self._games_started = RecentEvents(clock)  # per owner
+        self._owners_brought = RecentEvents(clock)  # per client address
         self._lock = threading.Lock()
         self._loading = threading.Lock()
 
-    def open_game(self, params: Any, client: str = "") -> PlaySession:
+    def open_game(self, params: Any, client: str, owner: str) -> PlaySession:
         """Check a new-game request (opponent, seat, seed, variant, discard_rule, handicap) and hold the game.
 
-        The agent has not moved yet: :meth:`PlaySession.advance` plays its
-        opening actions (when it holds the first turn or a handicap setup).
-        The game is returned with its lock held (so that no new game can
-        replace it before its opening is computed): the caller releases it.
+        The game is ``owner``'s (:func:`kahuna_web.owners.owner_key`), started
+        from the address ``client``.  The agent has not moved yet:
+        :meth:`PlaySession.advance` plays its opening actions (when it holds
+        the first turn or a handicap setup).  The game is returned with its
+        lock held (so that it cannot be set aside before its opening is
+        computed): the caller releases it.
         """
         spec, seat, seed, config = self._new_game_request(params)
-        return self.start(spec, seat, seed, config, client)
+        return self.start(spec, seat, seed, config, client, owner)
 
     def _new_game_request(self, params: Any) -> tuple[Any, int, int, KahunaConfig]:
         if not isinstance(params, Mapping):
@@ -686,38 +793,126 @@ class SessionStore:
         assert seat is not None
         return params.get("opponent", "greedy"), seat, seed, parse_config(params)
 
-    def start(self, spec: Any, seat: int, seed: int, config: KahunaConfig, client: str = "") -> PlaySession:
-        """A new game of ``client`` against ``spec``, held and stored, its lock held (see :meth:`open_game`)."""
+    def start(self, spec: Any, seat: int, seed: int, config: KahunaConfig, client: str, owner: str) -> PlaySession:
+        """A new game of ``owner`` against ``spec``, within the caps, held and stored, locked (:meth:`open_game`)."""
         opponent = resolve_opponent(spec, self.agents_dir, seed, self.max_simulations, self.max_guided_simulations)
+        playing = self._admit(owner, client)
         session = PlaySession(
-            secrets.token_urlsafe(12), opponent, spec.strip(), seat, seed, config, client, saver=self._save
+            secrets.token_urlsafe(12), opponent, spec.strip(), seat, seed, config, client, saver=self._save, owner=owner
         )
         session.lock.acquire()
         try:
             self._hold(session)
+            session.commit()
         except BaseException:
+            with self._lock:
+                self._drop(session)
             session.lock.release()
             raise
-        session.save()
+        self._make_way(playing, len(playing) + 1 - self.caps.games_per_owner)
         return session
 
-    def rematch(self, session: PlaySession, swap_seats: bool, client: str = "") -> PlaySession:
+    def rematch(self, session: PlaySession, swap_seats: bool, client: str, owner: str) -> PlaySession:
         """A new game against ``session``'s opponent, its rules, a new seed (the other seat if ``swap_seats``)."""
         seat = 1 - session.seat if swap_seats else session.seat
-        return self.start(session.opponent_name, seat, secrets.randbits(32), session.config, client)
+        return self.start(session.opponent_name, seat, secrets.randbits(32), session.config, client, owner)
 
-    def new_game(self, params: Any, client: str = "") -> tuple[PlaySession, list[dict[str, Any]]]:
+    def new_game(self, params: Any, client: str, owner: str) -> tuple[PlaySession, list[dict[str, Any]]]:
         """:meth:`open_game`, then the agent's opening steps, in the calling thread."""
-        session = self.open_game(params, client)
+        session = self.open_game(params, client, owner)
         try:
             return session, session.advance()
         finally:
             session.lock.release()
 
-    def _save(self, game: StoredGame) -> None:
+    # -------------------------------------------------------------------------------------------- caps
+    def _admit(self, owner: str, client: str) -> list[str]:
+        """The caps of a new game of ``owner`` from ``client`` (:class:`Caps`): 429 beyond them.
+
+        Returns the owner's games in progress, the least recently touched
+        first: once the new game is stored, those beyond its games in progress
+        make way (:meth:`_make_way`), so one that is not being computed must be there.
+        """
+        caps = self.caps
+        if self._games_started.count(owner) >= caps.new_games_per_minute:
+            raise WebError(
+                f"you started {caps.new_games_per_minute} games within a minute, the most this server allows; "
+                "wait a moment",
+                429,
+            )
+        playing = self._stored(self.games.owned, owner, "playing")
+        new_owner = not playing and not self._stored(self.games.owned, owner, None, 1)
+        if new_owner and not self._owners_brought.add_if_below(client, caps.new_owners_per_minute):
+            raise WebError(
+                f"{caps.new_owners_per_minute} new players started games from this address within a minute, "
+                "the most this server allows; wait a moment",
+                429,
+            )
+        excess = len(playing) - caps.games_per_owner + 1
+        if excess > 0 and sum(not self._computing(game_id) for game_id in playing) < excess:
+            raise WebError(
+                f"you have {len(playing)} games in progress, the most this server allows, and they are being "
+                "computed; wait for one of them or abandon one",
+                429,
+            )
+        self._games_started.add_if_below(owner, caps.new_games_per_minute)
+        return playing
+
+    def _computing(self, game_id: str) -> bool:
         with self._lock:
-            held = list(self._sessions)
-        self.games.save(game, keep=held)
+            session = self._sessions.get(game_id) or self._alive.get(game_id)
+        return session is not None and session.lock.locked()
+
+    def _make_way(self, playing: list[str], excess: int) -> None:
+        """Abandon ``excess`` of the owner's games in progress ``playing`` (the oldest first) for its new one.
+
+        Games being computed are left alone; one that cannot be stored
+        abandoned stays in progress (the owner is then over its cap by one
+        until its next new game: the new game itself is stored already).
+        """
+        for game_id in playing:
+            if excess <= 0:
+                return
+            with contextlib.suppress(WebError):
+                excess -= self._abandon(game_id)
+
+    def _abandon(self, game_id: str) -> bool:
+        """Abandon the game ``game_id``; ``False`` if it is being computed (left alone)."""
+        with self._loading:  # no reload of it meanwhile
+            with self._lock:
+                session = self._sessions.get(game_id) or self._alive.get(game_id)
+            if session is None:
+                try:
+                    self.games.abandon(game_id)
+                except GameStoreError as error:
+                    raise WebError(f"not saved: {error}", error.status) from None
+                return True
+            if not session.lock.acquire(blocking=False):
+                return False
+            try:
+                session.abandon()
+            finally:
+                session.lock.release()
+            return True
+
+    @staticmethod
+    def _stored(method: Callable[..., Any], *args: Any) -> Any:
+        """``method(*args)`` of the game store, its :class:`GameStoreError` as a :class:`WebError`."""
+        try:
+            return method(*args)
+        except GameStoreError as error:
+            raise WebError(str(error), error.status) from None
+
+    # -------------------------------------------------------------------------------------------- memory
+    def _save(self, game: StoredGame) -> None:
+        """Store ``game``; the games dropped to make room leave the memory too (none being computed is dropped)."""
+        with self._lock:
+            computing = [s.id for s in self._sessions.values() if s.lock.locked()]
+        dropped = self.games.save(game, keep=computing)
+        with self._lock:
+            for game_id in dropped:
+                self._sessions.pop(game_id, None)
+                self._alive.pop(game_id, None)
 
     def _hold(self, session: PlaySession) -> None:
         with self._lock:
@@ -726,21 +921,16 @@ class SessionStore:
             for old in [s for s in self._sessions.values() if now - s.last_used > self.idle_seconds]:
                 if not old.lock.locked():
                     self._drop(old)
-            own = [s for s in self._sessions.values() if s.client == session.client]
-            if len(own) >= self.per_client:
-                replaceable = [s for s in own if not s.lock.locked()]
-                if not replaceable:
-                    raise WebError(
-                        f"{self.per_client} games of this address are being computed; wait for one of them", 429
-                    )
-                self._drop(min(replaceable, key=lambda s: s.last_used))
-            if len(self._sessions) >= self.limit:
-                raise WebError(f"the server holds {self.limit} games in progress; try again later", 503)
+            while session.id not in self._sessions and len(self._sessions) >= self.limit:
+                spare = [s for s in self._sessions.values() if not s.lock.locked()]
+                if not spare:
+                    raise WebError(f"the server is computing {self.limit} games at once; try again in a moment", 503)
+                self._drop(min(spare, key=lambda s: s.last_used))
             self._sessions[session.id] = session
+            self._alive[session.id] = session
 
     def _drop(self, session: PlaySession) -> None:
         """Set ``session`` aside: out of memory (it stays in the game store and reloads when asked for)."""
-        session.evicted = True
         self._sessions.pop(session.id, None)
 
     def discard(self, session: PlaySession) -> None:
@@ -748,6 +938,7 @@ class SessionStore:
         session.cancel.set()
         with self._lock:
             self._drop(session)
+            self._alive.pop(session.id, None)
         with contextlib.suppress(GameStoreError):  # a game nobody saw: at worst it stays stored, unfinished
             self.games.delete(session.id)
 
@@ -756,29 +947,39 @@ class SessionStore:
         with self._lock:
             return session_id in self._sessions
 
-    def get(self, session_id: str) -> PlaySession:
-        """The game ``session_id``, reloaded from the game store if it is not in memory; 404 if there is none."""
+    # -------------------------------------------------------------------------------------------- reading
+    def get(self, session_id: str, owner: str | None = None, record: bool = False) -> PlaySession:
+        """The game ``session_id``, reloaded from the game store if it is not in memory; 404 if there is none.
+
+        ``owner``: the asking owner (``None``: the server itself); another
+        owner's game is 404 as well, except a finished game when ``record``
+        (its record is readable by anyone who has its id).  A game stored
+        before games had owners is claimed by the first owner that opens it
+        while it is in progress.
+        """
         with self._lock:
             session = self._sessions.get(session_id)
             if session is not None:
                 session.last_used = self.clock()
-        if session is not None:
-            return session
-        with self._loading:  # one reload at a time: two requests for a game set aside build it once
-            with self._lock:
-                session = self._sessions.get(session_id)
-            if session is None:
-                session = self._reload(session_id)
+        if session is None:
+            with self._loading:  # one reload at a time: two requests for a game set aside build it once
+                with self._lock:
+                    session = self._sessions.get(session_id) or self._alive.get(session_id)
+                if session is None:
+                    session = self._reload(session_id, owner, record)
                 self._hold(session)
+        if owner is not None and session.owner == "" and not session.finished:
+            with self._loading:
+                if session.owner == "":
+                    session.claim(owner)
+        if not _visible(session.owner, session.finished, owner, record):
+            raise _no_game(session_id)
         return session
 
-    def _reload(self, session_id: str) -> PlaySession:
-        try:
-            stored = self.games.load(session_id)
-        except GameStoreError as error:
-            raise WebError(str(error), error.status) from None
-        if stored is None:
-            raise WebError(f"no game {session_id[:40]!r} on this server", 404)
+    def _reload(self, session_id: str, owner: str | None, record: bool) -> PlaySession:
+        stored = self._stored(self.games.load, session_id)
+        if stored is None or not _visible(stored.owner, stored.status != "playing", owner, record):
+            raise _no_game(session_id)  # another owner's game: not even built (no agent loaded for a stranger)
         try:
             config = KahunaConfig.from_dict(stored.config)
         except (TypeError, ValueError):
@@ -801,6 +1002,7 @@ class SessionStore:
             undos=stored.undos,
             abandoned=stored.status == "abandoned",
             saver=self._save,
+            owner=stored.owner,
         )
         session.created = stored.created
         return session
@@ -817,24 +1019,44 @@ class SessionStore:
             return
 
 
+def _visible(game_owner: str, finished: bool, owner: str | None, record: bool) -> bool:
+    """Whether ``owner`` may see a game of ``game_owner`` (see :meth:`SessionStore.get`)."""
+    if owner is None or game_owner == owner or game_owner == "":  # "": stored before owners (claimed when opened)
+        return True
+    return record and finished
+
+
+def _no_game(session_id: str) -> WebError:
+    return WebError(f"no game {session_id[:40]!r} on this server", 404)
+
+
 # ------------------------------------------------------------------------------------------------ replays
 def replay_frames(record: Any, source: str = "record") -> dict[str, Any]:
     """Check a record with ``kahuna-replay``'s rules and return every position of it for the page.
 
     ``frames[k]`` is the spectator's view after ``k`` actions (``frames[0]``
-    the deal); ``moves[k]`` who played action ``k + 1`` and its text.  A
-    record that is malformed or does not replay raises :class:`WebError` (422).
+    the deal); ``moves[k]`` who played action ``k + 1`` and its text
+    (:func:`~kahuna_web.views.action_text`); ``notes`` what the page says
+    besides (the undos of the record's ``undos`` field).  A record that is
+    malformed, holds a string that is not text (a lone surrogate) or does not
+    replay raises :class:`WebError` (422).
     """
     frames: list[dict[str, Any]] = []
     moves: list[dict[str, Any]] = []
+    face_up: list[Sequence[int | None]] = []  # the face-up row before the next action
 
     def after(player: int, action: int, game: KahunaGame) -> None:
-        moves.append({"player": player, "text": describe_action(action), "line": action_line(action)})
+        moves.append({"player": player, "text": action_text(action, face_up[0]), "line": action_line(action)})
         frames.append(spectator_view(game))
+        face_up[0] = game.face_up
 
+    if lone_surrogate(record):
+        raise WebError(f"{source} holds a string that is not text (a lone surrogate such as \\ud800)", 422)
     try:
         check_record(record, source)
-        frames.append(spectator_view(KahunaGame(KahunaConfig.from_dict(record["config"]), seed=record["seed"])))
+        deal = KahunaGame(KahunaConfig.from_dict(record["config"]), seed=record["seed"])
+        frames.append(spectator_view(deal))
+        face_up.append(deal.face_up)
         final = replay(record, on_action=after)
     except ReplayError as error:
         raise WebError(f"{source} does not replay: {first_line(error)}", 422) from None
@@ -849,4 +1071,13 @@ def replay_frames(record: Any, source: str = "record") -> dict[str, Any]:
         "result": result_text(final, players) if final.is_over else "unfinished game",
         "frames": frames,
         "moves": moves,
+        "notes": record_notes(record),
     }
+
+
+def record_notes(record: Mapping[str, Any]) -> list[str]:
+    """The notes of a checked record: who took moves back, at which plies (its ``undos`` field)."""
+    plies: dict[int, list[int]] = {}
+    for mark in record.get("undos", []):
+        plies.setdefault(mark["player"], []).append(mark["ply"])
+    return [undo_note(record["players"][player], plies[player]) for player in sorted(plies)]

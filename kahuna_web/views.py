@@ -6,7 +6,9 @@ opponent's hand size and the cards the opponent is publicly known to hold,
 the face-up row, the pile size, the open discards, its own face-down
 discards and the number of the opponent's) and from the public board, so
 two games with the same public history and different hidden cards give the
-same view.  The legal actions are listed only while the seat is to act (the
+same view.  Moves are labelled for people with the position they are played
+in (:func:`action_text`: ``take LALE (face-up)`` rather than the action
+encoding's ``take face-up slot 1``).  The legal actions are listed only while the seat is to act (the
 opponent's legal actions would tell its cards), and an opponent's face-down
 discard is shown as "discard a card face down" (:func:`public_action_text`).
 
@@ -16,6 +18,7 @@ discard) and is used for replaying records, which are public game logs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from kahuna_env.actions import (
@@ -78,12 +81,23 @@ def action_line(action: int) -> int | None:
     return line if line >= 0 else None
 
 
-def action_entry(action: int) -> dict[str, Any]:
+def action_text(action: int, face_up: Sequence[int | None] | None = None) -> str:
+    """The page's label of ``action``: :func:`~kahuna_env.actions.describe_action`, a take naming its card.
+
+    ``face_up``: the face-up row where the action is played (``KahunaGame.face_up``); a take of a
+    slot holding a card reads ``take LALE (face-up)``.  Without it, the action encoding's text.
+    """
+    if face_up is not None and TAKE <= action < PASS and face_up[action - TAKE] is not None:
+        return f"take {ISLANDS[face_up[action - TAKE]]} (face-up)"
+    return describe_action(action)
+
+
+def action_entry(action: int, face_up: Sequence[int | None] | None = None) -> dict[str, Any]:
     """A legal action for the page: id, text, kind, the line it acts on, the paid islands, the slot taken."""
     kind = action_kind(action)
     entry: dict[str, Any] = {
         "id": action,
-        "text": describe_action(action),
+        "text": action_text(action, face_up),
         "kind": kind,
         "line": action_line(action),
         "pays": [ISLANDS[i] for i in PAID_ISLANDS[action]],
@@ -97,11 +111,16 @@ def action_entry(action: int) -> dict[str, Any]:
     return entry
 
 
-def public_action_text(action: int, player: int, viewer: int | None) -> str:
-    """The text of ``player``'s ``action`` as ``viewer`` may read it (an opponent's face-down discard is hidden)."""
+def public_action_text(
+    action: int, player: int, viewer: int | None, face_up: Sequence[int | None] | None = None
+) -> str:
+    """The text of ``player``'s ``action`` as ``viewer`` may read it (an opponent's face-down discard is hidden).
+
+    ``face_up``: the face-up row before the action (:func:`action_text`).
+    """
     if viewer is not None and player != viewer and DISCARD <= action < DRAW:
         return "discard a card face down"
-    return describe_action(action)
+    return action_text(action, face_up)
 
 
 def _names(counts: list[int]) -> list[str]:
@@ -150,7 +169,7 @@ def seat_view(game: KahunaGame, seat: int) -> dict[str, Any]:
     view["hands"] = hands
     view["face_down"] = face_down
     mine = not game.is_over and game.current_player == seat
-    view["legal"] = [action_entry(a) for a in game.legal_actions()] if mine else []
+    view["legal"] = [action_entry(a, game.face_up) for a in game.legal_actions()] if mine else []
     return view
 
 
@@ -168,8 +187,11 @@ def spectator_view(game: KahunaGame) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------ turn summaries
-PublicFacts = tuple[tuple[int | None, ...], tuple[int | None, ...], tuple[int, int], int, bool, bool]
-"""What :func:`public_facts` keeps of a position: line owners, island controllers, scores, round, final turns, over."""
+PublicFacts = tuple[
+    tuple[int | None, ...], tuple[int | None, ...], tuple[int, int], int, bool, bool, tuple[int | None, ...]
+]
+"""What :func:`public_facts` keeps of a position: line owners, island controllers, scores, round, final turns,
+over, the face-up row."""
 
 
 def public_facts(game: KahunaGame) -> PublicFacts:
@@ -181,6 +203,7 @@ def public_facts(game: KahunaGame) -> PublicFacts:
         game.round,
         game.in_final_turns,
         game.is_over,
+        tuple(game.face_up),
     )
 
 
@@ -197,7 +220,7 @@ def action_summary(
     [p0, p1], "detail": {"kind": "interim" | "final" | "no_bridges", "islands": [controlled by 0,
     by 1], "final_points" (final)}}``.  Built only from public facts: nothing hidden shows.
     """
-    owners, controllers, scores, round_before, final_turns, was_over = before
+    owners, controllers, scores, round_before, final_turns, was_over, face_up = before
     removed = [line for line in range(NUM_LINES) if owners[line] is not None and game.owner(line) is None]
     changes = [
         {"island": island, "from": controllers[island], "to": game.controller(island)}
@@ -219,7 +242,7 @@ def action_summary(
     return {
         "player": player,
         "action": None if hidden else action,
-        "text": public_action_text(action, player, viewer),
+        "text": public_action_text(action, player, viewer, face_up),
         "line": action_line(action),
         "removed_bridges": removed,
         "control_changes": changes,
@@ -278,6 +301,7 @@ __all__ = [
     "action_kind",
     "action_line",
     "action_summary",
+    "action_text",
     "board_geometry",
     "game_result",
     "last_turn",

@@ -25,9 +25,9 @@ from starlette.testclient import TestClient
 from arena.evaluation import run_evaluation
 from arena.records import read_record
 from arena.replay import main as replay_main
-from kahuna_env.actions import DISCARD, NUM_ACTIONS, describe_action
+from kahuna_env.actions import DISCARD, NUM_ACTIONS, PASS, TAKE, describe_action
 from kahuna_env.board import ISLANDS
-from kahuna_env.engine import KahunaGame
+from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.render import island_pixel
 from kahuna_web.app import create_app
 from kahuna_web.results import read_results
@@ -60,11 +60,11 @@ def play_out(client, data, rng, limit=None):
     while not data["state"]["over"] and (limit is None or moves < limit):
         legal = data["state"]["legal"]
         assert legal, "the person is to act whenever the game is not over"
-        action = legal[int(rng.integers(len(legal)))]["id"]
-        response = client.post(f"/api/games/{data['id']}/move", json={"action": action})
+        offered = legal[int(rng.integers(len(legal)))]
+        response = client.post(f"/api/games/{data['id']}/move", json={"action": offered["id"]})
         assert response.status_code == 200, response.text
         data = response.json()
-        assert data["steps"][0]["player"] == data["seat"] and data["steps"][0]["text"] == describe_action(action)
+        assert data["steps"][0]["player"] == data["seat"] and data["steps"][0]["text"] == offered["text"]
         moves += 1
     return data
 
@@ -214,10 +214,20 @@ def test_the_shipped_champion_and_guided_search_are_opponents_without_an_agents_
     agents = tmp_path / "agents"
     agents.mkdir()
     torch.save(agent_payload(ActorCritic(ModelConfig(hidden_sizes=(8,)))), agents / "tiny.pt")
+    (agents / "日本.pt").write_bytes((agents / "tiny.pt").read_bytes())
     with local_client(create_app(agents_dir=agents)) as client:
         assert new_game(client, opponent="tiny.pt@mcts:2", seat=1)["steps"]
         response = client.post("/api/games", json={"opponent": "missing.pt@mcts:2"})
         assert response.status_code == 404 and "not found" in response.json()["error"]
+        # A file name that is not ASCII: the record's name in an ASCII header, the true one as RFC 5987 says.
+        data = new_game(client, opponent="日本.pt", seat=1)
+        client.post(f"/api/games/{data['id']}/abandon")
+        record = client.get(f"/api/games/{data['id']}/record")
+        assert record.status_code == 200 and record.json()["players"] == ["日本.pt", "human"]
+        assert record.headers["content-disposition"] == (
+            'attachment; filename="kahuna-web-__.pt-seed11.json"; '
+            "filename*=UTF-8''kahuna-web-%E6%97%A5%E6%9C%AC.pt-seed11.json"
+        )
 
 
 # ------------------------------------------------------------------------------------------------ no leaks
@@ -312,6 +322,17 @@ def records_dir(tmp_path):
     return folder
 
 
+def labels(record):
+    """The page's text of every action of a record: ``describe_action``'s, a take naming its face-up card."""
+    game = KahunaGame(KahunaConfig.from_dict(record["config"]), seed=record["seed"])
+    texts = []
+    for action in record["actions"]:
+        taken = game.face_up[action - TAKE] if TAKE <= action < PASS else None
+        texts.append(f"take {ISLANDS[taken]} (face-up)" if taken is not None else describe_action(action))
+        game.step(action)
+    return texts
+
+
 def test_records_replay_step_by_step(records_dir):
     record = read_record(records_dir / "one.json")
     with local_client(create_app(records_dir=records_dir)) as client:
@@ -319,7 +340,8 @@ def test_records_replay_step_by_step(records_dir):
         assert [entry["name"] for entry in listed] == ["broken.json", "one.json"] and "error" in listed[0]
         replayed = client.get("/api/records/one.json").json()
         assert len(replayed["frames"]) == len(record["actions"]) + 1
-        assert [move["text"] for move in replayed["moves"]] == [describe_action(a) for a in record["actions"]]
+        assert [move["text"] for move in replayed["moves"]] == labels(record)
+        assert any("(face-up)" in move["text"] for move in replayed["moves"])  # a take names its card
         assert replayed["frames"][-1]["over"] and replayed["frames"][0]["round"] == 1
         assert replayed["seed"] == str(record["seed"])
         assert all(frame["hands"][p]["cards"] is not None for frame in replayed["frames"] for p in (0, 1))

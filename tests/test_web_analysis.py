@@ -19,6 +19,7 @@ from starlette.testclient import TestClient
 from arena.records import write_record
 from kahuna_web.app import create_app
 from kahuna_web.compute import BotQueue
+from kahuna_web.owners import owner_key
 
 
 def local_client(app, **options):
@@ -121,7 +122,9 @@ def test_bad_analysis_requests_are_one_line_4xx_and_change_nothing(client):
 
 def test_the_analysis_is_refused_on_the_agents_turn(client):
     store = client.app.state.store
-    session = store.open_game({"opponent": "greedy", "seat": 1}, client="testclient")
+    client.get("/api/rules")  # the browser has its owner cookie
+    owner = owner_key(client.cookies["kahuna_owner"])
+    session = store.open_game({"opponent": "greedy", "seat": 1}, client="testclient", owner=owner)
     session.lock.release()  # its opening is not computed yet: the agent is to act
     assert "your turn" in assert_one_line_4xx(client.get(f"/api/games/{session.id}/analysis"), 409)
 

@@ -22,19 +22,23 @@ from starlette.testclient import TestClient
 from arena.records import check_record
 from arena.replay import replay
 from arena.store import ResultsStore
-from kahuna_env.actions import DISCARD, DRAW, describe_action
+from kahuna_env.actions import DISCARD, DRAW, PASS, TAKE, describe_action
 from kahuna_env.board import ISLANDS, NUM_ISLANDS, NUM_LINES
 from kahuna_web.app import create_app
 from kahuna_web.gamestore import STORE_FILE, GameStore, GameStoreError, StoredGame, open_data_folder
+from kahuna_web.owners import owner_key
 from kahuna_web.rulebook import RULES_FILE, read_rules
 from kahuna_web.server import main as serve_main
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 HUGE = 10**6
+OWNER = "persistence-test-browser-00000000"
+"""The owner token of the test's browser: the same one before and after a restart (its games are its own)."""
 
 
-def local_client(app, **options):
-    return TestClient(app, base_url="http://127.0.0.1", **options)
+def local_client(app, owner=OWNER, **options):
+    """The test client of one browser: ``Host: 127.0.0.1`` and the owner cookie ``owner``."""
+    return TestClient(app, base_url="http://127.0.0.1", cookies={"kahuna_owner": owner}, **options)
 
 
 def assert_one_line_4xx(response, status):
@@ -144,6 +148,65 @@ def test_the_game_store_refuses_files_it_does_not_own_and_leaves_them_unchanged(
         assert err.startswith("kahuna-serve: error: --data: ") and words in err and err.count("\n") == 1, err
 
 
+def test_a_change_that_cannot_be_stored_is_refused_and_not_played(tmp_path):
+    """Issue 65: nothing answers 2xx that was not written; after a restart every acknowledged move is there."""
+    games = open_data_folder(tmp_path)
+    with local_client(create_app(games=games)) as client:
+        data = play(client, new_game(client), np.random.default_rng(8), 4)
+        game = f"/api/games/{data['id']}"
+        games._db.execute("PRAGMA query_only = 1")  # every write now fails as on a read-only file
+        move = data["state"]["legal"][0]["id"]
+        for answer in (
+            client.post(f"{game}/move", json={"action": move}),
+            client.post(f"{game}/undo"),
+            client.post(f"{game}/abandon"),
+            client.post("/api/games", json={"opponent": "greedy"}),
+            client.post(f"{game}/rematch"),
+        ):
+            assert assert_one_line_4xx(answer, 503) == "not saved: the game store is read-only"
+        assert client.get(game).json() == data | {"steps": []}  # nothing of it was played in memory either
+        games._db.execute("PRAGMA query_only = 0")
+        assert client.post(f"{game}/move", json={"action": move}).status_code == 200
+        last = client.post(f"{game}/undo").json()
+    with local_client(create_app(games=open_data_folder(tmp_path))) as client:
+        assert client.get(game).json()["state"] == last["state"]
+
+
+def test_a_read_only_game_store_is_said_in_one_line_at_start(tmp_path, monkeypatch, capsys):
+    open_data_folder(tmp_path).close()
+    connect = sqlite3.connect
+    monkeypatch.setattr(
+        sqlite3, "connect", lambda target, **options: connect(f"file:{target}?mode=ro", uri=True, **options)
+    )
+    with pytest.raises(SystemExit) as stop:
+        serve_main(["--port", "0", "--data", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1, err
+    assert "the game store is read-only" in err and "not a kahuna-serve game store" not in err
+
+
+def test_a_store_from_before_owners_is_migrated_and_its_games_claimed_by_the_first_browser(tmp_path):
+    from kahuna_web import gamestore
+
+    old = sqlite3.connect(tmp_path / STORE_FILE)  # layout 1, as kahuna-serve wrote it before games had owners
+    old.executescript(gamestore._SCHEMA)
+    old.execute("INSERT INTO schema_version VALUES (1)")
+    for name, status in (("legacy-playing", "playing"), ("legacy-over", "abandoned")):
+        old.execute(
+            "INSERT INTO web_games VALUES (?, 'c', 'greedy', 0, '11', '{}', '[]', '[]', ?, 1.0, 1.0)", (name, status)
+        )
+    old.commit()
+    old.close()
+    games = open_data_folder(tmp_path)
+    assert games._db.execute("SELECT version FROM schema_version").fetchone() == (gamestore.SCHEMA_VERSION,)
+    app = create_app(games=games)
+    with local_client(app) as first, local_client(app, owner="persistence-test-other-browser-000") as other:
+        assert first.get("/api/games/legacy-playing").status_code == 200  # claimed
+        assert_one_line_4xx(other.get("/api/games/legacy-playing"), 404)
+        assert games.load("legacy-playing").owner == owner_key(OWNER)
+        assert other.get("/api/games/legacy-over/record").status_code == 200
+
+
 def test_a_damaged_stored_game_is_a_one_line_4xx_and_nothing_else_changes(tmp_path):
     games = open_data_folder(tmp_path)
     app = create_app(games=games)
@@ -160,20 +223,29 @@ def test_a_damaged_stored_game_is_a_one_line_4xx_and_nothing_else_changes(tmp_pa
             assert_one_line_4xx(client.get(path), 404)
 
 
-def test_the_game_store_is_bounded_and_drops_the_oldest_finished_games_first(tmp_path):
-    store = GameStore(tmp_path / "games.sqlite", max_games=3)
+def test_the_game_store_is_bounded_and_makes_room_only_with_games_nobody_can_miss(tmp_path):
+    now = [1_000_000.0]
+    store = GameStore(
+        tmp_path / "games.sqlite", max_games=3, retention_seconds=100, idle_seconds=1000, clock=lambda: now[0]
+    )
 
     def stored(name, status):
-        return StoredGame(name, "c", "greedy", 0, 1, {}, [], [], status)
+        return StoredGame(name, "c", "greedy", 0, 1, {}, [], [], status, owner="someone")
 
     store.save(stored("old-finished", "over"))
     store.save(stored("playing", "playing"))
+    now[0] += 150
     store.save(stored("new-finished", "abandoned"))
-    store.save(stored("fourth", "playing"))
+    store.save(stored("fourth", "playing"))  # the finished game past its retention makes room
     assert store.count() == 3 and store.load("old-finished") is None and store.load("new-finished") is not None
-    store.save(stored("fifth", "playing"), keep=["new-finished"])
+    with pytest.raises(GameStoreError, match="no room for a new game") as full:
+        store.save(stored("fifth", "playing"))  # a finished game within its retention, games in progress: kept
+    assert full.value.status == 503 and "\n" not in str(full.value)
+    assert store.count() == 3 and store.load("fifth") is None
+    now[0] += 1000  # "playing" untouched for 1150 s: idle; "new-finished" past its retention too, but kept
+    store.save(stored("sixth", "playing"), keep=["new-finished"])
     assert store.count() == 3 and store.load("playing") is None and store.load("new-finished") is not None
-    with pytest.raises(GameStoreError, match="full"):
+    with pytest.raises(GameStoreError, match=r"the game store reached its size limit \(64 kB\)"):
         GameStore(tmp_path / "small.sqlite", max_bytes=16 * 4096).save(
             StoredGame("big", "c", "greedy", 0, 1, {"x": "y" * 200_000}, [], [], "playing")
         )
@@ -182,12 +254,13 @@ def test_the_game_store_is_bounded_and_drops_the_oldest_finished_games_first(tmp
 # ------------------------------------------------------------------------------------------------ turn summaries
 def test_the_turn_summary_tells_the_opponents_whole_turn_without_hidden_cards():
     rng = np.random.default_rng(3)
-    seen = {"removed": 0, "control": 0, "scoring": 0, "hidden": 0}
+    seen = {"removed": 0, "control": 0, "scoring": 0, "hidden": 0, "take": 0}
     with local_client(create_app()) as client:
         for seed in range(3):
             data = new_game(client, opponent="random", seed=seed)  # random discards face down at times
             session = client.app.state.store.get(data["id"])
             while not data["state"]["over"]:
+                face_up = data["state"]["face_up"]  # the row before the move, whose cards a take names
                 data = play(client, data, rng, 1)
                 steps = data["steps"]
                 theirs = [step for step in steps if step["player"] == 1]
@@ -200,8 +273,12 @@ def test_the_turn_summary_tells_the_opponents_whole_turn_without_hidden_cards():
                     seen["hidden"] += hidden
                     if hidden:
                         assert step["action"] is None  # its id would name the card
+                    elif TAKE <= step["action"] < PASS:  # the card's name, not the slot's number
+                        assert step["text"] == f"take {face_up[step['action'] - TAKE]} (face-up)"
+                        seen["take"] += 1
                     else:
                         assert describe_action(step["action"]) == step["text"]
+                    face_up = step["state"]["face_up"]
                     assert all(0 <= line < NUM_LINES for line in step["removed_bridges"])
                     for change in step["control_changes"]:
                         assert 0 <= change["island"] < NUM_ISLANDS and change["from"] != change["to"]
@@ -264,13 +341,21 @@ def test_undo_takes_back_your_last_action_and_the_agents_replies_and_the_record_
         assert session.actions == before[:mine] and len(state["log"]) == mine
         assert state["to_act"] == 0 and before[mine] in {move["id"] for move in state["legal"]}
         assert state["undos"] == 1 and session.undos == [{"ply": mine, "actions": before[mine:]}]
+        assert undone.json()["notes"] == [f"you took moves back 1 time, at ply {mine}"]
         data = play(client, undone.json(), rng, 3)
         client.post(f"/api/games/{data['id']}/abandon")
         assert_one_line_4xx(client.post(f"/api/games/{data['id']}/undo"), 409)  # finished
         record = client.get(f"/api/games/{data['id']}/record").json()
         check_record(record)
-        assert f"at plies {mine}" in record["players"][0] and record["players"][1] == "greedy"
+        # The players keep their names; the undos are a field of the record, which replays as played.
+        assert record["players"] == ["human", "greedy"]
+        assert record["undos"] == [{"player": 0, "ply": mine, "actions": before[mine:]}]
         assert replay(record).to_dict() == session.game.to_dict()
+        replayed = client.post("/api/replay", json=record).json()
+        assert replayed["players"] == ["human", "greedy"]
+        assert replayed["notes"] == [f"human took moves back 1 time, at ply {mine}"]
+        for bad in ([{"player": 2, "ply": 1, "actions": []}], [{"ply": 1, "actions": []}], {"ply": 1}):
+            assert "'undos" in assert_one_line_4xx(client.post("/api/replay", json=dict(record, undos=bad)), 422)
 
 
 def test_undo_survives_a_restart(tmp_path):
@@ -333,7 +418,9 @@ def test_stop_makes_a_searching_agent_move_at_once_and_the_game_goes_on():
     app = create_app(max_simulations=HUGE)
     store = app.state.store
     with local_client(app) as client:
-        session = store.open_game({"opponent": f"mcts:{HUGE}", "seat": 1, "seed": 2}, client="testclient")
+        session = store.open_game(
+            {"opponent": f"mcts:{HUGE}", "seat": 1, "seed": 2}, client="testclient", owner=owner_key(OWNER)
+        )
         counter = CountingFlag(session.opponent.cancel, session)
         session.opponent.cancel = counter  # what the search reads before every simulation
         opening = {}
@@ -375,7 +462,9 @@ def test_a_stop_asked_while_the_move_waits_in_the_bot_queue_makes_the_agent_move
     app = create_app(max_simulations=HUGE)
     store = app.state.store
     with local_client(app) as client:
-        session = store.open_game({"opponent": f"mcts:{HUGE}", "seat": 1, "seed": 2}, client="testclient")
+        session = store.open_game(
+            {"opponent": f"mcts:{HUGE}", "seat": 1, "seed": 2}, client="testclient", owner=owner_key(OWNER)
+        )
         counter = CountingFlag(session.opponent.cancel, session)
         session.opponent.cancel = counter
         session.freeze()  # what a move request does before it waits in the bot queue (the game's lock is held)
@@ -458,7 +547,7 @@ def test_a_stopped_search_plays_the_move_its_search_reports():
     from kahuna_env.agents.mcts import SearchCancelled
     from kahuna_web.sessions import SessionStore
 
-    session = SessionStore().open_game({"opponent": "mcts:50", "seat": 1, "seed": 3})
+    session = SessionStore().open_game({"opponent": "mcts:50", "seat": 1, "seed": 3}, "testclient", "someone")
     legal = session.game.legal_actions()
 
     def stopped_search(game):  # the person presses Stop while it searches

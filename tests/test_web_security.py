@@ -17,9 +17,12 @@ simulations, minutes of work, must not have run to its end.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import http.client
 import json
 import os
+import resource
 import select
 import signal
 import socket
@@ -47,19 +50,24 @@ from kahuna_env.agents.mcts import SearchCancelled
 from kahuna_env.engine import KahunaGame
 from kahuna_web.app import OPPONENT_CHOICES, AnswerWhileStopping, create_app
 from kahuna_web.compute import BotQueue
+from kahuna_web.owners import owner_key
 from kahuna_web.results import read_results
 from kahuna_web.server import main as serve_main
-from kahuna_web.sessions import CancelFlag, SessionStore, WebError
+from kahuna_web.sessions import CancelFlag, Caps, SessionStore, WebError
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "OPENAI_API_KEY=sk-do-not-show-this"
 HUGE = 1_000_000
 """A search budget of minutes per decision: a test that sees it end early has seen it cancelled."""
+OWNER = "security-test-browser-0000000000"
+"""The owner token of the test's browser (its games are its own)."""
+BYSTANDER = "security-test-bystander-000000000"
+"""Another browser's owner token."""
 
 
-def local_client(app, **options):
-    """Starlette's test client, sending ``Host: 127.0.0.1`` (the server answers loopback names only)."""
-    return TestClient(app, base_url="http://127.0.0.1", **options)
+def local_client(app, owner=OWNER, **options):
+    """The test client of one browser: ``Host: 127.0.0.1`` (the server answers loopback names only), its cookie."""
+    return TestClient(app, base_url="http://127.0.0.1", cookies={"kahuna_owner": owner}, **options)
 
 
 def assert_one_line_4xx(response, status=None):
@@ -281,10 +289,15 @@ def test_a_flag_that_is_never_set_changes_no_decision(evaluator):
 
 
 # ------------------------------------------------------------------------------------------------ a real server
-def request(port, method, path, body=None, timeout=120):
+def request(port, method, path, body=None, timeout=120, owner=OWNER, headers=None):
+    """``method path`` of the server on ``port`` as the browser ``owner`` (``None``: a browser without its cookie)."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
-        headers = {"Content-Type": "application/json"} if body is not None else {}
+        headers = dict(headers or {})
+        if owner is not None:
+            headers["Cookie"] = f"kahuna_owner={owner}"
+        if body is not None:
+            headers["Content-Type"] = "application/json"
         connection.request(method, path, body=None if body is None else json.dumps(body), headers=headers)
         answer = connection.getresponse()
         return answer.status, json.loads(answer.read() or b"null")
@@ -298,6 +311,7 @@ def send_and_leave_open(port, body, path="/api/games"):
     raw = socket.create_connection(("127.0.0.1", port), timeout=120)
     raw.sendall(
         f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n".encode()
+        + f"Cookie: kahuna_owner={OWNER}\r\n".encode()
         + f"Content-Length: {len(data)}\r\n\r\n".encode()
         + data
     )
@@ -369,15 +383,15 @@ def test_a_flood_of_huge_searches_leaves_a_cheap_game_answered_at_once(tmp_path)
             return len(answered)
 
         wait_for(lambda: collect() == 50 - capacity, "every request beyond the queue is refused")
-        # 503: the queue is full; 429: every game of this address (16 at most) is being computed.
+        # 503: the queue is full; 429: this browser started its 30 games of the minute.
         assert all(b" 503 " in line or b" 429 " in line for line in answered.values()), answered.values()
         assert bots.busy() == capacity
         started = time.monotonic()
-        status, cheap = request(port, "POST", "/api/games", {"opponent": "random", "seat": 1})
+        status, cheap = request(port, "POST", "/api/games", {"opponent": "random", "seat": 1}, owner=BYSTANDER)
         cheap_seconds = time.monotonic() - started
         assert status == 201 and cheap["steps"]
         assert bots.busy() == capacity  # answered while every search was still running or queued
-        status, refused = request(port, "POST", "/api/games", {"opponent": f"mcts:{HUGE}", "seat": 1})
+        status, refused = request(port, "POST", "/api/games", {"opponent": f"mcts:{HUGE}", "seat": 1}, owner=BYSTANDER)
         assert status == 503 and "busy" in refused["error"]
         left = time.monotonic()
         for raw in flood:
@@ -398,7 +412,7 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _start_server(*argv, cwd):
+def _start_server(*argv, cwd, preexec_fn=None):
     server = subprocess.Popen(
         [sys.executable, "-m", "kahuna_web.server", *argv],
         cwd=cwd,
@@ -406,6 +420,7 @@ def _start_server(*argv, cwd):
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+        preexec_fn=preexec_fn,
     )
     ready, _, _ = select.select([server.stdout], [], [], 120)
     assert ready, "kahuna-serve printed nothing in 120 s"
@@ -434,7 +449,7 @@ def test_a_signal_during_a_search_stops_the_server_and_the_port_is_free_at_once(
             server.wait()
     err = server.stderr.read()
     assert "Traceback" not in err, err
-    assert code == (0 if stop == signal.SIGINT else -signal.SIGTERM), (code, err)
+    assert code == 0 and err.strip().splitlines()[-1] == "kahuna-serve stopped", (code, err)  # SIGTERM as Ctrl-C
     # The same port at once (connections of the stopped server linger in TIME_WAIT).
     again, first = _start_server("--port", str(port), cwd=tmp_path)
     try:
@@ -476,12 +491,22 @@ def folders(tmp_path):
     records = tmp_path / "records"
     records.mkdir()
     (records / "broken.json").write_text('{"format": "kahuna-record-v1"}', encoding="utf-8")
+    # A lone surrogate: JSON's \\u escapes can spell one, Python reads it, no answer can encode it.
+    (records / "surrogate.json").write_text(LONE_SURROGATE_RECORD, encoding="utf-8")
     agents = tmp_path / "agents"
     agents.mkdir()
     return tmp_path, records, agents
 
 
 JSON = {"Content-Type": "application/json"}
+LONE_SURROGATE_RECORD = (
+    '{"format": "kahuna-record-v1", "players": ["\\ud800", "greedy"], "seed": 1, "config": {}, "actions": [], '
+    '"result": null}'
+)
+LONE_SURROGATE_RESULTS = (
+    '{"format": "kahuna-eval-v1", "entrants": ["\\ud800"], "pairings": [], "ratings": [{"entrant": "\\udfff", '
+    '"elo": 0, "elo_se": 0, "elo_ci95": [0, 0], "games": 0, "score": 0}]}'
+)
 
 
 def test_every_former_500_is_a_one_line_4xx_without_a_path(folders):
@@ -508,25 +533,38 @@ def test_every_former_500_is_a_one_line_4xx_without_a_path(folders):
         answers.append(client.post("/api/results", json={**bad_results, "games_per_pairing": "x"}))
         answers.append(client.post("/api/replay", content=b'{"seed": NaN}', headers=JSON))
         answers.append(client.get("/api/games/" + "z" * 300))
+        answers.append(client.post("/api/replay", content=LONE_SURROGATE_RECORD.encode(), headers=JSON))
+        answers.append(client.post("/api/results", content=LONE_SURROGATE_RESULTS.encode(), headers=JSON))
+        answers.append(client.post("/api/analysis", content=b'{"record": "\\udc80", "ply": 0}', headers=JSON))
+        answers.append(client.get("/api/records/surrogate.json"))
         for answer in answers:
             error = assert_one_line_4xx(answer)
             assert str(root) not in error and len(error) < 400, error
         assert client.get("/api/results").status_code == 200
         board = client.get("/api/board").json()
         assert board["agents_dir"] == "agents" and board["records_dir"] == "records"  # names, not server paths
-        listing = client.get("/api/records").text
-        assert str(root) not in listing and "broken.json" in listing
+        listing = client.get("/api/records")
+        assert str(root) not in listing.text and "broken.json" in listing.text
+        surrogate = next(entry for entry in listing.json()["records"] if entry["name"] == "surrogate.json")
+        assert "not text" in surrogate["error"]
 
 
-def test_results_files_with_nan_or_infinity_are_refused_at_startup(tmp_path, capsys):
-    path = tmp_path / "nan.json"
-    path.write_text('{"format": "kahuna-eval-v1", "entrants": [], "pairings": [], "ratings": null, "seed": NaN}')
-    with pytest.raises(ValueError, match="NaN is not a number JSON allows"):
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('{"format": "kahuna-eval-v1", "entrants": [], "pairings": [], "ratings": null, "seed": NaN}', "NaN"),
+        (LONE_SURROGATE_RESULTS, "lone surrogate"),
+    ],
+)
+def test_results_files_that_are_not_json_text_are_refused_at_startup(tmp_path, capsys, text, words):
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=words):
         read_results(path)
     with pytest.raises(SystemExit) as stop:
         serve_main(["--results", str(path)])
     err = capsys.readouterr().err
-    assert stop.value.code == 2 and err.count("\n") == 1 and "NaN" in err
+    assert stop.value.code == 2 and err.count("\n") == 1 and words in err
 
 
 def test_testserver_is_not_a_loopback_host_name():
@@ -537,81 +575,92 @@ def test_testserver_is_not_a_loopback_host_name():
 
 
 # ------------------------------------------------------------------------------------------------ sessions
-def test_another_clients_new_games_never_drop_a_game_in_progress():
-    app = create_app()
+def test_another_owners_new_games_never_drop_a_game_in_progress():
+    """Two browsers behind one address: the other's 70 new games set aside only its own games, in memory."""
+    app = create_app(caps=Caps(new_games_per_minute=100))
     mine = local_client(app, client=("10.0.0.1", 5000))
-    theirs = local_client(app, client=("10.0.0.2", 5000))
-    game = mine.post("/api/games", json={"opponent": "random", "seed": 1}).json()["id"]
+    theirs = local_client(app, owner=BYSTANDER, client=("10.0.0.1", 5000))
+    game = mine.post("/api/games", json={"opponent": "random", "seed": 1}).json()
     answers = [theirs.post("/api/games", json={"opponent": "random", "seed": k}) for k in range(70)]
     assert all(answer.status_code == 201 for answer in answers)
-    assert mine.get(f"/api/games/{game}").status_code == 200
+    assert mine.get(f"/api/games/{game['id']}").json()["state"] == game["state"]
     store = app.state.store
-    assert sum(s.client == "10.0.0.2" for s in store._sessions.values()) == store.per_client
-    # Their first games made way in memory for their own later ones; they stay stored and reload on demand.
+    theirs_playing = [s.id for s in store._sessions.values() if s.owner == owner_key(BYSTANDER) and not s.finished]
+    assert len(store.games.owned(owner_key(BYSTANDER), "playing")) == store.caps.games_per_owner
+    assert len(theirs_playing) <= store.caps.games_per_owner
+    # Their first games made way for their own later ones: abandoned, stored, their records readable.
     first = answers[0].json()["id"]
-    assert not store.held(first)
     reloaded = theirs.get(f"/api/games/{first}")
-    assert reloaded.status_code == 200 and reloaded.json()["state"] == answers[0].json()["state"]
-    assert store.held(first) and mine.get(f"/api/games/{game}").status_code == 200
+    assert reloaded.status_code == 200 and reloaded.json()["state"]["abandoned"]
+    assert theirs.get(f"/api/games/{first}/record").status_code == 200
+    assert mine.get(f"/api/games/{game['id']}").json()["state"] == game["state"]
 
 
-def opened(store, client):
-    """A game opened in ``store`` whose opening is done (its lock released)."""
-    session = store.open_game({"opponent": "random"}, client=client)
+def opened(store, owner="a", client="10.0.0.1"):
+    """A game of ``owner`` opened in ``store`` whose opening is done (its lock released)."""
+    session = store.open_game({"opponent": "random"}, client, owner)
     session.lock.release()
     return session
 
 
-def test_a_new_game_cannot_be_replaced_before_its_opening_is_computed():
-    store = SessionStore(per_client=1)
-    session = store.open_game({"opponent": "random"}, client="a")  # its opening not computed yet
+def test_a_new_game_cannot_abandon_one_whose_opening_is_being_computed():
+    store = SessionStore(caps=Caps(games_per_owner=1))
+    session = store.open_game({"opponent": "random"}, "10.0.0.1", "a")  # its opening not computed yet
     with pytest.raises(WebError) as busy:
-        store.open_game({"opponent": "random"}, client="a")
-    assert busy.value.status == 429 and not session.cancel.is_set()
+        store.open_game({"opponent": "random"}, "10.0.0.1", "a")
+    assert busy.value.status == 429 and not session.cancel.is_set() and not session.abandoned
+    assert opened(store, owner="b").owner == "b"  # another owner is not held back
 
 
-def test_a_full_server_refuses_new_games_instead_of_dropping_any():
-    store = SessionStore(limit=3, per_client=2)
-    held = [opened(store, f"10.0.0.{k}") for k in range(3)]
+def test_a_full_memory_sets_games_aside_and_refuses_only_when_all_are_being_computed():
+    store = SessionStore(limit=3)
+    held = [opened(store, owner=f"owner-{k}") for k in range(3)]
+    newest = opened(store, owner="owner-9")  # the least recently used game is set aside, not lost
+    assert not store.held(held[0].id) and store.get(held[0].id) is held[0]  # the same copy taken back
+    computed = list(store._sessions.values())
+    for session in computed:
+        assert session.lock.acquire(blocking=False)  # being computed
     with pytest.raises(WebError) as full:
-        opened(store, "10.0.0.9")
-    assert full.value.status == 503
-    assert [store.get(s.id) for s in held] == held
+        opened(store, owner="owner-10")
+    assert full.value.status == 503 and "computing" in str(full.value)
+    for session in computed:
+        session.lock.release()
+    assert all(store.get(s.id) is s for s in (*held, newest))
 
 
-def test_idle_games_are_forgotten_but_not_one_being_computed():
+def test_idle_games_are_set_aside_but_not_one_being_computed():
     now = [0.0]
     store = SessionStore(idle_seconds=60.0, clock=lambda: now[0])
-    idle = opened(store, "a")
-    busy = opened(store, "a")
+    idle = opened(store)
+    busy = opened(store)
     now[0] = 50.0
-    recent = opened(store, "b")
+    recent = opened(store, owner="b")
     now[0] = 100.0
     assert busy.lock.acquire(blocking=False)  # its move is being computed
-    opened(store, "c")
+    opened(store, owner="c")
     busy.lock.release()
-    assert not store.held(idle.id) and idle.evicted  # set aside: out of memory, still stored
+    assert not store.held(idle.id)  # set aside: out of memory, still stored
     assert store.get(busy.id) is busy and store.get(recent.id) is recent
-    back = store.get(idle.id)  # rebuilt from the game store
-    assert back is not idle and back.actions == idle.actions and back.game.to_dict() == idle.game.to_dict()
-    with pytest.raises(WebError) as stale:
-        idle.move(idle.game.legal_actions()[0])  # the object set aside refuses moves: only one copy plays
-    assert stale.value.status == 409
+    state, actions, idle_id = idle.game.to_dict(), list(idle.actions), idle.id
+    del idle
+    gc.collect()  # nothing holds it any more
+    back = store.get(idle_id)  # rebuilt from the game store
+    assert back.actions == actions and back.game.to_dict() == state
 
 
-def test_a_clients_games_being_computed_are_not_replaced(tmp_path):
-    store = SessionStore(per_client=2)
-    first = opened(store, "a")
-    second = opened(store, "a")
+def test_an_owners_games_being_computed_are_not_abandoned_for_its_new_game():
+    store = SessionStore(caps=Caps(games_per_owner=2))
+    first = opened(store)
+    second = opened(store)
     for session in (first, second):
         assert session.lock.acquire(blocking=False)
     with pytest.raises(WebError) as busy:
-        opened(store, "a")
-    assert busy.value.status == 429
+        opened(store)
+    assert busy.value.status == 429 and not (first.abandoned or second.abandoned)
     second.lock.release()
-    opened(store, "a")  # replaces the one not being computed
-    assert store.get(first.id) is first
-    assert not store.held(second.id) and store.get(second.id) is not second  # set aside, then reloaded
+    opened(store)  # abandons the one not being computed
+    assert second.abandoned and not first.abandoned
+    assert store.games.owned("a", "playing")[0] == first.id and len(store.games.owned("a", "playing")) == 2
 
 
 def test_the_bot_queue_answers_503_when_full_and_runs_every_job():
@@ -626,3 +675,80 @@ def test_the_bot_queue_answers_503_when_full_and_runs_every_job():
     queue.stop()
     with pytest.raises(WebError, match="stopping"):
         queue.submit(lambda: None)
+
+
+# ------------------------------------------------------------------------------------------------ a real server's caps
+@contextlib.contextmanager
+def serving(*argv, cwd, preexec_fn=None):
+    """``kahuna-serve --port 0 ARGV`` in a subprocess: yields its port and its stderr lines (read once it stopped)."""
+    server, first = _start_server("--port", "0", *argv, cwd=cwd, preexec_fn=preexec_fn)
+    errors = []
+    try:
+        assert first.startswith("Kahuna board at http://127.0.0.1:"), first + server.stderr.read()
+        yield int(first.split()[3].rsplit(":", 1)[1].strip("/")), errors
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            assert server.wait(timeout=60) == 0
+        finally:
+            if server.poll() is None:
+                server.kill()
+                server.wait()
+            errors.extend(server.stderr.read().splitlines())
+
+
+def test_a_spoofed_x_forwarded_for_changes_nothing_without_proxy_headers(tmp_path):
+    """Browsers new to the server, each claiming another address: one address all the same, unless a proxy says so."""
+
+    def newcomers(port):
+        spoofed = [{"X-Forwarded-For": f"203.0.113.{k}"} for k in range(3)]
+        return [request(port, "POST", "/api/games", {"opponent": "random"}, owner=None, headers=h)[0] for h in spoofed]
+
+    argv = ("--max-new-owners-per-minute", "2")
+    with serving(*argv, "--data", str(tmp_path / "plain"), cwd=tmp_path) as (port, _):
+        assert newcomers(port) == [201, 201, 429]  # the socket's address, 127.0.0.1, for all three
+    with serving(*argv, "--proxy-headers", "--data", str(tmp_path / "proxied"), cwd=tmp_path) as (port, _):
+        assert newcomers(port) == [201, 201, 201]  # behind a proxy on 127.0.0.1: the addresses it names
+
+
+def test_a_full_disk_refuses_the_move_and_a_restart_has_every_acknowledged_one(tmp_path):
+    """Issue 65: the server's files cannot grow past 128 kB (RLIMIT_FSIZE; SIGXFSZ ignored, so a write fails)."""
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (128 * 1024, 128 * 1024))
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+    data = str(tmp_path / "data")
+    with serving("--data", data, cwd=tmp_path, preexec_fn=small_files) as (port, _):
+        status, game = request(port, "POST", "/api/games", {"opponent": "greedy", "seed": 1})
+        assert status == 201
+        acknowledged, refusals = game, []
+        while len(refusals) < 3 and not acknowledged["state"]["over"]:
+            move = acknowledged["state"]["legal"][0]["id"]
+            status, answer = request(port, "POST", f"/api/games/{game['id']}/move", {"action": move})
+            if status == 200:
+                acknowledged = answer
+                continue
+            assert status == 503, answer
+            refusals.append(answer["error"])  # and the move was not played
+            assert request(port, "GET", f"/api/games/{game['id']}")[1]["state"] == acknowledged["state"]
+        assert len(acknowledged["state"]["log"]) >= 2 and refusals  # some moves were stored, then none could be
+        assert set(refusals) == {"not saved: the server's file size limit (ulimit -f) was reached"}
+        status, refused = request(port, "POST", "/api/games", {"opponent": "greedy"})
+        assert status == 503 and refused["error"].startswith("not saved: ")
+    with serving("--data", data, cwd=tmp_path) as (port, _):
+        assert request(port, "GET", f"/api/games/{game['id']}")[1]["state"] == acknowledged["state"]
+
+
+def test_a_client_that_leaves_mid_upload_is_one_log_line(tmp_path):
+    with serving("--data", str(tmp_path / "data"), cwd=tmp_path) as (port, errors):
+        for path in ("/api/replay", "/api/results", "/api/games") * 2:
+            with socket.create_connection(("127.0.0.1", port), timeout=60) as raw:
+                raw.sendall(
+                    f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n".encode()
+                    + b'Content-Length: 100000\r\n\r\n{"format": '
+                )
+        wait_for(lambda: request(port, "GET", "/api/board")[0] == 200, "the server answers")
+    left = [line for line in errors if "the client left before its upload was complete" in line]
+    assert len(left) == 6 and "Traceback" not in "\n".join(errors), errors
+    assert errors[-1] == "kahuna-serve stopped"
