@@ -99,11 +99,6 @@ class RecentEvents:
         self._lock = threading.Lock()
         self._next_sweep = 0.0
 
-    def count(self, key: str) -> int:
-        """Events of ``key`` within the window."""
-        with self._lock:
-            return len(self._recent(key, self.clock()))
-
     def add_if_below(self, key: str, limit: int) -> bool:
         """Count one event of ``key`` if it has fewer than ``limit`` within the window; whether it was counted."""
         with self._lock:

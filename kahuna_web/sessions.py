@@ -126,7 +126,8 @@ class Caps:
     Attributes:
         games_per_owner: games in progress per owner; its new game beyond it abandons its own least
             recently touched one not being computed (429 when every one is being computed).
-        new_games_per_minute: games an owner may start within a minute.
+        new_games_per_minute: new games an owner may ask for within a minute (each request counts,
+            also one refused for another reason: a flood pays for its refusals).
         new_owners_per_minute: owners (browsers without games) that one client address may bring
             within a minute: an owner that starts its first game counts.
     """
@@ -795,8 +796,8 @@ class SessionStore:
 
     def start(self, spec: Any, seat: int, seed: int, config: KahunaConfig, client: str, owner: str) -> PlaySession:
         """A new game of ``owner`` against ``spec``, within the caps, held and stored, locked (:meth:`open_game`)."""
+        playing = self._admit(owner, client)  # first: a refused flood loads no agent
         opponent = resolve_opponent(spec, self.agents_dir, seed, self.max_simulations, self.max_guided_simulations)
-        playing = self._admit(owner, client)
         session = PlaySession(
             secrets.token_urlsafe(12), opponent, spec.strip(), seat, seed, config, client, saver=self._save, owner=owner
         )
@@ -834,7 +835,7 @@ class SessionStore:
         make way (:meth:`_make_way`), so one that is not being computed must be there.
         """
         caps = self.caps
-        if self._games_started.count(owner) >= caps.new_games_per_minute:
+        if not self._games_started.add_if_below(owner, caps.new_games_per_minute):  # every try counts
             raise WebError(
                 f"you started {caps.new_games_per_minute} games within a minute, the most this server allows; "
                 "wait a moment",
@@ -855,7 +856,6 @@ class SessionStore:
                 "computed; wait for one of them or abandon one",
                 429,
             )
-        self._games_started.add_if_below(owner, caps.new_games_per_minute)
         return playing
 
     def _computing(self, game_id: str) -> bool:

@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 
 from kahuna_web.app import create_app
 from kahuna_web.gamestore import open_data_folder
-from kahuna_web.owners import OWNER_COOKIE, owner_key
+from kahuna_web.owners import OWNER_COOKIE, RecentEvents, owner_key
 from kahuna_web.server import build_parser, limits
 from kahuna_web.sessions import Caps
 
@@ -158,3 +158,13 @@ def test_a_flood_of_new_games_from_one_owner_never_touches_another_owners_games(
         assert_no_such_game(victim.get(f"/api/games/{old['id']}"), old["id"])  # the only one that made room
         assert play(victim, kept[playing["id"]], 2)["state"]["log"]  # and the game goes on
         print(f"flood: {statuses[201]} games created, {statuses[503]} refused; the other owner's 2 games intact")
+
+
+def test_the_per_minute_counts_forget_what_left_the_window():
+    """Their memory is bounded by the keys active within the last minute, whatever the number of addresses."""
+    now = [0.0]
+    recent = RecentEvents(clock=lambda: now[0])
+    assert all(recent.add_if_below(f"10.0.{k // 256}.{k % 256}", 1) for k in range(1000))
+    assert not recent.add_if_below("10.0.0.0", 1)  # once within the minute
+    now[0] = 61.0
+    assert recent.add_if_below("10.0.0.0", 1) and len(recent._events) == 1
