@@ -8,6 +8,12 @@ carry it afterwards); a value that is not a token this server could have made
 counts as none.  The game store keeps only :func:`owner_key` of a token (its
 SHA-256), never the token itself.
 
+A browser withholds a ``SameSite=Strict`` cookie from a request another site
+started (a link to the board followed from elsewhere), and says so
+(``Sec-Fetch-Site: cross-site``): such a request is answered as a newcomer's,
+but without a ``Set-Cookie``, which would replace the token the browser
+holds and so lose its games.  The page's own calls then carry the token.
+
 :class:`RecentEvents` counts events per key over the last minute: the games
 an owner created, the owners an address brought.  Its memory stays bounded by
 the keys active within the window (older ones are forgotten as it goes).
@@ -79,6 +85,10 @@ class OwnerCookie:
             return
         token = new_token()
         scope[OWNER_SCOPE_KEY] = token
+        fetch_site = b"".join(value for name, value in scope["headers"] if name == b"sec-fetch-site")
+        if fetch_site.strip().lower() == b"cross-site":  # the browser may hold a token it did not send: keep it
+            await self.app(scope, receive, send)
+            return
 
         async def send_with_cookie(message: Any) -> None:
             if message["type"] == "http.response.start":

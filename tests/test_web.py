@@ -110,6 +110,20 @@ def test_a_full_game_offers_only_legal_moves_and_ends_with_a_result(client):
     assert response.status_code == 409 and "over" in response.json()["error"]
 
 
+def test_a_take_is_named_by_its_card_in_moves_and_hints():
+    """``take LALE (face-up)``, not the action encoding's ``take face-up slot 1`` (which an empty slot keeps)."""
+    from kahuna_web.analysis import top_move
+    from kahuna_web.views import action_entry, action_text
+
+    game = KahunaGame(seed=3)
+    row = game.face_up
+    for slot, card in enumerate(row):
+        assert action_entry(TAKE + slot, row)["text"] == f"take {ISLANDS[card]} (face-up)"
+        hint = top_move({"search": None, "probabilities": {str(TAKE + slot): 1.0}}, row)
+        assert hint == {"action": TAKE + slot, "text": f"take {ISLANDS[card]} (face-up)"}
+    assert action_text(TAKE, [None, *row[1:]]) == describe_action(TAKE) == "take face-up slot 0"
+
+
 def test_an_illegal_move_is_refused_and_changes_nothing(client):
     data = new_game(client)
     before = client.get(f"/api/games/{data['id']}").json()

@@ -64,6 +64,9 @@ def test_the_first_answer_gives_a_browser_its_owner_cookie_and_a_forged_one_coun
         assert "set-cookie" not in client.get("/api/board").headers  # it carries it now
         token = client.cookies[OWNER_COOKIE]
         assert len(token) >= 32 and client.get("/api/rules").status_code == 200
+    with browser(create_app()) as client:  # a link followed from another site: the browser withheld its cookie
+        followed = client.get("/?game=abc", headers={"Sec-Fetch-Site": "cross-site"})
+        assert followed.status_code == 200 and "set-cookie" not in followed.headers  # its token is not replaced
     for forged in ("x", "a" * 200, "bad token with spaces!!!!!!!!!!!!!!!"):
         with browser(create_app(), owner=forged) as client:
             fresh = client.get("/api/board").headers["set-cookie"]

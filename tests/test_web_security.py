@@ -229,13 +229,20 @@ def test_the_page_offers_only_opponents_within_the_caps():
     [
         ["kahuna-serve", "--max-simulations", "0"],
         ["kahuna-serve", "--max-guided-simulations", "1000001"],
+        ["kahuna-serve", "--max-stored-games", "0"],
+        ["kahuna-serve", "--max-games-per-owner", "-3"],
+        ["kahuna-serve", "--max-new-owners-per-minute", "0"],
+        ["kahuna-serve", "--retention-hours", "0.5"],
+        ["kahuna-serve", "--idle-days", "nan"],
+        ["kahuna-serve", "--forwarded-allow-ips", "10.0.0.1"],  # without --proxy-headers it would do nothing
     ],
 )
-def test_kahuna_serve_refuses_caps_out_of_range_in_one_line(argv, capsys):
+def test_kahuna_serve_refuses_caps_out_of_range_in_one_line(argv, capsys, tmp_path):
     with pytest.raises(SystemExit) as stop:
-        serve_main(argv[1:])
+        serve_main([*argv[1:], "--data", str(tmp_path / "data")])
     err = capsys.readouterr().err
-    assert stop.value.code == 2 and err.startswith("kahuna-serve: error: --max-") and err.count("\n") == 1
+    assert stop.value.code == 2 and err.startswith(f"kahuna-serve: error: {argv[1]}") and err.count("\n") == 1
+    assert not (tmp_path / "data").exists()  # refused before anything is created
 
 
 # ------------------------------------------------------------------------------------------------ cancellation
