@@ -1,12 +1,14 @@
-"""The rules panel of the page: docs/RULES.md as sections ``[{"title", "text", "html"}]``, built once at start.
+"""The rules panel of the page: the players' rulebook as sections ``[{"title", "text", "html"}]``, built once at start.
 
-The page reads the copy shipped with the package (``kahuna_web/static/RULES.md``,
-package data, so an installed ``kahuna-serve`` has it too); a test holds it
-equal to ``docs/RULES.md``.  ``text`` is the section's Markdown as written;
-``html`` a small, safe rendering of it for the page (every character of the
-file escaped first; headings, paragraphs, lists, tables, ``code``, **bold**,
-*emphasis* and link texts; the bracketed names of the tests that pin a rule
-down are left out: they are for developers).
+The panel shows ``kahuna_web/static/RULEBOOK.md`` (package data, so an
+installed ``kahuna-serve`` has it too): the rules of docs/RULES.md written
+for players (what a turn is, placing, removing, control, scoring, the end),
+without the engine's names, the tests or the formulas, which stay in docs/.
+``RULES_FILE`` is the packaged copy of docs/RULES.md itself.  ``text`` is a
+section's Markdown as written; ``html`` a small, safe rendering of it for the
+page (every character of the file escaped first; headings, paragraphs, lists,
+tables, ``code``, **bold**, *emphasis* and link texts; bracketed names of
+tests are left out: they are for developers).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import Any
 
 RULES_FILE = Path(__file__).resolve().parent / "static" / "RULES.md"
 """The packaged copy of docs/RULES.md."""
+RULEBOOK_FILE = Path(__file__).resolve().parent / "static" / "RULEBOOK.md"
+"""The players' rulebook the rules panel shows."""
 
 _TEST_REFERENCE = re.compile(r"\s*\[(?:also\s+)?`(?:tests/)?test_[^\]]*\]")
 _LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
@@ -39,8 +43,8 @@ def rule_sections(text: str) -> list[dict[str, Any]]:
     return sections
 
 
-def read_rules(path: Path = RULES_FILE) -> list[dict[str, Any]]:
-    """:func:`rule_sections` of the packaged rules (empty when the file is missing: the panel then says so)."""
+def read_rules(path: Path = RULEBOOK_FILE) -> list[dict[str, Any]]:
+    """:func:`rule_sections` of the players' rulebook (empty when the file is missing: the panel then says so)."""
     try:
         return rule_sections(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
