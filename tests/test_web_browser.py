@@ -25,8 +25,12 @@ import contextlib
 import json
 import os
 import re
+import resource
 import shutil
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -66,6 +70,9 @@ WAIT = 120.0
 CPU-bound work slows Chromium several times over; every wait polls, so a generous bound costs nothing."""
 HUGE_SEARCH = 1_000_000
 """Simulations per decision of the opponent whose search the Stop test ends: hours of work if Stop failed."""
+STORE_FILE_LIMIT = 40_000
+"""Bytes any file of a "full disk" server may reach: the store's shared-memory file (32 KiB) fits, and its
+write-ahead log (a 4 KiB page per change and more) runs out after a few games' changes."""
 
 
 # ------------------------------------------------------------------------------------------------ fixtures
@@ -118,6 +125,38 @@ def serving(app: Any) -> Iterator[str]:
     finally:
         instance.should_exit = True
         thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def kahuna_serve(data: Path, output: Path, file_limit: int | None = None) -> Iterator[str]:
+    """``kahuna-serve --data DATA --port 0`` in a process of its own until the block ends; yields its address.
+
+    ``file_limit``: no file it writes may grow past that many bytes (``RLIMIT_FSIZE``, with ``SIGXFSZ``
+    ignored, so a write beyond fails with ``EFBIG`` as on a full disk).  Its output goes to ``output``.
+    """
+
+    def limit_files() -> None:  # in the child, before kahuna-serve starts
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_limit, file_limit))
+
+    command = [sys.executable, "-m", "kahuna_web.server", "--port", "0", "--data", str(data)]
+    with output.open("w") as sink:
+        process = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, preexec_fn=limit_files if file_limit else None
+        )
+    try:
+        deadline = time.monotonic() + WAIT
+        while not (found := re.search(r"http://127\.0\.0\.1:\d+", output.read_text())):
+            assert process.poll() is None and time.monotonic() < deadline, output.read_text()
+            time.sleep(0.05)
+        yield found.group(0)
+    finally:
+        process.terminate()  # SIGTERM: kahuna-serve stops within a second or two
+        try:
+            process.wait(timeout=WAIT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 @pytest.fixture(scope="module")
@@ -174,8 +213,9 @@ def shown(driver, element_id):
 
 
 def message(driver):
+    """The text of the page's alert (without its dismiss button), "" when none shows."""
     box = driver.find_element(By.ID, "message")
-    return box.text if box.is_displayed() else ""
+    return driver.find_element(By.ID, "message-text").text if box.is_displayed() else ""
 
 
 def page_errors(driver):
@@ -193,7 +233,8 @@ def dialog_open(driver):
     return driver.find_element(By.ID, "confirm").get_attribute("open") is not None
 
 
-def start_game(driver, opponent, seed, seat=0):
+def ask_for_game(driver, opponent, seed, seat=0):
+    """Fill in the new-game form and press New game (confirming it over a game in progress); no waiting."""
     Select(driver.find_element(By.ID, "seat")).select_by_value(str(seat))
     field = driver.find_element(By.ID, "opponent")
     field.clear()
@@ -204,6 +245,10 @@ def start_game(driver, opponent, seed, seat=0):
     driver.find_element(By.ID, "start").click()
     if dialog_open(driver):  # a game in progress is replaced only once confirmed
         answer_dialog(driver)
+
+
+def start_game(driver, opponent, seed, seat=0):
+    ask_for_game(driver, opponent, seed, seat)
     idle(driver)
 
 
@@ -246,7 +291,7 @@ SEEN_SCRIPT = """
 const message = document.getElementById('message');
 const texts = (selector) => [...document.querySelectorAll(selector)].map((node) => node.textContent);
 return {
-  message: message.hidden ? '' : message.textContent,
+  message: message.hidden ? '' : document.getElementById('message-text').textContent,
   log: texts('#play-log li'),
   summary: document.getElementById('turn-summary').hidden ? [] : texts('#turn-summary ol li'),
   over: !document.getElementById('end-screen').hidden,
@@ -309,6 +354,11 @@ def test_a_full_game_against_random_by_clicking_legal_moves(browser, server, tmp
     assert outcome == expected and expected in browser.find_element(By.ID, "result").get_attribute("class")
     revealed = browser.find_elements(By.CSS_SELECTOR, "#revealed .row")
     assert len(revealed) == 2 and revealed[0].text.startswith("random's hand, revealed")
+    # The hand panel shows it too, without a card back left; your own hand is "Your hand".
+    cards = revealed[0].text.split()[3:]
+    panel = browser.find_element(By.CSS_SELECTOR, "#play-cards .row").text.split()
+    assert panel == ["random's", "hand", f"({len(cards)})", *cards] or (panel[-2:], cards) == (["no", "cards"], [])
+    assert text_of(browser, "my-hand").startswith("Your hand (")
     assert browser.find_elements(By.CSS_SELECTOR, "#breakdown table tr")  # every scoring, with its points
     assert browser.find_elements(By.CSS_SELECTOR, "#moves button.move") == []
     download = browser.find_element(By.ID, "download")
@@ -376,14 +426,14 @@ def test_a_hand_card_click_shows_its_moves_and_never_discards(browser, server):
     open_page(browser, server)
     start_game(browser, "greedy", 11)
     before = log_texts(browser)
-    cards = browser.find_elements(By.CSS_SELECTOR, "#play-cards button.card.hand")
+    cards = browser.find_elements(By.CSS_SELECTOR, "#my-hand button.card.hand")
     assert cards, "no hand card offered"
     card = cards[0].get_attribute("data-card")
     cards[0].click()
     assert log_texts(browser) == before and not dialog_open(browser)  # nothing played, nothing asked
     info = browser.find_element(By.ID, "card-info")
     assert info.is_displayed() and card in info.text
-    pressed = browser.find_element(By.CSS_SELECTOR, f"#play-cards button[data-card='{card}']")
+    pressed = browser.find_element(By.CSS_SELECTOR, f"#my-hand button[data-card='{card}']")
     assert pressed.get_attribute("aria-pressed") == "true"
     paying = info.find_elements(By.CSS_SELECTOR, "button.move")
     assert all(card in button.text for button in paying)
@@ -455,11 +505,46 @@ def test_a_server_restart_keeps_the_game(browser, server, folders):
         assert len(record["actions"]) == len(log_texts(browser)) and record["finished"] is False
 
 
-def test_the_phone_layout_scrolls_no_sideways_and_the_chooser_is_in_view(browser, server):
-    browser.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride", {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
-    )
+@contextlib.contextmanager
+def phone_size(driver) -> Iterator[None]:
+    """The browser as a 390x844 phone until the block ends."""
+    metrics = {"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": True}
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
     try:
+        yield
+    finally:
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+def test_a_store_that_cannot_be_written_is_said_at_once_and_no_unsaved_move_shows(browser, tmp_path):
+    from kahuna_web.gamestore import open_data_folder
+
+    data = tmp_path / "data"
+    open_data_folder(data).close()  # the store, ready; the server below cannot grow any file past the limit
+    with kahuna_serve(data, tmp_path / "full.out", file_limit=STORE_FILE_LIMIT) as address:
+        open_page(browser, address)
+        start_game(browser, "random", 7)
+        assert message(browser) == "" and legal_ids(browser)  # the new game is stored
+        for _ in range(40):  # the store runs out after a few changes
+            logged, legal = log_texts(browser), legal_ids(browser)
+            play_button(browser, first_move_that_is_not_a_discard(browser))
+            if message(browser):
+                break
+        else:
+            pytest.fail("every move was stored: the store never ran out")
+        # Said at once, in words, in an alert in view; the page shows the game as it was before the move.
+        assert browser.find_element(By.ID, "message").get_attribute("role") == "alert"
+        assert "not saved" in message(browser).lower() and browser.execute_script(IN_VIEW, "message"), message(browser)
+        assert log_texts(browser) == logged and legal_ids(browser) == legal
+        identity = game_id(browser)
+    # A restart on the same store: every move the page showed played is there, and no other.
+    with kahuna_serve(data, tmp_path / "restarted.out") as address:
+        open_page(browser, address, f"?delay=0&game={identity}")
+        assert log_texts(browser) == logged and legal_ids(browser) == legal and message(browser) == ""
+
+
+def test_the_phone_layout_scrolls_no_sideways_and_the_chooser_is_in_view(browser, server):
+    with phone_size(browser):
         open_page(browser, server)
         start_game(browser, "greedy", 2)
         overflow = "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
@@ -487,8 +572,81 @@ def test_the_phone_layout_scrolls_no_sideways_and_the_chooser_is_in_view(browser
         browser.find_element(By.ID, "open-record").click()  # a replay: its board, controls and log
         wait(browser, lambda d: shown(d, "replay-area"), "the record did not open")
         assert browser.execute_script(overflow) <= 0
-    finally:
-        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
+LAYOUT_SCRIPT = """
+const box = (node) => { const r = node.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+const seen = (node) => node.getClientRects().length > 0 && getComputedStyle(node).visibility !== 'hidden';
+const targets = [...document.querySelectorAll('button, a.button, input, select, summary')].filter(seen);
+const lines = [...document.querySelectorAll('#play-board g.playable line.hit')].map((hit) => {
+  const m = hit.getScreenCTM();
+  const a = new DOMPoint(hit.x1.baseVal.value, hit.y1.baseVal.value).matrixTransform(m);
+  const b = new DOMPoint(hit.x2.baseVal.value, hit.y2.baseVal.value).matrixTransform(m);
+  const length = Math.hypot(b.x - a.x, b.y - a.y);
+  const [nx, ny] = [(a.y - b.y) / length, (b.x - a.x) / length];
+  const [mx, my] = [(a.x + b.x) / 2, (a.y + b.y) / 2];
+  // 22 px either side of the line's middle, across it: both points still land on its tap area.
+  const hits = [22, -22].map((d) => document.elementsFromPoint(mx + d * nx, my + d * ny).includes(hit));
+  return [hit.parentNode.dataset.line, ...hits];
+});
+return {
+  view: [window.innerWidth, window.innerHeight],
+  parts: Object.fromEntries(
+    ['play-status', 'play-board', 'my-hand', 'card-info'].map((id) => [id, box(document.getElementById(id))])),
+  targets: targets.map((node) => [node.id || node.textContent.trim().slice(0, 30), box(node)]),
+  lines,
+};
+"""
+"""The phone layout's measures: the parts of a turn, every tap target's box, each playable line's tap area."""
+
+STONES_SCRIPT = """
+const box = (node) => { const r = node.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+const part = (g, css) => box(g.querySelector(css));
+return [...document.querySelectorAll(arguments[0] + ' g.island-group')].filter((g) => g.querySelector('.stone'))
+  .map((g) => [g.dataset.island, part(g, '.stone'), part(g, '.name'), part(g, '.counts')]);
+"""
+"""For each island with a controller's stone: its name, the stone's, the name's and the counts' boxes."""
+
+
+def overlap(first: list[float], second: list[float]) -> bool:
+    """Whether two boxes ``[left, top, right, bottom]`` intersect."""
+    return first[0] < second[2] and second[0] < first[2] and first[1] < second[3] and second[1] < first[3]
+
+
+def test_on_a_phone_the_turn_line_board_and_hand_fit_together_with_44_px_targets(browser, server, folders):
+    with phone_size(browser):
+        open_page(browser, server)
+        start_game(browser, "greedy", 2, seat=1)  # greedy opens: the log has its turn
+        card = browser.find_element(By.CSS_SELECTOR, "#my-hand button.card.hand")
+        assert browser.find_element(By.ID, "my-hand").text.startswith("Your hand (")
+        card.click()  # a card selected: the moves it pays for show under the hand
+        assert shown(browser, "card-info")
+        layout = browser.execute_script(LAYOUT_SCRIPT)
+        width, height = layout["view"]
+        for name, (left, top, right, bottom) in layout["parts"].items():  # all in the window at once
+            assert 0 <= left and right <= width and 0 <= top and bottom <= height, (name, layout["parts"])
+        small = [(name, box) for name, box in layout["targets"] if box[2] - box[0] < 44 or box[3] - box[1] < 44]
+        assert not small, small
+        assert layout["lines"] and all(a and b for _, a, b in layout["lines"]), layout["lines"]
+        # The log folds away on a phone (the board comes first); opened, it lists the moves.
+        assert not browser.find_element(By.ID, "log-panel").get_attribute("open")
+        browser.find_element(By.CSS_SELECTOR, "#log-panel summary").click()
+        assert log_texts(browser) and all(text for text in log_texts(browser))
+        # A finished game's board has stones on many islands: none covers a name or its counts.
+        name = sorted(path.name for path in folders["records"].glob("*.json"))[0]
+        browser.find_element(By.CSS_SELECTOR, "nav button[data-tab=replay]").click()
+        Select(browser.find_element(By.ID, "record-list")).select_by_value(name)
+        browser.find_element(By.ID, "open-record").click()
+        wait(browser, lambda d: shown(d, "replay-area"), "the record did not open")
+        browser.find_element(By.ID, "rp-end").click()
+        for size in ("phone", "desktop"):
+            if size == "desktop":
+                browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+            stones = browser.execute_script(STONES_SCRIPT, "#replay-board")
+            assert len(stones) >= 3, stones
+            covered = [island for island, stone, *labels in stones if any(overlap(stone, label) for label in labels)]
+            assert not covered, (size, covered)
+    assert page_errors(browser) == []
 
 
 def test_the_analysis_board_gives_probabilities_over_legal_moves_a_hint_and_undo(browser, server):
@@ -511,7 +669,7 @@ def test_the_analysis_board_gives_probabilities_over_legal_moves_a_hint_and_undo
     assert sum(probabilities.values()) == pytest.approx(1.0, abs=1e-6)
     assert re.search(r"win probability for you \d+(\.\d)?%", text_of(browser, "analysis"))
     assert browser.find_elements(By.CSS_SELECTOR, "#play-board g.prob-label"), probabilities  # drawn on the board
-    assert browser.find_elements(By.CSS_SELECTOR, "#play-cards .badge")  # and on the cards
+    assert browser.find_elements(By.CSS_SELECTOR, "#my-hand .badge, #play-cards .badge")  # and on the cards
     # On request, a search's visits and values for the top moves.
     simulations = browser.find_element(By.ID, "analysis-simulations")
     simulations.clear()
@@ -520,12 +678,15 @@ def test_the_analysis_board_gives_probabilities_over_legal_moves_a_hint_and_undo
     idle(browser)
     searched = browser.find_elements(By.CSS_SELECTOR, "#analysis table.search tr[data-action]")
     assert searched and all(int(row.get_attribute("data-action")) in legal for row in searched)
-    # A hint marks one legal move; undo takes our move back.
+    # A hint marks one legal move, and moves nothing on the page (its text floats over it).
+    board_top = "return document.getElementById('play-board').getBoundingClientRect().top + window.scrollY"
+    top = browser.execute_script(board_top)
     browser.find_element(By.ID, "hint").click()
     idle(browser)
     hinted = browser.find_elements(By.CSS_SELECTOR, "#moves button.move.hinted")
     assert len(hinted) == 1 and int(hinted[0].get_attribute("data-action")) in legal
-    assert message(browser).startswith("Hint from champion-v5: ")
+    assert message(browser).startswith("Hint from champion-v5: ") and browser.execute_script(board_top) == top
+    # Undo takes our move back.
     before = log_texts(browser)
     play_button(browser, first_move_that_is_not_a_discard(browser))
     assert len(log_texts(browser)) > len(before)
@@ -535,12 +696,37 @@ def test_the_analysis_board_gives_probabilities_over_legal_moves_a_hint_and_undo
     assert page_errors(browser) == []
 
 
+def test_moves_taken_back_are_told_beside_the_players_not_in_a_name(browser, server):
+    open_page(browser, server)
+    start_game(browser, "greedy", 5)
+    play_button(browser, first_move_that_is_not_a_discard(browser))
+    browser.find_element(By.ID, "undo").click()
+    idle(browser)
+    browser.find_element(By.ID, "abandon").click()
+    answer_dialog(browser)
+    idle(browser)
+    browser.find_element(By.ID, "replay-game").click()
+    wait(browser, lambda d: shown(d, "replay-area"), "the game did not open as a replay")
+    assert "took moves back" in text_of(browser, "replay-notes")
+    assert "took moves back" not in text_of(browser, "replay-title")  # the players are their names
+
+
+ON_THE_BOARD = "return document.activeElement.closest('#play-board') !== null"
+"""Whether the keyboard focus is on the board (a line of it, or the board itself)."""
+
+
 def test_a_move_is_played_with_the_keyboard(browser, server):
     open_page(browser, server)
     start_game(browser, "greedy", 6)
+    open_page(browser, server, fresh=False)  # the game reopened, the focus at the start of the page
+    # The first Tab stop skips to the board: one Tab and Enter reach its first playable line.
+    ActionChains(browser).send_keys(Keys.TAB).perform()
+    skip = browser.switch_to.active_element
+    assert skip.get_attribute("id") == "skip-board" and skip.is_displayed() and skip.text == "Skip to the board"
+    ActionChains(browser).send_keys(Keys.ENTER).perform()
     lines = browser.find_elements(By.CSS_SELECTOR, "#play-board g.playable")
     assert len(lines) >= 2 and all(line.get_attribute("tabindex") == "0" for line in lines)
-    browser.execute_script("arguments[0].focus()", lines[0])
+    assert browser.switch_to.active_element == lines[0]
     ActionChains(browser).send_keys(Keys.ARROW_RIGHT).perform()
     focused = browser.switch_to.active_element
     assert focused.get_attribute("data-line") == lines[1].get_attribute("data-line")
@@ -551,7 +737,7 @@ def test_a_move_is_played_with_the_keyboard(browser, server):
         ActionChains(browser).send_keys(Keys.ENTER).perform()
     idle(browser)
     mine = [text for text in log_texts(browser) if text.startswith("you: ")]
-    assert mine and name in mine[0]
+    assert mine and name in mine[0] and browser.execute_script(ON_THE_BOARD)  # the focus stays on the board
     # A line with one move plays it on the first click (no chooser to confirm).
     single = [line for line in browser.find_elements(By.CSS_SELECTOR, "#play-board g.playable")]
     single = [line for line in single if " or " not in line.get_attribute("aria-label")]
@@ -611,11 +797,55 @@ def test_stop_ends_the_opponents_search_and_it_moves(browser, server):
     assert len(log_texts(browser)) >= len(logged) + 2 and legal_ids(browser) and message(browser) == ""
 
 
+IN_VIEW = """
+const r = document.getElementById(arguments[0]).getBoundingClientRect();
+return r.width > 0 && r.top >= 0 && r.left >= 0 && r.bottom <= window.innerHeight && r.right <= window.innerWidth;
+"""
+"""Whether the element of that id shows wholly inside the window."""
+
+
+def thinking_names(driver, opponent):
+    """Wait for the thinking indicator of a new game's opening; it names ``opponent`` and is in view."""
+    pattern = rf"{re.escape(opponent)} is thinking about its first move… \d+ s.*"
+    wait(driver, lambda d: shown(d, "thinking") and re.fullmatch(pattern, text_of(d, "thinking-text")), "no indicator")
+    assert driver.execute_script(IN_VIEW, "thinking") and driver.find_element(By.ID, "stop").is_enabled()
+
+
+def test_a_new_games_opening_names_its_opponent_and_stop_reaches_that_game(browser, folders):
+    opponent = f"mcts:{HUGE_SEARCH}"  # hours of thinking unless stopped
+    with app_on_data(folders) as app, serving(app) as address:
+        open_page(browser, address)
+        # The page's first game, the opponent opening: nothing on the page yet but the indicator, naming it.
+        ask_for_game(browser, opponent, 9, seat=1)
+        thinking_names(browser, opponent)
+        assert not shown(browser, "play-area")
+        browser.find_element(By.ID, "stop").click()
+        idle(browser)
+        assert message(browser) == f"The new game against {opponent} was cancelled before its first move."
+        assert not shown(browser, "play-area") and "game=" not in browser.current_url
+        # A game shown, then a new one: the indicator names the new opponent, Stop reaches the new game.
+        start_game(browser, "greedy", 4)
+        shown_game, logged, legal = game_id(browser), log_texts(browser), legal_ids(browser)
+        ask_for_game(browser, opponent, 9, seat=1)
+        thinking_names(browser, opponent)
+        assert not browser.find_element(By.ID, "abandon").is_enabled()  # it would abandon the game shown
+        browser.find_element(By.ID, "stop").click()
+        idle(browser)
+        assert game_id(browser) == shown_game and log_texts(browser) == logged and legal_ids(browser) == legal
+        # The server's search ended: no agent computation is left running or waiting.
+        wait(browser, lambda _: app.state.bots._admitted == 0, "the stopped search still runs")
+    assert page_errors(browser) == []  # no TypeError, no 409 of a Stop sent to the game shown
+
+
 def test_the_pages_action_encoding_is_the_engines(browser, server):
     """The page draws an analysis by action id (its line, the cards it pays): its reading of docs/ENV.md's encoding."""
     open_page(browser, server)
     texts = browser.execute_script(f"return Array.from({{length: {NUM_ACTIONS}}}, (_, a) => describeAction(a))")
     assert texts == [describe_action(action) for action in range(NUM_ACTIONS)]
+    # With the position, a face-up card is named (the analysis of a replayed position lists it so).
+    script = "return [148, 149, 150].map((a) => describeAction(a, {face_up: ['LALE', null, 'KAHU']}))"
+    named = browser.execute_script(script)
+    assert named == ["take LALE (face-up)", "take face-up slot 1", "take KAHU (face-up)"]
 
 
 # ------------------------------------------------------------------------------------------------ looks
@@ -684,8 +914,13 @@ def test_the_rules_panel_shows_the_rules(browser, server):
     browser.find_element(By.ID, "rules-open").click()
     wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#rules-body details"), "no rules shown")
     titles = [node.text for node in browser.find_elements(By.CSS_SELECTOR, "#rules-body details summary")]
-    assert "Setup" in titles and any(title.startswith("A turn") for title in titles), titles
-    assert "majority" in text_of(browser, "rules-body")
+    assert {"Setup", "A turn", "Control", "Rounds and scoring"} <= set(titles), titles
+    # A players' rulebook: a turn, placing, removing, control, scoring, the end; nothing for developers.
+    rules = browser.execute_script("return document.getElementById('rules-body').textContent")
+    for words in ("Place", "Remove", "Draw", "Pass", "majority", "points", "The winner"):
+        assert words in rules, words
+    developers = ("kahuna_env", "KahunaGame", "tests/", "test_", "degree // 2", "numpy", "FREE_BRIDGE", "from_dict")
+    assert [word for word in developers if word in rules] == []
     browser.find_element(By.ID, "rules-close").click()
     assert not shown(browser, "rules-panel")
     # The legend says what an island's label means.

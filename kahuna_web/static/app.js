@@ -20,6 +20,7 @@ let selectedCard = null; // the hand card whose moves are shown
 let analysisShown = null; // the analysis drawn on the board: {probabilities: Map(action -> p)}
 let hinted = null; // the action a hint suggested
 let thinkingTimer = null;
+let pending = null; // what the thinking indicator stands for: {opponent, game: its id (null: a new game's opening), abort}
 let requestsMade = 0; // bot requests answered so far (the first one may load a network)
 const ratings = new Map(); // entrant -> "Elo ..." from the results tables and the ladder
 let replayData = null;
@@ -54,9 +55,10 @@ function svg(tag, attrs = {}) {
   return node;
 }
 
+// The message box floats over the top of the window (role="alert": read out at once); showing it moves nothing.
 function showMessage(text, kind = "error") {
   const box = document.getElementById("message");
-  box.textContent = text;
+  document.getElementById("message-text").textContent = text;
   box.className = kind;
   box.hidden = !text;
 }
@@ -72,14 +74,29 @@ function announce(text) {
   window.setTimeout(() => { region.textContent = text; }, 30);
 }
 
-const WHILE_BUSY = new Set(["stop", "abandon"]); // the controls that act on a thinking bot
+// Every control of the game is off while the page waits (keyboard users too), except Stop and, while the
+// opponent of the game shown thinks, Abandon (not during a new game's opening: it would abandon the old game).
+function controlOff(node) {
+  if (node.id === "stop") return false;
+  if (node.dataset.off === "1") return true;
+  return isBusy() && !(node.id === "abandon" && pending && pending.game && game && pending.game === game.id);
+}
+
+function refreshControls() {
+  for (const node of document.querySelectorAll("#tab-play button, #new-game input, #new-game select")) {
+    node.disabled = controlOff(node);
+  }
+}
 
 function setBusy(busy) {
   document.body.dataset.busy = busy ? "1" : "0";
-  // Every control of the game is disabled while the bot thinks (keyboard users too), except Stop and Abandon.
-  for (const node of document.querySelectorAll("#tab-play button, #new-game input, #new-game select")) {
-    if (WHILE_BUSY.has(node.id)) continue;
-    node.disabled = busy || node.dataset.off === "1";
+  refreshControls();
+}
+
+// A game answered 2xx but not written to the server's store (an older server says so with saved: false).
+function warnIfUnsaved(response) {
+  if (response && response.state && response.state.saved === false) {
+    showMessage("Not saved: the server could not store this game, so a restart of the server would lose its last moves.");
   }
 }
 
@@ -91,8 +108,10 @@ function percent(p) {
   return `${(100 * p).toFixed(p >= 0.995 || p < 0.001 ? 0 : 1)}%`;
 }
 
-async function api(method, url, body) {
-  const options = { method, headers: {} };
+// A request to the server; a refusal throws an Error with the server's one line and the status.  `signal`: an
+// AbortSignal that gives the request up (the error then has aborted: true).
+async function api(method, url, body, signal = undefined) {
+  const options = { method, headers: {}, signal };
   if (body !== undefined) {
     options.headers["Content-Type"] = "application/json";
     options.body = typeof body === "string" ? body : JSON.stringify(body);
@@ -101,6 +120,11 @@ async function api(method, url, body) {
   try {
     response = await fetch(url, options);
   } catch (error) {
+    if (error.name === "AbortError") {
+      const aborted = new Error("given up");
+      aborted.aborted = true;
+      throw aborted;
+    }
     throw new Error(`the server cannot be reached (${error.message})`);
   }
   let data = null;
@@ -320,9 +344,9 @@ function drawBoard(node, state, options = {}) {
       x: island.x, y: island.y + 13, class: "counts",
       text: `${info.bridges[0]}:${info.bridges[1]}/${island.majority}`,
     }));
-    if (controller !== null) {
+    if (controller !== null) { // astride the island's top edge, clear of its name and counts
       group.append(svg("circle", {
-        cx: island.x + 0.75 * r, cy: island.y - 0.75 * r, r: 9, class: `stone p${controller}`, fill: colours[controller],
+        cx: island.x, cy: island.y - r - 4, r: 9, class: `stone p${controller}`, fill: colours[controller],
       }));
     }
     group.append(svg("title", { text: `${island.name}: ${control}; bridges ${info.bridges[0]}:${info.bridges[1]} (player_0:player_1), majority ${island.majority}` }));
@@ -394,17 +418,29 @@ function withBadge(node, p) {
   return node;
 }
 
+// "Your hand", "greedy's hand": whose cards a row shows.
+function handLabel(names, player) {
+  if (names[player] === "you") return el("span", {}, "Your hand");
+  return el("span", {}, playerName(names, player), "'s hand");
+}
+
 // The cards and supply panel.  play (the person's turn only): {moves: [legal moves], onCard(card), onAction(id)};
-// cardP: the analysis per hand card, take slot and draw ({hand: Map, take: Map, draw: p}).
-function drawCards(container, state, names, play = null, cardP = null) {
+// cardP: the analysis per hand card, take slot and draw ({hand: Map, take: Map, draw: p}); ownHand: where the
+// viewer's own hand goes (the bar under the board), else with the rest.  Once the game is over the opponent's
+// hand is the one the result reveals.
+function drawCards(container, state, names, play = null, cardP = null, ownHand = null) {
   container.replaceChildren();
+  if (ownHand) ownHand.replaceChildren();
   const row = (label, ...items) => el("div", { class: "row" }, el("span", { class: "label" }, label), ...items);
   const moves = play ? play.moves : [];
+  const revealed = state.result && Array.isArray(state.result.revealed_hands) ? state.result.revealed_hands : null;
   for (const player of [0, 1]) {
     const hand = state.hands[player];
     const items = [];
-    if (hand.cards !== null && hand.cards !== undefined) {
-      hand.cards.forEach((card) => {
+    const cards = hand.cards ?? (revealed ? revealed[player] : null);
+    if (cards !== null && cards !== undefined) {
+      const title = hand.cards ? null : "revealed at the end of the game";
+      cards.forEach((card) => {
         const usable = moves.filter((m) => m.pays.includes(card));
         if (play && player === state.viewer && usable.length) {
           const pressed = selectedCard === card;
@@ -415,21 +451,22 @@ function drawCards(container, state, names, play = null, cardP = null) {
             onclick: () => play.onCard(card),
           }, card, badge(cardP && cardP.hand.get(card))));
         } else {
-          items.push(withBadge(cardNode(card), cardP && player === cardP.seat ? cardP.hand.get(card) : undefined));
+          items.push(withBadge(cardNode(card, { title }), cardP && player === cardP.seat ? cardP.hand.get(card) : undefined));
         }
       });
     } else {
       for (const card of hand.known) items.push(cardNode(card, { title: "taken face up: publicly known" }));
       for (let k = hand.known.length; k < hand.size; k += 1) items.push(cardNode("?"));
     }
-    if (!hand.size) items.push(el("span", { class: "muted", text: "no cards" }));
-    const label = el("span", {}, playerName(names, player), ` hand (${hand.size})`);
-    container.append(row(label, ...items));
+    if (!items.length) items.push(el("span", { class: "muted", text: "no cards" }));
+    const label = el("span", {}, handLabel(names, player), ` (${cards ? cards.length : hand.size})`);
+    const target = ownHand && player === state.viewer ? ownHand : container;
+    target.append(row(label, ...items));
   }
   const slots = state.face_up.map((card, slot) => {
     const take = moves.find((m) => m.kind === "take" && m.slot === slot);
     if (take && card !== null) {
-      return el("button", { type: "button", class: "card playable", "data-action": take.id, "aria-label": `take ${card} from the face-up row`, title: `take face-up slot ${slot}`, onclick: () => play.onAction(take.id) }, card, badge(cardP && cardP.take.get(slot)));
+      return el("button", { type: "button", class: "card playable", "data-action": take.id, "aria-label": `take ${card} from the face-up row`, title: `take ${card} (face-up)`, onclick: () => play.onAction(take.id) }, card, badge(cardP && cardP.take.get(slot)));
     }
     return withBadge(cardNode(card), cardP && card !== null ? cardP.take.get(slot) : undefined);
   });
@@ -465,11 +502,11 @@ function gameActive() {
   return Boolean(game && current && !current.over && !current.abandoned);
 }
 
-// A control of the game on or off; setBusy keeps it off while the bot thinks.
+// A control of the game on or off; setBusy keeps it off while the page waits.
 function enable(id, on) {
   const node = document.getElementById(id);
   node.dataset.off = on ? "0" : "1";
-  node.disabled = !on || (isBusy() && !WHILE_BUSY.has(id));
+  node.disabled = controlOff(node);
 }
 
 function movesByLine(moves) {
@@ -517,7 +554,7 @@ function renderPlay(state, options = {}) {
   });
   document.getElementById("play-status").replaceChildren(statusLine(state, names, thinking));
   const play = moves.length ? { moves, onCard: selectCard, onAction: playAction } : null;
-  drawCards(document.getElementById("play-cards"), state, names, play, analysisShown ? analysisShown.cards : null);
+  drawCards(document.getElementById("play-cards"), state, names, play, analysisShown ? analysisShown.cards : null, document.getElementById("my-hand"));
   document.getElementById("chooser").hidden = true;
   drawCardInfo(moves);
   const list = document.getElementById("moves");
@@ -554,9 +591,14 @@ function drawCardInfo(moves) {
   }
   const plays = moves.filter((m) => m.pays.includes(card) && m.kind !== "discard");
   const discard = moves.find((m) => m.kind === "discard" && m.island === card);
-  box.append(el("div", { class: "card-info-title", text: plays.length ? `${card} can pay for:` : `${card} cannot pay for a bridge now.` }));
+  const places = plays.every((m) => m.kind === "place");
+  const title = !plays.length ? `${card} cannot pay for a bridge now.` : places ? `${card} can pay for a bridge on:` : `${card} can pay for:`;
+  box.append(el("div", { class: "card-info-title", text: title }));
   const row = el("div", { class: "moves" });
-  for (const move of plays) row.append(el("button", { type: "button", class: `move ${move.kind}`, "data-action": move.id, onclick: () => playAction(move.id) }, move.text));
+  for (const move of plays) { // a placement by its line alone: short buttons, side by side on a phone
+    const label = move.kind === "place" ? BOARD.lines[move.line].name : move.text;
+    row.append(el("button", { type: "button", class: `move ${move.kind}`, "data-action": move.id, "aria-label": move.text, title: move.text, onclick: () => playAction(move.id) }, label));
+  }
   if (plays.length) box.append(row);
   if (discard) {
     box.append(el("button", {
@@ -570,8 +612,25 @@ function drawCardInfo(moves) {
 function selectCard(card) {
   selectedCard = selectedCard === card ? null : card;
   renderPlay(current);
-  const again = document.querySelector(`#play-cards button[data-card="${card}"]`);
-  if (again) again.focus();
+  const again = document.querySelector(`#my-hand button[data-card="${card}"]`);
+  if (again) again.focus({ preventScroll: true });
+  keepGameInView();
+}
+
+// The turn line, the board and your hand (with the selected card's moves) in the window together when they fit
+// (a phone): the page scrolls only when one of them is out of view.
+function keepGameInView() {
+  const top = document.getElementById("play-status").getBoundingClientRect().top;
+  const bottom = document.getElementById("hand-bar").getBoundingClientRect().bottom;
+  if (top >= 0 && bottom <= window.innerHeight) return;
+  const fits = bottom - top <= window.innerHeight;
+  window.scrollBy(0, top < 0 || !fits ? Math.floor(top) : Math.ceil(bottom - window.innerHeight));
+}
+
+// After a move the focus stays on the board (the line played is redrawn): its first playable line, else the board.
+function focusBoard() {
+  const target = document.querySelector("#play-board g.playable") || document.getElementById("play-board");
+  target.focus({ preventScroll: true });
 }
 
 // Every action goes through here: a face-down discard is asked for first (it gives up playing this turn).
@@ -632,12 +691,18 @@ function logItem(player, names, text, effects) {
 
 const logEffects = new Map(); // log number -> the effects of that action (bridges thrown off, control, scoring)
 
+function countLog() {
+  const log = document.getElementById("play-log");
+  document.getElementById("log-count").textContent = `(${log.children.length})`;
+  log.scrollTop = log.scrollHeight;
+}
+
 function rebuildLog(state) {
   const names = playNames();
   const log = document.getElementById("play-log");
   log.replaceChildren();
   for (const entry of state.log) log.append(logItem(entry.player, names, entry.text, logEffects.get(entry.n) || []));
-  log.scrollTop = log.scrollHeight;
+  countLog();
 }
 
 // The opponent's whole turn (and what your own last action did) above the cards, until you act.
@@ -676,51 +741,65 @@ function clearTurn() {
 }
 
 // ---------------------------------------------------------------- thinking
-function startThinking(already = 0) {
+// The indicator of `who` = {opponent, game, abort} thinking: the opponent named is the one asked (a new game's,
+// before the server has answered), and Stop goes to that computation: the game's search (POST .../stop), or for a
+// new game's opening, which has no id yet, the request itself (the server then drops that game, unseen).
+function startThinking(who, already = 0) {
+  stopThinking();
+  pending = who;
   const started = performance.now() - 1000 * already; // a reopened game: the seconds it has thought already
   const box = document.getElementById("thinking");
   const text = document.getElementById("thinking-text");
   const stop = document.getElementById("stop");
   stop.disabled = false;
-  stop.textContent = "Stop";
+  stop.textContent = who.abort ? "Cancel" : "Stop";
+  stop.setAttribute("aria-label", who.abort ? `Cancel the new game against ${who.opponent}` : `Stop ${who.opponent}: it plays its best move so far`);
   const first = requestsMade === 0;
   const update = () => {
     const seconds = (performance.now() - started) / 1000;
     if (seconds * 1000 < THINKING_DELAY) return;
+    const opening = who.abort ? " about its first move" : "";
     const loading = first && seconds >= 2 ? " (its first move also loads the agent's model)" : "";
-    text.textContent = `${game.opponent} is thinking… ${Math.floor(seconds)} s${loading}`;
+    text.textContent = `${who.opponent} is thinking${opening}… ${Math.floor(seconds)} s${loading}`;
     if (box.hidden) {
       box.hidden = false;
-      announce(`${game.opponent} is thinking.`);
+      announce(`${who.opponent} is thinking.`);
     }
   };
-  stopThinking();
   thinkingTimer = window.setInterval(update, 100);
+  refreshControls();
 }
 
 function stopThinking() {
   if (thinkingTimer !== null) window.clearInterval(thinkingTimer);
   thinkingTimer = null;
+  pending = null;
   document.getElementById("thinking").hidden = true;
+  refreshControls();
 }
 
 async function stopSearch() {
-  if (!game) return;
+  if (!pending) return;
   const stop = document.getElementById("stop");
   stop.disabled = true;
-  stop.textContent = "Stopping…";
+  stop.textContent = pending.abort ? "Cancelling…" : "Stopping…";
+  if (pending.abort) {
+    pending.abort.abort();
+    return;
+  }
   try {
-    await api("POST", `/api/games/${game.id}/stop`);
+    await api("POST", `/api/games/${pending.game}/stop`);
   } catch (error) {
     if (error.status !== 409) showMessage(error.message); // 409: the move was already played
   }
 }
 
-// A request that makes the bot move: the indicator shows while it is pending; answers the response.
-async function botRequest(method, url, body) {
-  startThinking();
+// A request that makes the bot move, for `who` (see startThinking): the indicator shows while it is pending.
+async function botRequest(method, url, body, who) {
+  clearMessage();
+  startThinking(who);
   try {
-    return await api(method, url, body);
+    return await api(method, url, body, who.abort ? who.abort.signal : undefined);
   } finally {
     requestsMade += 1;
     stopThinking();
@@ -744,7 +823,7 @@ async function animate(response) {
     renderPlay(step.state, { highlight: step.line });
     logEffects.set(log.children.length + 1, effects);
     log.append(logItem(step.player, names, step.text, effects));
-    log.scrollTop = log.scrollHeight;
+    countLog();
     if (step.player !== game.seat && STEP_DELAY) await sleep(STEP_DELAY);
   }
   turnMarks = { steps: entries.filter((e) => e.player !== game.seat) };
@@ -763,6 +842,7 @@ function showDownload(state) {
 
 function finishPlay(state) {
   renderPlay(state);
+  showNotes(state.notes);
   rebuildLog(state);
   showDownload(state);
   drawEnd(state);
@@ -771,24 +851,34 @@ function finishPlay(state) {
   else if (state.legal.length) announce("Your turn.");
 }
 
+// A move is shown played only once the server has answered 2xx (it is then stored); a refusal (a 503 "not saved"
+// included) leaves the page as it was before the click, the reason in the alert.
 async function sendMove(action) {
   if (isBusy() || !gameActive()) return;
   const move = current.legal.find((m) => m.id === action);
-  document.getElementById("last-action").textContent = `You play: ${move ? move.text : describeAction(action)}`;
+  const lastAction = document.getElementById("last-action");
+  const before = { text: lastAction.textContent, turnMarks, selectedCard, summary: document.getElementById("turn-summary").hidden };
+  lastAction.textContent = `You play: ${move ? move.text : describeAction(action)}`;
   clearTurn();
   renderPlay(current, { thinking: true }); // no hints while the opponent thinks
   setBusy(true);
   try {
-    const response = await botRequest("POST", `/api/games/${game.id}/move`, { action });
-    clearMessage();
+    const response = await botRequest("POST", `/api/games/${game.id}/move`, { action }, { opponent: game.opponent, game: game.id });
     await animate(response);
+    warnIfUnsaved(response);
   } catch (error) {
-    showMessage(error.message);
+    showMessage(`Your move was not played: ${error.message}`);
     if (error.status === 404) gameLost(game.id, error.message);
-    else if (current) renderPlay(current);
+    else if (current) {
+      lastAction.textContent = before.text;
+      ({ turnMarks, selectedCard } = before);
+      document.getElementById("turn-summary").hidden = before.summary;
+      renderPlay(current);
+    }
   } finally {
     setBusy(false);
   }
+  if (game && document.activeElement === document.body) focusBoard();
 }
 
 // ---------------------------------------------------------------- the end
@@ -866,11 +956,24 @@ function showOpponent() {
   const box = document.getElementById("opponent-info");
   box.replaceChildren("You (", playerName(["player_0", "player_1"], game.seat), ") against ", el("b", { text: game.opponent }),
     el("span", { class: "strength", text: rating ? ` · ${rating}` : " · not rated in this server's results" }));
+  if (game.notes.length) box.append(el("div", { class: "notes" }, game.notes.join("; ")));
+}
+
+// The server's notes about the game (moves taken back, ...), shown under the players' names.
+function noteList(notes) {
+  return Array.isArray(notes) ? notes.filter((note) => typeof note === "string" && note) : [];
+}
+
+function showNotes(notes) {
+  const list = noteList(notes);
+  if (!game || !list.length || list.join("\n") === game.notes.join("\n")) return;
+  game.notes = list;
+  showOpponent();
 }
 
 // A game answered by the server (new, rematch, reopened): put it on the page.
 function openGame(response) {
-  game = { id: response.id, seat: response.seat, opponent: response.opponent, config: response.config };
+  game = { id: response.id, seat: response.seat, opponent: response.opponent, config: response.config, notes: noteList(response.notes ?? response.state.notes) };
   logEffects.clear();
   clearTurn();
   document.getElementById("lost-game").hidden = true;
@@ -882,17 +985,20 @@ function openGame(response) {
   rememberGame(game.id);
 }
 
-async function newGameRequest(method, url, body) {
+// A new game against `opponent` (as asked: the indicator names it before the server answers).
+async function newGameRequest(method, url, body, opponent) {
   setBusy(true);
   try {
-    const response = await botRequest(method, url, body);
-    clearMessage();
+    const response = await botRequest(method, url, body, { opponent, game: null, abort: new AbortController() });
     openGame(response);
     document.getElementById("last-action").textContent = `New game: you are player_${game.seat} against ${game.opponent}.`;
     renderPlay(response.steps.length ? response.steps[0].state : response.state);
+    keepGameInView();
     await animate(response);
-  } catch (error) {
-    showMessage(error.message); // the game on the page (if any) is left as it was
+    warnIfUnsaved(response);
+  } catch (error) { // the game on the page (if any) is left as it was
+    if (error.aborted) showMessage(`The new game against ${opponent} was cancelled before its first move.`, "info");
+    else showMessage(`No new game: ${error.message}`);
   } finally {
     setBusy(false);
   }
@@ -904,24 +1010,26 @@ async function startGame(event) {
   if (gameActive() && !(await confirmAction(`Leave the game in progress against ${game.opponent} and start a new one?`, "Start a new game"))) return;
   const seedText = document.getElementById("seed").value.trim();
   const handicap = document.getElementById("handicap").value;
+  const opponent = document.getElementById("opponent").value;
   await newGameRequest("POST", "/api/games", {
-    opponent: document.getElementById("opponent").value,
+    opponent,
     seat: Number(document.getElementById("seat").value),
     seed: seedText === "" ? null : Number(seedText),
     variant: document.getElementById("variant").value,
     discard_rule: document.getElementById("discard-rule").value,
     handicap: handicap ? handicap.split(",").map(Number) : null,
-  });
+  }, opponent);
 }
 
 async function rematch(swapSeats) {
   if (!game || isBusy()) return;
-  await newGameRequest("POST", `/api/games/${game.id}/rematch`, { swap_seats: swapSeats });
+  await newGameRequest("POST", `/api/games/${game.id}/rematch`, { swap_seats: swapSeats }, game.opponent);
 }
 
 async function abandonGame() {
   // Also while the opponent thinks: the server stops its search at once and the pending move answers too.
-  if (!gameActive()) return;
+  // Not while a new game's opening is computed: the game shown is not the one thinking.
+  if (!gameActive() || (pending && !pending.game)) return;
   if (!(await confirmAction(`Abandon the game against ${game.opponent}? It cannot be continued afterwards.`, "Abandon game"))) return;
   const thinking = isBusy();
   if (!thinking) setBusy(true);
@@ -930,6 +1038,7 @@ async function abandonGame() {
     clearMessage();
     clearTurn();
     finishPlay(response.state);
+    warnIfUnsaved(response);
   } catch (error) {
     showMessage(error.message);
   } finally {
@@ -948,6 +1057,7 @@ async function undoMove() {
     document.getElementById("last-action").textContent = "Your last move was taken back.";
     finishPlay(response.state);
     announce("Your last move was taken back.");
+    warnIfUnsaved(response);
   } catch (error) {
     showMessage(error.message);
   } finally {
@@ -1006,9 +1116,9 @@ async function resumeGame(id) {
 
 // A reopened game whose bot is still thinking: the indicator shows, and the page looks again until it moved.
 async function waitWhileThinking() {
+  startThinking({ opponent: game.opponent, game: game.id }, current.thinking_seconds || 0);
   setBusy(true);
   renderPlay(current, { thinking: true });
-  startThinking(current.thinking_seconds || 0);
   try {
     for (;;) {
       await sleep(POLL_INTERVAL);
@@ -1032,14 +1142,16 @@ async function waitWhileThinking() {
 }
 
 // ---------------------------------------------------------------- analysis, hint
-function describeAction(action) {
+// An action's text (the engine's, docs/ENV.md); with the position's `state`, a face-up card by its name.
+function describeAction(action, state = null) {
   const info = actionInfo(action);
   const line = info.line !== null ? BOARD.lines[info.line].name : "";
+  const faceUp = info.kind === "take" && state && Array.isArray(state.face_up) ? state.face_up[info.slot] : null;
   switch (info.kind) {
     case "place": return `place ${line} paying ${info.pays[0]}`;
     case "remove": return `remove ${line} paying ${info.pays.join("+")}`;
     case "discard": return `discard ${info.pays[0]} face down`;
-    case "take": return `take face-up slot ${info.slot}`;
+    case "take": return faceUp ? `take ${faceUp} (face-up)` : `take face-up slot ${info.slot}`;
     case "free": return `free bridge ${line}`;
     default: return info.kind;
   }
@@ -1087,7 +1199,7 @@ async function analyseGame() {
     const query = new URLSearchParams({ agent, simulations });
     const data = await api("GET", `/api/games/${game.id}/analysis?${query}`);
     const texts = new Map(current.legal.map((m) => [m.id, m.text]));
-    const { block, probabilities } = analysisPanel(data, agent, (a) => texts.get(a) || describeAction(a), "you");
+    const { block, probabilities } = analysisPanel(data, agent, (a) => texts.get(a) || describeAction(a, current), "you");
     target.replaceChildren(block);
     analysisShown = { probabilities, ...analysisByPlace(probabilities, game.seat) };
     renderPlay(current);
@@ -1159,6 +1271,9 @@ function openReplay(data, source) {
   document.getElementById("replay-area").hidden = false;
   const title = document.getElementById("replay-title");
   title.replaceChildren(playerName(data.players, 0), " vs ", playerName(data.players, 1), ` · seed ${data.seed} · ${data.moves.length} actions · ${data.result}`);
+  const notes = document.getElementById("replay-notes");
+  notes.textContent = noteList(data.notes).join("; ");
+  notes.hidden = !notes.textContent;
   const log = document.getElementById("replay-log");
   log.replaceChildren();
   data.moves.forEach((move, k) => {
@@ -1230,7 +1345,8 @@ async function analyseReplay() {
     const data = await api("POST", "/api/analysis", { ...replaySource, ply: index, agent, simulations: Number(simulations) });
     if (replayIndex !== index) return; // moved on meanwhile
     const seat = data.seat ?? state.to_act;
-    const { block, probabilities } = analysisPanel(data, agent, describeAction, seat === null || seat === undefined ? "the player to act" : replayData.players[seat]);
+    const seatLabel = seat === null || seat === undefined ? "the player to act" : replayData.players[seat];
+    const { block, probabilities } = analysisPanel(data, agent, (a) => describeAction(a, state), seatLabel);
     replayAnalysis = { index, probabilities, ...analysisByPlace(probabilities, seat) };
     showFrame(index);
     target.replaceChildren(block);
@@ -1403,7 +1519,7 @@ async function loadLadder() {
 }
 
 // ------------------------------------------------------------------------------------------------ rules
-// The Rules panel: docs/RULES.md as the server gives it (GET /api/rules), one collapsible section each.
+// The Rules panel: the players' rulebook as the server gives it (GET /api/rules), one collapsible section each.
 async function toggleRules(open) {
   const panel = document.getElementById("rules-panel");
   const button = document.getElementById("rules-open");
@@ -1421,7 +1537,7 @@ async function toggleRules(open) {
       body.replaceChildren();
       (Array.isArray(sections) ? sections : sections.sections || []).forEach((section, k) => {
         const content = el("div", { class: "rules-text" });
-        if (section.html !== undefined) content.innerHTML = section.html; // built by the server from its own docs/RULES.md
+        if (section.html !== undefined) content.innerHTML = section.html; // built and escaped by the server from its own rulebook
         else content.append(...String(section.text).split(/\n{2,}/).map((para) => el("p", { text: para })));
         const title = String(section.title).replaceAll("`", ""); // Markdown's code marks
         body.append(el("details", { open: k < 2 ? true : null }, el("summary", { text: title }), content));
@@ -1471,6 +1587,19 @@ async function init() {
   on("rematch", "click", () => rematch(false));
   on("swap", "click", () => rematch(true));
   on("replay-game", "click", replayThisGame);
+  on("message-close", "click", clearMessage);
+  on("skip-board", "click", (event) => {
+    event.preventDefault();
+    if (game && !document.getElementById("play-area").hidden) {
+      selectTab("play");
+      focusBoard();
+      keepGameInView();
+    } else {
+      document.getElementById("opponent").focus();
+    }
+  });
+  // The log of moves is open beside the board; on a narrow window it starts folded (the board comes first).
+  document.getElementById("log-panel").open = window.matchMedia("(min-width: 601px)").matches;
   // A page that leaves while its opponent thinks stops the search as Stop does: the game goes on (docs/WEB.md).
   on("rules-open", "click", () => toggleRules(document.getElementById("rules-panel").hidden));
   on("rules-close", "click", () => toggleRules(false));
