@@ -149,7 +149,7 @@ def take_pictures(page: Page) -> None:
     page.find("#moves button.move.draw").click()
     page.wait(lambda d: d.find_element(By.ID, "thinking").is_displayed(), "no thinking indicator")
     time.sleep(2.5)  # a few seconds shown
-    page.shoot("thinking", focus="#thinking")
+    page.shoot("thinking", focus="#play-status")  # the indicator floats at the bottom of the window
     page.find("#stop").click()
     page.idle()
 

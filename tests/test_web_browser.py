@@ -6,11 +6,16 @@ game against ``random`` played by clicking legal moves (the first one on the
 SVG board) until the end screen shows, the record it offers replayed by
 ``kahuna-replay``, then a swapped-seat rematch abandoned; the opponent's
 actions animated one by one and summarised; a hand card that shows its moves
-and never discards; reload and a server restart keeping the game; the phone
-layout; the analysis board, a hint and an undo; a move played by keyboard; a
-search stopped; the contrast of the board's marks and of the text; the rules
-panel; bad input shown on the page; a record opened, stepped and analysed;
-results files shown as tables.
+and never discards; reload and a server restart keeping the game; a store
+that cannot be written (a ``kahuna-serve`` process whose files may not grow)
+said at once in an alert, no unsaved move shown played; the phone layout (the
+turn line, the board and your hand together, 44 px tap targets, stones clear
+of the island names); the analysis board, a hint that moves nothing and an
+undo told beside the players; a move played by keyboard from the skip link,
+the focus kept on the board; a new game's opening named and stopped; a search
+stopped; the contrast of the board's marks and of the text; the players'
+rules panel; bad input shown on the page; a record opened, stepped and
+analysed; results files shown as tables.
 
 The tests skip, saying why, only when the browser, its driver or Selenium
 is missing (``apt-get install chromium chromium-driver``; the ``web`` extra).

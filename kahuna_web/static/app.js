@@ -55,7 +55,7 @@ function svg(tag, attrs = {}) {
   return node;
 }
 
-// The message box floats over the top of the window (role="alert": read out at once); showing it moves nothing.
+// The message box floats at the bottom of the window (role="alert": read out at once); showing it moves nothing.
 function showMessage(text, kind = "error") {
   const box = document.getElementById("message");
   document.getElementById("message-text").textContent = text;
@@ -829,6 +829,7 @@ async function animate(response) {
   turnMarks = { steps: entries.filter((e) => e.player !== game.seat) };
   drawTurnSummary(entries);
   finishPlay(response.state);
+  showNotes(response);
 }
 
 // The record holds the deal's seed (it would tell the hidden cards): it is offered once the game is over or
@@ -842,7 +843,6 @@ function showDownload(state) {
 
 function finishPlay(state) {
   renderPlay(state);
-  showNotes(state.notes);
   rebuildLog(state);
   showDownload(state);
   drawEnd(state);
@@ -959,21 +959,26 @@ function showOpponent() {
   if (game.notes.length) box.append(el("div", { class: "notes" }, game.notes.join("; ")));
 }
 
-// The server's notes about the game (moves taken back, ...), shown under the players' names.
+// The server's notes about a game or record (moves taken back, ...), shown beside the players' names.
 function noteList(notes) {
   return Array.isArray(notes) ? notes.filter((note) => typeof note === "string" && note) : [];
 }
 
-function showNotes(notes) {
-  const list = noteList(notes);
-  if (!game || !list.length || list.join("\n") === game.notes.join("\n")) return;
-  game.notes = list;
+function responseNotes(response) {
+  return response.notes ?? (response.state ? response.state.notes : undefined);
+}
+
+// The notes of a game answer (kept as they were when it carries none).
+function showNotes(response) {
+  const notes = responseNotes(response);
+  if (!game || notes === undefined) return;
+  game.notes = noteList(notes);
   showOpponent();
 }
 
 // A game answered by the server (new, rematch, reopened): put it on the page.
 function openGame(response) {
-  game = { id: response.id, seat: response.seat, opponent: response.opponent, config: response.config, notes: noteList(response.notes ?? response.state.notes) };
+  game = { id: response.id, seat: response.seat, opponent: response.opponent, config: response.config, notes: noteList(responseNotes(response)) };
   logEffects.clear();
   clearTurn();
   document.getElementById("lost-game").hidden = true;
@@ -1056,6 +1061,7 @@ async function undoMove() {
     logEffects.clear();
     document.getElementById("last-action").textContent = "Your last move was taken back.";
     finishPlay(response.state);
+    showNotes(response);
     announce("Your last move was taken back.");
     warnIfUnsaved(response);
   } catch (error) {
