@@ -93,13 +93,6 @@ function setBusy(busy) {
   refreshControls();
 }
 
-// A game answered 2xx but not written to the server's store (an older server says so with saved: false).
-function warnIfUnsaved(response) {
-  if (response && response.state && response.state.saved === false) {
-    showMessage("Not saved: the server could not store this game, so a restart of the server would lose its last moves.");
-  }
-}
-
 function points(n) {
   return `${n} point${n === 1 ? "" : "s"}`;
 }
@@ -865,7 +858,6 @@ async function sendMove(action) {
   try {
     const response = await botRequest("POST", `/api/games/${game.id}/move`, { action }, { opponent: game.opponent, game: game.id });
     await animate(response);
-    warnIfUnsaved(response);
   } catch (error) {
     showMessage(`Your move was not played: ${error.message}`);
     if (error.status === 404) gameLost(game.id, error.message);
@@ -1000,7 +992,6 @@ async function newGameRequest(method, url, body, opponent) {
     renderPlay(response.steps.length ? response.steps[0].state : response.state);
     keepGameInView();
     await animate(response);
-    warnIfUnsaved(response);
   } catch (error) { // the game on the page (if any) is left as it was
     if (error.aborted) showMessage(`The new game against ${opponent} was cancelled before its first move.`, "info");
     else showMessage(`No new game: ${error.message}`);
@@ -1043,7 +1034,6 @@ async function abandonGame() {
     clearMessage();
     clearTurn();
     finishPlay(response.state);
-    warnIfUnsaved(response);
   } catch (error) {
     showMessage(error.message);
   } finally {
@@ -1063,7 +1053,6 @@ async function undoMove() {
     finishPlay(response.state);
     showNotes(response);
     announce("Your last move was taken back.");
-    warnIfUnsaved(response);
   } catch (error) {
     showMessage(error.message);
   } finally {
