@@ -80,6 +80,9 @@ a position with one is played under the config it records.  A malformed
 position, or one whose game is already over, is a `ValueError`.  Other option
 keys are ignored with a warning (PettingZoo's `api_test` passes arbitrary
 options).  The rules engine is `env.unwrapped.game` (a `KahunaGame`).
+`copy.deepcopy(env)` and `pickle` keep the game: the copy (of `env()` or
+`raw_env`, mid-game or not) steps on exactly as the original would, later
+unseeded resets included (search-based tools copy environments).
 
 ## Turns
 
@@ -130,7 +133,10 @@ observation followed by player 1's hand, the pile's cards per island, player
 action is legal.  It is all zeros for the agent that is not to act (as in
 PettingZoo's classic games: that agent is never asked to act here), and for
 both agents once the game is over or truncated (except a pending closing
-step's `CLOSING_ACTION`).  The parallel env, where every agent hands in an
+step's `CLOSING_ACTION`).  After the end, however it came (a win, an illegal
+move, `max_cycles`), `observe(agent)` keeps answering for both agents with the
+final observation, also once both have taken their final `step(None)`
+(SuperSuit's wrappers observe then).  The parallel env, where every agent hands in an
 action on every step, gives the waiting agent `WAITING_MASK` instead
 (`CLOSING_ACTION` alone; its action is ignored), so that a masked sampler
 there always has a choice.
@@ -741,7 +747,8 @@ class raw_env(AECEnv, EzPickle):
         if game is None:
             raise RuntimeError("action_mask(): call reset() first")
         mask = bytearray(NUM_ACTIONS)
-        if game.is_over or self.truncations[agent]:
+        # An agent that took its final step(None) is no longer in the dicts: done, all zeros.
+        if game.is_over or self.truncations.get(agent, True) or self.terminations.get(agent, True):
             if agent == self.closing_agent:
                 mask[CLOSING_ACTION] = 1
         elif AGENT_INDEX[agent] == game.current_player:
@@ -841,3 +848,15 @@ class raw_env(AECEnv, EzPickle):
 
     def __str__(self) -> str:
         return self.metadata["name"]
+
+    # ------------------------------------------------------------------ copies
+    # EzPickle (kept for ``isinstance`` and its constructor arguments) would rebuild a fresh,
+    # never-reset env from the keywords; a copy (``copy.deepcopy``, ``pickle``) keeps the game
+    # instead: the engine, the generator of later deals and reshuffles, and every AEC attribute.
+    def __getstate__(self) -> dict[str, Any]:
+        """The whole env (a ``human`` window stays behind: :class:`~kahuna_env.render.EnvRenderer`)."""
+        return dict(self.__dict__)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore the env :meth:`__getstate__` saved: the copy steps on as the original would."""
+        self.__dict__.update(state)

@@ -94,6 +94,8 @@ class KahunaParallelEnv(ParallelEnv):
     ) -> tuple[dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, dict[str, Any]]]:
         """Apply the acting agent's action (the other agent's is ignored); both agents get every result."""
         if not self.agents:
+            if self._raw.game is None:
+                raise RuntimeError("step(): call reset() before the first step")
             raise RuntimeError("step(): the game is over; call reset() to start a new game")
         acting = self.aec_env.agent_selection
         if acting not in actions:

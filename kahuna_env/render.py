@@ -453,6 +453,10 @@ class EnvRenderer:
             self._window.close()
             self._window = None
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy or pickle of the renderer leaves the window behind: the copy opens its own when it renders."""
+        return {**self.__dict__, "_window": None}
+
 
 def record_game_gif(
     path: str | os.PathLike[str],

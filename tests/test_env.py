@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
+import pickle
 import subprocess
 import sys
 from typing import Any
@@ -18,7 +20,7 @@ from kahuna_env import actions as A
 from kahuna_env.board import DEGREE, ISLAND_ID, NUM_ISLANDS, NUM_LINES
 from kahuna_env.engine import IllegalActionError, KahunaGame
 from kahuna_env.env import AGENTS, WAITING_MASK, raw_env
-from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, STATE_SIZE, encode_state
+from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, STATE_SIZE, encode_observation, encode_state
 
 API_CYCLES = 1000  # agent_iter runs 2 * API_CYCLES steps: whole games (the longest seen is ~150 actions)
 
@@ -794,3 +796,78 @@ def test_pettingzoo_state_test_passes() -> None:
     from kahuna_env import kahuna_v0
 
     state_test(kahuna_v0.env(), kahuna_v0.parallel_env(), num_cycles=200)
+
+
+# ---------------------------------------------------------------------------------------------- after the end
+def ended_by(kind: str) -> Any:
+    """A wrapped env whose game ended ``kind`` ("won", "illegal", "max_cycles"), both agents' final step(None) taken."""
+    environment = kahuna_env.env(max_cycles=1 if kind == "max_cycles" else None)
+    environment.reset(seed=0, options={"position": FINAL_TURN if kind == "won" else MID_GAME})
+    environment.step(A.remove_action(LINE["ALOA-BARI"], "ALOA", "BARI") if kind == "illegal" else A.PASS)
+    while environment.agents:
+        environment.step(None)
+    return environment
+
+
+@pytest.mark.filterwarnings("ignore:.*[Ii]llegal move")
+@pytest.mark.parametrize("kind", ["won", "illegal", "max_cycles"])
+def test_observe_gives_both_agents_the_final_observation_after_the_end(kind: str) -> None:
+    environment = ended_by(kind)
+    game = environment.unwrapped.game
+    for player, agent in enumerate(AGENTS):
+        observation = environment.observe(agent)
+        np.testing.assert_array_equal(observation["observation"], encode_observation(game, player))
+        assert not observation["action_mask"].any()
+
+
+@pytest.mark.filterwarnings("ignore:.*[Ii]llegal move")
+def test_supersuit_sticky_actions_play_on_through_every_kind_of_end() -> None:
+    supersuit = pytest.importorskip("supersuit", reason="supersuit comes with the integrations extra")
+    # Repeated actions are often illegal (an illegal move ends the game), max_cycles truncates the rest.
+    environment = supersuit.sticky_actions_v0(kahuna_env.env(max_cycles=12), repeat_action_probability=0.5)
+    environment.reset(seed=0)
+    rng = np.random.default_rng(0)
+    ends = []
+    for _ in range(400):
+        if not environment.agents:
+            raw = environment.unwrapped
+            ends.append("won" if raw.game.is_over else "truncated" if raw.num_steps >= 12 else "illegal")
+            assert all(environment.observe(agent)["observation"].shape == (OBSERVATION_SIZE,) for agent in AGENTS)
+            environment.reset()
+        observation, _, termination, truncation, _ = environment.last()
+        done = termination or truncation
+        environment.step(None if done else int(rng.choice(np.flatnonzero(observation["action_mask"]))))
+    assert {"truncated", "illegal"} <= set(ends), ends
+
+
+# ---------------------------------------------------------------------------------------------- copies
+COPIES = {"deepcopy": copy.deepcopy, "pickle": lambda environment: pickle.loads(pickle.dumps(environment))}
+
+
+def random_legal(observation: Any, rng: np.random.Generator) -> int:
+    """A random legal action of a dict observation."""
+    return int(rng.choice(np.flatnonzero(observation["action_mask"])))
+
+
+@pytest.mark.parametrize("how", list(COPIES))
+@pytest.mark.parametrize("make", [kahuna_env.env, raw_env], ids=["env", "raw_env"])
+def test_a_copy_of_a_mid_game_env_steps_on_identically(make: Any, how: str) -> None:
+    original = make()
+    original.reset(seed=7)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        original.step(random_legal(original.last()[0], rng))
+    twin = COPIES[how](original)
+    for _ in range(3):  # the rest of this game, and two more from the copied generator (unseeded resets)
+        while original.agents:
+            seen, copied = original.last(), twin.last()
+            assert twin.agent_selection == original.agent_selection
+            for ours, theirs in zip(seen, copied, strict=True):
+                np.testing.assert_equal(theirs, ours)
+            done = seen[2] or seen[3]
+            action = None if done else random_legal(seen[0], rng)
+            original.step(action)
+            twin.step(action)
+        assert twin.agents == [] and twin.unwrapped.game.to_dict() == original.unwrapped.game.to_dict()
+        original.reset()
+        twin.reset()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 from typing import Any
 
 import numpy as np
@@ -82,6 +84,11 @@ def test_the_waiting_agents_action_is_ignored_and_may_be_missing() -> None:
     assert rewards == {"player_0": 1.0, "player_1": -1.0}
 
 
+def test_a_step_before_reset_says_to_call_reset() -> None:
+    with pytest.raises(RuntimeError, match=r"^step\(\): call reset\(\) before the first step$"):
+        kahuna_env.parallel_env().step({"player_0": A.PASS})
+
+
 def test_a_missing_action_of_the_acting_agent_and_a_step_after_the_end_are_clear_errors() -> None:
     env = kahuna_env.parallel_env()
     env.reset(seed=0, options={"position": FINAL_TURN})
@@ -147,3 +154,20 @@ def test_max_cycles_truncates_the_parallel_env_after_that_many_steps() -> None:
     assert steps == 4 and all(truncations.values()) and not any(terminations.values())
     assert rewards == {agent: 0.0 for agent in AGENTS} and env.acting_agent is None
     parallel_api_test(kahuna_env.parallel_env(max_cycles=4), num_cycles=50)
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_a_copy_of_a_mid_game_parallel_env_steps_on_identically(how: str) -> None:
+    original = kahuna_env.parallel_env()
+    observations, infos = original.reset(seed=5)
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        observations, *_, infos = original.step(masked_actions(original, observations, infos, rng))
+    twin = copy.deepcopy(original) if how == "deepcopy" else pickle.loads(pickle.dumps(original))
+    assert twin.agents == original.agents and twin.acting_agent == original.acting_agent
+    while original.agents:
+        actions = masked_actions(original, observations, infos, rng)
+        results = original.step(actions)
+        np.testing.assert_equal(twin.step(actions), results)
+        observations, *_, infos = results
+    assert twin.agents == [] and twin.state().tolist() == original.state().tolist()
