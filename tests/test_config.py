@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from training.ppo.config import (
     config_to_yaml,
     load_config,
     parse_override,
+    read_yaml,
 )
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
@@ -152,3 +154,65 @@ def test_snapshots_per_update_and_bf16_read_from_yaml_and_overrides():
     assert config.pool.snapshots_per_update == 2 and config.ppo.bf16 is True
     assert load_config(None, ["ppo.bf16=auto"]).ppo.bf16 == "auto"
     assert load_config(None, ["pool.snapshots_per_update=null"]).pool.snapshots_per_update is None
+
+
+# ------------------------------------------------------------------ hostile YAML (issue 66, item 6)
+LAUGHS = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]\n"
+    for previous, name in zip("abcdefgh", "bcdefghi", strict=True)
+)  # "billion laughs": 9**9 strings once expanded
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (LAUGHS, "line 1: an anchor (&a) is not allowed in a config: write the value out"),
+        ("name: *nobody\n", "line 1: an alias (*nobody) is not allowed in a config: write the value out"),
+        ("name: " + "[" * 100_000 + "\n", "line 1: nested more than 16 levels deep"),
+        ("".join("  " * depth + f"k{depth}:\n" for depth in range(40)), "line 16: nested more than 16 levels deep"),
+        ("name: a\ntotal_updates: 3\nname: b\n", "line 3: duplicate key 'name'"),
+        ("ppo:\n  lr: 1.0e-4\n  lr: 3.0e-4\n", "line 3: duplicate key 'lr'"),
+        ("seed: " + "9" * 5000 + "\n", "line 1: a number of 5,000 characters (at most 64)"),
+    ],
+    ids=["billion_laughs", "alias", "100k_brackets", "deep_mapping", "duplicate_key", "duplicate_nested_key", "digits"],
+)
+def test_hostile_yaml_is_refused_with_the_file_and_line_before_any_expansion(tmp_path, text, message):
+    # The refusals come from the loader itself: no alias is expanded, no recursion runs out of stack.
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as refused:
+        read_yaml(path)
+    assert str(refused.value) == f"{path}: not a valid config file: {message}"
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda tmp_path: write(tmp_path, ""), "{}: empty (no keys); a config file sets at least one key, e.g. name"),
+        (lambda tmp_path: write(tmp_path, "# nothing\n"), "{}: empty (no keys); a config file sets at least one key"),
+        (lambda tmp_path: tmp_path, "{} is a directory, not a config file"),
+        (lambda tmp_path: Path("/dev/zero"), "{} is not a regular file (a device, pipe or socket), not a config file"),
+        (lambda tmp_path: write(tmp_path, "#" * (1 << 20) + "\n"), "{}: larger than 1,048,576 bytes, not a config"),
+    ],
+    ids=["empty", "comments_only", "directory", "dev_zero", "huge"],
+)
+def test_an_empty_file_or_a_file_that_is_no_config_file_is_one_line_saying_so(tmp_path, capsys, make, message):
+    path = make(tmp_path)
+    # total_updates=0 is refused too, after the file: a file read as no keys can never start a run here.
+    assert main(["--config", str(path), "--set", "total_updates=0", "--run-dir", str(tmp_path / "run")]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"kahuna-train: error: {message.format(path)}"), lines
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("override", "problem"),
+    [
+        ("name=&a [*a, *a]", "an anchor (&a) is not allowed in a config"),
+        ("name=" + "[" * 100_000, "nested more than 16 levels deep"),
+        ("eval={every: 1, every: 2}", "duplicate key 'every'"),
+    ],
+)
+def test_hostile_override_values_are_refused_by_the_same_loader(override, problem):
+    expected = rf"^bad override '.{{1,160}}: the value is not valid YAML \({re.escape(problem)}"
+    with pytest.raises(ConfigError, match=expected):
+        parse_override(override)

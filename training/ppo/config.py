@@ -17,6 +17,7 @@ import contextlib
 import dataclasses
 import math
 import re
+import stat
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -686,18 +687,19 @@ def config_from_dict(values: Mapping[str, Any]) -> TrainConfig:
 
 def parse_override(text: str) -> tuple[list[str], Any]:
     """Split ``"section.key=value"`` into the key path and the YAML-parsed value."""
+    shown = text if len(text) <= 120 else f"{text[:120]}... ({len(text):,} characters)"
     if "=" not in text:
-        raise ConfigError(f"bad override {text!r}: expected key=value, e.g. ppo.lr=1e-4")
+        raise ConfigError(f"bad override {shown!r}: expected key=value, e.g. ppo.lr=1e-4")
     key, raw = text.split("=", 1)
     key = key.strip()
     path = key.split(".")
     if not key or any(not part or not part.replace("_", "").isalnum() for part in path):
-        raise ConfigError(f"bad override {text!r}: the key must be dotted names, e.g. ppo.lr=1e-4")
+        raise ConfigError(f"bad override {shown!r}: the key must be dotted names, e.g. ppo.lr=1e-4")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = load_yaml_text(raw) if raw.strip() else ""
     except yaml.YAMLError as error:
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise ConfigError(f"bad override {text!r}: the value is not valid YAML ({problem})") from None
+        raise ConfigError(f"bad override {shown!r}: the value is not valid YAML ({problem})") from None
     return path, value
 
 
@@ -718,21 +720,111 @@ def apply_overrides(values: Mapping[str, Any], overrides: Sequence[str]) -> dict
     return result
 
 
+# ------------------------------------------------------------------ YAML
+MAX_CONFIG_BYTES = 1 << 20
+"""Largest config file read (1 MiB; the shipped configs are about 2 KiB)."""
+MAX_YAML_DEPTH = 16
+"""Deepest nesting of mappings and lists in a config or a ``--set`` value (a config needs 3)."""
+MAX_NUMBER_DIGITS = 64
+"""Longest integer literal read (Python refuses over 4,300 digits with advice that does not apply here)."""
+
+
+class ConfigLoader(yaml.SafeLoader):
+    """PyYAML's ``SafeLoader`` for configs: no anchors or aliases, bounded nesting, no duplicate keys.
+
+    A config never needs an alias, and expanding nested aliases (a "billion laughs" file) costs
+    time and memory exponential in the file's size, so anchors and aliases are refused; nesting
+    past :data:`MAX_YAML_DEPTH` is refused before it can exhaust Python's stack; a key given
+    twice in one mapping is refused rather than the last one silently winning.  Each refusal is
+    a ``yaml.MarkedYAMLError`` whose mark gives the line.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self.depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            raise _refusal(f"an alias (*{event.anchor}) is not allowed in a config: write the value out", event)
+        if getattr(event, "anchor", None) is not None:
+            raise _refusal(f"an anchor (&{event.anchor}) is not allowed in a config: write the value out", event)
+        self.depth += 1
+        if self.depth > MAX_YAML_DEPTH:
+            raise _refusal(f"nested more than {MAX_YAML_DEPTH} levels deep", event)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, typing.Hashable):  # an unhashable key is PyYAML's own error below
+                if key in seen:
+                    raise _refusal(f"duplicate key {key!r:.80}", key_node)
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        if len(node.value) > MAX_NUMBER_DIGITS:
+            raise _refusal(f"a number of {len(node.value):,} characters (at most {MAX_NUMBER_DIGITS})", node)
+        return super().construct_yaml_int(node)
+
+
+ConfigLoader.add_constructor("tag:yaml.org,2002:int", ConfigLoader.construct_yaml_int)
+
+
+def _refusal(problem: str, where: Any) -> yaml.MarkedYAMLError:
+    return yaml.MarkedYAMLError(problem=problem, problem_mark=where.start_mark)
+
+
+def load_yaml_text(text: str) -> Any:
+    """Parse YAML ``text`` with :class:`ConfigLoader`; a ``yaml.YAMLError`` for anything refused."""
+    return yaml.load(text, Loader=ConfigLoader)  # ConfigLoader is a SafeLoader
+
+
+def yaml_problem(error: yaml.YAMLError) -> str:
+    """One line for a YAML error: ``line N: problem`` when PyYAML marked where."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None)
+    if mark is not None and problem:
+        return f"line {mark.line + 1}: {problem}"
+    return str(error).splitlines()[0]
+
+
 def read_yaml(path: str | Path) -> dict[str, Any]:
-    """Read a YAML config file as a mapping; a missing or malformed file is a :class:`ConfigError`."""
+    """Read a YAML config file as a mapping of sections; any problem is a one-line :class:`ConfigError`.
+
+    The file must be a regular file of at most :data:`MAX_CONFIG_BYTES`, UTF-8, YAML that
+    :class:`ConfigLoader` accepts, and a non-empty mapping.
+    """
     file = Path(path)
-    if not file.is_file():
-        raise ConfigError(f"config file not found: {file}")
     try:
-        values = yaml.safe_load(file.read_text(encoding="utf-8"))
+        mode = file.stat().st_mode
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {file}") from None
+    except OSError as error:
+        raise ConfigError(f"{file}: cannot read: {error.strerror or error}") from None
+    if stat.S_ISDIR(mode):
+        raise ConfigError(f"{file} is a directory, not a config file")
+    if not stat.S_ISREG(mode):
+        raise ConfigError(f"{file} is not a regular file (a device, pipe or socket), not a config file")
+    try:
+        with open(file, "rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{file}: larger than {MAX_CONFIG_BYTES:,} bytes, not a config file")
+        values = load_yaml_text(data.decode("utf-8"))
     except UnicodeDecodeError as error:
         raise ConfigError(f"{file}: not a UTF-8 text file (byte {error.start}: {error.reason})") from None
     except OSError as error:
         raise ConfigError(f"{file}: cannot read: {error.strerror or error}") from None
     except yaml.YAMLError as error:
-        raise ConfigError(f"{file}: not valid YAML: {str(error).splitlines()[0]}") from None
+        raise ConfigError(f"{file}: not a valid config file: {yaml_problem(error)}") from None
     if values is None:
-        return {}
+        raise ConfigError(f"{file}: empty (no keys); a config file sets at least one key, e.g. name")
     if not isinstance(values, dict):
         raise ConfigError(f"{file}: expected a mapping of sections at the top level, got {type(values).__name__}")
     return values

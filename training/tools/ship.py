@@ -219,9 +219,10 @@ def _read_run(files: _RunFiles) -> tuple[Mapping[str, Any], dict[str, Any], dict
 
     from policy.agent import read_policy_file
     from training.ppo.checkpoint import load_checkpoint
+    from training.ppo.config import load_yaml_text
 
     try:
-        config = yaml.safe_load(files.config.read_text(encoding="utf-8"))
+        config = load_yaml_text(files.config.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
         raise ValueError(f"{files.config} is not readable YAML: {first_line(error)}") from None
     if not isinstance(config, Mapping):
