@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -517,4 +518,45 @@ def test_resume_with_a_damaged_metrics_file_is_one_line_and_changes_nothing(run_
     before = snapshot(run_copy)
     assert main(["--resume", str(run_copy), "--set", "total_updates=3"]) == 2
     assert f"{metrics}: line 3 is not a metrics record (Expecting property name" in one_error_line(capsys)
+    assert snapshot(run_copy) == before
+
+
+# ----------------------------------------------------------------------------- issue 66, item 7: a torn metrics tail
+@pytest.mark.parametrize(
+    ("tail", "line"),
+    [(b'{"update": 3, "global_step": 1', 3), (b"\0" * 4096, 3), (b'{"update": 3, "glo\0\0\0\0', 3), (b"\n\0\0\0", 4)],
+    ids=["half_a_line", "nul_bytes", "half_a_line_then_nul_bytes", "nul_bytes_after_a_blank_line"],
+)
+def test_resume_drops_a_torn_metrics_tail_after_the_checkpoints_record_and_says_so(run_copy, capsys, tail, line):
+    metrics = run_copy / "metrics.jsonl"
+    complete = metrics.read_bytes()
+    metrics.write_bytes(complete + tail)
+    assert main(["--resume", str(run_copy)]) == 0  # nothing to do after update 2: the metrics are rewritten
+    notes = [text for text in capsys.readouterr().out.splitlines() if "torn end" in text]
+    torn_bytes = len(tail.lstrip(b"\n"))  # from the first byte that is not a record's own newline
+    assert notes == [
+        f"kahuna-train: {metrics}: dropped its torn end from line {line} ({torn_bytes:,} bytes after update 2's "
+        "record, left by a crash in the middle of a write)"
+    ]
+    assert metrics.read_bytes() == complete
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (lambda complete: random.Random(0).randbytes(4096), "line 1 is not a metrics record (not UTF-8 text)"),
+        (lambda complete: b"\xff" * 64, "line 1 is not a metrics record (an unfinished line before update 2's)"),
+        (
+            lambda complete: complete.splitlines(keepends=True)[0] + b'{"update": 2, "glo',
+            "line 2 is not a metrics record (an unfinished line before update 2's)",
+        ),
+    ],
+    ids=["random_bytes", "one_line_of_garbage", "torn_before_the_checkpoints_record"],
+)
+def test_a_metrics_file_that_is_not_just_torn_is_one_line_naming_the_file(run_copy, capsys, content, message):
+    metrics = run_copy / "metrics.jsonl"
+    metrics.write_bytes(content(metrics.read_bytes()))
+    before = snapshot(run_copy)
+    assert main(["--resume", str(run_copy), "--set", "total_updates=3"]) == 2
+    assert one_error_line(capsys).startswith(f"kahuna-train: error: {metrics}: {message}")
     assert snapshot(run_copy) == before

@@ -66,21 +66,76 @@ def elo_scalars(results: Mapping[str, Any]) -> dict[str, float]:
     return scalars
 
 
+def _record(line: bytes) -> dict[str, Any] | None:
+    """The metrics record of one line, or ``None`` when it is not one."""
+    try:
+        record = json.loads(line.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError alike
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("update"), int) else None
+
+
+def _read_lines(path: str | Path) -> tuple[list[dict[str, Any]], bytes, int]:
+    """``(records, torn tail, its line number)`` of a metrics file; a damaged line is a ``ValueError``.
+
+    The torn tail is what a crash in the middle of a write leaves at the end: a last line that
+    is not a record and was never finished with its newline, and any NUL bytes after the last
+    line (a file extended by the crash but never written).  It is returned, not parsed.
+    """
+    data = Path(path).read_bytes()
+    body = data.rstrip(b"\0 \t\r\n")
+    padding = data[len(body) :]
+    start = body.rfind(b"\n") + 1
+    torn = padding[padding.index(b"\0") :] if b"\0" in padding else b""
+    if body[start:] and not padding.startswith(b"\n") and _record(body[start:]) is None:
+        torn, body = data[start:], body[:start]  # an unfinished last line
+    records = []
+    for number, line in enumerate(body.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        record = _record(line)
+        if record is None:
+            raise ValueError(f"{path}: line {number} is not a metrics record ({_problem(line)})")
+        records.append(record)
+    return records, torn, data[: len(data) - len(torn)].count(b"\n") + 1
+
+
+def _problem(line: bytes) -> str:
+    """Why ``line`` is not a metrics record."""
+    try:
+        json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "not UTF-8 text"
+    except ValueError as error:
+        return str(error)
+    return "no integer 'update'"
+
+
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     """All records of a ``metrics.jsonl`` file; a damaged line is a ``ValueError`` naming the file and line."""
-    records = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError as error:
-                raise ValueError(f"{path}: line {number} is not a metrics record ({error})") from None
-            if not isinstance(record, dict) or not isinstance(record.get("update"), int):
-                raise ValueError(f"{path}: line {number} is not a metrics record (no integer 'update')")
-            records.append(record)
+    records, torn, number = _read_lines(path)
+    if torn:
+        raise ValueError(f"{path}: line {number} is not a metrics record (an unfinished last line)")
     return records
+
+
+def resume_metrics(path: str | Path, update: int) -> tuple[list[dict[str, Any]], str | None]:
+    """The records a run resumed after ``update`` keeps, and a note when a torn tail was dropped.
+
+    A torn tail (see :func:`_read_lines`: a crash in the middle of a write) after the record of
+    ``update`` is dropped, as the records after ``update`` are, and the note says so; anywhere
+    else, and any damaged line, it is a ``ValueError`` naming the file and the line.
+    """
+    records, torn, number = _read_lines(path)
+    kept = [record for record in records if record["update"] <= update]
+    if not torn:
+        return kept, None
+    if update > 0 and not any(record["update"] >= update for record in records):
+        raise ValueError(f"{path}: line {number} is not a metrics record (an unfinished line before update {update}'s)")
+    return kept, (
+        f"{path}: dropped its torn end from line {number} ({len(torn):,} bytes after update {update}'s record, "
+        "left by a crash in the middle of a write)"
+    )
 
 
 class MetricsLogger:
@@ -93,8 +148,9 @@ class MetricsLogger:
     (``WANDB_MODE=offline`` writes locally for a later ``wandb sync``).
 
     ``resume_update`` (when resuming) drops records after that update from
-    ``metrics.jsonl`` and purges later TensorBoard steps, so a run resumed
-    from a checkpoint has the same history as an uninterrupted one.
+    ``metrics.jsonl``, and a torn end after its record (:func:`resume_metrics`),
+    and purges later TensorBoard steps, so a run resumed from a checkpoint has
+    the same history as an uninterrupted one.
     """
 
     def __init__(
@@ -110,7 +166,7 @@ class MetricsLogger:
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / METRICS_FILE
         if resume_update is not None and self.path.exists():
-            kept = [record for record in read_metrics(self.path) if record["update"] <= resume_update]
+            kept, _ = resume_metrics(self.path, resume_update)  # the trainer said what was dropped
             self.path.write_text("".join(json.dumps(record) + "\n" for record in kept), encoding="utf-8")
         elif resume_update is None:
             self.path.write_text("", encoding="utf-8")

@@ -70,7 +70,15 @@ from training.ppo.config import (
     plain_value,
 )
 from training.ppo.cpus import available_cores, bf16_message, oversubscription_warning, update_threads, use_bf16
-from training.ppo.metrics import METRICS_FILE, PLOT_FILE, MetricsLogger, elo_scalars, metric_name, plot_learning_curves
+from training.ppo.metrics import (
+    METRICS_FILE,
+    PLOT_FILE,
+    MetricsLogger,
+    elo_scalars,
+    metric_name,
+    plot_learning_curves,
+    resume_metrics,
+)
 from training.ppo.provenance import start_record, weights_key, write_start_record
 from training.ppo.rundir import RunLock, check_new_run_dir, check_writable
 from training.ppo.schedule import Plan, Schedule
@@ -597,6 +605,10 @@ def _resume(run: _RunState, config: TrainConfig, run_dir: Path, log: Any) -> Non
             raise ValueError(f"{path} is a damaged training checkpoint: rng: {error}") from None
     run.start_update = int(run.counters["update"])
     run.last_checkpoint = path
+    if (run_dir / METRICS_FILE).exists():  # checked here, before anything is written; rewritten by the logger
+        _, note = resume_metrics(run_dir / METRICS_FILE, run.start_update)
+        if note:
+            log(note)
     if run.start_update >= run.schedule.horizon:
         log(f"nothing to do: the run already has {run.start_update} of {run.schedule.horizon} updates")
     elif plan is not None and run.schedule.plan is None:
