@@ -335,7 +335,7 @@ def damage(run_dir: Path, key: str, value) -> None:
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("counters", {"update": "two"}, "counters['update'] must be an integer >= 0, got 'two'"),
+        ("counters", {"update": "two"}, "counters['update'] must be an integer in [0, 10,000,000], got 'two'"),
         ("counters", [1, 2], "counters must be a mapping, got list"),
         ("optimizer_state", {"lr": 1}, "optimizer_state must be an optimizer state_dict"),
         ("optimizer_state", "damaged", "optimizer_state must be an optimizer state_dict"),
@@ -344,13 +344,36 @@ def damage(run_dir: Path, key: str, value) -> None:
     ],
 )
 def test_resume_with_damaged_counters_or_optimizer_state_is_one_line(run_copy, capsys, key, value, message):
-    # update_000002.pt is damaged too, update_000001.pt removed: nothing readable to fall back on.
-    damage(run_copy, key, value)
-    shutil.copy(run_copy / "checkpoints" / "latest.pt", run_copy / "checkpoints" / "update_000002.pt")
-    (run_copy / "checkpoints" / "update_000001.pt").unlink()
+    damage_every_checkpoint(run_copy, key, value)
     before = snapshot(run_copy)
     assert main(["--resume", str(run_copy), "--set", "total_updates=3"]) == 2
     assert message in one_error_line(capsys)
+    assert snapshot(run_copy) == before
+
+
+def damage_every_checkpoint(run_dir: Path, key: str, value) -> None:
+    """:func:`damage` latest.pt, copy it over update_000002.pt, remove update_000001.pt: nothing to fall back on."""
+    damage(run_dir, key, value)
+    shutil.copy(run_dir / "checkpoints" / "latest.pt", run_dir / "checkpoints" / "update_000002.pt")
+    (run_dir / "checkpoints" / "update_000001.pt").unlink()
+
+
+@pytest.mark.parametrize(
+    ("counter", "value", "bound"),
+    [
+        ("update", 10**30, "counters['update'] must be an integer in [0, 10,000,000], got 10000000"),
+        ("global_step", 2**60, "counters['global_step'] must be an integer in [0, 9,007,199,254,740,992], got 1152"),
+        ("train_seconds", 1e300, "counters['train_seconds'] must be a number in [0, 3,153,600,000], got 1e+300"),
+    ],
+)
+def test_counters_out_of_bounds_are_refused_and_nothing_to_do_writes_nothing(run_copy, capsys, counter, value, bound):
+    counters = torch.load(run_copy / "checkpoints" / "latest.pt", weights_only=True)["counters"]
+    damage_every_checkpoint(run_copy, "counters", {**counters, counter: value})
+    before = snapshot(run_copy)
+    assert main(["--resume", str(run_copy)]) == 2  # total_updates 2: "nothing to do" would export final_agent.pt
+    line = one_error_line(capsys)
+    assert line.startswith(f"kahuna-train: error: {run_copy / 'checkpoints' / 'latest.pt'} is a damaged training ")
+    assert bound in line
     assert snapshot(run_copy) == before
 
 

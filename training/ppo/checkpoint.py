@@ -11,7 +11,7 @@ key                    value
 ``config``             the run's :class:`~training.ppo.config.TrainConfig` as a dict
 ``optimizer_state``    the Adam ``state_dict``
 ``counters``           ``dict``: ``update``, ``global_step`` (learner decisions), ``actions``, ``games``,
-                       ``train_seconds``
+                       ``train_seconds`` (each bounded: :data:`COUNTER_LIMITS`, :data:`MAX_TRAIN_SECONDS`)
 ``pool``               the opponent pool: ``[{"update": int, "model_state": state_dict, "pfsp_score":
                        float, "pfsp_games": float}, ...]`` (the PFSP counts: absent in older
                        checkpoints, read as 0; ``model_config`` too for a snapshot of another
@@ -44,12 +44,18 @@ import torch
 from policy.agent import read_policy_file
 from policy.model import ActorCritic, agent_payload
 from training.league.pool import pool_entry_problem
+from training.ppo.config import MAX_UPDATES
 
 CHECKPOINT_FORMAT = "kahuna-checkpoint-v1"
 LATEST_CHECKPOINT = "latest.pt"
 """File name of the newest checkpoint of a run (a copy of the last ``update_NNNNNN.pt``)."""
 COUNTER_KEYS = ("update", "global_step", "actions", "games")
 """Integer counters of a checkpoint (plus ``train_seconds``, a float)."""
+COUNTER_LIMITS = {"update": MAX_UPDATES, "global_step": 2**53, "actions": 2**53, "games": 2**53}
+"""Largest value of each counter a checkpoint may hold: no run has more updates than ``total_updates`` may
+ask for, and the others stay exact in the float64 of the metrics (``global_step``) long past any real run."""
+MAX_TRAIN_SECONDS = 100 * 365 * 24 * 3600.0
+"""Largest ``train_seconds`` a checkpoint may hold (a century)."""
 
 
 def checkpoint_dir(run_dir: str | Path) -> Path:
@@ -154,11 +160,11 @@ def _counters_problem(counters: Any) -> str | None:
         return f"counters must be a mapping, got {type(counters).__name__}"
     for key in COUNTER_KEYS:
         value = counters.get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            return f"counters[{key!r}] must be an integer >= 0, got {value!r:.40}"
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= COUNTER_LIMITS[key]:
+            return f"counters[{key!r}] must be an integer in [0, {COUNTER_LIMITS[key]:,}], got {value!r:.40}"
     seconds = counters.get("train_seconds", 0.0)
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < float("inf"):
-        return f"counters['train_seconds'] must be a number >= 0, got {seconds!r:.40}"
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= MAX_TRAIN_SECONDS:
+        return f"counters['train_seconds'] must be a number in [0, {MAX_TRAIN_SECONDS:,.0f}], got {seconds!r:.40}"
     return None
 
 
