@@ -9,12 +9,15 @@ core count under CPU limits.  Crafted agent files are in tests/test_agent_files.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import typing
 from pathlib import Path
 
@@ -26,6 +29,7 @@ from training.ppo import cpus
 from training.ppo.checkpoint import load_checkpoint
 from training.ppo.config import ConfigError, TrainConfig, load_config
 from training.ppo.cpus import available_cores, cgroup_cpu_limit, oversubscription_warning, update_threads
+from training.ppo.metrics import read_metrics
 from training.ppo.rundir import RunLock
 
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -227,7 +231,11 @@ def test_full_disk_stops_with_one_line_naming_the_file(tmp_path):
     assert done.returncode == 1, done.stderr
     assert len(lines) == 1, lines
     assert lines[0].startswith(f"kahuna-train: error: cannot write {run_dir / 'checkpoints'}/update_000001.pt: ")
-    assert lines[0].endswith("File too large; earlier checkpoints are intact")
+    # The first checkpoint failed: no message may claim earlier ones; the way on is a restart.
+    assert lines[0].endswith(
+        f"File too large; no checkpoint was written yet: --resume {run_dir} starts it again from update 0 "
+        "(same config and seed)"
+    )
     assert not list((run_dir / "checkpoints").glob("*.tmp"))
 
 
@@ -583,3 +591,105 @@ def test_a_metrics_file_that_is_not_just_torn_is_one_line_naming_the_file(run_co
     assert main(["--resume", str(run_copy), "--set", "total_updates=3"]) == 2
     assert one_error_line(capsys).startswith(f"kahuna-train: error: {metrics}: {message}")
     assert snapshot(run_copy) == before
+
+
+# ----------------------------------------------------------------------------- issue 66, item 2: stopped early
+def interrupt_update(monkeypatch, number: int) -> None:
+    """Make the ``number``-th PPO update raise ``KeyboardInterrupt`` (as Ctrl-C would, there)."""
+    import training.ppo.trainer
+
+    real_update = training.ppo.trainer.ppo_update
+    calls = []
+
+    def update(*args, **kwargs):
+        calls.append(None)
+        if len(calls) == number:
+            raise KeyboardInterrupt
+        return real_update(*args, **kwargs)
+
+    monkeypatch.setattr(training.ppo.trainer, "ppo_update", update)
+
+
+@pytest.mark.parametrize(
+    ("every", "how_to_go_on"),
+    [
+        (1, "continue later with --resume {run} (from its last checkpoint)"),
+        (5, "no checkpoint was written yet: --resume {run} starts it again from update 0 (same config and seed)"),
+    ],
+    ids=["after_a_checkpoint", "before_the_first_checkpoint"],
+)
+def test_ctrl_c_says_how_the_run_goes_on_and_claims_no_checkpoint_it_lacks(
+    tmp_path, capsys, monkeypatch, every, how_to_go_on
+):
+    interrupt_update(monkeypatch, 2)
+    run_dir = tmp_path / "run"
+    assert main(quick_args(run_dir, "total_updates=3", f"checkpoint.every={every}")) == 130
+    assert capsys.readouterr().err.splitlines() == [f"kahuna-train: interrupted; {how_to_go_on.format(run=run_dir)}"]
+
+
+def test_sigterm_before_the_first_checkpoint_is_ctrl_c_and_resume_starts_the_run_again(finished_run, tmp_path, capsys):
+    from test_training_run import without_timing
+
+    run_dir = tmp_path / "run"
+    arguments = quick_args(run_dir, "total_updates=1000", "checkpoint.every=1000")
+    script = f"import sys\nfrom training.cli import main\nsys.exit(main({arguments!r}))\n"
+    process = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=REPOSITORY, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        metrics = run_dir / "metrics.jsonl"
+        for _ in range(3000):  # a hang guard of 5 minutes: the first update takes a second or two
+            if process.poll() is not None or (metrics.exists() and metrics.stat().st_size):
+                break
+            time.sleep(0.1)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=300)
+    finally:
+        process.kill()
+    assert process.returncode == 143, err
+    assert err.splitlines() == [
+        f"kahuna-train: interrupted; no checkpoint was written yet: --resume {run_dir} starts it again from update 0 "
+        "(same config and seed)"
+    ]
+    assert not list((run_dir / "checkpoints").iterdir())
+    # --resume starts it again: with the finished run's length it is the finished run, update for update.
+    assert main(["--resume", str(run_dir), "--set", "total_updates=2", "--set", "checkpoint.every=1"]) == 0
+    restart = (
+        f"kahuna-train: {run_dir} has no checkpoint yet: starting again from update 0 with its config.yaml (seed 7)"
+    )
+    assert restart in capsys.readouterr().out.splitlines()
+    records = [
+        [without_timing(record) for record in read_metrics(run / "metrics.jsonl")] for run in (run_dir, finished_run)
+    ]
+    assert records[0] == records[1]
+    weights = [load_checkpoint(run / "checkpoints" / "latest.pt")["model_state"] for run in (run_dir, finished_run)]
+    assert all(torch.equal(weights[0][name], weights[1][name]) for name in weights[1])
+
+
+def test_resume_of_a_run_stopped_before_training_began_names_the_way_out(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoints").mkdir(parents=True)  # what the run directory check leaves
+    assert main(["--resume", str(run_dir)]) == 2
+    assert one_error_line(capsys) == (
+        f"kahuna-train: error: no checkpoint to resume from: {run_dir} stopped before training began (no checkpoint, "
+        f"no config.yaml); delete it and start again with --config FILE --run-dir {run_dir}"
+    )
+
+
+def test_a_failed_write_after_a_checkpoint_says_the_earlier_checkpoints_are_intact(tmp_path, capsys, monkeypatch):
+    import training.ppo.trainer
+
+    real_save = training.ppo.trainer.save_checkpoint
+    saved = []
+
+    def save(run_dir, payload, **options):
+        if saved:
+            raise OSError(errno.ENOSPC, f"cannot write {run_dir}/checkpoints/update_000002.pt: No space left on device")
+        saved.append(real_save(run_dir, payload, **options))
+        return saved[-1]
+
+    monkeypatch.setattr(training.ppo.trainer, "save_checkpoint", save)
+    run_dir = tmp_path / "run"
+    assert main(quick_args(run_dir)) == 1
+    assert one_error_line(capsys).endswith("No space left on device; earlier checkpoints are intact")
+    assert saved == [run_dir / "checkpoints" / "update_000001.pt"]

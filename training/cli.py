@@ -7,18 +7,24 @@ Usage::
 
 A new run goes to ``--run-dir`` (default ``runs/<name>-<timestamp>``), which
 must not exist yet or be empty; a resumed run continues in its own directory
-from its newest checkpoint with the config stored there.  Errors follow the
-convention of :mod:`kahuna_env.cli`: one line ``kahuna-train: error: ...`` and
-status 2 for bad input (nothing written), 1 for a failure while running
-(a failed write, a diverged run; the last checkpoint is kept).
+from its newest checkpoint with the config stored there (a run stopped before
+its first checkpoint starts again from update 0 with its ``config.yaml``).
+Errors follow the convention of :mod:`kahuna_env.cli`: one line
+``kahuna-train: error: ...`` and status 2 for bad input (nothing written), 1
+for a failure while running (a failed write, a diverged run; the last
+checkpoint is kept).  Ctrl-C and ``SIGTERM`` print one line saying how the run
+goes on and exit 130 and 143.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -121,18 +127,39 @@ def exit_status(body: Callable[[], int]) -> int:
         return stop.code if isinstance(stop.code, int) else 1
 
 
+class Terminated(KeyboardInterrupt):
+    """``SIGTERM`` (``kill``, ``timeout``, a container or job scheduler stopping the run), handled as Ctrl-C."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """While inside: ``SIGTERM`` raises :class:`Terminated` (a ``KeyboardInterrupt``) in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set a handler; a command run in a thread keeps the default
+        return
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_training_command(
     program: str,
     prepare: Callable[[], tuple],
     run: Callable[..., int],
     interrupted: Callable[..., str],
-    write_failed: str = "",
+    write_failed: Callable[..., str] = lambda *prepared: "",
 ) -> int:
     """The two phases of a training command, each failure one line: ``prepare()`` (exit 2), then ``run(*prepared)``.
 
     Configuration, checkpoint and run-directory problems exit 2; a failed write (with
-    ``write_failed`` appended) and a diverged run exit 1; Ctrl-C prints ``interrupted(*prepared)``
-    and exits 130.
+    ``write_failed(*prepared)`` appended) and a diverged run exit 1; Ctrl-C prints
+    ``interrupted(*prepared)`` and exits 130, ``SIGTERM`` the same and exits 143 (128 + 15).
     """
     from training.ppo.trainer import TrainingDiverged
 
@@ -143,20 +170,39 @@ def run_training_command(
     except OSError as error:
         exit_with_error(program, describe_os_error(error))
     try:
-        return run(*prepared)
+        with sigterm_as_interrupt():
+            return run(*prepared)
     except (FileNotFoundError, ValueError) as error:
         exit_with_error(program, str(error))  # the run directory or checkpoint, found before any write
     except OSError as error:
-        exit_with_error(program, f"{describe_os_error(error)}{write_failed}", code=1)
+        exit_with_error(program, f"{describe_os_error(error)}{write_failed(*prepared)}", code=1)
     except TrainingDiverged as error:
         exit_with_error(program, str(error), code=1)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         print(f"{program}: {interrupted(*prepared)}", file=sys.stderr)
-        return 130
+        return 128 + signal.SIGTERM if isinstance(stop, Terminated) else 130
+
+
+def how_to_go_on(run_dir: Path) -> str:
+    """What ``--resume RUN_DIR`` does for a run stopped now (for the messages of an interrupted or failed run)."""
+    from training.ppo.checkpoint import has_checkpoint
+    from training.ppo.trainer import CONFIG_FILE
+
+    if has_checkpoint(run_dir):
+        return f"continue later with --resume {run_dir} (from its last checkpoint)"
+    if (run_dir / CONFIG_FILE).is_file():
+        return f"no checkpoint was written yet: --resume {run_dir} starts it again from update 0 (same config and seed)"
+    return f"it stopped before training began: delete {run_dir} and start it again"
 
 
 def _interrupted_message(config: TrainConfig, run_dir: Path, resume: bool) -> str:
-    return f"interrupted; continue later with --resume {run_dir} (from its last checkpoint)"
+    return f"interrupted; {how_to_go_on(run_dir)}"
+
+
+def _write_failed_message(config: TrainConfig, run_dir: Path, resume: bool) -> str:
+    from training.ppo.checkpoint import has_checkpoint
+
+    return "; earlier checkpoints are intact" if has_checkpoint(run_dir) else f"; {how_to_go_on(run_dir)}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -171,7 +217,7 @@ def _main(argv: Sequence[str] | None) -> int:
         lambda: _prepare(args),
         _run,
         _interrupted_message,
-        "; earlier checkpoints are intact",
+        _write_failed_message,
     )
 
 

@@ -203,6 +203,12 @@ def _state_problem(payload: Mapping[str, Any]) -> str | None:
     return None
 
 
+def has_checkpoint(run_dir: str | Path) -> bool:
+    """Whether the run has written a checkpoint (``latest.pt`` or a numbered one, readable or not)."""
+    directory = checkpoint_dir(run_dir)
+    return (directory / LATEST_CHECKPOINT).exists() or any(directory.glob("update_*.pt"))
+
+
 def find_resume_checkpoint(run_dir: str | Path) -> tuple[Path, dict[str, Any], str | None]:
     """The checkpoint a resume starts from: ``(path, payload, note)``.
 

@@ -58,6 +58,7 @@ from training.ppo.checkpoint import (
     checkpoint_dir,
     export_agent,
     find_resume_checkpoint,
+    has_checkpoint,
     save_checkpoint,
 )
 from training.ppo.config import (
@@ -67,6 +68,7 @@ from training.ppo.config import (
     apply_overrides,
     config_from_dict,
     config_to_yaml,
+    load_config,
     plain_value,
 )
 from training.ppo.cpus import available_cores, bf16_message, oversubscription_warning, update_threads, use_bf16
@@ -376,7 +378,8 @@ def train(
     """
     run_dir = Path(run_dir)
     _check_pool(config, pool)
-    start = initial_agent(config) if config.init_from is not None and not resume else None
+    restart = not resume or not has_checkpoint(run_dir)  # a new run, or one stopped before its first checkpoint
+    start = initial_agent(config) if config.init_from is not None and restart else None
     initial = None if start is None else start.model
     starts = start_settings(config)  # a bad start-positions file stops the run before anything is written
     lock = _claim_run_dir(run_dir, resume)
@@ -577,7 +580,16 @@ def _setup(
 
 
 def _resume(run: _RunState, config: TrainConfig, run_dir: Path, log: Any) -> None:
-    """Load the newest readable checkpoint into ``run``; a ``ValueError`` naming the file if any part is damaged."""
+    """Load the newest readable checkpoint into ``run``; a ``ValueError`` naming the file if any part is damaged.
+
+    A run stopped before its first checkpoint (no checkpoint, its ``config.yaml`` written) starts
+    again from update 0: :func:`resume_config` read that config, with the same seed.
+    """
+    if not has_checkpoint(run_dir) and (run_dir / CONFIG_FILE).is_file():
+        log(
+            f"{run_dir} has no checkpoint yet: starting again from update 0 with its {CONFIG_FILE} (seed {config.seed})"
+        )
+        return
     path, checkpoint, note = find_resume_checkpoint(run_dir)
     if note:
         log(note)
@@ -874,6 +886,8 @@ def resume_config(run_dir: str | Path, overrides: list[str] | tuple[str, ...] = 
     ``model.*`` (the checkpoint's weights fit only its own network), and a
     ``ValueError`` for a damaged checkpoint.
     """
+    if Path(run_dir).is_dir() and not has_checkpoint(run_dir) and checkpoint_dir(run_dir).is_dir():
+        return _restart_config(Path(run_dir), overrides)
     path, checkpoint, _ = find_resume_checkpoint(run_dir)
     try:
         stored = config_from_dict(checkpoint["config"])
@@ -891,3 +905,14 @@ def resume_config(run_dir: str | Path, overrides: list[str] | tuple[str, ...] = 
             f"{stored.to_dict()['model']}; start a new run to train another architecture"
         )
     return config
+
+
+def _restart_config(run_dir: Path, overrides: list[str] | tuple[str, ...]) -> TrainConfig:
+    """The ``config.yaml`` of a run stopped before its first checkpoint, with overrides: it starts again from it."""
+    config_file = run_dir / CONFIG_FILE
+    if not config_file.is_file():
+        raise FileNotFoundError(
+            f"no checkpoint to resume from: {run_dir} stopped before training began (no checkpoint, no {CONFIG_FILE}); "
+            f"delete it and start again with --config FILE --run-dir {run_dir}"
+        )
+    return load_config(config_file, overrides)
