@@ -11,7 +11,16 @@ from helpers import THIRD_CHAMPION
 
 from kahuna_env.engine import KahunaGame
 from policy.agent import load_agent
-from training.tools.distill import Decisions, FitSettings, fit_student, game_seeds, generate, main, opponent_of
+from training.tools.distill import (
+    Decisions,
+    FitSettings,
+    build_parser,
+    fit_student,
+    game_seeds,
+    generate,
+    main,
+    opponent_of,
+)
 
 # Tiny teacher budgets keep these tests fast; the behaviour does not depend on the budget.
 SIMULATIONS = 4
@@ -139,3 +148,14 @@ def test_an_earlier_distillations_data_is_not_overwritten_without_force(tmp_path
     (out / "data.npz").write_bytes(b"earlier data")
     assert_refused(capsys, ["--workers", "0", "--out", str(out)], f"{out / 'data.npz'} exists already", out)
     assert (out / "data.npz").read_bytes() == b"earlier data"
+
+
+def test_every_option_has_help_with_its_default(capsys):
+    parser = build_parser()
+    assert [action.option_strings for action in parser._actions if not action.help] == []
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    for option, default in (("--epochs", "6"), ("--lr", "0.0001"), ("--batch-size", "512"), ("--value-coef", "1")):
+        assert f"{option} {option[2:].upper().replace('-', '_')} " in shown
+        assert f"(default {default})" in shown, option

@@ -199,3 +199,14 @@ def test_every_console_script_answers_version(capsys: pytest.CaptureFixture[str]
             status = stop.code
         assert status == 0, program
         assert capsys.readouterr().out.strip() == f"{program} {kahuna_env.__version__}", program
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_the_exported_file_has_the_mode_the_umask_gives(tmp_path: Path, umask: int, mode: int) -> None:
+    out = tmp_path / "champion.ts"
+    previous = os.umask(umask)
+    try:
+        assert export_module.main(["champion", "--format", "torchscript", "--out", str(out), "--samples", "4"]) == 0
+    finally:
+        os.umask(previous)
+    assert out.stat().st_mode & 0o777 == mode

@@ -323,11 +323,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=non_negative_int, default=2, help="processes (default 2; 0 = this one)")
     parser.add_argument("--seed", type=non_negative_int, default=0, help="seeds the deals, agents and the fit")
     defaults = FitSettings()
-    parser.add_argument("--epochs", type=positive_int, default=defaults.epochs)
-    parser.add_argument("--lr", type=float, default=defaults.lr)
-    parser.add_argument("--batch-size", type=positive_int, default=defaults.batch_size)
-    parser.add_argument("--kl", type=float, default=defaults.kl, help="weight of the KL to the original policy")
-    parser.add_argument("--value-coef", type=float, default=defaults.value_coef)
+    parser.add_argument(
+        "--epochs",
+        type=positive_int,
+        default=defaults.epochs,
+        help=f"passes over the training decisions; the best held-out epoch is kept (default {defaults.epochs})",
+    )
+    parser.add_argument("--lr", type=float, default=defaults.lr, help=f"Adam's learning rate (default {defaults.lr:g})")
+    parser.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=defaults.batch_size,
+        help=f"decisions per gradient step (default {defaults.batch_size})",
+    )
+    parser.add_argument(
+        "--kl",
+        type=float,
+        default=defaults.kl,
+        help=f"weight of the KL to the original policy (default {defaults.kl:g})",
+    )
+    parser.add_argument(
+        "--value-coef",
+        type=float,
+        default=defaults.value_coef,
+        help=f"weight of the squared change of the original critic's values (default {defaults.value_coef:g})",
+    )
     parser.add_argument("--out", type=Path, required=True, help="output directory (agent.pt, data.npz, distill.json)")
     add_force_argument(parser)
     return parser
