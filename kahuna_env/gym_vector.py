@@ -51,7 +51,7 @@ from kahuna_env.engine import KahunaConfig, check_seed
 from kahuna_env.env import start_game
 from kahuna_env.gym_env import KahunaSingleAgentEnv
 from kahuna_env.vector import _is_sequence, _seed_list
-from kahuna_env.vector_env import KahunaVectorEnv, is_batched_opponent
+from kahuna_env.vector_env import KahunaVectorEnv, VectorEnvType, is_batched_opponent
 
 BACKENDS: tuple[str, ...] = ("auto", "batch", "scalar")
 """Values of :func:`make_vector_env`'s ``backend`` keyword (the default first)."""
@@ -76,7 +76,7 @@ def _check_reset(where: str, num_envs: int, config: KahunaConfig | None, seed: o
         start_game(config, 0, options)  # type: ignore[arg-type]  # a bad position: one line, nothing reset
 
 
-class KahunaSyncVectorEnv(SyncVectorEnv):
+class KahunaSyncVectorEnv(SyncVectorEnv, metaclass=VectorEnvType):
     """``SyncVectorEnv`` of :class:`KahunaSingleAgentEnv` with :meth:`action_masks`."""
 
     config: KahunaConfig | None = None
@@ -92,7 +92,7 @@ class KahunaSyncVectorEnv(SyncVectorEnv):
         return np.stack(self.call("action_masks"))
 
 
-class KahunaAsyncVectorEnv(AsyncVectorEnv):
+class KahunaAsyncVectorEnv(AsyncVectorEnv, metaclass=VectorEnvType):
     """``AsyncVectorEnv`` of :class:`KahunaSingleAgentEnv` with :meth:`action_masks`."""
 
     config: KahunaConfig | None = None

@@ -1,8 +1,10 @@
 """Stable-Baselines3's ``VecEnv`` interface over a Gymnasium vector env of Kahuna (the native one included).
 
 SB3 takes its own ``VecEnv``, not a Gymnasium vector env, so
-``MaskablePPO("MlpPolicy", gymnasium.make_vec("Kahuna-v0", ...))`` is refused.
-Wrapped in :class:`VecEnv` it trains unmodified::
+``MaskablePPO("MlpPolicy", gymnasium.make_vec("Kahuna-v0", ...))`` is refused
+(SB3's ``ValueError``, whose "of type ..." names this adapter:
+:class:`~kahuna_env.vector_env.VectorEnvType`).  Wrapped in :class:`VecEnv` it
+trains unmodified::
 
     import gymnasium
     from sb3_contrib import MaskablePPO

@@ -135,7 +135,27 @@ def is_batched_opponent(opponent: object) -> bool:
     return isinstance(opponent, str) and opponent in BATCHED_BASELINES
 
 
-class KahunaVectorEnv(VectorEnv):
+SB3_ADAPTER = "kahuna_env.sb3.VecEnv"
+"""The adapter Stable-Baselines3 needs around a Gymnasium vector env of Kahuna (:mod:`kahuna_env.sb3`)."""
+
+
+class VectorEnvType(type):
+    """The metaclass of Kahuna's Gymnasium vector envs: the class's repr names the SB3 adapter.
+
+    Stable-Baselines3 takes its own ``VecEnv``, and it refuses a Gymnasium vector env with
+    ``The environment is of type {type(env)}, not a Gymnasium environment ...``, which does not
+    say what to do.  That message shows the class's repr, so it names :data:`SB3_ADAPTER` here
+    (``kahuna_env`` cannot import SB3 to do more: SB3 brings torch).
+    """
+
+    def __repr__(cls) -> str:
+        return (
+            f"<class '{cls.__module__}.{cls.__qualname__}'> (a Gymnasium vector env: "
+            f"Stable-Baselines3 takes it wrapped, {SB3_ADAPTER}(envs))"
+        )
+
+
+class KahunaVectorEnv(VectorEnv, metaclass=VectorEnvType):
     """``num_envs`` single-agent Kahuna games on one :class:`KahunaBatch` (see the module docstring).
 
     Args:

@@ -8,6 +8,7 @@ under the same actions, with the scalar wrapper's reward.
 from __future__ import annotations
 
 import functools
+import importlib
 import warnings
 from collections import defaultdict
 from typing import Any
@@ -23,7 +24,7 @@ from kahuna_env.agents import Agent, RandomAgent
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
 from kahuna_env.env import final_rewards
 from kahuna_env.gym_vector import KahunaSyncVectorEnv, make_vector_env
-from kahuna_env.vector_env import KahunaVectorEnv
+from kahuna_env.vector_env import SB3_ADAPTER, KahunaVectorEnv
 
 
 class PeekingAgent(Agent):
@@ -476,3 +477,22 @@ def test_maskable_ppo_trains_on_the_native_vector_env() -> None:
     model = MaskablePPO("MlpPolicy", vec_env, n_steps=32, batch_size=64, n_epochs=1, seed=0)
     model.learn(512)
     assert model.num_timesteps >= 512 and len(model.ep_info_buffer) >= 1
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"opponent": "greedy"}, {"opponent": "mcts:2"}, {"opponent": "random", "asynchronous": True}],
+    ids=["batch", "scalar", "async"],
+)
+def test_maskable_ppo_on_make_vec_without_the_adapter_is_an_error_naming_it(options: dict[str, Any]) -> None:
+    pytest.importorskip("sb3_contrib")
+    from sb3_contrib import MaskablePPO
+
+    module, name = SB3_ADAPTER.rsplit(".", 1)
+    assert SB3_ADAPTER == "kahuna_env.sb3.VecEnv" and getattr(importlib.import_module(module), name)
+    envs = gymnasium.make_vec("Kahuna-v0", num_envs=2, observation="flat", **options)
+    try:
+        with pytest.raises(ValueError, match=r"Stable-Baselines3 takes it wrapped, kahuna_env\.sb3\.VecEnv\(envs\)"):
+            MaskablePPO("MlpPolicy", envs)
+    finally:
+        envs.close()
