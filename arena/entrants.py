@@ -41,6 +41,12 @@ SEARCH_SUFFIX = "@mcts"
 """``SOURCE@mcts`` / ``SOURCE@mcts:N``: the search guided by the network ``SOURCE``."""
 MAX_SIMULATIONS = 10**6
 """Largest simulation budget any tool accepts (about an hour per decision for the guided search here)."""
+ENTRANT_FORMS = (
+    f"a baseline ({', '.join(BASELINE_NAMES)}; N = simulations), the path of a checkpoint / policy file, "
+    f"a shipped agent ({', '.join(NAMED_AGENTS)}), or one of those two followed by @mcts or @mcts:N "
+    f"(the search guided by that network, N simulations, default {DEFAULT_SIMULATIONS})"
+)
+"""What an entrant string may be, in one phrase: the help texts and messages of every tool that takes one."""
 
 
 class _Anywhere:
@@ -199,10 +205,7 @@ def _names_a_file(text: str, agents_dir: AgentsDir) -> bool:
 
 
 def _unknown(spec: str) -> ValueError:
-    return ValueError(
-        f"unknown entrant {_short(spec)}: expected a baseline ({', '.join(BASELINE_NAMES)}), "
-        f"the path of a checkpoint / policy file, {' / '.join(NAMED_AGENTS)}, or one of those two with @mcts[:N]"
-    )
+    return ValueError(f"unknown entrant {_short(spec)}: expected {ENTRANT_FORMS}")
 
 
 def parse_entrant(

@@ -36,11 +36,11 @@ from typing import IO, NoReturn
 
 import numpy as np
 
-from arena.entrants import resolve_entrant
+from arena.entrants import ENTRANT_FORMS, resolve_entrant
 from arena.match import Chooser, agent_chooser, play
 from arena.records import RECORD_FORMAT, game_record, game_result, write_record
 from kahuna_env.actions import DISCARD, DRAW, describe_action, parse_action
-from kahuna_env.agents import BASELINE_NAMES, Agent
+from kahuna_env.agents import Agent
 from kahuna_env.board import ISLANDS
 from kahuna_env.cli import (
     OneLineParser,
@@ -53,6 +53,7 @@ from kahuna_env.cli import (
     json_format_is,
     non_negative_int,
     same_file,
+    terminal_safe,
     write_gif,
 )
 from kahuna_env.engine import KahunaConfig, KahunaGame
@@ -67,12 +68,7 @@ HELP_WORDS = ("help", "?", "h")
 def build_parser() -> argparse.ArgumentParser:
     """The ``kahuna-play`` argument parser."""
     parser = OneLineParser(prog=PROGRAM, description="Play Kahuna in the terminal against an agent.")
-    parser.add_argument(
-        "--opponent",
-        default="greedy",
-        metavar="NAME_OR_CHECKPOINT",
-        help=f"a baseline ({', '.join(BASELINE_NAMES)}) or a checkpoint path (default greedy)",
-    )
+    parser.add_argument("--opponent", default="greedy", metavar="ENTRANT", help=f"{ENTRANT_FORMS} (default greedy)")
     parser.add_argument("--seat", type=int, choices=(0, 1), default=0, help="your seat: 0 moves first (default 0)")
     parser.add_argument("--seed", type=non_negative_int, help="seed of the deal and the agent (default: a random one)")
     parser.add_argument("--gif", type=Path, metavar="PATH", help="save the game as an animated GIF")
@@ -221,7 +217,7 @@ def play_game(
     """
     stdin = sys.stdin if stdin is None else stdin
     out = sys.stdout if out is None else out
-    name = opponent_name or opponent.name
+    name = terminal_safe(opponent_name or opponent.name)
     deal_seed, agent_seed, choice_seed = game_seeds(seed)
     opponent.reset(agent_seed)
     game = KahunaGame(config, seed=deal_seed)

@@ -23,8 +23,8 @@ A record is an action log from which the rules engine rebuilds the game::
 :func:`check_record` validates all of it and names the first field that is
 wrong; :func:`read_record` also turns unreadable files (not JSON, not UTF-8,
 nested too deeply) into one ``ValueError``.  :func:`write_record` writes
-atomically (a temporary file renamed into place), so a record is never half
-written.
+atomically (a temporary file renamed into place, given the umask's mode), so
+a record is never half written.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from kahuna_env.actions import NUM_ACTIONS
-from kahuna_env.cli import first_line
+from kahuna_env.cli import first_line, mode_as_created
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
 RECORD_FORMAT = "kahuna-record-v1"
@@ -88,11 +88,15 @@ def game_record(
 
 
 def write_record(path: str | Path, record: Mapping[str, Any]) -> Path:
-    """Write ``record`` as one line of JSON at ``path``, atomically; return the path.  ``OSError`` on failure."""
+    """Write ``record`` as one line of JSON at ``path``, atomically; return the path.  ``OSError`` on failure.
+
+    The file gets the mode any file the user creates gets (0666 less the umask), not the temporary file's 0600.
+    """
     path = Path(path)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
+            mode_as_created(file.fileno())
             file.write(json.dumps(record) + "\n")
         os.replace(temporary, path)
     except BaseException:

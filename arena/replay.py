@@ -13,7 +13,9 @@ same reshuffles), every action is replayed through the one play loop
 (:func:`arena.match.play`), and the final scores, final-scoring points and
 winner are compared with the recorded ones; a record without a result must
 stop before the game ends.  The board is printed at the start and after
-every turn (spectator view: both hands), each action on its own line.
+every turn (spectator view: both hands), each action on its own line; the
+players' names are printed with control characters shown as escapes
+(``\\x1b``), never sent to the terminal.
 ``--gif PATH`` writes one frame per action.  Exit code 0 when the replay
 reproduces the record, 1 when it does not (an illegal action, actions after
 the end, a different or missing result), 2 for a file that is not a valid
@@ -33,7 +35,14 @@ import numpy as np
 from arena.match import Chooser, OnAction, play
 from arena.records import check_record, game_result, read_record
 from kahuna_env.actions import describe_action
-from kahuna_env.cli import OneLineParser, add_force_argument, check_gif_path, exit_with_error, write_gif
+from kahuna_env.cli import (
+    OneLineParser,
+    add_force_argument,
+    check_gif_path,
+    exit_with_error,
+    terminal_safe,
+    write_gif,
+)
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
 PROGRAM = "kahuna-replay"
@@ -63,8 +72,9 @@ def load_record(path: str | Path) -> dict[str, Any]:
 
 
 def _player_names(record: Mapping[str, Any]) -> list[str]:
+    """How the output names each seat: ``player_0 (NAME)``, the name as a record holds it, escapes shown as text."""
     players = record["players"]
-    return [f"player_{seat} ({players[seat]})" for seat in (0, 1)]
+    return [f"player_{seat} ({terminal_safe(players[seat])})" for seat in (0, 1)]
 
 
 def _recorded_chooser(actions: Sequence[int]) -> tuple[Chooser, list[int]]:

@@ -20,6 +20,7 @@ import numpy as np
 
 from arena.match import GameResult
 from arena.stats import Z95, Tally, fit_bradley_terry
+from kahuna_env.cli import terminal_safe
 
 PRIOR_DRAWS = 1.0
 """Virtual drawn games per pairing in the ratings fit (keeps ratings finite after a clean sweep)."""
@@ -229,8 +230,9 @@ class EvaluationReport:
         }
 
     def table(self) -> str:
-        """The results as a readable text table (pairings, then ratings)."""
-        width = max(len(f"{p.a} vs {p.b}") for p in self.pairings)
+        """The results as a readable text table (pairings, then ratings); names with control characters escaped."""
+        shown = {name: terminal_safe(name) for name in self.entrants}
+        width = max(len(f"{shown[p.a]} vs {shown[p.b]}") for p in self.pairings)
         width = max(width, len("pairing"))
         lines = [
             f"{'pairing':<{width}}  {'games':>5}  {'W-D-L':>11}  {'score':>5}  {'95% CI':^14}  {'margin':>7}  "
@@ -240,25 +242,25 @@ class EvaluationReport:
             low, high = p.interval
             wdl = f"{p.wins}-{p.draws}-{p.losses}"
             lines.append(
-                f"{p.a + ' vs ' + p.b:<{width}}  {p.games:>5}  {wdl:>11}  {p.score:>5.3f}  "
+                f"{shown[p.a] + ' vs ' + shown[p.b]:<{width}}  {p.games:>5}  {wdl:>11}  {p.score:>5.3f}  "
                 f"[{low:.3f}, {high:.3f}]  {p.mean_margin:>+7.2f}  {p.games_per_second:>8.2f}"
             )
         if self.ratings is not None:
-            name_width = max(len("entrant"), *(len(r.entrant) for r in self.ratings))
+            name_width = max(len("entrant"), *(len(shown[r.entrant]) for r in self.ratings))
             lines += [
                 "",
                 f"{'rank':>4}  {'entrant':<{name_width}}  {'Elo':>6}  {'±95%':>5}  {'games':>5}  {'score':>5}",
             ]
             for rank, r in enumerate(self.ratings, 1):
                 lines.append(
-                    f"{rank:>4}  {r.entrant:<{name_width}}  {r.elo:>6.0f}  {Z95 * r.elo_se:>5.0f}  "
+                    f"{rank:>4}  {shown[r.entrant]:<{name_width}}  {r.elo:>6.0f}  {Z95 * r.elo_se:>5.0f}  "
                     f"{r.games:>5}  {r.score:>5.3f}"
                 )
             lines.append(
                 f"(Bradley-Terry fit, Elo scale with the entrants' mean at 1000, draws half wins, "
                 f"{PRIOR_DRAWS:g} virtual draw per pairing)"
             )
-        speed = ", ".join(f"{name} {seconds:.4f}" for name, seconds in self.seconds_per_move().items())
+        speed = ", ".join(f"{shown[name]} {seconds:.4f}" for name, seconds in self.seconds_per_move().items())
         lines.append(f"seconds per move: {speed}")
         lines.append(
             f"{self.total_games} games in {self.elapsed:.1f} s ({self.games_per_second:.2f} games/s, "

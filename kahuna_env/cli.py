@@ -43,9 +43,24 @@ def first_line(error: BaseException | str) -> str:
     return type(error).__name__ if isinstance(error, BaseException) else "error"
 
 
+def terminal_safe(text: str) -> str:
+    """``text`` with every character a terminal would act on shown as an escape, the rest unchanged.
+
+    Control characters (``\\x1b[2J`` clears the screen, ``\\x1b]0;...`` sets
+    the window title, C1 controls, DEL), line separators and invisible
+    format characters (bidirectional overrides) become ``\\xNN`` /
+    ``\\uNNNN`` text, so a label or a name read from a file prints as what
+    it holds.  Printable text, spaces and letters of any script included, is
+    unchanged.
+    """
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else ascii(char)[1:-1] for char in text)
+
+
 def exit_with_error(program: str, message: str, code: int = 2) -> NoReturn:
-    """Print ``PROGRAM: error: <first line of message>`` to stderr and exit with ``code``."""
-    print(f"{program}: error: {first_line(message)}", file=sys.stderr)
+    """Print ``PROGRAM: error: <first line of message>`` to stderr (:func:`terminal_safe`) and exit with ``code``."""
+    print(f"{program}: error: {terminal_safe(first_line(message))}", file=sys.stderr)
     raise SystemExit(code)
 
 
@@ -68,6 +83,28 @@ def require_extra(program: str, extra: str, *modules: str) -> None:
             importlib.import_module(module)
         except ImportError as error:
             exit_with_error(program, missing_extra(extra, error))
+
+
+def umask() -> int:
+    """This process's file mode creation mask (read without changing it where the system tells it)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: the only portable way to read it is to set it, and set it back at once
+    os.umask(mask)
+    return mask
+
+
+def mode_as_created(descriptor: int) -> None:
+    """Give a file made by :func:`tempfile.mkstemp` (mode 0600) the mode a plain ``open`` would: 0666 less the umask.
+
+    So an output written through a temporary file and renamed into place is
+    readable by whom the user's umask allows, as any file the user creates.
+    """
+    os.fchmod(descriptor, 0o666 & ~umask())
 
 
 def write_gif(program: str, frames: list, path: Path, out: IO[str]) -> None:
