@@ -15,16 +15,28 @@ Design (docs/EVALUATION.md, "The results store"):
 * **Kill safety.** One transaction per game: a process killed with SIGKILL
   loses at most the games it had not yet committed; the file stays readable
   and holds no partial row.
+* **Copies hold every game.** Each writer checkpoints after every commit
+  (``wal_autocheckpoint`` 1 page), so the ``.sqlite`` file alone holds every
+  committed game even when its writer was killed (the ``-wal`` file matters
+  only while a reader blocks the checkpoint).
 * **Versioned schema.** ``schema_version`` holds the layout's version;
   opening an older store migrates it in one transaction (:data:`MIGRATIONS`),
-  a newer one is refused.  A file that is not SQLite, or a SQLite file of
-  another program, is one :class:`StoreError` line and is left untouched.
+  a newer one is refused.  A file that is not SQLite, an SQLite file of
+  another program, one without tables (a copy missing its ``-wal``) or a
+  store holding anything its layout does not (a trigger, a view, a changed
+  table: SQL this program did not write, run on every insert) is one
+  :class:`StoreError` line and is left untouched: nothing is written, not
+  even a schema, into a file that is not already a results store.  A new
+  store is built under a temporary name and linked into place whole.
+* **Failures are one line.** A write that fails (a full disk, a file size
+  limit, a lock held too long) is a :class:`StoreError` naming the file and
+  the cause, never a bare :mod:`sqlite3` error.
 * **Entrants by content.** An entrant is its *key* — ``sha256:<hex>`` of an
   agent file (or of a training network's weights), ``baseline:<spec>`` for
   a baseline — plus a display label; the same file under two paths is one
   entrant, two different files under one path are two.
 
-Tables (version 2):
+Tables (version 3):
 
 ``entrants(id, key, label, kind, run, run_update, decisions)``
     ``kind``: ``baseline``, ``file``, ``search`` or ``training``; ``run``,
@@ -39,16 +51,23 @@ result, score0, score1, moves, seconds_per_move0, seconds_per_move1, finished)``
     one game: the entrants of seat 0 and seat 1, every seed (as decimal text:
     they are 64-bit unsigned), ``result`` = seat 0's score (1, 0.5, 0), the
     final scores, the number of actions and each seat's mean seconds per move.
-``tallies(id, session, a, b, wins, draws, losses)``
+``tallies(id, session, a, b, wins, draws, losses, games_key, first_game, game_count)``
     aggregate results imported from an older report (``kahuna-ratings
     --import-report``), whose games were not kept one by one; always in a
-    session with ``imported = 1`` and ``source = 'import'``.
+    session with ``imported = 1`` and ``source = 'import'``.  ``games_key``
+    names the games' identity (rules, seeds, entrants: not the report's
+    bytes) and the tally counts games ``first_game .. first_game +
+    game_count - 1`` of that schedule, so a second import of the same games
+    adds nothing (``NULL`` for tallies imported before version 3).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -58,8 +77,10 @@ from typing import Any
 
 from kahuna_env.agents.mcts import DEFAULT_SIMULATIONS
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The layout this module writes; older stores are migrated on opening."""
+OLDEST_READABLE = 2
+"""The oldest layout a read-only opening reads as it is (an older one must be migrated first)."""
 BUSY_TIMEOUT_SECONDS = 120.0
 """How long a writer waits for another writer's transaction before giving up (generous: a busy machine)."""
 ENTRANT_KINDS = ("baseline", "file", "search", "training")
@@ -124,13 +145,26 @@ CREATE TABLE tallies (
 """
 """Version 1 -> 2: training provenance on entrants; imported aggregate results."""
 
-MIGRATIONS = {1: _MIGRATE_1_TO_2}
+_MIGRATE_2_TO_3 = """
+ALTER TABLE tallies ADD COLUMN games_key TEXT;
+ALTER TABLE tallies ADD COLUMN first_game INTEGER;
+ALTER TABLE tallies ADD COLUMN game_count INTEGER;
+CREATE INDEX tallies_by_games ON tallies (games_key)
+"""
+"""Version 2 -> 3: imported tallies keyed by the identity of their games (see the module docstring)."""
+
+MIGRATIONS = {1: _MIGRATE_1_TO_2, 2: _MIGRATE_2_TO_3}
 """``MIGRATIONS[v]`` turns a version-``v`` store into version ``v + 1``."""
 _TABLES = {"schema_version", "entrants", "sessions", "games"}
 
 
 class StoreError(ValueError):
     """The store cannot be used: not a results store, a newer schema, unwritable; the message is one line."""
+
+
+class StoreFailure(StoreError):
+    """The store could not be created, opened, read or written (a full disk, a file size limit, a lock held too
+    long): a failure of the machine, not of the file; the message names the file and the cause."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,6 +226,28 @@ class StoredGame:
 
 
 @dataclasses.dataclass(frozen=True)
+class ImportedTally:
+    """``a``'s aggregate result against ``b``, imported from a report whose games were not kept one by one.
+
+    Attributes:
+        a, b: the entrants.
+        wins, draws, losses: ``a``'s results.
+        games_key: the identity of the pairing's games (its rules, seeds and entrants; ``None``: unknown).
+        first_game, game_count: the games of that schedule the tally covers (with the games stored one by
+            one at its import): ``first_game .. first_game + game_count - 1``.
+    """
+
+    a: Entrant
+    b: Entrant
+    wins: int
+    draws: int
+    losses: int
+    games_key: str | None = None
+    first_game: int | None = None
+    game_count: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class PairCount:
     """Summed results of one ordered seat pairing: ``seat0`` scored ``points`` over ``games`` against ``seat1``."""
 
@@ -229,6 +285,10 @@ def transaction(db: sqlite3.Connection) -> Iterator[None]:
     db.execute("COMMIT")
 
 
+class StoreOutdated(StoreError):
+    """A read-only opening of a store older than :data:`OLDEST_READABLE` (a writable opening migrates it)."""
+
+
 class ResultsStore:
     """An open results store.  Use as a context manager, or call :meth:`close`.
 
@@ -245,80 +305,129 @@ class ResultsStore:
             raise StoreError(f"{self.path}: is a directory, expected a results store file")
         if readonly and not self.path.is_file():
             raise StoreError(f"{self.path}: no such results store")
+        if not readonly and not (self.path.exists() or self.path.is_symlink()):
+            self._create()
+        self._wal_note = _wal_note(self.path)  # before SQLite makes a -wal file beside it
         try:
-            if not readonly:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            uri = f"{self.path.resolve().as_uri()}?mode={'ro' if readonly else 'rwc'}"
+            uri = f"{self.path.resolve().as_uri()}?mode={'ro' if readonly else 'rw'}"
             self._db = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
         except (OSError, sqlite3.Error) as error:
-            raise StoreError(f"{self.path}: cannot open the results store: {_line(error)}") from None
+            raise StoreFailure(
+                f"{self.path}: cannot open the results store: {failure_cause(error, self.path)}"
+            ) from None
         try:
             self._prepare()
         except sqlite3.DatabaseError as error:
             self._db.close()
-            raise StoreError(f"{self.path}: not a results store ({_line(error)})") from None
+            if _not_a_database(error):
+                raise StoreError(f"{self.path}: not a results store ({_line(error)}{self._wal_note})") from None
+            raise StoreFailure(
+                f"{self.path}: cannot open the results store: {failure_cause(error, self.path)}"
+            ) from None
         except StoreError:
             self._db.close()
             raise
 
     # ------------------------------------------------------------------------------------------ opening
+    def _create(self) -> None:
+        """Build a new store under a temporary name in the folder and link it into place whole.
+
+        So a file at :attr:`path` is always a complete store with its schema
+        checkpointed into the file (never a header whose tables are in a
+        ``-wal`` file).  When another process creates the store meanwhile,
+        its file is kept and this one dropped.
+        """
+        temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.{time.monotonic_ns()}.new")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(temporary, isolation_level=None)
+            try:
+                db.execute("PRAGMA journal_mode = WAL")
+                with transaction(db):
+                    _build_layout(db, SCHEMA_VERSION)
+                    db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+            finally:
+                db.close()  # the last connection: the tables are checkpointed into the file, the -wal removed
+            with contextlib.suppress(FileExistsError):  # another process created the store meanwhile: that one is used
+                os.link(temporary, self.path)
+        except (OSError, sqlite3.Error) as error:
+            raise StoreFailure(
+                f"{self.path}: cannot create the results store: {failure_cause(error, self.path)}"
+            ) from None
+        finally:
+            for leftover in ("", "-wal", "-shm", "-journal"):
+                Path(f"{temporary}{leftover}").unlink(missing_ok=True)
+
     def _prepare(self) -> None:
         self._db.execute("PRAGMA foreign_keys = ON")
+        version = self._check_layout()  # before anything is written: a file of another program stays as it was
         if self.readonly:
-            version = self._version()
-            if version is None:
-                raise StoreError(f"{self.path}: not a results store (no schema_version table)")
-            self._check_version(version)
-            if version < SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path}: schema version {version} is older than {SCHEMA_VERSION}; "
+            if version < OLDEST_READABLE:
+                raise StoreOutdated(
+                    f"{self.path}: schema version {version} is older than {OLDEST_READABLE}; "
                     "any kahuna-eval --db or kahuna-ratings --db opening it migrates it"
                 )
             return
-        self._check_foreign()  # before anything is written: a file of another program stays as it was
         if self._db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA wal_autocheckpoint = 1")  # the .sqlite file alone holds every committed game
+        if version == SCHEMA_VERSION:
+            return
         with self._transaction():
-            self._check_foreign()  # again inside the lock: another process may have created the store meanwhile
-            version = self._version()
-            if version is None:
-                self._run_script(_SCHEMA_V1)
-                self._db.execute("INSERT INTO schema_version (version) VALUES (1)")
-                version = 1
-            self._check_version(version)
+            version = self._check_layout()  # again inside the lock: another process may have migrated it meanwhile
             while version < SCHEMA_VERSION:
-                self._run_script(MIGRATIONS[version])
+                _run_script(self._db, MIGRATIONS[version])
                 version += 1
                 self._db.execute("UPDATE schema_version SET version = ?", (version,))
 
-    def _check_foreign(self) -> None:
-        """Refuse an SQLite file of another program, or a store of a newer version, without writing."""
-        version = self._version()
-        if version is None:
-            tables = self._tables()
-            if tables:
+    def _check_layout(self) -> int:
+        """The store's layout version, after checking that the file holds exactly a results store of that layout.
+
+        Refuses (:class:`StoreError`, nothing written) an SQLite file without
+        tables or with other tables, a newer version, and any object a
+        results store does not have (a trigger, a view, an index, a table
+        defined otherwise): its SQL would run inside this program.
+        """
+        rows = self._db.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite~_%' ESCAPE '~'"
+        ).fetchall()
+        objects = {name: (kind, sql) for kind, name, sql in rows}
+        if not objects:
+            if self.path.stat().st_size == 0:
+                raise StoreError(f"{self.path}: not a results store (an empty file; a new store is made where none is)")
+            raise StoreError(f"{self.path}: not a results store (an SQLite file without tables{self._wal_note})")
+        if objects.get("schema_version", ("",))[0] != "table":
+            tables = sorted(name for name, (kind, _) in objects.items() if kind == "table")
+            shown = ", ".join(repr(name)[1:-1][:40] for name in tables[:4]) or "none"
+            raise StoreError(f"{self.path}: not a results store (an SQLite file with other tables: {shown})")
+        version = self._version()  # a plain table's rows: reading them runs no SQL of the file's
+        self._check_version(version)
+        for name, (kind, _) in objects.items():
+            if kind in ("trigger", "view"):
                 raise StoreError(
-                    f"{self.path}: not a results store (an SQLite file with other tables: "
-                    f"{', '.join(sorted(tables)[:4])})"
+                    f"{self.path}: not a results store as kahuna-rl writes it: it holds the {kind} {_shown(name)}, "
+                    "SQL this program did not write (refused)"
                 )
-        else:
-            self._check_version(version)
+        expected = _layout(version)
+        for name, (kind, sql) in objects.items():
+            if name not in expected:
+                raise StoreError(
+                    f"{self.path}: not a results store as kahuna-rl writes it: it holds the {kind} {_shown(name)}, "
+                    f"which a version-{version} store does not have (refused)"
+                )
+            if expected[name] != (kind, _normalized(sql)):
+                raise StoreError(
+                    f"{self.path}: not a results store as kahuna-rl writes it: its {kind} {_shown(name)} "
+                    f"is defined otherwise than a version-{version} store's (refused)"
+                )
+        missing = sorted(name for name, (kind, _) in expected.items() if kind == "table" and name not in objects)
+        if missing:
+            raise StoreError(f"{self.path}: not a results store (missing tables: {', '.join(missing)})")
+        return version
 
-    def _run_script(self, script: str) -> None:
-        """Run the statements of ``script`` inside the current transaction (``executescript`` would commit)."""
-        for statement in script.split(";"):
-            if statement.strip():
-                self._db.execute(statement)
-
-    def _tables(self) -> set[str]:
-        rows = self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-        return {name for (name,) in rows}
-
-    def _version(self) -> int | None:
-        if "schema_version" not in self._tables():
-            return None
+    def _version(self) -> int:
         rows = self._db.execute("SELECT version FROM schema_version").fetchall()
-        if len(rows) != 1 or not isinstance(rows[0][0], int):
+        if len(rows) != 1 or not isinstance(rows[0][0], int) or isinstance(rows[0][0], bool):
             raise StoreError(f"{self.path}: not a results store (a damaged schema_version table)")
         return rows[0][0]
 
@@ -330,17 +439,27 @@ class ResultsStore:
             )
         if version < 1:
             raise StoreError(f"{self.path}: not a results store (schema version {version})")
-        missing = _TABLES - self._tables()
-        if missing:
-            raise StoreError(f"{self.path}: not a results store (missing tables: {', '.join(sorted(missing))})")
 
     def _transaction(self) -> Any:
         return transaction(self._db)
 
-    def _write(self) -> Any:
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """One write transaction; a failure of SQLite (a full disk, a lock held too long) is one :class:`StoreError`."""
         if self.readonly:
             raise StoreError(f"{self.path}: opened read-only")
-        return self._transaction()
+        try:
+            with self._transaction():
+                yield
+        except sqlite3.Error as error:
+            raise StoreFailure(f"results store {self.path}: not saved: {failure_cause(error, self.path)}") from None
+
+    def _read(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple]:
+        """Rows of a query; a failure of SQLite (an I/O error) is one :class:`StoreError`."""
+        try:
+            return self._db.execute(sql, tuple(parameters)).fetchall()
+        except sqlite3.Error as error:
+            raise StoreFailure(f"results store {self.path}: cannot read: {failure_cause(error, self.path)}") from None
 
     def close(self) -> None:
         """Close the connection (everything written is already committed)."""
@@ -355,7 +474,7 @@ class ResultsStore:
     @property
     def schema_version(self) -> int:
         """The layout version of the open file."""
-        return int(self._db.execute("SELECT version FROM schema_version").fetchone()[0])
+        return int(self._read("SELECT version FROM schema_version")[0][0])
 
     # ------------------------------------------------------------------------------------------ writing
     def entrant_id(self, entrant: Entrant) -> int:
@@ -386,24 +505,40 @@ class ResultsStore:
         imported: bool = False,
     ) -> int:
         """Record the start of an evaluation; returns its session id for :meth:`add_game`."""
+        with self._write():
+            return self._start_session(source, rules, base_seed, sampled, command, note, imported)
+
+    def _start_session(
+        self,
+        source: str,
+        rules: dict[str, Any],
+        base_seed: int | None,
+        sampled: bool,
+        command: str | None,
+        note: str | None,
+        imported: bool,
+    ) -> int:
         if not isinstance(source, str) or not source:
             raise ValueError(f"a session needs its source tool's name, got {source!r}")
-        with self._write():
-            cursor = self._db.execute(
-                "INSERT INTO sessions (source, started, command, rules, base_seed, sampled, note, imported) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    source,
-                    time.time(),
-                    command,
-                    json.dumps(rules, sort_keys=True),
-                    base_seed,
-                    int(sampled),
-                    note,
-                    int(imported),
-                ),
-            )
-            return int(cursor.lastrowid)
+        if base_seed is not None and (
+            isinstance(base_seed, bool) or not isinstance(base_seed, int) or not 0 <= base_seed < 2**63
+        ):
+            raise ValueError(f"a session's base seed must be an integer in [0, 2**63 - 1], got {base_seed!r}")
+        cursor = self._db.execute(
+            "INSERT INTO sessions (source, started, command, rules, base_seed, sampled, note, imported) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                source,
+                time.time(),
+                command,
+                json.dumps(rules, sort_keys=True),
+                base_seed,
+                int(sampled),
+                note,
+                int(imported),
+            ),
+        )
+        return int(cursor.lastrowid)
 
     def add_game(self, session: int, seat0: Entrant, seat1: Entrant, game: StoredGame) -> None:
         """Write one finished game in its own transaction (a kill after this returns never loses it)."""
@@ -436,32 +571,77 @@ class ResultsStore:
 
     def add_tally(self, session: int, a: Entrant, b: Entrant, wins: int, draws: int, losses: int) -> None:
         """Write ``a``'s aggregate result against ``b`` (an imported report's pairing; see the module docstring)."""
-        for name, value in (("wins", wins), ("draws", draws), ("losses", losses)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
         with self._write():
             imported = self._db.execute("SELECT imported FROM sessions WHERE id = ?", (session,)).fetchone()
             if imported is None or not imported[0]:
                 raise ValueError("tallies belong to an imported session (start_session(..., imported=True))")
-            ids = self._entrant_id(a), self._entrant_id(b)
-            if ids[0] == ids[1]:
-                raise ValueError(f"a tally needs two different entrants, got {a.key} twice")
-            self._db.execute(
-                "INSERT INTO tallies (session, a, b, wins, draws, losses) VALUES (?, ?, ?, ?, ?, ?)",
-                (session, ids[0], ids[1], wins, draws, losses),
-            )
+            self._add_tally(session, ImportedTally(a, b, wins, draws, losses))
+
+    def add_import(
+        self,
+        rules: dict[str, Any],
+        tallies: Sequence[ImportedTally],
+        base_seed: int | None,
+        sampled: bool,
+        command: str,
+        note: str,
+    ) -> int:
+        """Write an imported report: one session (``source = 'import'``) and its tallies, in one transaction.
+
+        All or nothing: a failure leaves the store as it was.  Returns the session id.
+        """
+        with self._write():
+            session = self._start_session("import", rules, base_seed, sampled, command, note, imported=True)
+            for tally in tallies:
+                self._add_tally(session, tally)
+            return session
+
+    def _add_tally(self, session: int, tally: ImportedTally) -> None:
+        counts = (("wins", tally.wins), ("draws", tally.draws), ("losses", tally.losses))
+        coverage = (("first_game", tally.first_game), ("game_count", tally.game_count))
+        for name, value in (*counts, *coverage):
+            if (value is not None or name in ("wins", "draws", "losses")) and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 0
+            ):
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        ids = self._entrant_id(tally.a), self._entrant_id(tally.b)
+        if ids[0] == ids[1]:
+            raise ValueError(f"a tally needs two different entrants, got {tally.a.key} twice")
+        self._db.execute(
+            "INSERT INTO tallies (session, a, b, wins, draws, losses, games_key, first_game, game_count) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session,
+                ids[0],
+                ids[1],
+                tally.wins,
+                tally.draws,
+                tally.losses,
+                tally.games_key,
+                tally.first_game,
+                tally.game_count,
+            ),
+        )
 
     # ------------------------------------------------------------------------------------------ reading
     def entrants(self) -> list[Entrant]:
         """Every entrant, in the order first seen."""
-        rows = self._db.execute(
-            "SELECT key, label, kind, run, run_update, decisions FROM entrants ORDER BY id"
-        ).fetchall()
+        rows = self._read("SELECT key, label, kind, run, run_update, decisions FROM entrants ORDER BY id")
         return [Entrant(*row) for row in rows]
+
+    def imported_tallies(self, games_key: str) -> list[ImportedTally]:
+        """The tallies imported for the games named ``games_key`` (their coverage and counts), oldest first."""
+        rows = self._read(
+            "SELECT ea.key, ea.label, ea.kind, eb.key, eb.label, eb.kind, t.wins, t.draws, t.losses, t.first_game, "
+            "t.game_count FROM tallies t JOIN entrants ea ON ea.id = t.a JOIN entrants eb ON eb.id = t.b "
+            "WHERE t.games_key = ? ORDER BY t.id",
+            (games_key,),
+        )
+        return [ImportedTally(Entrant(*row[0:3]), Entrant(*row[3:6]), *row[6:9], games_key, *row[9:11]) for row in rows]
 
     def game_count(self) -> int:
         """Games stored (imported tallies not included)."""
-        return int(self._db.execute("SELECT COUNT(*) FROM games").fetchone()[0])
+        return int(self._read("SELECT COUNT(*) FROM games")[0][0])
 
     def pair_counts(self, rules: dict[str, Any] | None = None) -> list[PairCount]:
         """Summed results per ordered (seat 0, seat 1) pairing of entrant keys, imported tallies included.
@@ -472,7 +652,7 @@ class ResultsStore:
         played under those rule options.
         """
         rules_text = None if rules is None else json.dumps(rules, sort_keys=True)
-        games = self._db.execute(
+        games = self._read(
             """
             SELECT e0.key, e1.key, SUM(result), COUNT(*) FROM (
                 SELECT g.seat0, g.seat1, MIN(g.result) AS result FROM games g JOIN sessions s ON s.id = g.session
@@ -483,8 +663,8 @@ class ResultsStore:
             GROUP BY d.seat0, d.seat1 ORDER BY d.seat0, d.seat1
             """,
             (rules_text, rules_text),
-        ).fetchall()
-        tallies = self._db.execute(
+        )
+        tallies = self._read(
             """
             SELECT ea.key, eb.key, SUM(t.wins + 0.5 * t.draws), SUM(t.wins + t.draws + t.losses)
             FROM tallies t JOIN sessions s ON s.id = t.session
@@ -493,16 +673,123 @@ class ResultsStore:
             GROUP BY t.a, t.b ORDER BY t.a, t.b
             """,
             (rules_text, rules_text),
-        ).fetchall()
+        )
         return [PairCount(a, b, float(points), int(n)) for a, b, points, n in [*games, *tallies]]
 
     def query(self, sql: str, parameters: Sequence[Any] = ()) -> list[tuple]:
         """Rows of a read-only ``SELECT`` (for reports and tests)."""
         if not sql.lstrip().upper().startswith("SELECT"):
             raise ValueError("query() runs SELECT statements only")
-        return self._db.execute(sql, tuple(parameters)).fetchall()
+        return self._read(sql, parameters)
 
 
 def _line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
+
+
+def _run_script(db: sqlite3.Connection, script: str) -> None:
+    """Run the statements of ``script`` inside the current transaction (``executescript`` would commit)."""
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def _build_layout(db: sqlite3.Connection, version: int) -> None:
+    """Create the tables of a version-``version`` store: version 1's, then each migration (as older stores got them)."""
+    _run_script(db, _SCHEMA_V1)
+    for older in range(1, version):
+        _run_script(db, MIGRATIONS[older])
+
+
+def _normalized(sql: str | None) -> str | None:
+    return None if sql is None else " ".join(sql.split())
+
+
+@functools.cache
+def _layout(version: int) -> dict[str, tuple[str, str | None]]:
+    """Every object of a version-``version`` store: name -> (type, its SQL, whitespace normalized).
+
+    Built the way :class:`ResultsStore` builds and migrates stores, so a store it wrote matches exactly.
+    """
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        _build_layout(db, version)
+        rows = db.execute("SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite~_%' ESCAPE '~'")
+        return {name: (kind, _normalized(sql)) for kind, name, sql in rows.fetchall()}
+    finally:
+        db.close()
+
+
+def _shown(name: str) -> str:
+    """A name read from a file, quoted and cut short for a one-line message (control characters escaped)."""
+    quoted = repr(name)
+    return quoted if len(quoted) <= 42 else quoted[:38] + "...'"
+
+
+_SQLITE_CORRUPT, _SQLITE_NOTADB, _SQLITE_FULL, _SQLITE_IOERR = 11, 26, 13, 10
+
+
+def _not_a_database(error: sqlite3.Error) -> bool:
+    """Whether SQLite's ``error`` says the file is no database (or a damaged one), not that it could not be used."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is None:  # Python before 3.11: by the message
+        return "not a database" in str(error) or "malformed" in str(error)
+    return code & 0xFF in (_SQLITE_CORRUPT, _SQLITE_NOTADB)
+
+
+def _wal_note(path: Path) -> str:
+    """``; ...`` when ``path`` is an SQLite file in WAL mode with no (or an empty) ``-wal`` file beside it, else ``""``.
+
+    Such a file is often a copy of a store in use (or of one whose writer was
+    killed) made without its ``-wal`` file, where the newest content is.
+    """
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(100)
+    except OSError:
+        return ""
+    wal_mode = header.startswith(b"SQLite format 3\x00") and len(header) >= 20 and header[18:20] == b"\x02\x02"
+    try:
+        wal_size = Path(f"{path}-wal").stat().st_size  # an empty one is what a read-only opening leaves
+    except OSError:
+        wal_size = 0
+    if not wal_mode or wal_size:
+        return ""
+    return (
+        f"; in WAL mode without {path.name}-wal beside it: if this is a copy of a store, its content is in "
+        "that -wal file, copy it too"
+    )
+
+
+def failure_cause(error: BaseException, path: Path) -> str:
+    """What went wrong writing or opening the file ``path``, in one line: the error, and what the disk says.
+
+    A failed write (SQLite's "disk I/O error" or "database or disk is full",
+    or an ``OSError``) adds the file size limit (``ulimit -f``) when there is
+    one and the free space of the file's disk when it is nearly full, so the
+    message names the true cause.
+    """
+    text = error.strerror if isinstance(error, OSError) and error.strerror else _line(error)
+    code = getattr(error, "sqlite_errorcode", None)
+    failed_write = isinstance(error, OSError) or (code is not None and code & 0xFF in (_SQLITE_FULL, _SQLITE_IOERR))
+    if not failed_write:
+        return text
+    notes = []
+    try:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if limit != resource.RLIM_INFINITY:
+            notes.append(f"the file size limit (ulimit -f) is {limit} bytes")
+    except (ImportError, OSError, ValueError):
+        pass
+    folder = path.parent if str(path.parent) else Path(".")
+    try:
+        stats = os.statvfs(folder)
+        free = stats.f_bavail * stats.f_frsize
+        if free < 1 << 20:
+            notes.append(f"the disk holding it has {free} bytes free")
+    except (AttributeError, OSError):
+        pass
+    return f"{text} ({'; '.join(notes)})" if notes else text

@@ -102,13 +102,13 @@ def test_a_version_1_store_is_migrated_keeping_its_games(tmp_path: Path) -> None
     with pytest.raises(StoreError, match="schema version 1 is older"):
         ResultsStore(db, readonly=True)
     with ResultsStore(db) as store:
-        assert store.schema_version == SCHEMA_VERSION == 2
+        assert store.schema_version == SCHEMA_VERSION == 3
         assert store.game_count() == 1
         assert [(e.key, e.run) for e in store.entrants()] == [("baseline:greedy", None), ("baseline:random", None)]
         session = store.start_session("import", RULES, imported=True)
         store.add_tally(session, GREEDY, RANDOM, 3, 0, 1)  # the new table exists
     with ResultsStore(db, readonly=True) as store:
-        assert store.schema_version == 2
+        assert store.schema_version == 3
 
 
 @pytest.mark.parametrize(
@@ -144,7 +144,7 @@ def test_a_store_of_a_newer_version_is_refused(tmp_path: Path) -> None:
         pass
     with sqlite3.connect(db) as raw:
         raw.execute("UPDATE schema_version SET version = 99")
-    with pytest.raises(StoreError, match="newer version \\(schema 99; this program reads up to 2\\)"):
+    with pytest.raises(StoreError, match="newer version \\(schema 99; this program reads up to 3\\)"):
         ResultsStore(db)
 
 
