@@ -22,24 +22,34 @@ one-line message.  Outputs never destroy what the tool did not write:
 ``--json`` may not be one of the entrants' files and replaces an existing
 file only when it is an earlier ``kahuna-eval`` report, ``--record`` refuses
 a directory holding an earlier evaluation's records (their names would
-repeat); ``--force`` allows both (never an input).  Ctrl-C keeps the
-finished games: their records are written, ``--json`` is written with
-``"partial": true``, and the program exits with code 130 and one line.  A
-failure while playing (a worker that cannot build the entrants, a game
-that fails, a worker process that dies) ends it with exit code 1 and a
-one-line message.
+repeat); ``--force`` allows both (never an input).  ``--games`` and the
+games of all pairings together are at most :data:`arena.match.MAX_GAMES`,
+``--workers`` at most :data:`arena.match.MAX_WORKERS`, ``--seed`` below
+``2**63``.
+
+Every early end keeps the finished games, the same way: Ctrl-C (exit code
+130), SIGTERM (143), and a failure while playing (exit code 1: a worker
+that cannot build the entrants, a game that fails, a worker process that
+dies, a results store or a record that cannot be written, e.g. on a full
+disk).  Each finished game's record and store row are written as it
+finishes, the table of the finished games is printed, ``--json`` is
+written with ``"partial": true`` (an output that fails itself is named),
+and the program ends with one line naming the cause and the games played.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from kahuna_env.agents import BASELINE_NAMES
+from arena.entrants import ENTRANT_FORMS
+from arena.match import MAX_BASE_SEED, MAX_GAMES, MAX_WORKERS, check_evaluation_size, check_games
 from kahuna_env.cli import (
     OneLineParser,
     add_force_argument,
@@ -72,16 +82,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="Seat-balanced matches between Kahuna agents (checkpoints and baselines) with 95% intervals "
         "and, for three or more entrants, a Bradley-Terry ratings table.",
     )
+    parser.add_argument("entrants", nargs="+", metavar="ENTRANT", help=ENTRANT_FORMS)
     parser.add_argument(
-        "entrants",
-        nargs="+",
-        metavar="ENTRANT",
-        help=f"a baseline ({', '.join(BASELINE_NAMES)}; N = simulations) or a checkpoint / policy file path",
+        "--games",
+        type=games_argument,
+        default=None,
+        help=f"games per pairing, even (default 100; with --sprt the most); at most {MAX_GAMES:,} in all pairings",
     )
     parser.add_argument(
-        "--games", type=even_games, default=None, help="games per pairing, even (default 100; with --sprt the most)"
+        "--seed", type=seed_argument, default=0, help="base seed of every game, below 2**63 (default 0)"
     )
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="base seed of every game (default 0)")
     parser.add_argument(
         "--common-deals",
         action="store_true",
@@ -89,7 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
         "seeds from its name and the game, so A vs C and B vs C (in one run or two) play the same deals against "
         "the same C, game by game (default: the deals also depend on the entrants' names)",
     )
-    parser.add_argument("--workers", type=positive_int, default=1, help="worker processes (default 1)")
+    parser.add_argument(
+        "--workers", type=workers_argument, default=1, help=f"worker processes (default 1, at most {MAX_WORKERS})"
+    )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON to PATH")
     parser.add_argument("--record", type=Path, metavar="DIR", help="save every game as a JSON record in DIR")
     add_rule_arguments(parser)
@@ -113,9 +125,75 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _checked(check: Callable[[int], None], parse: Callable[[str], int]) -> Callable[[str], int]:
+    """An argparse type: ``parse`` the text, then ``check`` the number (its ``ValueError`` is the message)."""
+
+    def argument(text: str) -> int:
+        value = parse(text)
+        try:
+            check(value)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        return value
+
+    return argument
+
+
+def _check_workers(workers: int) -> None:
+    if workers > MAX_WORKERS:
+        raise ValueError(f"at most {MAX_WORKERS} worker processes, got {workers}")
+
+
+def _check_seed(seed: int) -> None:
+    if seed > MAX_BASE_SEED:
+        raise ValueError(f"the base seed must be below 2**63, got {seed}")
+
+
+games_argument = _checked(check_games, even_games)
+"""argparse type of ``--games``: games per pairing, even, at most :data:`arena.match.MAX_GAMES`."""
+workers_argument = _checked(_check_workers, positive_int)
+"""argparse type of ``--workers``: 1 to :data:`arena.match.MAX_WORKERS`."""
+seed_argument = _checked(_check_seed, non_negative_int)
+"""argparse type of ``--seed``: a base seed in ``0 .. 2**63 - 1`` (the results store keeps it)."""
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
     """Print a one-line error for ``kahuna-eval`` and exit."""
     exit_with_error(PROGRAM, message, code)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (or SIGHUP) during an evaluation: handled as Ctrl-C, the finished games kept, exit code 128 + signal."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(signal.Signals(number).name)
+        self.number = number
+
+
+@contextmanager
+def terminated_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` (a ``KeyboardInterrupt``), as Ctrl-C does.
+
+    So ``kill PID`` (a job scheduler's stop, a closed terminal) keeps the
+    finished games like Ctrl-C; the previous handlers are restored after.
+    Outside the main thread (where handlers cannot be set) nothing changes.
+    """
+
+    def handler(number: int, frame: object) -> None:
+        raise Terminated(number)
+
+    previous = {}
+    try:
+        for number in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+            if number is not None:
+                previous[number] = signal.signal(number, handler)
+    except ValueError:  # not the main thread
+        pass
+    try:
+        yield
+    finally:
+        for number, old in previous.items():
+            signal.signal(number, old)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -125,6 +203,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         fail(f"give at least two entrants, got {len(args.entrants)}")
     if args.games is None:
         args.games = SPRT_MAX_GAMES if args.sprt else 100
+    try:
+        check_evaluation_size(len(args.entrants), args.games)
+    except ValueError as error:
+        fail(str(error))
     if args.sprt:
         return _main_sprt(args)
     from arena.entrants import is_checkpoint_spec
@@ -141,36 +223,53 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(1)
     config = KahunaConfig(variant=args.variant, discard_rule=args.discard_rule)
     store = _open_store(args)
+    planned = args.games * len(args.entrants) * (len(args.entrants) - 1) // 2
     try:
-        report = run_evaluation(
-            entrants,
-            games=args.games,
-            seed=args.seed,
-            workers=args.workers,
-            config=config,
-            sampled=args.sampled,
-            record_dir=args.record,
-            progress=not args.no_progress,
-            store=store,
-            common_deals=args.common_deals,
-        )
+        with terminated_as_interrupt():
+            report = run_evaluation(
+                entrants,
+                games=args.games,
+                seed=args.seed,
+                workers=args.workers,
+                config=config,
+                sampled=args.sampled,
+                record_dir=args.record,
+                progress=not args.no_progress,
+                store=store,
+                common_deals=args.common_deals,
+            )
     except EvaluationInterrupted as interrupted:
-        # Ctrl-C: the finished games are not thrown away (their records are already written).
-        report = interrupted.report
-        if report.total_games:
-            print(report.table())
-        write_outputs(report, args, partial=True)
-        planned = args.games * len(args.entrants) * (len(args.entrants) - 1) // 2
-        fail(f"interrupted after {report.total_games} of {planned} games", code=130)
+        # Ctrl-C or SIGTERM: the finished games are not thrown away (their records are already written).
+        cause = interrupted.__cause__ if isinstance(interrupted.__cause__, Terminated) else None
+        what = f"terminated ({cause})" if cause is not None else "interrupted"
+        code = 128 + cause.number if cause is not None else 130
+        _end_early(interrupted.report, args, f"{what} after {interrupted.report.total_games} of {planned} games", code)
+    except Terminated as terminated:
+        fail(f"terminated ({terminated})", code=128 + terminated.number)
     except KeyboardInterrupt:
         fail("interrupted", code=130)
-    except (EvaluationError, FileNotFoundError, ValueError) as error:
+    except EvaluationError as error:
+        if error.report is None:
+            fail(str(error), code=1)
+        _end_early(error.report, args, f"{error}; stopped after {error.report.total_games} of {planned} games", 1)
+    except (FileNotFoundError, ValueError) as error:
         fail(str(error), code=1)
     except OSError as error:
         fail(f"{error.filename or 'output'}: {error.strerror or error}", code=1)
+    finally:
+        if store is not None:
+            store.close()
     print(report.table())
     write_outputs(report, args)
     return 0
+
+
+def _end_early(report: EvaluationReport, args: argparse.Namespace, message: str, code: int) -> NoReturn:
+    """After an early end: the finished games' table and outputs (``--json`` marked partial), then one line."""
+    if report.total_games:
+        print(report.table())
+    problem = write_outputs(report, args, partial=True)
+    fail(f"{message}; {problem}" if problem else message, code=code)
 
 
 SPRT_MAX_GAMES = 2000
@@ -181,12 +280,12 @@ def _open_store(args: argparse.Namespace) -> ResultsStore | None:
     """The results store of ``--db`` (created when missing), or ``None``; a bad file ends the program (one line)."""
     if args.db is None:
         return None
-    from arena.store import ResultsStore, StoreError
+    from arena.store import ResultsStore, StoreError, StoreFailure
 
     try:
         return ResultsStore(args.db)
     except StoreError as error:
-        fail(str(error))
+        fail(str(error), code=1 if isinstance(error, StoreFailure) else 2)
 
 
 def _main_sprt(args: argparse.Namespace) -> int:
@@ -223,20 +322,23 @@ def _main_sprt(args: argparse.Namespace) -> int:
         torch.set_num_threads(1)
     store = _open_store(args)
     try:
-        report = run_sprt(
-            args.entrants[0],
-            args.entrants[1],
-            test,
-            max_games=args.games,
-            seed=args.seed,
-            workers=args.workers,
-            config=KahunaConfig(variant=args.variant, discard_rule=args.discard_rule),
-            sampled=args.sampled,
-            store=store,
-            progress=not args.no_progress,
-            resolved=entrants,
-            common_deals=args.common_deals,
-        )
+        with terminated_as_interrupt():
+            report = run_sprt(
+                args.entrants[0],
+                args.entrants[1],
+                test,
+                max_games=args.games,
+                seed=args.seed,
+                workers=args.workers,
+                config=KahunaConfig(variant=args.variant, discard_rule=args.discard_rule),
+                sampled=args.sampled,
+                store=store,
+                progress=not args.no_progress,
+                resolved=entrants,
+                common_deals=args.common_deals,
+            )
+    except Terminated as terminated:
+        fail(f"terminated ({terminated}; the games finished so far are in --db, if given)", 128 + terminated.number)
     except KeyboardInterrupt:
         fail("interrupted (the games finished so far are in --db, if given)", code=130)
     except (EvaluationError, FileNotFoundError, ValueError) as error:
@@ -300,8 +402,13 @@ def check_outputs(args: argparse.Namespace) -> None:
             )
 
 
-def write_outputs(report: EvaluationReport, args: argparse.Namespace, partial: bool = False) -> None:
-    """Write ``--json`` (marked ``"partial": true`` after Ctrl-C) and say where the records went."""
+def write_outputs(report: EvaluationReport, args: argparse.Namespace, partial: bool = False) -> str | None:
+    """Write ``--json`` (marked ``"partial": true`` after an early end) and say where the records went.
+
+    A ``--json`` that cannot be written ends the program (exit code 1);
+    with ``partial``, the message is returned instead, for the line that
+    ends the program anyway.
+    """
     if args.json is not None:
         data = report.to_dict()
         if partial:
@@ -309,10 +416,14 @@ def write_outputs(report: EvaluationReport, args: argparse.Namespace, partial: b
         try:
             write_text_atomic(args.json, json.dumps(data, indent=2) + "\n")
         except OSError as error:
-            fail(f"cannot write --json {args.json}: {first_line(error)}", code=1)
+            problem = f"cannot write --json {args.json}: {error.strerror or first_line(error)}"
+            if partial:
+                return problem
+            fail(problem, code=1)
         print(f"{'partial ' if partial else ''}results written to {args.json}")
     if args.record is not None:
         print(f"{report.total_games} game records written to {args.record}/")
+    return None
 
 
 if __name__ == "__main__":  # pragma: no cover

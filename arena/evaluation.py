@@ -14,8 +14,12 @@ Every entrant is resolved once (:func:`check_entrants`: the agent files
 read, the networks built); games run in this process or in worker processes
 (:class:`kahuna_env.workers.Workers`, ``spawn``) when ``workers > 1``, each
 worker receiving the built agents once and resetting them with the game's
-seeds before each game.  A worker that cannot start or whose game fails ends
-the whole evaluation with an :class:`EvaluationError` (one line), never a hang.
+seeds before each game.  A worker that cannot start or whose game fails, a
+worker process that dies, or an output that cannot be written (the results
+store, a game record) ends the whole evaluation with an
+:class:`EvaluationError` (one line), never a hang, carrying the report of the
+games finished before it, as Ctrl-C does (:class:`EvaluationInterrupted`).
+Every game's store row and record are written as it finishes.
 """
 
 from __future__ import annotations
@@ -29,10 +33,18 @@ from pathlib import Path
 from typing import Any
 
 from arena.entrants import NAMED_AGENTS, entrant_label, is_checkpoint_spec, resolve_entrant, split_search
-from arena.match import GameResult, GameTask, check_games, play_game, schedule
+from arena.match import (
+    MAX_BASE_SEED,
+    MAX_WORKERS,
+    GameResult,
+    GameTask,
+    check_evaluation_size,
+    play_game,
+    schedule,
+)
 from arena.records import RECORD_FORMAT, game_record, write_record
 from arena.report import EvaluationReport, PairingResult, Rating, summarize
-from arena.store import Entrant, ResultsStore, StoredGame, baseline_entrant
+from arena.store import Entrant, ResultsStore, StoredGame, StoreError, baseline_entrant, failure_cause
 from kahuna_env.agents import BASELINES
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.workers import WorkerFailed, Workers, one_line
@@ -58,7 +70,16 @@ __all__ = [
 
 
 class EvaluationError(RuntimeError):
-    """A game or a worker process failed during an evaluation; the message is one line."""
+    """A game, a worker process or an output failed during an evaluation; the message is one line.
+
+    ``report`` summarizes the games finished before the failure (their
+    records and store rows are written), as :class:`EvaluationInterrupted`'s
+    does; ``None`` when the evaluation failed before its games began.
+    """
+
+    def __init__(self, message: str, report: EvaluationReport | None = None) -> None:
+        super().__init__(message)
+        self.report = report
 
 
 class EvaluationInterrupted(KeyboardInterrupt):
@@ -296,14 +317,31 @@ def run_evaluation(
     if record:
         Path(record_dir).mkdir(parents=True, exist_ok=True)
     identities = [entrant_identity(spec, sampled) for spec in entrants]  # what each name holds as the games begin
-    save = _store_writer(store, entrants, sampled, config, seed, source, common_deals, identities)
     tasks = schedule(entrants, games, seed, common_deals=common_deals)
+    save = _store_writer(store, entrants, sampled, config, seed, source, common_deals, identities)
+
+    def keep(result: GameResult) -> None:
+        """Store a finished game and write its record, as it finishes (a later failure never loses it).
+
+        Both are tried; the first that fails is raised after the other is written.
+        """
+        failures = []
+        try:
+            save(result)
+        except StoreError as error:
+            failures.append(error)
+        if record:
+            path = Path(record_dir) / _record_name(entrants, result)
+            try:
+                write_record(path, _record(entrants, result, config))
+            except OSError as error:
+                failures.append(EvaluationError(f"cannot write the game record {path}: {failure_cause(error, path)}"))
+        if failures:
+            raise failures[0]
+
     started = time.perf_counter()
-    results, interrupted = _play_all(tasks, resolved, workers, config, record, save, progress)
+    results, stop = _play_all(tasks, resolved, workers, config, record, keep, progress)
     elapsed = time.perf_counter() - started
-    if record:
-        for result in results:
-            write_record(Path(record_dir) / _record_name(entrants, result), _record(entrants, result, config))
     pairings, ratings = summarize(entrants, games, results)
     report = EvaluationReport(
         entrants=entrants,
@@ -318,8 +356,10 @@ def run_evaluation(
         common_deals=common_deals,
         identities={spec: identity.key for spec, identity in zip(entrants, identities, strict=True)},
     )
-    if interrupted:
-        raise EvaluationInterrupted(report)
+    if isinstance(stop, KeyboardInterrupt):
+        raise EvaluationInterrupted(report) from stop  # the cause says which: Ctrl-C, or a signal handled as it
+    if stop is not None:
+        raise EvaluationError(str(stop) if isinstance(stop, EvaluationError) else one_line(stop), report)
     return report
 
 
@@ -327,11 +367,12 @@ def check_run(
     entrants: Sequence[str] | ResolvedEntrants, games: int, seed: int, workers: int, sampled: bool
 ) -> ResolvedEntrants:
     """The checks every evaluation makes before its first game (one-line ``ValueError``s); the resolved entrants."""
-    check_games(games)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    count = len(entrants.specs) if isinstance(entrants, ResolvedEntrants) else len(entrants)
+    check_evaluation_size(max(count, 2), games)
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise ValueError(f"workers must be an integer in [1, {MAX_WORKERS}], got {workers!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_BASE_SEED:
+        raise ValueError(f"seed must be an integer in [0, 2**63 - 1], got {seed!r}")
     resolved = check_entrants(entrants, sampled)
     if resolved.sampled != sampled:
         raise ValueError(f"the entrants were resolved with sampled={resolved.sampled}, not sampled={sampled}")
@@ -344,30 +385,33 @@ def _play_all(
     workers: int,
     config: KahunaConfig,
     record: bool,
-    save: Callable[[GameResult], None],
+    keep: Callable[[GameResult], None],
     progress: bool,
-) -> tuple[list[GameResult], bool]:
-    """Play every task with a progress bar, saving each result; the results in game order, and whether Ctrl-C cut in.
+) -> tuple[list[GameResult], BaseException | None]:
+    """Play every task with a progress bar, keeping each result; the results in game order, and what stopped the play.
 
-    On Ctrl-C the games finished so far are kept (the caller writes their records and reports them).
+    ``keep`` stores and records each game as it finishes.  Whatever ends the
+    play early (Ctrl-C, a failed game, a dead worker, an output that cannot
+    be written) is returned, not raised, with the games finished before it
+    (a game whose output failed included), so the caller reports them.
     """
     from tqdm import tqdm
 
     results: list[GameResult] = []
-    interrupted = False
+    stop: BaseException | None = None
     try:
         with tqdm(total=len(tasks), desc="games", unit="game", disable=not progress, dynamic_ncols=True) as bar:
 
             def collect(result: GameResult) -> None:
                 results.append(result)
-                save(result)
                 bar.update(1)
+                keep(result)
 
             play_tasks(tasks, entrants, workers, config, record, collect)
-    except KeyboardInterrupt:
-        interrupted = True
+    except (KeyboardInterrupt, Exception) as error:  # every early end keeps the finished games
+        stop = error
     results.sort(key=lambda r: (r.task.pairing, r.task.index))
-    return results, interrupted
+    return results, stop
 
 
 def _store_writer(

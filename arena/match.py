@@ -129,12 +129,38 @@ def _stable_id(spec: str) -> int:
     return zlib.crc32(spec.encode("utf-8"))
 
 
+MAX_GAMES = 100_000
+"""The most games one evaluation plays, all pairings together (its whole schedule is seeded and held in memory
+before the first game is played, and its results after)."""
+MAX_WORKERS = 256
+"""The most worker processes an evaluation starts."""
+MAX_BASE_SEED = 2**63 - 1
+"""The largest base seed of an evaluation (the results store keeps it as a 64-bit signed integer)."""
+
+
 def check_games(games: int) -> None:
-    """Raise ``ValueError`` unless ``games`` is a positive even integer (seat balance needs pairs of games)."""
+    """Raise ``ValueError`` unless ``games`` is a positive even integer (seat balance needs pairs of games)
+    of at most :data:`MAX_GAMES`."""
     if isinstance(games, bool) or not isinstance(games, int) or games < 2 or games % 2:
         raise ValueError(
             "games per pairing must be a positive even number (each deal is played twice, seats swapped), "
             f"got {games!r}"
+        )
+    if games > MAX_GAMES:
+        raise ValueError(f"games per pairing must be at most {MAX_GAMES:,}, got {games:,}")
+
+
+def check_evaluation_size(entrants: int, games: int) -> None:
+    """Raise ``ValueError`` unless a round robin of ``entrants`` with ``games`` per pairing is within the bounds.
+
+    At most :data:`MAX_GAMES` games in all (checked before any entrant is built or any seed drawn).
+    """
+    check_games(games)
+    pairings = entrants * (entrants - 1) // 2
+    if pairings * games > MAX_GAMES:
+        raise ValueError(
+            f"{entrants} entrants play {pairings:,} pairings of {games:,} games, {pairings * games:,} games in all; "
+            f"one evaluation plays at most {MAX_GAMES:,} (play several, with other --seed values, into one --db)"
         )
 
 
@@ -166,7 +192,7 @@ def schedule(entrants: Sequence[str], games: int, seed: int, common_deals: bool 
     words long, and the common-deals runs are too and end in
     :data:`COMMON_DEALS_TAG` (above ``k // 2`` for fewer than ``2**32`` games).
     """
-    check_games(games)
+    check_evaluation_size(len(entrants), games)
     tasks = []
     pairing = 0
     for a in range(len(entrants)):

@@ -31,9 +31,17 @@ every pairing of the call on the same deals) and writes the games to the
 store; the ladder printed afterwards includes them.  A new checkpoint
 thus costs its own games, not a replay of the table.
 
-Bad arguments, a file that is not a results store, a malformed report to
-import or one imported before, an unplayable entrant: one line, exit code 2;
-a failure while playing: exit code 1.
+An import is keyed by the games' identity, not the file's bytes: games the
+store holds already (imported before from any copy of the report, or
+stored one by one by ``kahuna-eval --db``) are not added again, and the
+command says so (:func:`import_report`).  Reading commands open the store
+read-only; nothing is written into a file that is not a results store.
+Labels are printed with control characters escaped.
+
+Bad arguments (counts beyond :mod:`arena.match`'s bounds included), a file
+that is not a results store, a malformed or partial report to import, an
+unplayable entrant: one line, exit code 2; a failure while playing or a
+store that cannot be written (a full disk): exit code 1.
 """
 
 from __future__ import annotations
@@ -51,17 +59,20 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from arena.entrants import ENTRANT_FORMS
+from arena.eval_cli import games_argument, workers_argument
+from arena.match import MAX_BASE_SEED, MAX_GAMES, MAX_WORKERS
 from arena.report import PRIOR_DRAWS
 from arena.stats import Z95, expected_score, fit_bradley_terry
-from arena.store import Entrant, ResultsStore, StoreError, baseline_entrant
+from arena.store import Entrant, ImportedTally, ResultsStore, StoreError, StoreFailure, StoreOutdated, baseline_entrant
 from kahuna_env.cli import (
     OneLineParser,
     add_rule_arguments,
     check_writable,
-    even_games,
     exit_with_error,
     first_line,
     positive_int,
+    terminal_safe,
 )
 from kahuna_env.engine import KahunaConfig
 
@@ -131,22 +142,21 @@ class Ladder:
     games: np.ndarray
 
     def table(self) -> str:
-        """The ladder as text."""
-        width = max([len("entrant"), *(len(r.entrant.label) for r in self.rows)])
+        """The ladder as text (labels with control characters escaped: a store's labels are not trusted)."""
+        shown = {row.entrant.key: terminal_safe(row.entrant.label) for row in self.rows}
+        width = max([len("entrant"), *(len(label) for label in shown.values())])
         lines = [f"{'rank':>4}  {'entrant':<{width}}  {'Elo':>6}  {'±95%':>5}  {'games':>6}  {'score':>5}"]
         for rank, row in enumerate(self.rows, 1):
+            label = shown[row.entrant.key]
             if row.elo is None:
-                lines.append(
-                    f"{'-':>4}  {row.entrant.label:<{width}}  {'-':>6}  {'-':>5}  {row.games:>6}  {row.score:>5.3f}"
-                )
+                lines.append(f"{'-':>4}  {label:<{width}}  {'-':>6}  {'-':>5}  {row.games:>6}  {row.score:>5.3f}")
             else:
                 half = Z95 * (row.elo_se or 0.0)
                 lines.append(
-                    f"{rank:>4}  {row.entrant.label:<{width}}  {row.elo:>6.0f}  {half:>5.0f}  {row.games:>6}  "
-                    f"{row.score:>5.3f}"
+                    f"{rank:>4}  {label:<{width}}  {row.elo:>6.0f}  {half:>5.0f}  {row.games:>6}  {row.score:>5.3f}"
                 )
         if self.anchors:
-            pinned = ", ".join(f"{name} {value:g}" for name, value in self.anchors.items())
+            pinned = ", ".join(f"{terminal_safe(name)} {value:g}" for name, value in self.anchors.items())
             lines.append(f"(Bradley-Terry fit over every stored game; scale pinned by the anchors' mean: {pinned})")
         else:
             lines.append("(Bradley-Terry fit over every stored game; no anchor took part: the mean rating is 1000)")
@@ -317,40 +327,178 @@ def _fresh_seed(store: ResultsStore) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- import
-def import_report(store: ResultsStore, path: Path) -> int:
-    """Add an older ``kahuna-eval --json`` report's pairings to ``store`` as imported tallies; returns the count.
+@dataclasses.dataclass(frozen=True)
+class ImportOutcome:
+    """What ``--import-report`` did: pairings added as tallies, and pairings whose games the store already held."""
+
+    added: int
+    known: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportGames:
+    """What identifies the games of a ``kahuna-eval --json`` report, checked (:func:`check_report`).
+
+    Attributes:
+        rules: the rule set (``KahunaConfig.to_dict()``).
+        seed: the base seed (``None`` in a report too old to record it).
+        common_deals: whether the seeds were those of common deals (:func:`arena.match.schedule`).
+        sampled: whether policy entrants sampled their moves.
+        games_per_pairing: games of every pairing.
+        entrants: the entrants as the report names them.
+        pairings: ``(a, b, wins, draws, losses)`` per pairing, ``a``'s side.
+    """
+
+    rules: dict[str, Any]
+    seed: int | None
+    common_deals: bool
+    sampled: bool
+    games_per_pairing: int
+    entrants: tuple[str, ...]
+    pairings: tuple[tuple[str, str, int, int, int], ...]
+
+    def digest(self) -> str:
+        """sha256 of the games' identity (not of the file: any formatting of the same report gives the same)."""
+        return hashlib.sha256(_canonical(dataclasses.asdict(self)).encode()).hexdigest()
+
+    def games_key(self, a: str, b: str, identities: dict[str, Entrant]) -> str:
+        """The identity of the games of the pairing ``a`` vs ``b``: the rules, the seeds' sources and the entrants.
+
+        Game ``k`` of that pairing is the same game in every report that shares
+        this key (:func:`arena.match.schedule` derives its seeds from these
+        alone), whatever else the report holds.
+        """
+        fields = {
+            "rules": self.rules,
+            "seed": self.seed,
+            "common_deals": self.common_deals,
+            "names": [a, b],
+            "entrants": [identities[a].key, identities[b].key],
+        }
+        return "games:" + hashlib.sha256(_canonical(fields).encode()).hexdigest()
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def import_report(store: ResultsStore, path: Path) -> ImportOutcome:
+    """Add a ``kahuna-eval --json`` report's pairings to ``store`` as imported tallies, unless it holds them already.
 
     The report's games were not kept one by one, so each pairing becomes one
     tally (wins, draws, losses) in a session marked ``imported`` with
-    ``source = 'import'`` and the report's sha256; importing the same report
-    twice is refused.  Each entrant is keyed by the identity the report
-    recorded when it was played (``identities``).  A report from before that
-    record cannot say what a name such as ``champion`` or a file path held
-    then, so only its baselines join their live entrants: its other entrants
-    are keyed by the report (``report:SHA16:SPEC``) and labelled ``SPEC
+    ``source = 'import'`` and the file's sha256.  Imports are keyed by the
+    games' identity (:meth:`ReportGames.games_key`: the rules, the seeds'
+    sources and the entrants), not by the file's bytes: a pairing whose
+    games the store already holds, imported before from any copy of the
+    report or stored one by one by ``kahuna-eval --db``, adds nothing; one
+    that extends them (more games on the same seed) adds only its new games'
+    results; counts that contradict what the store holds are refused.  A
+    partial report (interrupted) is refused: which of its games were played
+    is not recorded.  All tallies are written in one transaction.
+
+    Each entrant is keyed by the identity the report recorded when it was
+    played (``identities``).  A report from before that record cannot say
+    what a name such as ``champion`` or a file path held then, so only its
+    baselines join their live entrants: its other entrants are keyed by the
+    report's games (``report:SHA16:SPEC``) and labelled ``SPEC
     [REPORT-FILE-NAME]``: rated on the ladder beside today's agent of that
-    name, never taken for it.  Raises a one-line ``ValueError`` for a
-    file that is not such a report.
+    name, never taken for it.  Raises a one-line ``ValueError`` for a file
+    that is not such a report.
     """
     raw, data = _read_report(path)
-    results, rules = _report_tallies(path, data)
-    digest = hashlib.sha256(raw).hexdigest()
-    if store.query("SELECT id FROM sessions WHERE source = 'import' AND command = ?", (f"sha256:{digest}",)):
-        raise ValueError(f"{path}: this report is already in the store (imported before)")
-    identities = _report_identities(path, data, digest)
-    seed = data.get("seed")
-    session = store.start_session(
-        "import",
-        rules,
-        base_seed=seed if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 else None,
-        sampled=bool(data.get("sampled")),
-        command=f"sha256:{digest}",
-        note=f"import of {path.name}: per-pairing totals of a kahuna-eval report (its games were not kept one by one)",
-        imported=True,
+    report = check_report(path, data)
+    command = f"sha256:{hashlib.sha256(raw).hexdigest()}"
+    if store.query("SELECT id FROM sessions WHERE source = 'import' AND command = ?", (command,)):
+        return ImportOutcome(0, len(report.pairings))  # this very file, imported before (by any version)
+    identities = _report_identities(path, data, report.digest())
+    tallies = []
+    for number, (a, b, wins, draws, losses) in enumerate(report.pairings):
+        tally = _new_games(store, report, identities, a, b, (wins, draws, losses))
+        if tally is None:
+            raise ValueError(
+                f"{path}: pairings[{number}] ({_short_label(a)} vs {_short_label(b)}): its counts contradict the "
+                "games of it the store already holds (imported before or stored one by one); nothing imported"
+            )
+        if tally.game_count:
+            tallies.append(tally)
+    if tallies:
+        store.add_import(
+            report.rules,
+            tallies,
+            base_seed=report.seed,
+            sampled=report.sampled,
+            command=command,
+            note=f"import of {path.name}: per-pairing totals of a kahuna-eval report (its games were not kept one "
+            "by one)",
+        )
+    return ImportOutcome(len(tallies), len(report.pairings) - len(tallies))
+
+
+def _new_games(
+    store: ResultsStore,
+    report: ReportGames,
+    identities: dict[str, Entrant],
+    a: str,
+    b: str,
+    counts: tuple[int, int, int],
+) -> ImportedTally | None:
+    """The tally of the games of pairing ``a`` vs ``b`` the store does not hold yet (``game_count`` 0: none).
+
+    The store holds game ``k`` of the pairing's schedule when a tally of the
+    same games key covers it, or when it was stored one by one (the same
+    seeds, entrants and rules).  The new games' results are the report's
+    counts less those known ones; ``None`` when they do not add up (the
+    report contradicts the store).
+    """
+    games = report.games_per_pairing
+    key = report.games_key(a, b, identities)
+    earlier = store.imported_tallies(key)
+    end = max((t.first_game + t.game_count for t in earlier if t.first_game is not None and t.game_count), default=0)
+    if games <= end:
+        return ImportedTally(identities[a], identities[b], 0, 0, 0, key, end, 0)  # every game imported before
+    stored = _stored_one_by_one(store, report, identities, a, b) if report.seed is not None else {}
+    remaining = list(counts)
+    for tally in earlier:  # all within the first `end` games, so within this report's
+        remaining = [remaining[0] - tally.wins, remaining[1] - tally.draws, remaining[2] - tally.losses]
+    for points in stored.values():
+        remaining[{1.0: 0, 0.5: 1, 0.0: 2}[points]] -= 1
+    new = games - end - sum(1 for index in stored if index >= end)
+    if min(remaining) < 0 or sum(remaining) != new:
+        return None
+    return ImportedTally(identities[a], identities[b], *remaining, key, end, games - end if new else 0)
+
+
+def _stored_one_by_one(
+    store: ResultsStore, report: ReportGames, identities: dict[str, Entrant], a: str, b: str
+) -> dict[int, float]:
+    """Game number -> ``a``'s points, for the games of the pairing's schedule the store holds one by one."""
+    from arena.match import schedule
+
+    keys = (identities[a].key, identities[b].key)
+    rows = store.query(
+        """
+        SELECT e0.key, g.game_seed, g.agent_seed0, g.agent_seed1, g.choice_seed, g.result
+        FROM games g JOIN sessions s ON s.id = g.session
+        JOIN entrants e0 ON e0.id = g.seat0 JOIN entrants e1 ON e1.id = g.seat1
+        WHERE s.rules = ? AND ((e0.key = ? AND e1.key = ?) OR (e0.key = ? AND e1.key = ?))
+        """,
+        (json.dumps(report.rules, sort_keys=True), keys[0], keys[1], keys[1], keys[0]),
     )
-    for a, b, wins, draws, losses in results:
-        store.add_tally(session, identities[a], identities[b], wins, draws, losses)
-    return len(results)
+    if not rows:
+        return {}  # nothing to look for: no seeds drawn
+    stored = {tuple(row[:5]): row[5] for row in rows}
+    found = {}
+    for task in schedule([a, b], report.games_per_pairing, report.seed or 0, common_deals=report.common_deals):
+        seeds = (task.game_seed, *task.agent_seeds, task.choice_seed)
+        result = stored.get((keys[task.seats[0]], *(str(seed) for seed in seeds)))
+        if result is not None:
+            found[task.index] = result if task.seats[0] == 0 else 1.0 - result
+    return found
+
+
+def _short_label(spec: str) -> str:
+    return repr(spec) if len(spec) <= 40 else repr(spec[:37] + "...")
 
 
 def _report_identities(path: Path, data: dict[str, Any], digest: str) -> dict[str, Entrant]:
@@ -392,6 +540,17 @@ def _key_fits(spec: str, key: str) -> bool:
     return found is not None and key in {content_entrant(spec, found[1], sampled).key for sampled in (False, True)}
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a report holds (JSON has no NaN or Infinity)")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:20]} is not a number a report holds (beyond the range of a float)")
+    return value
+
+
 def _read_report(path: Path) -> tuple[bytes, dict[str, Any]]:
     """The bytes of a ``kahuna-eval --json`` report and its JSON (a mapping of format ``kahuna-eval-v1``)."""
     try:
@@ -399,21 +558,39 @@ def _read_report(path: Path) -> tuple[bytes, dict[str, Any]]:
         if size > MAX_REPORT_BYTES:
             raise ValueError(f"{path}: {size} bytes, more than the {MAX_REPORT_BYTES} a report may have")
         raw = path.read_bytes()
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(raw.decode("utf-8"), parse_constant=_no_constant, parse_float=_finite)
     except OSError as error:
         raise ValueError(f"{path}: cannot read: {error.strerror or first_line(error)}") from None
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         raise ValueError(f"{path}: not a kahuna-eval report (not UTF-8 JSON)") from None
+    except ValueError as error:  # NaN or Infinity, an integer of thousands of digits
+        raise ValueError(f"{path}: not a kahuna-eval report: {first_line(error)}") from None
     if not isinstance(data, dict) or data.get("format") != "kahuna-eval-v1":
         raise ValueError(f"{path}: not a kahuna-eval report (format must be 'kahuna-eval-v1')")
     entrants = data.get("entrants")
     if not isinstance(entrants, list) or not all(isinstance(e, str) and e for e in entrants) or len(entrants) < 2:
         raise ValueError(f"{path}: 'entrants' must be a list of at least two entrant strings")
+    for number, spec in enumerate(entrants):
+        if not spec.isprintable() or len(spec) > 1000:
+            raise ValueError(f"{path}: entrants[{number}] must be a printable name of at most 1000 characters")
+    if len(set(entrants)) != len(entrants):
+        raise ValueError(f"{path}: 'entrants' names an entrant twice")
     return raw, data
 
 
-def _report_tallies(path: Path, data: dict[str, Any]) -> tuple[list[tuple[str, str, int, int, int]], dict[str, Any]]:
-    """A report's pairings as ``(a, b, wins, draws, losses)``, checked, and its rule set."""
+def _is_count(value: Any, low: int = 0, high: int = MAX_GAMES) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def check_report(path: Path, data: dict[str, Any]) -> ReportGames:
+    """The games of a report's pairings, every number checked; a one-line ``ValueError`` naming the first bad one.
+
+    Counts must be integers (never NaN, infinite, negative or fractional),
+    each pairing's ``games`` the sum of its wins, draws and losses and equal
+    to ``games_per_pairing`` (a partial report is refused), each pair of
+    entrants at most once, and the games of all pairings within
+    :data:`arena.match.MAX_GAMES`.
+    """
     entrants, pairings, config = data["entrants"], data.get("pairings"), data.get("config")
     if not isinstance(pairings, list) or not pairings:
         raise ValueError(f"{path}: 'pairings' must be a non-empty list")
@@ -421,18 +598,70 @@ def _report_tallies(path: Path, data: dict[str, Any]) -> tuple[list[tuple[str, s
         rules = KahunaConfig.from_dict(config).to_dict()
     except (TypeError, ValueError) as error:
         raise ValueError(f"{path}: 'config' is not a rule set: {first_line(error)}") from None
+    per_pairing = data.get("games_per_pairing")
+    if not _is_count(per_pairing, 2) or per_pairing % 2:
+        raise ValueError(
+            f"{path}: 'games_per_pairing' must be an even integer in [2, {MAX_GAMES}], got {_short_value(per_pairing)}"
+        )
+    if per_pairing * len(pairings) > MAX_GAMES:
+        raise ValueError(f"{path}: {len(pairings)} pairings of {per_pairing} games: more than {MAX_GAMES} in all")
+    seed = data.get("seed")
+    if seed is not None and not _is_count(seed, 0, MAX_BASE_SEED):
+        raise ValueError(f"{path}: 'seed' must be an integer in [0, 2**63 - 1], got {_short_value(seed)}")
+    flags = {name: data.get(name, False) for name in ("common_deals", "sampled")}
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise ValueError(f"{path}: {name!r} must be true or false, got {_short_value(value)}")
+    if data.get("partial") is not None and data.get("partial") is not False:
+        raise ValueError(_partial(path))
     results = []
+    seen: set[frozenset[str]] = set()
     for number, pairing in enumerate(pairings):
         where = f"{path}: pairings[{number}]"
         if not isinstance(pairing, dict) or pairing.get("a") not in entrants or pairing.get("b") not in entrants:
             raise ValueError(f"{where} must name two of the report's entrants as 'a' and 'b'")
         if pairing["a"] == pairing["b"]:
             raise ValueError(f"{where} pairs {pairing['a']!r} with itself")
+        if frozenset((pairing["a"], pairing["b"])) in seen:
+            raise ValueError(f"{where}: {pairing['a']!r} and {pairing['b']!r} are paired twice (counted twice)")
+        seen.add(frozenset((pairing["a"], pairing["b"])))
         counts = [pairing.get(name) for name in ("wins", "draws", "losses")]
-        if not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 10**9 for c in counts):
+        if not all(_is_count(c) for c in counts):
             raise ValueError(f"{where}: 'wins', 'draws' and 'losses' must be non-negative integers")
+        games = pairing.get("games", sum(counts))
+        if not _is_count(games) or games != sum(counts):
+            raise ValueError(
+                f"{where}: 'games' must be an integer, the sum of wins, draws and losses ({sum(counts)}), "
+                f"got {_short_value(games)}"
+            )
+        if games != per_pairing:
+            raise ValueError(_partial(path))
         results.append((pairing["a"], pairing["b"], *counts))
-    return results, rules
+    total = data.get("total_games", per_pairing * len(pairings))
+    if total != per_pairing * len(pairings) or isinstance(total, bool):
+        raise ValueError(f"{path}: 'total_games' must be the games of all pairings, got {_short_value(total)}")
+    return ReportGames(
+        rules=rules,
+        seed=seed,
+        common_deals=flags["common_deals"],
+        sampled=flags["sampled"],
+        games_per_pairing=per_pairing,
+        entrants=tuple(entrants),
+        pairings=tuple(results),
+    )
+
+
+def _partial(path: Path) -> str:
+    return (
+        f"{path}: a partial report (an evaluation that ended early): which of its games were played is not "
+        "recorded, so they cannot be told from the same games imported or stored later; import a complete report "
+        "(the games of a run with --db are in that store already)"
+    )
+
+
+def _short_value(value: Any) -> str:
+    text = json.dumps(value) if isinstance(value, (int, float, str, bool, type(None))) else type(value).__name__
+    return text if len(text) <= 30 else text[:27] + "..."
 
 
 # ---------------------------------------------------------------------------------------------- the plot
@@ -558,12 +787,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--import-report", type=Path, metavar="FILE", help="add a kahuna-eval --json report's results")
     parser.add_argument(
-        "--entrant", action="append", default=[], metavar="SPEC", help="a new entrant to schedule games for"
+        "--entrant",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help=f"a new entrant to schedule games for: {ENTRANT_FORMS}",
     )
     parser.add_argument("--schedule", type=positive_int, metavar="N", help="propose the N most informative pairings")
     parser.add_argument("--play", action="store_true", help="play the scheduled pairings and add them to the store")
-    parser.add_argument("--games", type=even_games, default=50, help="games per scheduled pairing (default 50)")
-    parser.add_argument("--workers", type=positive_int, default=1, help="worker processes for --play (default 1)")
+    parser.add_argument(
+        "--games",
+        type=games_argument,
+        default=50,
+        help=f"games per scheduled pairing, even (default 50); --schedule times --games at most {MAX_GAMES:,}",
+    )
+    parser.add_argument(
+        "--workers",
+        type=workers_argument,
+        default=1,
+        help=f"worker processes for --play (default 1, at most {MAX_WORKERS})",
+    )
     parser.add_argument(
         "--common-deals",
         action="store_true",
@@ -615,32 +858,80 @@ def main(argv: Sequence[str] | None = None) -> int:
         fail("--common-deals needs --play")
     if args.schedule is not None and args.schedule > MAX_SCHEDULE:
         fail(f"--schedule proposes at most {MAX_SCHEDULE} pairings at once, got {args.schedule}")
+    if args.play and args.schedule * args.games > MAX_GAMES:
+        fail(
+            f"--schedule {args.schedule} --games {args.games} plays {args.schedule * args.games:,} games; "
+            f"one call plays at most {MAX_GAMES:,}"
+        )
     anchors = dict(args.anchor) if args.anchor else dict(DEFAULT_ANCHORS)
     rules = None if args.all_rules else KahunaConfig(variant=args.variant, discard_rule=args.discard_rule).to_dict()
     try:
         newcomers = _check_arguments(args, anchors)
-        store = ResultsStore(args.db)  # an older layout is migrated
+        store = _open(args.db, writes=args.import_report is not None or args.play)
     except (StoreError, FileNotFoundError, ValueError) as error:
-        fail(str(error))
-    with store:
-        if args.import_report is not None:
-            try:
-                added = import_report(store, args.import_report)
-            except ValueError as error:
-                fail(str(error))
-            print(f"imported {added} pairing totals from {args.import_report} (marked as imported in the store)")
-        ladder = fit_ladder(store, rules, anchors)
-        if args.schedule is not None:
-            pairings = schedule_pairings(ladder, newcomers, args.schedule, _can_play if args.play else None)
-            print("proposed pairings (most informative first):")
-            for p in pairings:
-                print(f"  {p.a.label} vs {p.b.label}: {p.reason}")
-            if args.play:
-                _play(store, pairings, args, rules)
-                ladder = fit_ladder(store, rules, anchors)
-        print(ladder.table() if ladder.rows else f"{args.db}: no games stored yet")
-        _write_outputs(args, ladder)
+        fail(str(error), code=1 if isinstance(error, StoreFailure) else 2)
+    try:
+        with store:
+            _run(store, args, anchors, rules, newcomers)
+    except StoreFailure as error:  # the disk, not the arguments
+        fail(str(error), code=1)
     return 0
+
+
+def _open(path: Path, writes: bool) -> ResultsStore:
+    """The store at ``path``: read-only unless the command writes (an older layout is then migrated).
+
+    A reading command never creates a file nor writes into one; it migrates
+    only a store of a layout too old to read as it is (its own kind of file).
+    """
+    if writes:
+        return ResultsStore(path)  # created when missing
+    try:
+        return ResultsStore(path, readonly=True)
+    except StoreOutdated:
+        return ResultsStore(path)
+
+
+def _run(
+    store: ResultsStore,
+    args: argparse.Namespace,
+    anchors: dict[str, float],
+    rules: dict[str, Any] | None,
+    newcomers: list[Entrant],
+) -> None:
+    """The command on the open store: the import, the schedule and its games, the ladder and its outputs."""
+    if args.import_report is not None:
+        try:
+            outcome = import_report(store, args.import_report)
+        except StoreFailure:
+            raise
+        except ValueError as error:
+            fail(str(error))
+        print(_import_text(args.import_report, outcome))
+    ladder = fit_ladder(store, rules, anchors)
+    if args.schedule is not None:
+        pairings = schedule_pairings(ladder, newcomers, args.schedule, _can_play if args.play else None)
+        print("proposed pairings (most informative first):")
+        for p in pairings:
+            print(f"  {terminal_safe(p.a.label)} vs {terminal_safe(p.b.label)}: {p.reason}")
+        if args.play:
+            _play(store, pairings, args, rules)
+            ladder = fit_ladder(store, rules, anchors)
+    print(ladder.table() if ladder.rows else f"{args.db}: no games stored yet")
+    _write_outputs(args, ladder)
+
+
+def _import_text(path: Path, outcome: ImportOutcome) -> str:
+    """What an import says: the pairings added, and those whose games the store held already."""
+    if not outcome.added:
+        return (
+            f"nothing imported from {path}: the games of its {outcome.known} pairing(s) are already in the store "
+            "(imported before, or stored one by one)"
+        )
+    text = f"imported {outcome.added} pairing totals from {path} (marked as imported in the store)"
+    if outcome.known:
+        text += f"; {outcome.known} pairing(s) whose games the store held already were not added again"
+    return text
 
 
 def _check_arguments(args: argparse.Namespace, anchors: dict[str, float]) -> list[Entrant]:
@@ -719,10 +1010,13 @@ def _play(store: ResultsStore, pairings: Sequence[Pairing], args: argparse.Names
         except KeyboardInterrupt:
             fail("interrupted (the games finished so far are in the store)", code=130)
         except (EvaluationError, FileNotFoundError, ValueError) as error:
-            fail(str(error), code=1)
+            fail(f"{error} (the games finished before it are in the store)", code=1)
         total += report.total_games
         pairing = report.pairings[0]
-        print(f"played {a} vs {b}: {pairing.wins}-{pairing.draws}-{pairing.losses} over {pairing.games} games")
+        print(
+            f"played {terminal_safe(a)} vs {terminal_safe(b)}: {pairing.wins}-{pairing.draws}-{pairing.losses} "
+            f"over {pairing.games} games"
+        )
     print(f"{total} games played and stored")
 
 

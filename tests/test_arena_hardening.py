@@ -12,6 +12,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
+import stat
 import subprocess
 import sys
 import textwrap
@@ -29,6 +31,7 @@ from arena.match import GameTask, agent_chooser, play, play_game
 from arena.play import main as play_main
 from arena.records import RECORD_FORMAT, check_record, game_record, game_result, read_record, write_record
 from arena.replay import main as replay_main
+from arena.store import ResultsStore
 from kahuna_env.agents import make_agent
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
@@ -116,12 +119,16 @@ def test_eval_with_two_workers_plays_the_agents_the_parent_loaded_when_a_file_va
 
 DYING_WORKER_SCRIPT = textwrap.dedent(
     """
-    import os, sys
+    import os, signal, sys
     import arena.evaluation as evaluation
     from arena.eval_cli import main
 
+    play = evaluation._run_in_worker
+
     def die(state, task):
-        os._exit(3)  # a worker killed in the middle of a game (out of memory, SIGKILL)
+        if task.index >= 6:  # kill -9 in the middle of a game, once games 0 to 3 at least are finished
+            os.kill(os.getpid(), signal.SIGKILL)
+        return play(state, task)
 
     evaluation._run_in_worker = die
     if __name__ == "__main__":
@@ -130,13 +137,28 @@ DYING_WORKER_SCRIPT = textwrap.dedent(
 )
 
 
-def test_eval_with_two_workers_ends_with_one_line_when_a_worker_process_dies(tmp_path):
+def test_eval_keeps_the_finished_games_as_ctrl_c_does_when_a_worker_is_killed(tmp_path):
+    # Issue 66, item 4: a worker killed with kill -9 ended the run with one line but no records and no --json.
     script = tmp_path / "die.py"
     script.write_text(DYING_WORKER_SCRIPT)
-    argv = [sys.executable, str(script), "greedy", "random", "--games", "4", "--workers", "2", "--no-progress"]
+    report, records, db = tmp_path / "report.json", tmp_path / "records", tmp_path / "results.sqlite"
+    argv = [sys.executable, str(script), "greedy", "random", "--games", "16", "--workers", "2", "--no-progress"]
+    argv += ["--json", str(report), "--record", str(records), "--db", str(db)]
     done = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=HANG_S, check=False)
     assert done.returncode == 1
-    assert done.stderr == "kahuna-eval: error: a worker process died unexpectedly (killed, or out of memory?)\n"
+    found = re.fullmatch(
+        r"kahuna-eval: error: a worker process died unexpectedly \(killed, or out of memory\?\); "
+        r"stopped after (\d+) of 16 games\n",
+        done.stderr,
+    )
+    assert found, done.stderr
+    played = int(found[1])
+    data = json.loads(report.read_text())
+    assert data["partial"] is True and data["total_games"] == played and 4 <= played < 16
+    assert len(list(records.glob("*.json"))) == played
+    with ResultsStore(db, readonly=True) as store:
+        assert store.game_count() == played
+    assert f"partial results written to {report}" in done.stdout and f"{played} game records written" in done.stdout
 
 
 def test_entrants_that_cannot_be_built_fail_before_any_worker_starts(tmp_path):
@@ -500,3 +522,102 @@ def test_replaying_a_record_loads_neither_torch_nor_training(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+# ---------------------------------------------------------------------------------------------- issue 66: bounds
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--games", "1000000000000"], "--games: games per pairing must be at most 100,000, got 1,000,000,000,000"),
+        (["mcts:2", "--games", "40000"], "3 entrants play 3 pairings of 40,000 games, 120,000 games in all; one"),
+        (["--workers", "100000"], "--workers: at most 256 worker processes, got 100000"),
+        (["--seed", str(2**63)], f"--seed: the base seed must be below 2**63, got {2**63}"),
+        (["--sprt", "elo0=0", "elo1=10", "--games", "200000"], "--games: games per pairing must be at most 100,000"),
+    ],
+)
+def test_eval_counts_beyond_their_hard_bounds_are_one_line_before_anything_starts(argv, message, capsys):
+    # Issue 66, item 8: --games 1000000000000 started, printed nothing and grew by 5 MB/s.
+    assert _exit_code(eval_main, ["greedy", "random", *argv, "--no-progress"]) == 2
+    assert message in _one_line_error(capsys, "kahuna-eval")
+
+
+def test_run_evaluation_refuses_counts_beyond_the_bounds_before_any_game():
+    with pytest.raises(ValueError, match="at most 100,000"):
+        run_evaluation(["greedy", "random"], games=10**12)
+    with pytest.raises(ValueError, match=r"workers must be an integer in \[1, 256\]"):
+        run_evaluation(["greedy", "random"], games=2, workers=10**6)
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*63 - 1\]"):
+        run_evaluation(["greedy", "random"], games=2, seed=2**64)
+
+
+# ---------------------------------------------------------------------------------------------- issue 66: terminals
+HOSTILE = "\x1b[2J\x1b]0;owned\x07\x9b31m\u202e"
+"""Clears the screen, sets the window title, a C1 CSI, a right-to-left override."""
+
+
+def _assert_shown_escaped(text: str) -> None:
+    assert not any(char in text for char in "\x1b\x07\x9b\u202e"), repr(text)
+    assert "\\x1b[2J\\x1b]0;owned\\x07\\x9b31m\\u202e" in text
+
+
+def test_replay_prints_hostile_player_names_as_escapes(tmp_path):
+    record = _finished_record()
+    record["players"] = [HOSTILE, "random"]
+    out = io.StringIO()
+    assert replay_main([str(_write(tmp_path, record))], stdout=out) == 0
+    _assert_shown_escaped(out.getvalue())
+
+
+def test_kahuna_ratings_prints_hostile_labels_of_a_store_as_escapes(tmp_path, capsys):
+    from arena.ratings_cli import main as ratings_main
+    from arena.store import Entrant, StoredGame
+
+    db = tmp_path / "results.sqlite"
+    hostile, greedy = Entrant("sha256:" + "0" * 64, HOSTILE, "file"), Entrant("baseline:greedy", "greedy", "baseline")
+    with ResultsStore(db) as store:
+        session = store.start_session("kahuna-eval", KahunaConfig().to_dict())
+        for index in range(4):
+            store.add_game(session, hostile, greedy, StoredGame(index, index, float(index % 2), 5, 3, 80))
+    assert ratings_main(["--db", str(db), "--schedule", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\\x1b[2J") == 2  # the ladder and the proposed pairing
+    _assert_shown_escaped(out)
+
+
+def test_kahuna_eval_prints_hostile_entrant_names_as_escapes(tmp_path, capsys):
+    agent = _policy_file(tmp_path / f"agent{HOSTILE[-5:]}.pt")  # a file name with a C1 CSI and an override
+    assert eval_main([str(agent), "greedy", "--games", "2", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "\\x9b31m\\u202e.pt vs greedy" in out and not any(char in out for char in "\x9b\u202e")
+
+
+def test_one_line_errors_print_control_characters_as_escapes(tmp_path, capsys):
+    assert _exit_code(replay_main, [str(tmp_path / f"{HOSTILE}.json")]) == 2
+    _assert_shown_escaped(_one_line_error(capsys, "kahuna-replay"))
+
+
+# ---------------------------------------------------------------------------------------------- issue 66: files, help
+@pytest.mark.parametrize("mask", [0o022, 0o027])
+def test_game_records_get_the_mode_the_umask_gives(tmp_path, mask):
+    # Issue 66, item 11: records were created 0600 (the temporary file's mode) despite umask 0022.
+    before = os.umask(mask)
+    try:
+        assert eval_main(["greedy", "random", "--games", "2", "--record", str(tmp_path / "eval"), "--no-progress"]) == 0
+        play = ["--opponent", "random", "--seed", "1", "--record", str(tmp_path / "play.json")]
+        assert play_main(play, stdin=io.StringIO("quit\n"), stdout=io.StringIO()) == 0
+    finally:
+        os.umask(before)
+    paths = [tmp_path / "play.json", *(tmp_path / "eval").glob("*.json")]
+    assert len(paths) == 3 and {stat.S_IMODE(path.stat().st_mode) for path in paths} == {0o666 & ~mask}
+
+
+@pytest.mark.parametrize("program", ["kahuna-eval", "kahuna-play", "kahuna-ratings"])
+def test_the_entrant_help_names_every_form_from_the_one_grammar(program, capsys):
+    from arena.entrants import ENTRANT_FORMS
+    from arena.ratings_cli import main as ratings_main
+
+    main = {"kahuna-eval": eval_main, "kahuna-play": play_main, "kahuna-ratings": ratings_main}[program]
+    assert _exit_code(main, ["--help"]) == 0
+    text = "".join(capsys.readouterr().out.split())  # argparse wraps lines, at spaces and hyphens
+    assert "".join(ENTRANT_FORMS.split()) in text
+    assert "champion" in ENTRANT_FORMS and "@mcts:N" in ENTRANT_FORMS and "mcts:N" in ENTRANT_FORMS

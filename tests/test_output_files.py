@@ -122,8 +122,14 @@ def _signal_lines(pid: int) -> str:
     return " ".join(line for line in status.splitlines() if line.startswith(("SigBlk", "SigIgn", "SigCgt")))
 
 
-def test_ctrl_c_during_eval_keeps_the_finished_games(tmp_path):
+@pytest.mark.parametrize(
+    ("sent", "code", "said"),
+    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated (SIGTERM)")],
+    ids=["ctrl-c", "sigterm"],
+)
+def test_ctrl_c_during_eval_keeps_the_finished_games(tmp_path, sent, code, said):
     # Issue 34, item 7: Ctrl-C threw the finished games away.  A real SIGINT once three games are done.
+    # Issue 66, item 4: any early end keeps them the same way; SIGTERM (a scheduler's stop) ended with nothing.
     report, records = tmp_path / "report.json", tmp_path / "records"
     command = [sys.executable, "-m", "arena.eval_cli", "mcts:30", "greedy", "--games", "200"]
     command += ["--json", str(report), "--record", str(records)]
@@ -145,16 +151,16 @@ def test_ctrl_c_during_eval_keeps_the_finished_games(tmp_path):
         seen += process.stderr.read() or b""
         time.sleep(0.05)
     dispositions = _signal_lines(process.pid)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(sent)
     out, err = process.communicate(timeout=120)
     err = (seen + err).decode().replace("\r", "\n")
-    assert process.returncode == 130, f"{dispositions}\n{err}"
+    assert process.returncode == code, f"{dispositions}\n{err}"
     last = err.strip().splitlines()[-1]
-    assert re.fullmatch(r"kahuna-eval: error: interrupted after \d+ of 200 games", last), last
+    assert re.fullmatch(rf"kahuna-eval: error: {re.escape(said)} after \d+ of 200 games", last), last
     data = json.loads(report.read_text())
     played = data["total_games"]
     assert data["partial"] is True and 3 <= played < 200
-    assert f"interrupted after {played} of 200 games" in last
+    assert f"{said} after {played} of 200 games" in last
     assert len(list(records.glob("*.json"))) == played
     assert b"partial results written to" in out
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
+from arena.eval_cli import main as eval_main
 from arena.evaluation import run_evaluation
-from arena.ratings_cli import fit_ladder, import_report, main, schedule_pairings
+from arena.ratings_cli import ImportOutcome, check_report, fit_ladder, import_report, main, schedule_pairings
 from arena.store import Entrant, ResultsStore, StoredGame
 from kahuna_env.agents import BASELINES
 
@@ -24,12 +24,12 @@ def _ladder_elo(ladder, label: str) -> float:
 
 def test_importing_the_readme_report_reproduces_its_table_and_is_marked_imported(tmp_path: Path) -> None:
     with ResultsStore(tmp_path / "r.sqlite") as store:
-        assert import_report(store, README_REPORT) == 28
+        assert import_report(store, README_REPORT) == ImportOutcome(added=28, known=0)
         ladder = fit_ladder(store, RULES, {"greedy": 624, "mcts:50": 979, "mcts": 1146, "mcts:1000": 1301})
         assert store.game_count() == 0  # totals, not games
         assert store.query("SELECT source, imported FROM sessions") == [("import", 1)]
-        with pytest.raises(ValueError, match="already in the store"):
-            import_report(store, README_REPORT)
+        assert import_report(store, README_REPORT) == ImportOutcome(added=0, known=28)  # adds nothing
+        assert store.query("SELECT COUNT(*) FROM tallies") == [(28,)]
     report = json.loads(README_REPORT.read_text())
     for row in report["ratings"]:  # the README table, within rounding of the anchor shift
         label = row["entrant"] if row["entrant"].partition(":")[0] in BASELINES else f"{row['entrant']} [ratings.json]"
@@ -153,6 +153,9 @@ def test_elo_across_training_runs_is_drawn(tmp_path: Path) -> None:
         (["--plot", "elo.svg"], "--plot must name a .png file"),
         (["--entrant", "mcts:abc", "--schedule", "1"], "mcts:abc"),
         (["--schedule", "1000"], "at most 100 pairings"),
+        (["--schedule", "1", "--play", "--games", "10000000000"], "--games: games per pairing must be at most 100,000"),
+        (["--schedule", "100", "--play", "--games", "2000"], "plays 200,000 games; one call plays at most 100,000"),
+        (["--schedule", "1", "--play", "--workers", "1000"], "--workers: at most 256 worker processes, got 1000"),
     ],
 )
 def test_bad_arguments_are_one_line(
@@ -175,22 +178,47 @@ def test_a_missing_store_is_one_line_and_not_created(tmp_path: Path, capsys: pyt
     assert not (tmp_path / "none.sqlite").exists()
 
 
+def _report_text(
+    wins: str = "1",
+    losses: str = "3",
+    games: str = "4",
+    per_pairing: str = "4",
+    config: str = "{}",
+    seed: str = "0",
+    partial: str = "false",
+    twice: bool = False,
+) -> bytes:
+    """A report of greedy vs random (1-0-3 over 4 games) as text, with one field written as given."""
+    pairing = f'{{"a": "greedy", "b": "random", "games": {games}, "wins": {wins}, "draws": 0, "losses": {losses}}}'
+    pairings = f"{pairing}, {pairing}" if twice else pairing
+    return (
+        f'{{"format": "kahuna-eval-v1", "entrants": ["greedy", "random"], "games_per_pairing": {per_pairing}, '
+        f'"seed": {seed}, "config": {config}, "partial": {partial}, "pairings": [{pairings}]}}'
+    ).encode()
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
         (b"\xff\xfe", "not UTF-8 JSON"),
         (b'{"format": "kahuna-record-v1"}', "format must be 'kahuna-eval-v1'"),
         (b'{"format": "kahuna-eval-v1", "entrants": ["a"], "pairings": []}', "at least two entrant strings"),
-        (
-            b'{"format": "kahuna-eval-v1", "entrants": ["greedy", "random"], "config": {}, '
-            b'"pairings": [{"a": "greedy", "b": "random", "wins": -1, "draws": 0, "losses": 2}]}',
-            "pairings[0]: 'wins', 'draws' and 'losses' must be non-negative integers",
-        ),
-        (
-            b'{"format": "kahuna-eval-v1", "entrants": ["greedy", "random"], "config": {"variant": 3}, '
-            b'"pairings": [{"a": "greedy", "b": "random", "wins": 1, "draws": 0, "losses": 2}]}',
-            "'config' is not a rule set",
-        ),
+        (_report_text(wins=-1), "pairings[0]: 'wins', 'draws' and 'losses' must be non-negative integers"),
+        (_report_text(config='{"variant": 3}'), "'config' is not a rule set"),
+        (_report_text(games="NaN"), "NaN is not a number a report holds"),
+        (_report_text(games="Infinity"), "Infinity is not a number a report holds"),
+        (_report_text(wins="-Infinity"), "-Infinity is not a number a report holds"),
+        (_report_text(games="-4"), "'games' must be an integer, the sum of wins, draws and losses (4), got -4"),
+        (_report_text(games="4.0"), "'games' must be an integer, the sum of wins, draws and losses (4), got 4.0"),
+        (_report_text(games="5"), "'games' must be an integer, the sum of wins, draws and losses (4), got 5"),
+        (_report_text(wins="2.5", losses="1.5"), "'wins', 'draws' and 'losses' must be non-negative integers"),
+        (_report_text(per_pairing="3"), "'games_per_pairing' must be an even integer in [2, 100000], got 3"),
+        (_report_text(per_pairing="1e400"), "1e400 is not a number a report holds (beyond the range of a float)"),
+        (_report_text(per_pairing="1" + "0" * 5000), "Exceeds the limit"),
+        (_report_text(per_pairing="6"), "a partial report (an evaluation that ended early)"),
+        (_report_text(partial="true"), "a partial report (an evaluation that ended early)"),
+        (_report_text(seed="-1"), "'seed' must be an integer in [0, 2**63 - 1], got -1"),
+        (_report_text(twice=True), "'greedy' and 'random' are paired twice (counted twice)"),
     ],
 )
 def test_a_malformed_report_is_one_line_and_imports_nothing(
@@ -302,7 +330,7 @@ def test_a_report_records_what_each_entrant_held_and_an_import_keys_it_so(tmp_pa
     path.write_text(json.dumps(report.to_dict()))
     _tiny_agent(agent, 2)  # the name now holds another network
     with ResultsStore(tmp_path / "r.sqlite") as store:
-        assert import_report(store, path) == 3
+        assert import_report(store, path).added == 3
         keys = dict(store.query("SELECT label, key FROM entrants"))
     assert keys == {"greedy": "baseline:greedy", str(agent): played_as, f"{agent}@mcts:2": f"{played_as}@mcts:2"}
     assert entrant_identity(str(agent)).key != played_as
@@ -310,7 +338,7 @@ def test_a_report_records_what_each_entrant_held_and_an_import_keys_it_so(tmp_pa
 
 def test_an_older_report_joins_its_baselines_only(tmp_path: Path) -> None:
     """docs/ratings.json predates the record: its `champion` was the third champion, not what the name holds now."""
-    digest = hashlib.sha256(README_REPORT.read_bytes()).hexdigest()[:16]
+    digest = check_report(README_REPORT, json.loads(README_REPORT.read_text())).digest()[:16]  # of its games
     with ResultsStore(tmp_path / "r.sqlite") as store:
         import_report(store, README_REPORT)
         keys = dict(store.query("SELECT label, key FROM entrants"))
@@ -362,3 +390,91 @@ def test_a_recorded_identity_must_be_a_key_of_that_kind_of_entrant(spec: str, ke
     from arena.ratings_cli import _key_fits
 
     assert _key_fits(spec, key) is fits
+
+
+# ---------------------------------------------------------------------------------------------- imports keyed by games
+def _ladder_games(db: Path) -> dict[str, tuple[int, float]]:
+    """Each entrant's games and score on the ladder of the store at ``db``."""
+    with ResultsStore(db, readonly=True) as store:
+        return {row.entrant.label: (row.games, row.score) for row in fit_ladder(store, RULES, {"greedy": 624}).rows}
+
+
+def _import(db: Path, report: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """The first line ``kahuna-ratings --import-report`` prints (it succeeds)."""
+    capsys.readouterr()
+    assert main(["--db", str(db), "--import-report", str(report)]) == 0
+    return capsys.readouterr().out.splitlines()[0]
+
+
+def test_reimporting_the_same_games_in_any_formatting_adds_nothing_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "r.sqlite"
+    assert _import(db, README_REPORT, capsys).startswith("imported 28 pairing totals")
+    before = _ladder_games(db)
+    copy = tmp_path / "reformatted.json"  # the same games, other bytes (a reformatted copy)
+    copy.write_text(json.dumps(json.loads(README_REPORT.read_text()), indent=7, sort_keys=True))
+    for _ in range(4):
+        line = _import(db, copy, capsys)
+        assert line == (
+            f"nothing imported from {copy}: the games of its 28 pairing(s) are already in the store "
+            "(imported before, or stored one by one)"
+        )
+    assert _ladder_games(db) == before
+    with ResultsStore(db, readonly=True) as store:
+        assert store.query("SELECT COUNT(*) FROM tallies") == [(28,)]
+
+
+def _eval_report(tmp_path: Path, name: str, games: int, db: Path | None = None) -> Path:
+    """``kahuna-eval greedy random --games GAMES --seed 5 --json NAME`` (into ``db`` when given)."""
+    path = tmp_path / name
+    arguments = ["greedy", "random", "--games", str(games), "--seed", "5", "--json", str(path), "--no-progress"]
+    assert eval_main([*arguments, *(["--db", str(db)] if db is not None else [])]) == 0
+    return path
+
+
+def test_a_report_of_games_stored_by_kahuna_eval_db_adds_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "r.sqlite"
+    report = _eval_report(tmp_path, "eval.json", 6, db)
+    before = _ladder_games(db)
+    assert before["greedy"][0] == 6
+    assert _import(db, report, capsys).startswith(f"nothing imported from {report}")
+    assert _ladder_games(db) == before  # greedy 6 games, not 12
+
+
+def test_a_longer_match_on_the_same_deals_adds_only_its_new_games(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Game k of a pairing does not depend on --games: a longer match on the same seed repeats the shorter one."""
+    db = tmp_path / "r.sqlite"
+    _eval_report(tmp_path, "four.json", 4, db)  # games 0-3, stored one by one
+    eight, twelve = _eval_report(tmp_path, "eight.json", 8), _eval_report(tmp_path, "twelve.json", 12)
+    assert _import(db, eight, capsys).startswith("imported 1 pairing totals")  # games 4-7
+    wins = {n: json.loads(path.read_text())["pairings"][0]["wins"] for n, path in ((8, eight), (12, twelve))}
+    assert _ladder_games(db)["greedy"] == (8, pytest.approx(wins[8] / 8))
+    assert _import(db, twelve, capsys).startswith("imported 1 pairing totals")  # games 8-11
+    assert _ladder_games(db)["greedy"] == (12, pytest.approx(wins[12] / 12))
+    assert _import(db, eight, capsys).startswith("nothing imported")
+    with ResultsStore(db, readonly=True) as store:
+        coverage = store.query("SELECT first_game, game_count, wins + draws + losses FROM tallies ORDER BY id")
+    assert coverage == [(0, 8, 4), (8, 4, 4)]
+
+
+def test_counts_that_contradict_the_stored_games_are_refused_and_import_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "r.sqlite"
+    report = _eval_report(tmp_path, "eval.json", 6, db)
+    data = json.loads(report.read_text())
+    pairing = data["pairings"][0]
+    pairing["wins"], pairing["losses"] = pairing["losses"], pairing["wins"]  # the same games, other results
+    report.write_text(json.dumps(data))
+    with pytest.raises(SystemExit) as caught:
+        main(["--db", str(db), "--import-report", str(report)])
+    assert caught.value.code == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "pairings[0] ('greedy' vs 'random'): its counts contradict the games" in error
+    with ResultsStore(db, readonly=True) as store:
+        assert store.query("SELECT COUNT(*) FROM sessions WHERE imported = 1") == [(0,)]
