@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from kahuna_env.cli import OneLineParser, check_writable, exit_with_error, first_line, positive_int
+from kahuna_env.cli import OneLineParser, check_writable, exit_with_error, first_line, mode_as_created, positive_int
 from kahuna_env.version import __version__
 
 PROGRAM = "kahuna-export"
@@ -290,8 +290,7 @@ def _write_atomically(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        # mkstemp creates the file 0600; the exported file gets the mode of any file the user creates.
-        os.fchmod(handle, 0o666 & ~current_umask())
+        mode_as_created(handle)  # mkstemp creates the file 0600; it gets the mode of any file the user creates
         with os.fdopen(handle, "wb") as file:
             file.write(data)
         os.replace(temporary, path)
@@ -299,13 +298,6 @@ def _write_atomically(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise OSError(f"cannot write --out {path}: {first_line(error)}") from None
-
-
-def current_umask() -> int:
-    """The process's umask (read by setting it and putting it back)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def main(argv: Sequence[str] | None = None) -> int:
