@@ -43,8 +43,7 @@ import argparse
 import json
 import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -52,6 +51,7 @@ from arena.entrants import ENTRANT_FORMS
 from arena.match import MAX_BASE_SEED, MAX_GAMES, MAX_WORKERS, check_evaluation_size, check_games
 from kahuna_env.cli import (
     OneLineParser,
+    Terminated,
     add_force_argument,
     add_rule_arguments,
     check_output_file,
@@ -62,6 +62,7 @@ from kahuna_env.cli import (
     json_format_is,
     non_negative_int,
     positive_int,
+    signals_as_interrupt,
     write_text_atomic,
 )
 from kahuna_env.engine import KahunaConfig
@@ -162,38 +163,8 @@ def fail(message: str, code: int = 2) -> NoReturn:
     exit_with_error(PROGRAM, message, code)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (or SIGHUP) during an evaluation: handled as Ctrl-C, the finished games kept, exit code 128 + signal."""
-
-    def __init__(self, number: int) -> None:
-        super().__init__(signal.Signals(number).name)
-        self.number = number
-
-
-@contextmanager
-def terminated_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM and SIGHUP raise :class:`Terminated` (a ``KeyboardInterrupt``), as Ctrl-C does.
-
-    So ``kill PID`` (a job scheduler's stop, a closed terminal) keeps the
-    finished games like Ctrl-C; the previous handlers are restored after.
-    Outside the main thread (where handlers cannot be set) nothing changes.
-    """
-
-    def handler(number: int, frame: object) -> None:
-        raise Terminated(number)
-
-    previous = {}
-    try:
-        for number in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-            if number is not None:
-                previous[number] = signal.signal(number, handler)
-    except ValueError:  # not the main thread
-        pass
-    try:
-        yield
-    finally:
-        for number, old in previous.items():
-            signal.signal(number, old)
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+"""Signals that stop an evaluation as Ctrl-C does (a scheduler's ``kill``, a closed terminal)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -225,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     store = _open_store(args)
     planned = args.games * len(args.entrants) * (len(args.entrants) - 1) // 2
     try:
-        with terminated_as_interrupt():
+        with signals_as_interrupt(*STOP_SIGNALS):
             report = run_evaluation(
                 entrants,
                 games=args.games,
@@ -322,7 +293,7 @@ def _main_sprt(args: argparse.Namespace) -> int:
         torch.set_num_threads(1)
     store = _open_store(args)
     try:
-        with terminated_as_interrupt():
+        with signals_as_interrupt(*STOP_SIGNALS):
             report = run_sprt(
                 args.entrants[0],
                 args.entrants[1],

@@ -8,10 +8,13 @@ running), never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
@@ -62,6 +65,43 @@ def exit_with_error(program: str, message: str, code: int = 2) -> NoReturn:
     """Print ``PROGRAM: error: <first line of message>`` to stderr (:func:`terminal_safe`) and exit with ``code``."""
     print(f"{program}: error: {terminal_safe(first_line(message))}", file=sys.stderr)
     raise SystemExit(code)
+
+
+class Terminated(KeyboardInterrupt):
+    """A stop signal handled as Ctrl-C (:func:`signals_as_interrupt`): ``SIGTERM`` (``kill``, ``timeout``, a
+    container or job scheduler stopping the command) or ``SIGHUP`` (its terminal closed).
+
+    ``number`` is the signal; a command it stops exits with ``128 + number`` (143 for ``SIGTERM``).
+    """
+
+    def __init__(self, number: int = signal.SIGTERM) -> None:
+        super().__init__(signal.Signals(number).name)
+        self.number = int(number)
+
+
+@contextlib.contextmanager
+def signals_as_interrupt(*numbers: int) -> Iterator[None]:
+    """While inside: each signal of ``numbers`` raises :class:`Terminated` (a ``KeyboardInterrupt``).
+
+    So a command stopped by one ends as on Ctrl-C (its finished work kept,
+    its one line printed); the previous handlers are restored after.  Only
+    the main thread may set handlers: elsewhere nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_terminated(number: int, frame: object) -> None:
+        raise Terminated(number)
+
+    previous = {}
+    try:
+        for number in numbers:
+            previous[number] = signal.signal(number, raise_terminated)
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def missing_extra(extra: str, error: ImportError | str) -> str:

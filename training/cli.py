@@ -19,16 +19,14 @@ goes on and exit 130 and 143.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import signal
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kahuna_env.cli import OneLineParser, exit_with_error
+from kahuna_env.cli import OneLineParser, Terminated, exit_with_error, signals_as_interrupt
 from training.recipes import config_help, resolve_config
 
 if TYPE_CHECKING:
@@ -127,27 +125,6 @@ def exit_status(body: Callable[[], int]) -> int:
         return stop.code if isinstance(stop.code, int) else 1
 
 
-class Terminated(KeyboardInterrupt):
-    """``SIGTERM`` (``kill``, ``timeout``, a container or job scheduler stopping the run), handled as Ctrl-C."""
-
-
-def _terminate(signum: int, frame: object) -> None:
-    raise Terminated
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """While inside: ``SIGTERM`` raises :class:`Terminated` (a ``KeyboardInterrupt``) in the main thread."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # only the main thread may set a handler; a command run in a thread keeps the default
-        return
-    previous = signal.signal(signal.SIGTERM, _terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def run_training_command(
     program: str,
     prepare: Callable[[], tuple],
@@ -170,7 +147,7 @@ def run_training_command(
     except OSError as error:
         exit_with_error(program, describe_os_error(error))
     try:
-        with sigterm_as_interrupt():
+        with signals_as_interrupt(signal.SIGTERM):
             return run(*prepared)
     except (FileNotFoundError, ValueError) as error:
         exit_with_error(program, str(error))  # the run directory or checkpoint, found before any write
