@@ -293,3 +293,21 @@ def test_a_new_store_is_linked_into_place_whole(tmp_path: Path) -> None:
     assert sorted(p.name for p in db.parent.iterdir()) == ["results.sqlite"]  # no temporary file left
     with sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True) as raw:  # its tables are in the file itself
         assert raw.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+
+
+def test_a_training_run_whose_results_store_cannot_be_written_ends_with_one_line_and_status_1(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # A StoreFailure is a ValueError (one line), but a full disk under eval.db is no configuration problem (2).
+    from training.cli import run_training_command
+
+    def run() -> int:
+        raise StoreFailure("results store runs/x/eval.db: not saved: database or disk is full")
+
+    with pytest.raises(SystemExit) as exit_info:
+        run_training_command("kahuna-train", tuple, run, lambda: "interrupted", lambda: "; earlier checkpoints kept")
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err == (
+        "kahuna-train: error: results store runs/x/eval.db: not saved: database or disk is full; "
+        "earlier checkpoints kept\n"
+    )

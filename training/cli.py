@@ -135,9 +135,11 @@ def run_training_command(
     """The two phases of a training command, each failure one line: ``prepare()`` (exit 2), then ``run(*prepared)``.
 
     Configuration, checkpoint and run-directory problems exit 2; a failed write (with
-    ``write_failed(*prepared)`` appended) and a diverged run exit 1; Ctrl-C prints
-    ``interrupted(*prepared)`` and exits 130, ``SIGTERM`` the same and exits 143 (128 + 15).
+    ``write_failed(*prepared)`` appended; the results store of ``eval.db`` on a full disk
+    included) and a diverged run exit 1; Ctrl-C prints ``interrupted(*prepared)`` and exits
+    130, ``SIGTERM`` the same and exits 143 (128 + 15).
     """
+    from arena.store import StoreFailure
     from training.ppo.trainer import TrainingDiverged
 
     try:
@@ -149,6 +151,8 @@ def run_training_command(
     try:
         with signals_as_interrupt(signal.SIGTERM):
             return run(*prepared)
+    except StoreFailure as error:  # eval.db could not be written (a full disk): the machine, not the config
+        exit_with_error(program, f"{error}{write_failed(*prepared)}", code=1)
     except (FileNotFoundError, ValueError) as error:
         exit_with_error(program, str(error))  # the run directory or checkpoint, found before any write
     except OSError as error:
