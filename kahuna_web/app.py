@@ -16,7 +16,7 @@ route                                        what it does
 ``POST /api/games/{id}/abandon``             stop the game (its record can then be downloaded)
 ``GET /api/games/{id}/record``               the record (``kahuna-replay`` reads it), once the game is over
 ``POST /api/analysis``                       the analysis of a record's position (given, by name or game id)
-``GET /api/rules``                           docs/RULES.md as sections for the rules panel
+``GET /api/rules``                           the players' rulebook (``static/RULEBOOK.md``) as sections for the panel
 ``GET /api/records``                         the records in ``--records DIR``
 ``GET /api/records/{name}``                  every position of a record in that folder
 ``POST /api/replay``                         every position of an uploaded record

@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pytest
+import tomllib
 
 pytest.importorskip("starlette", reason='needs the web extra: pip install -e ".[web]"')
 pytest.importorskip("httpx2", reason='needs the web extra: pip install -e ".[web]"')
@@ -28,7 +29,7 @@ from kahuna_env.board import ISLANDS, NUM_ISLANDS, NUM_LINES
 from kahuna_web.app import create_app
 from kahuna_web.gamestore import STORE_FILE, GameStore, GameStoreError, StoredGame, open_data_folder
 from kahuna_web.owners import owner_key
-from kahuna_web.rulebook import RULES_FILE, read_rules
+from kahuna_web.rulebook import RULEBOOK_FILE, read_rules, rule_sections
 from kahuna_web.server import main as serve_main
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
@@ -500,11 +501,18 @@ def test_the_best_move_so_far_is_the_searchs_then_the_priors():
 
 
 # ------------------------------------------------------------------------------------------------ rules
-def test_the_rules_panel_is_the_packaged_copy_of_docs_rules():
-    assert RULES_FILE.read_text(encoding="utf-8") == (ROOT / "docs" / "RULES.md").read_text(encoding="utf-8")
+def test_the_rules_panel_serves_the_packaged_players_rulebook():
+    """The panel shows kahuna_web/static/RULEBOOK.md, package data of the wheel; docs/RULES.md is not copied."""
+    static = RULEBOOK_FILE.parent
+    assert static == ROOT / "kahuna_web" / "static" and RULEBOOK_FILE.is_file()
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    globs = package_data["package-data"]["kahuna_web"]
+    assert any(RULEBOOK_FILE.relative_to(static.parent).match(pattern) for pattern in globs), globs
+    developers_rules = (ROOT / "docs" / "RULES.md").read_text(encoding="utf-8")
+    assert all(path.read_text(encoding="utf-8") != developers_rules for path in static.glob("*.md"))  # no copy
     with local_client(create_app()) as client:
         sections = client.get("/api/rules").json()
-    assert sections == read_rules()
+    assert sections == rule_sections(RULEBOOK_FILE.read_text(encoding="utf-8")) == read_rules()
     titles = [section["title"] for section in sections]
     assert {"Setup", "A turn", "Control", "Rounds and scoring"} <= set(titles)
     for section in sections:
