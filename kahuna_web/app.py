@@ -5,7 +5,7 @@ route                                        what it does
 ===========================================  =====================================================
 ``GET /``                                    the page (``static/index.html``)
 ``GET /api/board``                           board geometry, player colours, opponents, rule options
-``POST /api/games``                          a new game (opponent, seat, seed, rules); the agent's first moves
+``POST /api/games``                          a new game (opponent, seat, seed, rules); the agent's first moves (or 202)
 ``GET /api/games/{id}``                      the game from the person's seat
 ``POST /api/games/{id}/move``                ``{"action": id}``; then the agent's actions until it is your turn
 ``POST /api/games/{id}/stop``                the thinking agent plays its best move so far
@@ -16,7 +16,7 @@ route                                        what it does
 ``POST /api/games/{id}/abandon``             stop the game (its record can then be downloaded)
 ``GET /api/games/{id}/record``               the record (``kahuna-replay`` reads it), once the game is over
 ``POST /api/analysis``                       the analysis of a record's position (given, by name or game id)
-``GET /api/rules``                           docs/RULES.md as sections for the rules panel
+``GET /api/rules``                           the players' rulebook (``static/RULEBOOK.md``) as sections for the panel
 ``GET /api/records``                         the records in ``--records DIR``
 ``GET /api/records/{name}``                  every position of a record in that folder
 ``POST /api/replay``                         every position of an uploaded record
@@ -250,7 +250,6 @@ async def _compute(
     bots: BotQueue,
     session: PlaySession,
     work: Callable[[], Any],
-    held: bool = False,
     in_queue: bool | None = None,
     cancel: Any = None,
     leave: Any = None,
@@ -259,15 +258,27 @@ async def _compute(
 
     409 if the game is busy, 503 if the queue is full.  A client that leaves
     while it waits sets ``leave`` (default ``cancel``, itself by default the
-    game's own flag, which abandons the game: a new game's opening nobody
-    will see; a move passes a :class:`_StopFlag`, so the agent moves at once
-    and the game goes on; an analysis passes its own).  ``held``: the caller
-    holds the lock already (a new game); it is released in every case.
-    ``in_queue``: run in the bot queue (default: when the agent searches).
+    game's own flag, which abandons the game; a move passes a
+    :class:`_StopFlag`, so the agent moves at once and the game goes on; an
+    analysis passes its own).  ``in_queue``: run in the bot queue (default:
+    when the agent searches).
+    """
+    job = _locked_job(session, work, cancel)
+    if not (session.searches if in_queue is None else in_queue):
+        return await run_in_threadpool(job)
+    future = _submit(bots, session, job, cancel)
+    return await _wait(request, future, (cancel if cancel is not None else session.cancel) if leave is None else leave)
+
+
+def _locked_job(session: PlaySession, work: Callable[[], Any], cancel: Any = None, held: bool = False) -> Any:
+    """The job running ``work`` with the game's lock (taken now: 409 if busy), its answer frozen meanwhile.
+
+    ``cancel`` ``None``: a move (the game is shown thinking; a stop asked meanwhile is not left for the next
+    one); otherwise an analysis, which changes nothing.  ``held``: the caller holds the lock already (a new
+    game).  The job releases the lock; until it runs, the caller must (:func:`_submit` does).
     """
     if not held and not session.lock.acquire(blocking=False):
         raise WebError("a move of this game is still being played; wait for it", 409)
-    flag = cancel if cancel is not None else session.cancel
     try:
         session.freeze(thinking=cancel is None)
     except BaseException:
@@ -278,20 +289,22 @@ async def _compute(
         try:
             return work()
         finally:
-            if cancel is None:  # a move: a stop asked while it waited or ran is not left for the next one
+            if cancel is None:
                 session.computation_ended()
             session.lock.release()
 
-    if not (session.searches if in_queue is None else in_queue):
-        return await run_in_threadpool(job)
+    return job
+
+
+def _submit(bots: BotQueue, session: PlaySession, job: Callable[[], Any], cancel: Any = None) -> Any:
+    """``job`` (of :func:`_locked_job`) in the bot queue, its future; when the queue refuses it, the lock released."""
     try:
-        future = bots.submit(job)
+        return bots.submit(job)
     except WebError:
         if cancel is None:
             session.computation_ended()
         session.lock.release()
         raise
-    return await _wait(request, future, flag if leave is None else leave)
 
 
 async def _wait(request: Request, future: Any, flag: Any) -> Any:
@@ -319,14 +332,43 @@ async def _optional_json(request: Request, limit: int) -> dict[str, Any]:
     return body
 
 
-async def _opening(request: Request, store: SessionStore, bots: BotQueue, session: PlaySession) -> Response:
-    """The agent's opening moves of a game just opened (its lock held), answered as ``POST /api/games`` (201)."""
+async def _opening(store: SessionStore, bots: BotQueue, session: PlaySession) -> Response:
+    """The answer to a game just opened (its lock held): the agent's opening moves, or the game thinking about them.
+
+    An agent that searches and holds the first turn thinks in the bot queue
+    while the answer (202, the game thinking, as ``GET`` shows it) gives its
+    id at once: the page then follows it as after a move, and ``POST
+    .../stop`` reaches it (its best move so far, the game kept).  Nobody waits
+    on that computation: its search is bounded by the server's caps, and a
+    failure of it forgets the game (:meth:`SessionStore.fail`: asking for it
+    then says why).  Otherwise the opening is computed now: 201, the game and
+    the agent's first actions.
+    """
+    if not (session.searches and session.agent_to_act):
+        try:
+            job = _locked_job(session, lambda: session.response(session.advance()), held=True)
+            return JSONResponse(await run_in_threadpool(job), status_code=201)
+        except WebError:
+            store.discard(session)
+            raise
+
+    def opening() -> None:
+        try:
+            session.advance()
+        except WebError as error:
+            store.fail(session, error)
+        except Exception as error:  # the game must not be left shown thinking
+            LOG.exception("the opening of a game failed")
+            store.fail(session, WebError(f"internal error: the opening failed ({first_line(error)})", 500))
+
+    job = _locked_job(session, opening, held=True)
+    answer = session.thinking_response()
     try:
-        data = await _compute(request, bots, session, lambda: session.response(session.advance()), held=True)
+        _submit(bots, session, job)
     except WebError:
         store.discard(session)
         raise
-    return JSONResponse(data, status_code=201)
+    return JSONResponse(answer, status_code=202)
 
 
 def _play_routes(store: SessionStore, bots: BotQueue, max_upload: int) -> list[BaseRoute]:
@@ -335,7 +377,7 @@ def _play_routes(store: SessionStore, bots: BotQueue, max_upload: int) -> list[B
     async def new_game(request: Request) -> Response:
         params = await read_json(request, max_upload)
         opened = await run_in_threadpool(store.open_game, params, _client(request), _owner(request))
-        return await _opening(request, store, bots, opened)
+        return await _opening(store, bots, opened)
 
     async def rematch(request: Request) -> Response:
         session = await _game(request, store)
@@ -344,7 +386,7 @@ def _play_routes(store: SessionStore, bots: BotQueue, max_upload: int) -> list[B
             raise WebError('a rematch is {"swap_seats": true or false}')
         swap = body.get("swap_seats", False)
         fresh = await run_in_threadpool(store.rematch, session, swap, _client(request), _owner(request))
-        return await _opening(request, store, bots, fresh)
+        return await _opening(store, bots, fresh)
 
     async def get_game(request: Request) -> Response:
         session = await _game(request, store)

@@ -3,9 +3,9 @@
 The panel shows ``kahuna_web/static/RULEBOOK.md`` (package data, so an
 installed ``kahuna-serve`` has it too): the rules of docs/RULES.md written
 for players (what a turn is, placing, removing, control, scoring, the end),
-without the engine's names, the tests or the formulas, which stay in docs/.
-``RULES_FILE`` is the packaged copy of docs/RULES.md itself.  ``text`` is a
-section's Markdown as written; ``html`` a small, safe rendering of it for the
+without the engine's names, the tests or the formulas, which stay in
+docs/RULES.md (not shipped: the package holds no second copy of it).  ``text``
+is a section's Markdown as written; ``html`` a small, safe rendering of it for the
 page (every character of the file escaped first; headings, paragraphs, lists,
 tables, ``code``, **bold**, *emphasis* and link texts; bracketed names of
 tests are left out: they are for developers).
@@ -18,8 +18,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-RULES_FILE = Path(__file__).resolve().parent / "static" / "RULES.md"
-"""The packaged copy of docs/RULES.md."""
 RULEBOOK_FILE = Path(__file__).resolve().parent / "static" / "RULEBOOK.md"
 """The players' rulebook the rules panel shows."""
 

@@ -480,6 +480,11 @@ class PlaySession:
         """``playing``, ``over`` or ``abandoned`` (the stored status)."""
         return "over" if self.game.is_over else "abandoned" if self.abandoned else "playing"
 
+    @property
+    def agent_to_act(self) -> bool:
+        """Whether the agent is to act now (its opening: it holds the first turn or a handicap setup)."""
+        return not self.finished and self.game.current_player != self.seat
+
     def _names(self, person: str = "you") -> list[str]:
         names = [self.opponent_name, self.opponent_name]
         names[self.seat] = person
@@ -765,6 +770,7 @@ class SessionStore:
         self._alive: weakref.WeakValueDictionary[str, PlaySession] = weakref.WeakValueDictionary()
         self._games_started = RecentEvents(clock)  # per owner
         self._owners_brought = RecentEvents(clock)  # per client address
+        self._failed: collections.OrderedDict[str, tuple[str, WebError]] = collections.OrderedDict()
         self._lock = threading.Lock()
         self._loading = threading.Lock()
 
@@ -942,6 +948,18 @@ class SessionStore:
         with contextlib.suppress(GameStoreError):  # a game nobody saw: at worst it stays stored, unfinished
             self.games.delete(session.id)
 
+    def fail(self, session: PlaySession, error: WebError) -> None:
+        """Forget ``session``, whose opening failed after its id was answered (``202``); asking for it then says why.
+
+        Its owner's :meth:`get` of it raises ``error`` (503 ``not saved: ...``, say) instead of the 404 of a
+        game that does not exist; the last ``limit`` such failures are remembered.
+        """
+        with self._lock:
+            self._failed[session.id] = (session.owner, error)
+            while len(self._failed) > self.limit:
+                self._failed.popitem(last=False)
+        self.discard(session)
+
     def held(self, session_id: str) -> bool:
         """Whether the game ``session_id`` is in memory now."""
         with self._lock:
@@ -977,6 +995,10 @@ class SessionStore:
         return session
 
     def _reload(self, session_id: str, owner: str | None, record: bool) -> PlaySession:
+        with self._lock:
+            failed = self._failed.get(session_id)
+        if failed is not None and failed[0] == owner:
+            raise failed[1]  # an opening that failed after its id was answered (:meth:`fail`)
         stored = self._stored(self.games.load, session_id)
         if stored is None or not _visible(stored.owner, stored.status != "playing", owner, record):
             raise _no_game(session_id)  # another owner's game: not even built (no agent loaded for a stranger)

@@ -224,6 +224,20 @@ def running(app):
         sock.close()
 
 
+def thought(client: Any, game: str) -> Any:
+    """``GET game`` (a game's API path) through ``client`` once its agent is not thinking: the first other answer.
+
+    A searching agent's opening (``POST /api/games`` answers 202) or move is computed in the server's bot
+    queue; this looks again until it is done (a game that is gone, or an opening that failed, answers 4xx/5xx).
+    """
+    for _ in range(60000):  # hang guard (10 minutes): a stopped or small search ends at once
+        answer = client.get(game)
+        if answer.status_code != 200 or not answer.json()["state"]["thinking"]:
+            return answer
+        time.sleep(0.01)
+    raise AssertionError(f"{game} still thinks")
+
+
 def benchmark_module(name: str) -> ModuleType:
     """The script ``benchmarks/NAME.py`` imported as the module ``NAME`` (the scripts are not a package)."""
     script = Path(__file__).resolve().parents[1] / "benchmarks" / f"{name}.py"

@@ -279,7 +279,7 @@ def test_a_wheel_holds_the_champion_and_it_loads_from_a_non_editable_install(tmp
     (wheel,) = wheels.glob("kahuna_rl-*.whl")
     listing = zipfile.ZipFile(wheel).namelist()
     assert "policy/agents/champion.pt" in listing
-    page = {"kahuna_web/static/index.html", "kahuna_web/static/app.js", "kahuna_web/static/RULES.md"}
+    page = {"kahuna_web/static/index.html", "kahuna_web/static/app.js", "kahuna_web/static/RULEBOOK.md"}
     assert page <= set(listing)  # kahuna-serve's page and its rules panel
 
     target = tmp_path / "installed"

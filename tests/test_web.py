@@ -20,6 +20,7 @@ import pytest
 pytest.importorskip("starlette", reason='needs the web extra: pip install -e ".[web]"')
 pytest.importorskip("httpx2", reason='needs the web extra: pip install -e ".[web]"')
 
+from helpers import thought
 from starlette.testclient import TestClient
 
 from arena.evaluation import run_evaluation
@@ -52,6 +53,15 @@ def new_game(client, **request):
     response = client.post("/api/games", json={"opponent": "random", "seat": 0, "seed": 11, **request})
     assert response.status_code == 201, response.text
     return response.json()
+
+
+def searching_opening(client, opponent):
+    """A new game whose searching ``opponent`` opens: 202 at once (its id, thinking), then its first turn played."""
+    answer = client.post("/api/games", json={"opponent": opponent, "seat": 1, "seed": 11})
+    assert answer.status_code == 202 and answer.json()["state"]["thinking"], answer.text
+    data = thought(client, f"/api/games/{answer.json()['id']}").json()
+    assert data["state"]["log"] and data["state"]["to_act"] == 1 and data["state"]["legal"]
+    return data
 
 
 def play_out(client, data, rng, limit=None):
@@ -214,9 +224,8 @@ def test_the_shipped_champion_and_guided_search_are_opponents_without_an_agents_
     with local_client(create_app()) as client:
         offered = set(client.get("/api/board").json()["opponents"])
         assert {"champion", "champion@mcts:25"} <= offered and "champion@mcts:50" not in offered  # over the cap
-        for spec in ("champion", "champion@mcts:2"):
-            data = new_game(client, opponent=spec, seat=1)
-            assert data["opponent"] == spec and data["steps"]
+        assert new_game(client, opponent="champion", seat=1)["steps"]
+        assert searching_opening(client, "champion@mcts:2")["opponent"] == "champion@mcts:2"
         for spec, status, words in (
             ("champion@mcts:0", 400, "bad simulation budget"),
             ("champion@foo", 400, "bad search"),
@@ -230,7 +239,7 @@ def test_the_shipped_champion_and_guided_search_are_opponents_without_an_agents_
     torch.save(agent_payload(ActorCritic(ModelConfig(hidden_sizes=(8,)))), agents / "tiny.pt")
     (agents / "日本.pt").write_bytes((agents / "tiny.pt").read_bytes())
     with local_client(create_app(agents_dir=agents)) as client:
-        assert new_game(client, opponent="tiny.pt@mcts:2", seat=1)["steps"]
+        searching_opening(client, "tiny.pt@mcts:2")
         response = client.post("/api/games", json={"opponent": "missing.pt@mcts:2"})
         assert response.status_code == 404 and "not found" in response.json()["error"]
         # A file name that is not ASCII: the record's name in an ASCII header, the true one as RFC 5987 says.

@@ -810,36 +810,49 @@ return r.width > 0 && r.top >= 0 && r.left >= 0 && r.bottom <= window.innerHeigh
 
 
 def thinking_names(driver, opponent):
-    """Wait for the thinking indicator of a new game's opening; it names ``opponent`` and is in view."""
+    """Wait for the thinking indicator of a new game's opening: it names ``opponent``, is in view, Stop reaches it."""
     pattern = rf"{re.escape(opponent)} is thinking about its first move… \d+ s.*"
-    wait(driver, lambda d: shown(d, "thinking") and re.fullmatch(pattern, text_of(d, "thinking-text")), "no indicator")
-    assert driver.execute_script(IN_VIEW, "thinking") and driver.find_element(By.ID, "stop").is_enabled()
+
+    def ready(d):
+        return shown(d, "thinking") and re.fullmatch(pattern, text_of(d, "thinking-text")) and stop_enabled(d)
+
+    wait(driver, ready, "no indicator with Stop")
+    assert driver.execute_script(IN_VIEW, "thinking")
+
+
+def stop_enabled(driver):
+    return driver.find_element(By.ID, "stop").is_enabled()
 
 
 def test_a_new_games_opening_names_its_opponent_and_stop_reaches_that_game(browser, folders):
     opponent = f"mcts:{HUGE_SEARCH}"  # hours of thinking unless stopped
     with app_on_data(folders) as app, serving(app) as address:
         open_page(browser, address)
-        # The page's first game, the opponent opening: nothing on the page yet but the indicator, naming it.
+        # The page's first game, the opponent opening: its board shows at once, with the indicator naming it.
         ask_for_game(browser, opponent, 9, seat=1)
         thinking_names(browser, opponent)
-        assert not shown(browser, "play-area")
+        opened = game_id(browser)  # the address names the new game while its opponent thinks
+        assert shown(browser, "play-area") and legal_ids(browser) == [] and log_texts(browser) == []
         browser.find_element(By.ID, "stop").click()
         idle(browser)
-        assert message(browser) == f"The new game against {opponent} was cancelled before its first move."
-        assert not shown(browser, "play-area") and "game=" not in browser.current_url
+        # Stopped, the opponent played its best move so far: the game is kept, our turn.
+        assert message(browser) == "" and game_id(browser) == opened
+        assert log_texts(browser) and all(text.startswith(f"{opponent}: ") for text in log_texts(browser))
+        assert legal_ids(browser) and not shown(browser, "thinking")
         # A game shown, then a new one: the indicator names the new opponent, Stop reaches the new game.
         start_game(browser, "greedy", 4)
-        shown_game, logged, legal = game_id(browser), log_texts(browser), legal_ids(browser)
+        shown_game = game_id(browser)
         ask_for_game(browser, opponent, 9, seat=1)
         thinking_names(browser, opponent)
-        assert not browser.find_element(By.ID, "abandon").is_enabled()  # it would abandon the game shown
+        assert game_id(browser) != shown_game and log_texts(browser) == []
         browser.find_element(By.ID, "stop").click()
         idle(browser)
-        assert game_id(browser) == shown_game and log_texts(browser) == logged and legal_ids(browser) == legal
+        assert message(browser) == "" and game_id(browser) not in (shown_game, opened)
+        assert log_texts(browser) and all(text.startswith(f"{opponent}: ") for text in log_texts(browser))
+        assert legal_ids(browser)
         # The server's search ended: no agent computation is left running or waiting.
-        wait(browser, lambda _: app.state.bots._admitted == 0, "the stopped search still runs")
-    assert page_errors(browser) == []  # no TypeError, no 409 of a Stop sent to the game shown
+        wait(browser, lambda _: app.state.bots.busy() == 0, "the stopped search still runs")
+    assert page_errors(browser) == []  # no TypeError, no 409 of a Stop sent to another game
 
 
 def test_the_pages_action_encoding_is_the_engines(browser, server):

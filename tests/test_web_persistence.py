@@ -12,11 +12,13 @@ import time
 
 import numpy as np
 import pytest
+import tomllib
 
 pytest.importorskip("starlette", reason='needs the web extra: pip install -e ".[web]"')
 pytest.importorskip("httpx2", reason='needs the web extra: pip install -e ".[web]"')
 pytest.importorskip("uvicorn", reason='needs the web extra: pip install -e ".[web]"')
 
+from helpers import thought
 from starlette.testclient import TestClient
 
 from arena.records import check_record
@@ -27,7 +29,7 @@ from kahuna_env.board import ISLANDS, NUM_ISLANDS, NUM_LINES
 from kahuna_web.app import create_app
 from kahuna_web.gamestore import STORE_FILE, GameStore, GameStoreError, StoredGame, open_data_folder
 from kahuna_web.owners import owner_key
-from kahuna_web.rulebook import RULES_FILE, read_rules
+from kahuna_web.rulebook import RULEBOOK_FILE, read_rules, rule_sections
 from kahuna_web.server import main as serve_main
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
@@ -499,11 +501,18 @@ def test_the_best_move_so_far_is_the_searchs_then_the_priors():
 
 
 # ------------------------------------------------------------------------------------------------ rules
-def test_the_rules_panel_is_the_packaged_copy_of_docs_rules():
-    assert RULES_FILE.read_text(encoding="utf-8") == (ROOT / "docs" / "RULES.md").read_text(encoding="utf-8")
+def test_the_rules_panel_serves_the_packaged_players_rulebook():
+    """The panel shows kahuna_web/static/RULEBOOK.md, package data of the wheel; docs/RULES.md is not copied."""
+    static = RULEBOOK_FILE.parent
+    assert static == ROOT / "kahuna_web" / "static" and RULEBOOK_FILE.is_file()
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    globs = package_data["package-data"]["kahuna_web"]
+    assert any(RULEBOOK_FILE.relative_to(static.parent).match(pattern) for pattern in globs), globs
+    developers_rules = (ROOT / "docs" / "RULES.md").read_text(encoding="utf-8")
+    assert all(path.read_text(encoding="utf-8") != developers_rules for path in static.glob("*.md"))  # no copy
     with local_client(create_app()) as client:
         sections = client.get("/api/rules").json()
-    assert sections == read_rules()
+    assert sections == rule_sections(RULEBOOK_FILE.read_text(encoding="utf-8")) == read_rules()
     titles = [section["title"] for section in sections]
     assert {"Setup", "A turn", "Control", "Rounds and scoring"} <= set(titles)
     for section in sections:
@@ -512,32 +521,49 @@ def test_the_rules_panel_is_the_packaged_copy_of_docs_rules():
     assert "<strong>Place</strong>" in next(s["html"] for s in sections if s["title"] == "A turn")
 
 
-def test_a_reload_while_the_agent_thinks_shows_the_position_so_far_and_stop_goes_through_the_api():
+def open_thinking(client, seed=4):
+    """A new game whose searching agent (a search of hours) opens: 202 at once, the game thinking; its path."""
+    answer = client.post("/api/games", json={"opponent": f"mcts:{HUGE}", "seat": 1, "seed": seed})
+    assert answer.status_code == 202, answer.text
+    opened = answer.json()
+    assert opened["opponent"] == f"mcts:{HUGE}" and opened["seat"] == 1 and opened["steps"] == []
+    assert opened["state"]["thinking"] is True and opened["state"]["legal"] == [] and opened["state"]["log"] == []
+    return f"/api/games/{opened['id']}"
+
+
+def test_a_new_games_opening_answers_its_id_at_once_and_stop_keeps_the_game_with_its_first_move():
+    """Issue 65: Stop during a new game's opening reaches that game: the agent plays its best move so far."""
     app = create_app(max_simulations=HUGE)
-    store = app.state.store
     with local_client(app) as client:
-        opened = {}
-        thread = threading.Thread(
-            target=lambda: opened.update(
-                answer=client.post("/api/games", json={"opponent": f"mcts:{HUGE}", "seat": 1, "seed": 4})
-            )
-        )
-        thread.start()
+        game = open_thinking(client)
         for _ in range(30000):  # hang guard: the search starts at once
-            sessions = list(store._sessions.values())
-            if sessions and sessions[0].thinking:
+            during = client.get(game).json()["state"]
+            if "thinking_seconds" in during:
                 break
             time.sleep(0.01)
-        (session,) = sessions
-        during = client.get(f"/api/games/{session.id}").json()["state"]
         assert during["thinking"] is True and during["legal"] == [] and during["log"] == []
-        assert_one_line_4xx(client.post(f"/api/games/{session.id}/undo"), 409)  # a move is being computed
-        assert_one_line_4xx(client.get(f"/api/games/{session.id}/analysis"), 409)
-        assert client.post(f"/api/games/{session.id}/stop").json() == {"stopped": True}
-        thread.join(timeout=600)
-        answer = opened["answer"]
-        assert answer.status_code == 201 and answer.json()["state"]["to_act"] == 1
-        assert not answer.json()["state"]["thinking"] and answer.json()["state"]["legal"]
+        assert_one_line_4xx(client.post(f"{game}/undo"), 409)  # a move is being computed
+        assert_one_line_4xx(client.get(f"{game}/analysis"), 409)
+        assert client.post(f"{game}/stop").json() == {"stopped": True}
+        state = thought(client, game).json()["state"]
+        assert state["to_act"] == 1 and not state["thinking"] and not state["abandoned"] and state["legal"]
+        assert state["log"] and all(entry["player"] == 0 for entry in state["log"])  # the agent's opening turn
+        assert_one_line_4xx(client.post(f"{game}/stop"), 409)  # nothing is thinking now
+
+
+def test_an_opening_that_cannot_be_stored_forgets_the_game_and_says_why(tmp_path):
+    """A searching opening answered 202 whose moves cannot be stored: its owner is told why, nobody else anything."""
+    games = open_data_folder(tmp_path)
+    with local_client(create_app(max_simulations=HUGE, games=games)) as client:
+        game = open_thinking(client)
+        games._db.execute("PRAGMA query_only = 1")  # every write now fails as on a read-only file
+        assert client.post(f"{game}/stop").json() == {"stopped": True}
+        answer = thought(client, game)
+        assert assert_one_line_4xx(answer, 503) == "not saved: the game store is read-only"
+        assert assert_one_line_4xx(client.get(game), 503) == "not saved: the game store is read-only"
+        stranger = local_client(client.app, owner="persistence-test-stranger-00000000")  # no second lifespan
+        assert_one_line_4xx(stranger.get(game), 404)  # another owner: no such game
+        games._db.execute("PRAGMA query_only = 0")
 
 
 def test_a_stopped_search_plays_the_move_its_search_reports():

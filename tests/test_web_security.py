@@ -376,22 +376,19 @@ def test_a_page_that_leaves_during_the_agents_move_stops_its_search_and_the_game
 
 
 def test_a_flood_of_huge_searches_leaves_a_cheap_game_answered_at_once(tmp_path):
-    """The issue's criterion: 50 huge-budget requests, then a cheap game; the clients leave, the searches stop."""
+    """The issue's criterion: 50 huge-budget openings, then a cheap game; abandoned, the searches stop.
+
+    A searching agent's opening is answered at once (202, the game thinking) and computed in the bot queue;
+    the requests beyond its places are refused at once, so a flood never holds a cheap game up.
+    """
     app = create_app(max_simulations=HUGE)
     bots = app.state.bots
     capacity = bots.workers + bots.waiting
     with running(app) as port:
-        flood = [send_and_leave_open(port, {"opponent": f"mcts:{HUGE}", "seat": 1}) for _ in range(50)]
-        answered = {}
-
-        def collect() -> int:  # those beyond the queue are answered 503 at once; the others wait for their search
-            for raw in select.select([r for r in flood if r not in answered], [], [], 0.05)[0]:
-                answered[raw] = raw.recv(65536).split(b"\r\n", 1)[0]
-            return len(answered)
-
-        wait_for(lambda: collect() == 50 - capacity, "every request beyond the queue is refused")
+        flood = [request(port, "POST", "/api/games", {"opponent": f"mcts:{HUGE}", "seat": 1}) for _ in range(50)]
+        opened = [data["id"] for status, data in flood if status == 202]
         # 503: the queue is full; 429: this browser started its 30 games of the minute.
-        assert all(b" 503 " in line or b" 429 " in line for line in answered.values()), answered.values()
+        assert len(opened) == capacity and all(status in (202, 503, 429) for status, _ in flood), flood
         assert bots.busy() == capacity
         started = time.monotonic()
         status, cheap = request(port, "POST", "/api/games", {"opponent": "random", "seat": 1}, owner=BYSTANDER)
@@ -401,12 +398,12 @@ def test_a_flood_of_huge_searches_leaves_a_cheap_game_answered_at_once(tmp_path)
         status, refused = request(port, "POST", "/api/games", {"opponent": f"mcts:{HUGE}", "seat": 1}, owner=BYSTANDER)
         assert status == 503 and "busy" in refused["error"]
         left = time.monotonic()
-        for raw in flood:
-            raw.close()
-        wait_for(lambda: bots.busy() == 0, "every search stops once its client has left")
+        for game_id in opened:
+            assert request(port, "POST", f"/api/games/{game_id}/abandon")[0] == 200
+        wait_for(lambda: bots.busy() == 0, "every search stops once its game is abandoned")
         stop_seconds = time.monotonic() - left
         games = [s for s in app.state.store._sessions.values() if s.opponent_name == f"mcts:{HUGE}"]
-        assert games and all(s.abandoned and not s.actions for s in games)
+        assert len(games) == capacity and all(s.abandoned and not s.actions for s in games)
     print(f"cheap game answered in {cheap_seconds:.3f} s; {len(games)} searches stopped {stop_seconds:.3f} s after")
 
 

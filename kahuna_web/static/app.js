@@ -20,7 +20,7 @@ let selectedCard = null; // the hand card whose moves are shown
 let analysisShown = null; // the analysis drawn on the board: {probabilities: Map(action -> p)}
 let hinted = null; // the action a hint suggested
 let thinkingTimer = null;
-let pending = null; // what the thinking indicator stands for: {opponent, game: its id (null: a new game's opening), abort}
+let pending = null; // what the thinking indicator stands for: {opponent, game: its id (null: not answered yet), opening}
 let requestsMade = 0; // bot requests answered so far (the first one may load a network)
 const ratings = new Map(); // entrant -> "Elo ..." from the results tables and the ladder
 let replayData = null;
@@ -74,16 +74,17 @@ function announce(text) {
   window.setTimeout(() => { region.textContent = text; }, 30);
 }
 
-// Every control of the game is off while the page waits (keyboard users too), except Stop and, while the
-// opponent of the game shown thinks, Abandon (not during a new game's opening: it would abandon the old game).
+// Every control of the game is off while the page waits (keyboard users too), except Stop (once the game that
+// thinks is known) and, while the opponent of the game shown thinks, Abandon (not while a new game is asked for:
+// it would abandon the old game).
 function controlOff(node) {
-  if (node.id === "stop") return false;
+  if (node.id === "stop") return !(pending && pending.game) || Boolean(pending.stopping);
   if (node.dataset.off === "1") return true;
   return isBusy() && !(node.id === "abandon" && pending && pending.game && game && pending.game === game.id);
 }
 
 function refreshControls() {
-  for (const node of document.querySelectorAll("#tab-play button, #new-game input, #new-game select")) {
+  for (const node of document.querySelectorAll("#tab-play button, #stop, #new-game input, #new-game select")) {
     node.disabled = controlOff(node);
   }
 }
@@ -101,10 +102,9 @@ function percent(p) {
   return `${(100 * p).toFixed(p >= 0.995 || p < 0.001 ? 0 : 1)}%`;
 }
 
-// A request to the server; a refusal throws an Error with the server's one line and the status.  `signal`: an
-// AbortSignal that gives the request up (the error then has aborted: true).
-async function api(method, url, body, signal = undefined) {
-  const options = { method, headers: {}, signal };
+// A request to the server; a refusal throws an Error with the server's one line and the status.
+async function api(method, url, body) {
+  const options = { method, headers: {} };
   if (body !== undefined) {
     options.headers["Content-Type"] = "application/json";
     options.body = typeof body === "string" ? body : JSON.stringify(body);
@@ -113,11 +113,6 @@ async function api(method, url, body, signal = undefined) {
   try {
     response = await fetch(url, options);
   } catch (error) {
-    if (error.name === "AbortError") {
-      const aborted = new Error("given up");
-      aborted.aborted = true;
-      throw aborted;
-    }
     throw new Error(`the server cannot be reached (${error.message})`);
   }
   let data = null;
@@ -734,9 +729,9 @@ function clearTurn() {
 }
 
 // ---------------------------------------------------------------- thinking
-// The indicator of `who` = {opponent, game, abort} thinking: the opponent named is the one asked (a new game's,
-// before the server has answered), and Stop goes to that computation: the game's search (POST .../stop), or for a
-// new game's opening, which has no id yet, the request itself (the server then drops that game, unseen).
+// The indicator of `who` = {opponent, game, opening} thinking: the opponent named is the one asked (a new game's,
+// before the server has answered), and Stop goes to the game that thinks (POST .../stop: its best move so far, the
+// game kept), enabled once its id is known: a new game against a searching opponent answers it at once (202).
 function startThinking(who, already = 0) {
   stopThinking();
   pending = who;
@@ -744,14 +739,13 @@ function startThinking(who, already = 0) {
   const box = document.getElementById("thinking");
   const text = document.getElementById("thinking-text");
   const stop = document.getElementById("stop");
-  stop.disabled = false;
-  stop.textContent = who.abort ? "Cancel" : "Stop";
-  stop.setAttribute("aria-label", who.abort ? `Cancel the new game against ${who.opponent}` : `Stop ${who.opponent}: it plays its best move so far`);
+  stop.textContent = "Stop";
+  stop.setAttribute("aria-label", `Stop ${who.opponent}: it plays its best move so far`);
   const first = requestsMade === 0;
   const update = () => {
     const seconds = (performance.now() - started) / 1000;
     if (seconds * 1000 < THINKING_DELAY) return;
-    const opening = who.abort ? " about its first move" : "";
+    const opening = who.opening ? " about its first move" : "";
     const loading = first && seconds >= 2 ? " (its first move also loads the agent's model)" : "";
     text.textContent = `${who.opponent} is thinking${opening}… ${Math.floor(seconds)} s${loading}`;
     if (box.hidden) {
@@ -772,14 +766,10 @@ function stopThinking() {
 }
 
 async function stopSearch() {
-  if (!pending) return;
-  const stop = document.getElementById("stop");
-  stop.disabled = true;
-  stop.textContent = pending.abort ? "Cancelling…" : "Stopping…";
-  if (pending.abort) {
-    pending.abort.abort();
-    return;
-  }
+  if (!pending || !pending.game || pending.stopping) return; // no game known yet, or asked already
+  pending.stopping = true;
+  refreshControls();
+  document.getElementById("stop").textContent = "Stopping…";
   try {
     await api("POST", `/api/games/${pending.game}/stop`);
   } catch (error) {
@@ -792,7 +782,7 @@ async function botRequest(method, url, body, who) {
   clearMessage();
   startThinking(who);
   try {
-    return await api(method, url, body, who.abort ? who.abort.signal : undefined);
+    return await api(method, url, body);
   } finally {
     requestsMade += 1;
     stopThinking();
@@ -982,19 +972,22 @@ function openGame(response) {
   rememberGame(game.id);
 }
 
-// A new game against `opponent` (as asked: the indicator names it before the server answers).
+// A new game against `opponent` (as asked: the indicator names it before the server answers).  A searching
+// opponent that opens answers at once (202) with the game thinking: the page follows it as after a move
+// (waitWhileThinking), so Stop reaches it and the game is kept with the opponent's best move so far.
 async function newGameRequest(method, url, body, opponent) {
   setBusy(true);
   try {
-    const response = await botRequest(method, url, body, { opponent, game: null, abort: new AbortController() });
+    const response = await botRequest(method, url, body, { opponent, game: null, opening: true });
     openGame(response);
     document.getElementById("last-action").textContent = `New game: you are player_${game.seat} against ${game.opponent}.`;
-    renderPlay(response.steps.length ? response.steps[0].state : response.state);
+    const thinking = Boolean(response.state.thinking);
+    renderPlay(response.steps.length ? response.steps[0].state : response.state, { thinking });
     keepGameInView();
-    await animate(response);
+    if (thinking) await waitWhileThinking();
+    else await animate(response);
   } catch (error) { // the game on the page (if any) is left as it was
-    if (error.aborted) showMessage(`The new game against ${opponent} was cancelled before its first move.`, "info");
-    else showMessage(`No new game: ${error.message}`);
+    showMessage(`No new game: ${error.message}`);
   } finally {
     setBusy(false);
   }
@@ -1024,7 +1017,7 @@ async function rematch(swapSeats) {
 
 async function abandonGame() {
   // Also while the opponent thinks: the server stops its search at once and the pending move answers too.
-  // Not while a new game's opening is computed: the game shown is not the one thinking.
+  // Not while a new game is asked for: the game shown is not the one thinking.
   if (!gameActive() || (pending && !pending.game)) return;
   if (!(await confirmAction(`Abandon the game against ${game.opponent}? It cannot be continued afterwards.`, "Abandon game"))) return;
   const thinking = isBusy();
@@ -1099,19 +1092,24 @@ async function resumeGame(id) {
     return;
   }
   openGame(response);
-  const state = response.state;
-  const summary = state.turn_summary || response.turn_summary || [];
+  document.getElementById("last-action").textContent = `Game reopened: you are player_${game.seat} against ${game.opponent}.`;
+  showGameAnswer(response);
+  if (response.state.thinking ?? response.thinking) waitWhileThinking(); // not awaited: the page is ready meanwhile
+}
+
+// A game answer without steps (GET): the opponent's last turn summarised and marked, the position shown.
+function showGameAnswer(response) {
+  const summary = response.state.turn_summary || response.turn_summary || [];
   const entries = summary.map((entry) => summaryEntry({ player: entry.player ?? 1 - game.seat, ...entry }));
   turnMarks = { steps: entries.filter((e) => e.player !== game.seat) };
   drawTurnSummary(entries);
-  document.getElementById("last-action").textContent = `Game reopened: you are player_${game.seat} against ${game.opponent}.`;
-  finishPlay(state);
-  if (state.thinking ?? response.thinking) waitWhileThinking(); // not awaited: the page is ready meanwhile
+  finishPlay(response.state);
 }
 
-// A reopened game whose bot is still thinking: the indicator shows, and the page looks again until it moved.
+// A game whose bot is still thinking (reopened, or a new game's opening): the indicator shows, Stop reaches the
+// game, and the page looks again until it moved.
 async function waitWhileThinking() {
-  startThinking({ opponent: game.opponent, game: game.id }, current.thinking_seconds || 0);
+  startThinking({ opponent: game.opponent, game: game.id, opening: !(current.log || []).length }, current.thinking_seconds || 0);
   setBusy(true);
   renderPlay(current, { thinking: true });
   try {
@@ -1120,16 +1118,14 @@ async function waitWhileThinking() {
       const response = await api("GET", `/api/games/${game.id}`);
       if (!(response.state.thinking ?? response.thinking)) {
         stopThinking();
-        const summary = response.state.turn_summary || response.turn_summary || [];
-        const entries = summary.map((entry) => summaryEntry({ player: entry.player ?? 1 - game.seat, ...entry }));
-        turnMarks = { steps: entries.filter((e) => e.player !== game.seat) };
-        drawTurnSummary(entries);
-        finishPlay(response.state);
+        showGameAnswer(response);
+        showNotes(response);
         return;
       }
     }
-  } catch (error) {
-    showMessage(error.message);
+  } catch (error) { // 404: the game is gone; otherwise (a new game's opening that could not be stored) the reason
+    if (error.status === 404) gameLost(game.id, error.message);
+    else showMessage(error.message);
   } finally {
     stopThinking();
     setBusy(false);
