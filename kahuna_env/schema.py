@@ -293,7 +293,7 @@ FIELDS: tuple[Field, ...] = (
     ),
     Field(
         "rng", (), "object", None, "hidden", "chance", "_rng", None, None, "chance is nobody's to see",
-        "the game's numpy Generator, built on first use (the batch: a list `_rngs`, or compiled, rows of `_pcg`)",
+        "the game's numpy Generator, built on first use (the batch: rows of PCG64 state `_pcg`, drawn as numpy's)",
         engine_empty=None,
     ),
     Field(

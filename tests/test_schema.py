@@ -21,7 +21,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from kahuna_env import observation, schema, vector
+from kahuna_env import kernels, observation, schema, vector
 from kahuna_env.board import ISLAND_ID, ISLANDS, MAJORITY, NUM_ISLANDS
 from kahuna_env.engine import STATE_FIELDS, KahunaConfig, KahunaGame
 from kahuna_env.positions import OPTIONAL_KEYS, REQUIRED_KEYS, Position
@@ -350,11 +350,20 @@ def test_the_batch_manual_table_lists_the_schemas_state_arrays():
 
 
 def test_the_batched_encoder_writes_every_observation_block_once_in_order():
-    tree = ast.parse(textwrap.dedent(inspect.getsource(vector.KahunaBatch._raw_observations)))
-    calls = [
-        node
+    """The one batched encoder, ``kernels.observations``: a start per block, named after it, in the layout's
+    order, and every block written."""
+    encoder = getattr(kernels.observations, "py_func", kernels.observations)  # compiled: its Python function
+    tree = ast.parse(textwrap.dedent(inspect.getsource(encoder)))
+    unpack = next(
+        node for node in ast.walk(tree) if isinstance(node, ast.Assign) and getattr(node.value, "id", None) == "starts"
+    )
+    starts = [target.id for target in unpack.targets[0].elts]
+    stored = {
+        name.id
         for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "put" and node.args
-    ]
-    written = [node.args[0].value for node in sorted(calls, key=lambda node: node.lineno)]
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and getattr(node.value, "id", "") == "r"
+        for name in ast.walk(node.slice)
+        if isinstance(name, ast.Name)
+    }
+    written = [name.removesuffix("_at") for name in starts if name in stored]
     assert written == [block.name for block in OBSERVATION_BLOCKS]
