@@ -95,7 +95,6 @@ from kahuna_env.board import (
     CARDS_PER_ISLAND,
     HAND_LIMIT,
     INCIDENCE,
-    ISLAND_ID,
     LINE_A,
     LINE_B,
     LINE_BIT,
@@ -109,7 +108,7 @@ from kahuna_env.board import (
 )
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame, as_config, check_seed
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SCALE, OBSERVATION_SIZE, STATE_SCALE
-from kahuna_env.positions import position_json
+from kahuna_env.positions import POSITION_FIELDS, Position, position_json
 from kahuna_env.schema import FIELDS, dims
 
 __all__ = ["MAX_GAMES", "KahunaBatch", "StepResult", "sample_set_bits"]
@@ -180,6 +179,13 @@ _OPTION_ARRAYS = tuple(
 )
 """``(array name, dtype, reader of the config)`` of every per-game rule option."""
 _BATCH_ARRAYS = frozenset(field.batch for field in FIELDS if field.batch is not None)
+_LOADED = tuple(
+    (field.batch, field.empty if field.engine_empty is None else ...)
+    for field in POSITION_FIELDS
+    if field.role == "state" and field.name != "pile"
+)
+"""``(array, the value a position writes as None)`` of each position field held as one array per game (the
+pile, a row plus its length, aside); ``...`` where a position has no None."""
 
 
 def _bind(loop: str, leading: int) -> tuple[tuple[bool, Any], ...]:
@@ -268,13 +274,6 @@ class StepResult(NamedTuple):
     final_points: np.ndarray
     reset: np.ndarray
     player: np.ndarray
-
-
-def _counts(names: Sequence[str]) -> list[int]:
-    out = [0] * NUM_ISLANDS
-    for name in names:
-        out[ISLAND_ID[name]] += 1
-    return out
 
 
 def _is_sequence(value: object) -> bool:
@@ -423,11 +422,10 @@ class KahunaBatch:
         if seeds is not None:
             _seed_list(seeds, len(positions), "seeds")
         games = _games(positions)
-        dicts = [game.to_dict() for game in games]  # the canonical, complete form
         batch = cls.__new__(cls)
-        batch._allocate(len(dicts), [game.config for game in games], seeds, auto_reset)
-        batch.game_seeds = list(batch.seeds) if seeds is not None else [None] * len(dicts)
-        batch._load(np.arange(len(dicts)), dicts)
+        batch._allocate(len(games), [game.config for game in games], seeds, auto_reset)
+        batch.game_seeds = list(batch.seeds) if seeds is not None else [None] * len(games)
+        batch._load(np.arange(len(games)), [game._position() for game in games])
         return batch
 
     def take(self, indices: Sequence[int] | np.ndarray, seeds: Sequence[int]) -> KahunaBatch:
@@ -474,7 +472,7 @@ class KahunaBatch:
             self._set_config(i, game.config)
             self.game_seeds[i] = seed
         self._pcg_ready[indices] = False
-        self._load(indices, [game.to_dict() for game in games])
+        self._load(indices, [game._position() for game in games])
 
     def _set_config(self, i: int, config: KahunaConfig) -> None:
         self.configs[i] = config
@@ -483,34 +481,16 @@ class KahunaBatch:
         self._any_planning = bool(self.planning.any())
         self._any_hand_limit = bool(self.hand_limit.any())
 
-    def _load(self, indices: np.ndarray, dicts: list[dict[str, Any]]) -> None:
-        """Write complete position dicts (as ``KahunaGame.to_dict`` gives them) into the given slots."""
+    def _load(self, indices: np.ndarray, positions: Sequence[Position]) -> None:
+        """Write validated positions into the given slots: each position field into its array, by the schema."""
         self._invalidate(indices)
-        for i, d in zip(indices.tolist(), dicts, strict=True):
-            owners = [-1 if o is None else o for o in d["bridges"]]
-            self.owner[i] = owners
-            for p in (0, 1):
-                self.hand[i, p] = _counts(d["hands"][p])
-                self.known[i, p] = _counts(d["known"][p])
-                self.face_down[i, p] = _counts(d["face_down"][p])
-            self.open_discard[i] = np.array(_counts(d["discard"])) - self.face_down[i].sum(0)
-            pile = [ISLAND_ID[name] for name in reversed(d["pile"])]
-            self.pile[i] = 0
-            self.pile[i, : len(pile)] = pile
-            self.pile_len[i] = len(pile)
-            self.face_up[i] = [-1 if c is None else ISLAND_ID[c] for c in d["face_up"]]
-            self.current[i] = d["current_player"]
-            self.round[i] = d["round"]
-            self.scores[i] = d["scores"]
-            self.final_points[i] = d["final_points"]
-            self.played[i] = d["played_this_turn"]
-            self.discarded[i] = d["discarded_this_turn"]
-            self.must_draw[i] = d["must_draw"]
-            self.claim_line[i] = -1 if d["claim_line"] is None else d["claim_line"]
-            self.setup_left[i] = d["setup_left"]
-            self.final_turns[i] = d["final_turns_left"]
-            self.over[i] = d["over"]
-            self.winner[i] = -1 if d["winner"] is None else d["winner"]
+        for name, empty in _LOADED:
+            values = [getattr(position, name) for position in positions]
+            getattr(self, name)[indices] = [empty if value is None else value for value in values]
+        self.pile[indices] = 0
+        for i, position in zip(indices.tolist(), positions, strict=True):
+            self.pile[i, : len(position.pile)] = position.pile
+            self.pile_len[i] = len(position.pile)
         mine = self.owner[indices][:, None, :] == np.array([0, 1], dtype=np.int8)[None, :, None]
         self.count[indices] = mine.astype(np.int8) @ _INC
         self.lines[indices] = mine.astype(np.uint64) @ _LINE_BIT
@@ -885,52 +865,15 @@ class KahunaBatch:
     def to_dicts(self, indices: Sequence[int] | np.ndarray | None = None) -> list[dict[str, Any]]:
         """The positions of the given games (all when None), each as ``KahunaGame.to_dict`` writes it."""
         indices = self._rows if indices is None else self._indices(indices)
-        owner = self.owner[indices].tolist()
-        hand = self.hand[indices].tolist()
-        face_up = self.face_up[indices].tolist()
-        pile = self.pile[indices].tolist()
+        columns = [(name, empty, getattr(self, name)[indices].tolist()) for name, empty in (*_LOADED, ("pile", None))]
         pile_len = self.pile_len[indices].tolist()
-        open_discard = self.open_discard[indices].tolist()
-        face_down = self.face_down[indices].tolist()
-        known = self.known[indices].tolist()
-        current = self.current[indices].tolist()
-        round_ = self.round[indices].tolist()
-        scores = self.scores[indices].tolist()
-        final_points = self.final_points[indices].tolist()
-        played = self.played[indices].tolist()
-        discarded = self.discarded[indices].tolist()
-        must_draw = self.must_draw[indices].tolist()
-        claim = self.claim_line[indices].tolist()
-        setup = self.setup_left[indices].tolist()
-        final_turns = self.final_turns[indices].tolist()
-        over = self.over[indices].tolist()
-        winner = self.winner[indices].tolist()
-        # The format's one writer, with Position's fields in its order (the pile top first).
-        return [
-            position_json(
-                self.configs[i],
-                owner[k],
-                hand[k],
-                face_up[k],
-                pile[k][pile_len[k] - 1 :: -1] if pile_len[k] else [],
-                open_discard[k],
-                face_down[k],
-                known[k],
-                current[k],
-                round_[k],
-                scores[k],
-                final_points[k],
-                played[k],
-                discarded[k],
-                must_draw[k],
-                claim[k],
-                setup[k],
-                final_turns[k],
-                over[k],
-                None if winner[k] < 0 else winner[k],
-            )
-            for k, i in enumerate(indices.tolist())
-        ]
+        dicts = []
+        for k, i in enumerate(indices.tolist()):
+            values = {name: None if column[k] == empty else column[k] for name, empty, column in columns}
+            values["pile"] = values["pile"][: pile_len[k]]  # the row has room for every card
+            values["config"] = self.configs[i]
+            dicts.append(position_json(values))  # the format's one writer
+        return dicts
 
     def game(self, i: int, seed: int | None = None) -> KahunaGame:
         """Game ``i`` as an independent :class:`KahunaGame`: ``KahunaGame.from_dict(position, seed)``.

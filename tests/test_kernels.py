@@ -39,6 +39,15 @@ def test_the_compiled_encoder_knows_the_observation_layout_in_order():
     assert kernels.BLOCKS == tuple(OBSERVATION_LAYOUT)
 
 
+def test_the_batch_binds_each_loop_argument_by_name_to_a_schema_array_or_a_table(monkeypatch):
+    names = [value for is_array, value in V._bind("step", 3) if is_array]
+    assert names == [name for name in kernels.PARAMETERS["step"][3:] if name in V._BATCH_ARRAYS]
+    assert "current" in names and "round" in names
+    monkeypatch.setitem(kernels.PARAMETERS, "fake", ("rows", "owner", "majority", "tokens"))
+    with pytest.raises(RuntimeError, match=r"kernels\.fake: parameter 'tokens' is neither a schema batch array"):
+        V._bind("fake", 1)
+
+
 def _state(batch: KahunaBatch) -> dict[str, np.ndarray]:
     arrays = {name: getattr(batch, name).copy() for name, _, _, _ in V._STATE_ARRAYS}
     arrays["words"] = batch._legal_words().copy()

@@ -119,6 +119,18 @@ def test_a_malformed_field_is_a_one_line_error_naming_it(changes, message):
     assert "\n" not in str(error.value)
 
 
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"engine": "_token_counts"}, r"one name per field: its engine slot is '_tokens', got '_token_counts'"),
+        ({"batch": "token_counts"}, r"one name per field: its batch array is 'tokens', got 'token_counts'"),
+    ],
+)
+def test_a_field_has_one_name_in_the_engine_and_the_batch(changes, message):
+    with pytest.raises(ValueError, match=message):
+        check_schema((*FIELDS, _state_field(observation="not shown", **changes)))
+
+
 # ---------------------------------------------------------------------------------------------- the engine
 def test_the_engines_slots_are_the_schemas_engine_fields_in_order():
     slots = tuple(field.engine for field in FIELDS if field.engine is not None)
@@ -180,6 +192,16 @@ def test_the_position_keys_are_the_schemas_and_every_game_writes_them_all():
     assert len(dataclasses.fields(Position)) == len(keys)
     assert list(KahunaGame(seed=0).to_dict()) == list(REQUIRED_KEYS + OPTIONAL_KEYS)
     assert list(KahunaBatch(1, seed=0).to_dicts()[0]) == list(REQUIRED_KEYS + OPTIONAL_KEYS)
+
+
+def test_a_position_value_has_the_schemas_position_fields_by_their_names():
+    assert tuple(field.name for field in dataclasses.fields(Position)) == tuple(
+        field.name for field in FIELDS if field.position is not None
+    )
+    game = KahunaGame(seed=2)
+    value = game._position()
+    assert value.current == game.current_player and value.pile == tuple(game._pile)  # the pile bottom first
+    assert KahunaGame._from_position(value, None).to_dict() == game.to_dict() == value.to_dict()
 
 
 @pytest.mark.parametrize("field", [field for field in FIELDS if field.position and field.high is not None])
