@@ -39,7 +39,6 @@ the engine builds a game from.
 
 from __future__ import annotations
 
-import dataclasses
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -84,7 +83,8 @@ from kahuna_env.board import (
     NUM_ISLANDS,
     STARTING_HAND,
 )
-from kahuna_env.positions import Position, parse_position
+from kahuna_env.config import DISCARD_RULES, VARIANTS, KahunaConfig, as_config
+from kahuna_env.positions import POSITION_FIELDS, Position, parse_position
 from kahuna_env.schema import INTERIM_POINTS
 
 __all__ = [
@@ -104,81 +104,14 @@ __all__ = [
     "IllegalActionError",
     "KahunaConfig",
     "KahunaGame",
+    "as_config",
     "check_seed",
     "describe_action",
 ]
 
-VARIANTS = ("standard", "planning")
-DISCARD_RULES = ("instead_of_play", "hand_limit")
-
 
 class IllegalActionError(ValueError):
     """An action that is not legal in the current state (the state is left unchanged)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class KahunaConfig:
-    """Every rule option of a game (docs/RULES.md); bad values raise ``ValueError`` at construction.
-
-    Attributes:
-        variant: ``"standard"`` or ``"planning"`` (placement restricted next to
-            opponent-controlled islands, free claim of a line freed by a removal).
-        handicap: ``None`` or ``(player, n)``: ``player`` places ``n`` (1..3)
-            free bridges after the deal, before the first turn.
-        discard_rule: ``"instead_of_play"`` (face-down discards instead of
-            playing, the seed rulebook) or ``"hand_limit"`` (the printed Kosmos
-            rule: discard only with 5 cards and something drawable, then draw).
-        first_player: the player (0 or 1) who takes the first turn.
-    """
-
-    variant: str = "standard"
-    handicap: tuple[int, int] | None = None
-    discard_rule: str = "instead_of_play"
-    first_player: int = 0
-
-    def __post_init__(self) -> None:
-        if self.variant not in VARIANTS:
-            raise ValueError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
-        if self.discard_rule not in DISCARD_RULES:
-            raise ValueError(f"discard_rule must be one of {DISCARD_RULES}, got {self.discard_rule!r}")
-        if not _is_player(self.first_player):
-            raise ValueError(f"first_player must be 0 or 1, got {self.first_player!r}")
-        if self.handicap is not None:
-            handicap = self.handicap
-            # A list or tuple only: a dict or a set of two would unpack into its keys or in any order.
-            if not isinstance(handicap, (tuple, list)) or len(handicap) != 2:
-                raise ValueError(f"handicap must be None or a pair (player, bridges), got {handicap!r}")
-            player, count = handicap
-            if not _is_player(player):
-                raise ValueError(f"handicap player must be 0 or 1, got {player!r}")
-            if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 3:
-                raise ValueError(f"handicap bridges must be an integer in 1..3, got {count!r}")
-            # JSON gives lists; keep the frozen object hashable and comparable.
-            object.__setattr__(self, "handicap", (int(player), int(count)))
-
-    @classmethod
-    def from_dict(cls, options: Mapping[str, Any]) -> KahunaConfig:
-        """Build a config from a mapping; an unknown key is a ``ValueError`` naming it."""
-        if not isinstance(options, Mapping):
-            raise ValueError(f"config must be a mapping, got {type(options).__name__}")
-        known = {field.name for field in dataclasses.fields(cls)}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise ValueError(f"unknown config option(s) {unknown}; known options: {sorted(known)}")
-        return cls(**options)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (handicap as a list or null)."""
-        return {
-            "variant": self.variant,
-            "handicap": list(self.handicap) if self.handicap is not None else None,
-            "discard_rule": self.discard_rule,
-            "first_player": self.first_player,
-        }
-
-
-def _is_player(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value in (0, 1)
 
 
 # --- legal-action tables ---------------------------------------------------------------------
@@ -318,6 +251,23 @@ _OPTIONS = tuple(
 _get_values = operator.attrgetter(*_VALUE_FIELDS)
 _get_lists = operator.attrgetter(*_LIST_FIELDS)
 _get_pairs = operator.attrgetter(*_PAIR_FIELDS)
+_LOADED = tuple(
+    (field.name, field.engine)
+    for field in POSITION_FIELDS
+    if field.role == "state" and field.name not in ("over", "winner")
+)
+"""``(position field, slot)`` a game is built from; the engine decides ``over`` and ``winner`` and checks the
+position's against them, and derives the rest (:meth:`KahunaGame._derive`)."""
+
+
+def _frozen(value: Any) -> Any:
+    """A slot's value as a position holds it: lists as tuples, all the way down."""
+    return tuple(_frozen(item) for item in value) if isinstance(value, list) else value
+
+
+def _thawed(value: Any) -> Any:
+    """A position's value as a slot holds it: tuples as fresh lists, all the way down."""
+    return [_thawed(item) for item in value] if isinstance(value, tuple) else value
 
 
 def check_seed(seed: object) -> None:
@@ -453,12 +403,12 @@ class KahunaGame:
     @property
     def in_final_turns(self) -> bool:
         """Whether the round-3 extra turns (no drawing) are being played."""
-        return self._final_turns_left > 0 and not self._over
+        return self._final_turns > 0 and not self._over
 
     @property
     def final_turns_left(self) -> int:
         """Extra turns left after round 3 ran out of cards (0 when not in that phase)."""
-        return self._final_turns_left
+        return self._final_turns
 
     @property
     def must_draw(self) -> bool:
@@ -501,7 +451,7 @@ class KahunaGame:
 
     def bridge_lines(self, player: int) -> int:
         """The lines holding ``player``'s bridges, as a bitmask (bit ``l`` for line ``l``)."""
-        return self._line_mask[player]
+        return self._lines[player]
 
     def control_mask(self, player: int) -> int:
         """The islands ``player`` controls, as a bitmask (bit ``i`` for island ``i``)."""
@@ -513,11 +463,11 @@ class KahunaGame:
 
     def bridges_on_board(self, player: int) -> int:
         """Number of ``player``'s bridges on the board."""
-        return self._line_mask[player].bit_count()
+        return self._lines[player].bit_count()
 
     def supply(self, player: int) -> int:
         """Bridges ``player`` still has to place (25 minus those on the board)."""
-        return BRIDGES_PER_PLAYER - self._line_mask[player].bit_count()
+        return BRIDGES_PER_PLAYER - self._lines[player].bit_count()
 
     def bridge_count(self, player: int, island: int) -> int:
         """Number of ``player``'s bridges on the lines of ``island``."""
@@ -600,7 +550,7 @@ class KahunaGame:
             return ()
         player = self._current
         if self._setup_left:
-            free = ~(self._line_mask[0] | self._line_mask[1]) & ALL_LINES_MASK
+            free = ~(self._lines[0] | self._lines[1]) & ALL_LINES_MASK
             return (
                 _FREE_T[0][free & _CHUNK_MASK]
                 + _FREE_T[1][(free >> _CHUNK) & _CHUNK_MASK]
@@ -609,8 +559,8 @@ class KahunaGame:
         out: list[int] = []
         has1 = self._has1[player]
         if not self._discarded:
-            mine = self._line_mask[player]
-            theirs = self._line_mask[1 - player]
+            mine = self._lines[player]
+            theirs = self._lines[1 - player]
             lines_a = LINES_WITH_A_IN[has1]
             lines_b = LINES_WITH_B_IN[has1]
             if mine.bit_count() < BRIDGES_PER_PLAYER:
@@ -650,7 +600,7 @@ class KahunaGame:
         if (
             not self._played
             and has1
-            and (not self._hand_limit_rule or self._discarded or (self._hand_size[player] == HAND_LIMIT and drawable))
+            and (not self._hand_limit or self._discarded or (self._hand_size[player] == HAND_LIMIT and drawable))
         ):
             out += _DISCARD_T[has1]
         end = 0
@@ -664,7 +614,7 @@ class KahunaGame:
                 end |= 4
             if face_up[2] >= 0:
                 end |= 8
-        if not (drawable and self._must_draw) and not (self._hand_limit_rule and self._discarded):
+        if not (drawable and self._must_draw) and not (self._hand_limit and self._discarded):
             end |= _PASS_BIT
         out += _END_T[end]
         if self._claim_line >= 0:
@@ -708,7 +658,7 @@ class KahunaGame:
             self._claim_line = -1
             if (
                 self._planning
-                and self._line_mask[player].bit_count() < BRIDGES_PER_PLAYER
+                and self._lines[player].bit_count() < BRIDGES_PER_PLAYER
                 and not self._control[opponent] & (_ISLAND_BIT[_LINE_A[line]] | _ISLAND_BIT[_LINE_B[line]])
             ):
                 self._claim_line = line
@@ -769,6 +719,25 @@ class KahunaGame:
                 setattr(self, name, getattr(backup, name))
             raise
 
+    def _derive(self) -> None:
+        """The derived fields from the state: line sets, counts and control from the owners, the hand's sizes
+        and its one-card and two-card island sets from the hands (a game built from a position)."""
+        for player in (0, 1):
+            lines = 0
+            count = [0] * NUM_ISLANDS
+            for line, owner in enumerate(self._owner):
+                if owner == player:
+                    lines |= _LINE_BIT[line]
+                    count[_LINE_A[line]] += 1
+                    count[_LINE_B[line]] += 1
+            self._lines[player] = lines
+            self._count[player] = count
+            self._control[player] = sum(_ISLAND_BIT[i] for i in range(NUM_ISLANDS) if count[i] >= MAJORITY[i])
+            hand = self._hand[player]
+            self._hand_size[player] = sum(hand)
+            self._has1[player] = sum(_ISLAND_BIT[i] for i in range(NUM_ISLANDS) if hand[i] >= 1)
+            self._has2[player] = sum(_ISLAND_BIT[i] for i in range(NUM_ISLANDS) if hand[i] >= 2)
+
     def _gain(self, player: int, island: int) -> None:
         hand = self._hand[player]
         hand[island] += 1
@@ -809,13 +778,13 @@ class KahunaGame:
         count = self._count[player]
         taken = control_taken(count, line)
         self._owner[line] = player
-        self._line_mask[player] |= _LINE_BIT[line]
+        self._lines[player] |= _LINE_BIT[line]
         count[_LINE_A[line]] += 1
         count[_LINE_B[line]] += 1
         if taken:
             self._control[player] |= taken
             opponent = 1 - player
-            swept = swept_lines(taken, self._line_mask[opponent])
+            swept = swept_lines(taken, self._lines[opponent])
             if swept:
                 self._lift(opponent, swept)
                 self._check_premature_end()
@@ -825,7 +794,7 @@ class KahunaGame:
         count = self._count[player]
         if self._control[player]:
             self._control[player] = control_kept(self._control[player], count, lines)
-        self._line_mask[player] &= ~lines
+        self._lines[player] &= ~lines
         while lines:
             low = lines & -lines
             line = low.bit_length() - 1
@@ -839,13 +808,13 @@ class KahunaGame:
         self._discarded = 0
         self._claim_line = -1
         self._must_draw = passed
-        if self._final_turns_left:
-            self._final_turns_left -= 1
-            if not self._final_turns_left:
+        if self._final_turns:
+            self._final_turns -= 1
+            if not self._final_turns:
                 self._final_scoring()  # the last player to act stays current_player
                 return
         self._current = 1 - player
-        if self._final_turns_left:
+        if self._final_turns:
             return
         face_up = self._face_up
         if self._pile or face_up[0] >= 0 or face_up[1] >= 0 or face_up[2] >= 0:
@@ -853,7 +822,7 @@ class KahunaGame:
         if self._round < 3:
             self._interim_scoring()
         else:
-            self._final_turns_left = 2
+            self._final_turns = 2
 
     def _interim_scoring(self) -> None:
         islands = (self._control[0].bit_count(), self._control[1].bit_count())
@@ -889,7 +858,7 @@ class KahunaGame:
         for first, second in (
             self._scores,
             self._final_points,
-            (self._line_mask[0].bit_count(), self._line_mask[1].bit_count()),
+            (self._lines[0].bit_count(), self._lines[1].bit_count()),
         ):
             if first != second:
                 return 0 if first > second else 1
@@ -897,16 +866,16 @@ class KahunaGame:
 
     def _check_premature_end(self) -> None:
         """From the first interim scoring on, a player without a bridge ends the game (checked only here)."""
-        if self._round >= 2 and not (self._line_mask[0] and self._line_mask[1]):
+        if self._round >= 2 and not (self._lines[0] and self._lines[1]):
             self._over = True
             self._legal = None
             self._winner = self._premature_winner()
 
     def _premature_winner(self) -> int | None:
         """The player who still has bridges wins a premature end; neither has: a draw."""
-        if self._line_mask[0]:
+        if self._lines[0]:
             return 0
-        return 1 if self._line_mask[1] else None
+        return 1 if self._lines[1] else None
 
     # ------------------------------------------------------------------ error messages
     def _explain_illegal(self, action: object) -> str:
@@ -948,10 +917,10 @@ class KahunaGame:
                 return f"the hand holds no {missing} card"
             return "discard rule 'hand_limit': a first discard needs 5 cards in hand and a card to draw"
         if action <= A.PASS:
-            if self._final_turns_left and action != A.PASS:
+            if self._final_turns and action != A.PASS:
                 return "no drawing in the final extra turns"
             if action == A.PASS:
-                if self._hand_limit_rule and self._discarded:
+                if self._hand_limit and self._discarded:
                     return "discard rule 'hand_limit': a turn with discards ends with a draw or take"
                 return "the opponent passed last turn and a card is drawable, so this turn must end with a draw"
             if self._hand_size[player] >= HAND_LIMIT:
@@ -1037,28 +1006,8 @@ class KahunaGame:
         return self._position().to_dict()
 
     def _position(self) -> Position:
-        return Position(
-            config=self.config,
-            owners=tuple(self._owner),
-            hands=(tuple(self._hand[0]), tuple(self._hand[1])),
-            face_up=tuple(self._face_up),
-            pile=tuple(reversed(self._pile)),
-            open_discard=tuple(self._open_discard),
-            face_down=(tuple(self._face_down[0]), tuple(self._face_down[1])),
-            known=(tuple(self._known[0]), tuple(self._known[1])),
-            current_player=self._current,
-            round=self._round,
-            scores=(self._scores[0], self._scores[1]),
-            final_points=(self._final_points[0], self._final_points[1]),
-            played=self._played,
-            discarded=self._discarded,
-            must_draw=self._must_draw,
-            claim_line=self._claim_line,
-            setup_left=self._setup_left,
-            final_turns_left=self._final_turns_left,
-            over=self._over,
-            winner=self._winner,
-        )
+        """The position as a :class:`~kahuna_env.positions.Position`: every position field's slot, by the schema."""
+        return Position(**{field.name: _frozen(getattr(self, field.engine)) for field in POSITION_FIELDS})
 
     @classmethod
     def from_dict(cls, position: Mapping[str, Any], seed: int | None = None) -> KahunaGame:
@@ -1075,40 +1024,16 @@ class KahunaGame:
         (premature end) and loads as such.
         """
         check_seed(seed)
-        return cls._from_position(parse_position(position, as_config), seed)
+        return cls._from_position(parse_position(position), seed)
 
     @classmethod
     def _from_position(cls, position: Position, seed: int | None) -> KahunaGame:
         """Build a game from a validated position, then apply the checks that need the rules."""
         game = cls.__new__(cls)
         game._init_empty(position.config, seed)
-        for line, owner in enumerate(position.owners):
-            if owner >= 0:
-                game._owner[line] = owner
-                game._line_mask[owner] |= _LINE_BIT[line]
-                game._count[owner][_LINE_A[line]] += 1
-                game._count[owner][_LINE_B[line]] += 1
-        for player in (0, 1):
-            count = game._count[player]
-            game._control[player] = sum(_ISLAND_BIT[i] for i in range(NUM_ISLANDS) if count[i] >= MAJORITY[i])
-            for island, cards in enumerate(position.hands[player]):
-                for _ in range(cards):
-                    game._gain(player, island)
-            game._face_down[player] = list(position.face_down[player])
-            game._known[player] = list(position.known[player])
-        game._open_discard = list(position.open_discard)
-        game._face_up = list(position.face_up)
-        game._pile = list(reversed(position.pile))
-        game._current = position.current_player
-        game._round = position.round
-        game._scores = list(position.scores)
-        game._final_points = list(position.final_points)
-        game._played = position.played
-        game._discarded = position.discarded
-        game._must_draw = position.must_draw
-        game._claim_line = position.claim_line
-        game._setup_left = position.setup_left
-        game._final_turns_left = position.final_turns_left
+        for name, slot in _LOADED:
+            setattr(game, slot, _thawed(getattr(position, name)))
+        game._derive()
         game._check_premature_end()
         if position.over:
             game._check_outcome(position)
@@ -1125,7 +1050,7 @@ class KahunaGame:
                     "(a player without bridges) had no final scoring"
                 )
         else:
-            if position.round != 3 or position.final_turns_left or self._pile or any(c >= 0 for c in self._face_up):
+            if position.round != 3 or position.final_turns or self._pile or any(c >= 0 for c in self._face_up):
                 raise ValueError(
                     "position 'over' is true but both players have bridges and the final turns of round 3 "
                     "are not done: a game ends by the final scoring or a premature end"
@@ -1144,17 +1069,6 @@ class KahunaGame:
                 f"position 'winner' {position.winner} contradicts the outcome: {expected_text} "
                 f"(scores {self._scores}, final points {self._final_points})"
             )
-
-
-def as_config(config: KahunaConfig | Mapping[str, Any] | None) -> KahunaConfig:
-    """A config from a config, a mapping of options, or ``None`` (the defaults); ``ValueError`` otherwise."""
-    if config is None:
-        return KahunaConfig()
-    if isinstance(config, KahunaConfig):
-        return config
-    if isinstance(config, Mapping):
-        return KahunaConfig.from_dict(config)
-    raise ValueError(f"config must be a KahunaConfig, a mapping or None, got {type(config).__name__}")
 
 
 def _island_index(island: int | str) -> int:

@@ -1,30 +1,39 @@
-"""Compiled loops for the batched engine's hot path (:mod:`kahuna_env.vector`), with numba.
+"""The batched engine's hot loops (:mod:`kahuna_env.vector`): the one implementation of its rules, compiled with numba.
 
-:class:`~kahuna_env.vector.KahunaBatch` keeps its state as numpy arrays and, when numba is
-installed, runs each hot operation as one compiled loop over the games it is asked for: the
-legal-action words and a step's legality check; a step's transitions (payments, removals,
-discards, bridges and captures, draws, takes, passes, the final scoring); the interim
-scoring and the deal around their shuffles; the observations; the choice of a random set
-bit.  Each loop is the array code of :mod:`kahuna_env.vector` written game by game, so the
-results are bit-identical to it (``tests/test_kernels.py`` plays the two side by side).
+:class:`~kahuna_env.vector.KahunaBatch` keeps its state as numpy arrays and runs each hot
+operation as one loop over the games it is asked for: the legal-action words and a step's
+legality check; a step's transitions (payments, removals, discards, bridges and captures,
+draws, takes, passes, the final scoring); the interim scoring and the deal around their
+shuffles; the observations (the batch's one encoder); the choice of a random set bit.
+``tests/test_vector.py`` holds them to the scalar engine and ``tests/test_rules_reference.py``
+holds the engine to the readable rules (:mod:`kahuna_env.rules`).
 
 Chance is here too, bit for bit numpy's: each game's ``numpy.random.default_rng(seed)`` is a
 row of PCG64 state, seeded as numpy's ``SeedSequence`` seeds it (:func:`seed_generators`) and
 drawn as ``Generator.permutation`` (:func:`permutations`) and ``integers(2**63)``
 (:func:`draw_seeds`) draw; ``tests/test_kernels.py`` holds them to numpy's own generators.
 
-Compilation happens on first use (about 11 s for every loop on a 2-core machine), cached on
-disk by numba after that.  Set the environment variable ``KAHUNA_JIT=0`` before the first
-batch is made to use the array code instead (also the path when numba cannot be imported);
-:func:`enabled` says which one runs, and imports numba on its first call, not on import.
-The board's lookup tables are passed as arguments, never read as globals, so a compiled loop
-holds no copy of the board that could outlive a change to it in numba's cache (the globals
-are numpy's PCG64 and SeedSequence constants, fixed by their algorithms).
+With numba (a dependency of the project) every loop is compiled on first use (about 11 s for
+all of them on a 2-core machine), cached on disk by numba after that.  With the environment
+variable ``KAHUNA_JIT=0`` set before the first batch is made, or when numba cannot be
+imported, the same functions run as plain Python (numpy scalars, their overflow warnings
+silenced as numba wraps silently): slower by orders of magnitude, the same results bit for bit
+(``tests/test_kernels.py`` plays the two side by side, :func:`interpreted` giving the plain
+ones beside the compiled).  :func:`enabled` says which runs, and imports numba on its first
+call, not on import.  :data:`PARAMETERS` names each loop's arguments: the batch passes its
+arrays by those names (the schema's batch arrays, :data:`kahuna_env.schema.FIELDS`) and the
+board's tables by theirs.  The tables are arguments, never globals, so a compiled loop holds
+no copy of the board that could outlive a change to it in numba's cache (the globals are
+numpy's PCG64 and SeedSequence constants, fixed by their algorithms).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
+import sys
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -32,11 +41,13 @@ import numpy as np
 __all__ = [
     "BLOCKS",
     "ENABLED",
+    "PARAMETERS",
     "check",
     "deal",
     "draw_seeds",
     "enabled",
     "interim_scoring",
+    "interpreted",
     "legal_words",
     "observations",
     "permutations",
@@ -59,30 +70,51 @@ def _load_numba() -> Any:
     if os.environ.get("KAHUNA_JIT", "1").strip() == "0":
         return None
     try:
-        import numba  # optional: the array code runs without it; imported on first use
+        import numba  # optional: the loops run as plain Python without it; imported on first use
     except Exception:  # an incompatible numba (e.g. built for another numpy) must not break the env
         return None
     return numba
 
 
 ENABLED: bool | None = None
-"""Whether the compiled loops run (numba importable and ``KAHUNA_JIT`` not ``0``); None until :func:`enabled`."""
+"""Whether the loops run compiled (numba importable and ``KAHUNA_JIT`` not ``0``); None until :func:`enabled`."""
 
-_COMPILED: list[str] = []
-"""The names of the loops :func:`enabled` compiles (each marked with :func:`_jit`)."""
+_LOOPS: list[str] = []
+"""The names of the loops (each marked with :func:`_loop`), compiled or wrapped by :func:`enabled`."""
+
+PARAMETERS: dict[str, tuple[str, ...]] = {}
+"""Each public loop's parameter names, in order (the batch binds its arrays and the tables to them by name)."""
+
+_INTERPRETED: ModuleType | None = None
 
 
-def enabled() -> bool:
-    """Whether the compiled loops run; the first call imports numba (about 0.3 s) and wraps them for it.
+def _interpret(names: dict[str, Any]) -> None:
+    """Leave the loops of a module's namespace as Python, the public ones run with numpy's overflow warnings off.
 
-    Each loop compiles on its first call (seconds), then comes from numba's cache on disk.
+    Compiled, the loops wrap around silently (the PCG64 arithmetic relies on it); as numpy scalars they
+    wrap alike but warn.
     """
+    for name in PARAMETERS:
+        function = names[name]
+
+        @functools.wraps(function)
+        def quiet(*args: Any, _function: Any = function) -> Any:
+            with np.errstate(over="ignore"):
+                return _function(*args)
+
+        names[name] = quiet
+
+
+def _setup() -> bool:
+    """Compile the loops (numba) or leave them as Python, once; return :data:`ENABLED`."""
     global ENABLED
     if ENABLED is None:
         numba = _load_numba()
-        if numba is not None:
-            names = globals()
-            for name in _COMPILED:
+        names = globals()
+        if numba is None:
+            _interpret(names)
+        else:
+            for name in _LOOPS:
                 try:
                     names[name] = numba.njit(cache=True, nogil=True)(names[name])
                 except RuntimeError:  # no writable cache folder for this install: compile in every process
@@ -91,16 +123,48 @@ def enabled() -> bool:
     return ENABLED
 
 
-def _jit(function: Any) -> Any:
-    """Mark a loop for compilation: :func:`enabled` compiles every name of ``_COMPILED``."""
-    _COMPILED.append(function.__name__)
+def enabled() -> bool:
+    """Whether the loops run compiled; the first call imports numba (about 0.3 s) and wraps them for it.
+
+    Each loop compiles on its first call (seconds), then comes from numba's cache on disk.
+    """
+    return _setup()
+
+
+def interpreted() -> ModuleType:
+    """The loops as plain Python: this module when numba is off, else this module's source loaded once more.
+
+    The second load is never compiled: the reference the tests hold the compiled loops to, and the loops
+    of a batch made while :func:`enabled` said False.
+    """
+    global _INTERPRETED
+    if _INTERPRETED is None:
+        if not _setup():
+            _INTERPRETED = sys.modules[__name__]
+        else:
+            spec = importlib.util.spec_from_file_location(f"{__name__}_interpreted", __file__)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            module.ENABLED = False
+            module._interpret(vars(module))
+            _INTERPRETED = module
+    return _INTERPRETED
+
+
+def _loop(function: Any) -> Any:
+    """Mark a loop: :func:`enabled` compiles it (or leaves it as Python); a public one's parameters are recorded."""
+    _LOOPS.append(function.__name__)
+    if not function.__name__.startswith("_"):
+        code = function.__code__
+        PARAMETERS[function.__name__] = code.co_varnames[: code.co_argcount]
     return function
 
 
 U1 = np.uint64(1)
 
 
-@_jit
+@_loop
 def _popcount(x: np.uint64) -> np.int64:
     x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
     x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
@@ -108,7 +172,7 @@ def _popcount(x: np.uint64) -> np.int64:
     return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
 
 
-@_jit
+@_loop
 def _select_bit(x: np.uint64, rank: np.int64) -> np.int64:
     """The position of the set bit of rank ``rank`` of ``x`` (0 = the lowest set bit; ``rank < popcount(x)``).
 
@@ -127,7 +191,7 @@ def _select_bit(x: np.uint64, rank: np.int64) -> np.int64:
     return position
 
 
-@_jit
+@_loop
 def _sample_row(words: np.ndarray, k: int, uniform: float) -> np.int64:
     """The set bit of rank ``int(uniform * count)`` of row ``k`` of ``(M, W)`` words; -1 if the row has none."""
     total = np.int64(0)
@@ -146,7 +210,7 @@ def _sample_row(words: np.ndarray, k: int, uniform: float) -> np.int64:
     return np.int64(-1)  # not reached: rank < total
 
 
-@_jit
+@_loop
 def sample_bits(words: np.ndarray, uniforms: np.ndarray, out: np.ndarray) -> None:
     """``out[k]``: the set bit of rank ``int(uniforms[k] * count)`` of row ``k`` of ``(M, W)`` words; 0 if none.
 
@@ -156,7 +220,7 @@ def sample_bits(words: np.ndarray, uniforms: np.ndarray, out: np.ndarray) -> Non
         out[k] = max(_sample_row(words, k, uniforms[k]), 0)
 
 
-@_jit
+@_loop
 def legal_words(
     rows: np.ndarray,
     words: np.ndarray,
@@ -258,7 +322,7 @@ def legal_words(
         words[i, 2] |= free_bridge << np.uint64(24)
 
 
-@_jit
+@_loop
 def _premature(i: int, bridges: np.ndarray, over: np.ndarray, winner: np.ndarray) -> None:
     has0 = bridges[i, 0] > 0
     has1 = bridges[i, 1] > 0
@@ -266,10 +330,11 @@ def _premature(i: int, bridges: np.ndarray, over: np.ndarray, winner: np.ndarray
     winner[i] = -1 if has0 == has1 else (0 if has0 else 1)
 
 
-@_jit
+@_loop
 def step(
     actions: np.ndarray,
     kinds: np.ndarray,
+    interim: np.ndarray,
     owner: np.ndarray,
     lines: np.ndarray,
     count: np.ndarray,
@@ -282,7 +347,7 @@ def step(
     pile_len: np.ndarray,
     face_up: np.ndarray,
     current: np.ndarray,
-    round_: np.ndarray,
+    round: np.ndarray,
     scores: np.ndarray,
     final_points: np.ndarray,
     played: np.ndarray,
@@ -295,7 +360,6 @@ def step(
     winner: np.ndarray,
     planning: np.ndarray,
     first_player: np.ndarray,
-    interim: np.ndarray,
     action_line: np.ndarray,
     pay1: np.ndarray,
     pay2: np.ndarray,
@@ -346,7 +410,7 @@ def step(
                     and count[i, o, b] < majority[b]
                 ):
                     claim_line[i] = line
-                if round_[i] >= 2 and bridges[i, o] == 0:
+                if round[i] >= 2 and bridges[i, o] == 0:
                     _premature(i, bridges, over, winner)
         elif kind == 3:  # a face-down discard
             island = action - discard_base
@@ -380,7 +444,7 @@ def step(
                         lost += 1
                 if lost:
                     bridges[i, o] -= lost
-                    if round_[i] >= 2 and bridges[i, o] == 0:
+                    if round[i] >= 2 and bridges[i, o] == 0:
                         _premature(i, bridges, over, winner)
             if in_setup and setup_left[i] == 0:
                 current[i] = first_player[i]
@@ -433,13 +497,13 @@ def step(
             else:
                 current[i] = o
                 if not in_final and pile_len[i] == 0 and face_up[i, 0] < 0 and face_up[i, 1] < 0 and face_up[i, 2] < 0:
-                    if round_[i] >= 3:
+                    if round[i] >= 3:
                         final_turns[i] = 2
                     else:
                         interim[i] = True
 
 
-@_jit
+@_loop
 def observations(
     rows: np.ndarray,
     seats: np.ndarray,
@@ -456,7 +520,7 @@ def observations(
     face_down: np.ndarray,
     known: np.ndarray,
     scores: np.ndarray,
-    round_: np.ndarray,
+    round: np.ndarray,
     final_turns: np.ndarray,
     over: np.ndarray,
     bridges: np.ndarray,
@@ -479,11 +543,35 @@ def observations(
     observation itself (``out`` may then be one scratch row, reused).  ``starts``: the first
     column of each observation block, in the layout's order (``kahuna_env.observation.OBSERVATION_LAYOUT``).
     """
-    lines_mine, lines_opp, ctrl_mine, ctrl_opp, br_mine, br_opp = starts[0:6]
-    hand_at, face_up_at, pile_at, discard_at, my_down_at = starts[6:11]
-    opp_down_at, opp_hand_at, opp_known_at, unseen_at, scores_at = starts[11:16]
-    round_at, final_at, supply_at, played_at, discarding_at = starts[16:21]
-    must_draw_at, claim_at, setup_at, my_turn_at, first_at, rules_at = starts[21:27]
+    (  # one start per observation block, named after it, in the layout's order
+        lines_mine_at,
+        lines_opponent_at,
+        control_mine_at,
+        control_opponent_at,
+        bridges_mine_at,
+        bridges_opponent_at,
+        hand_at,
+        face_up_at,
+        pile_size_at,
+        discard_open_at,
+        my_face_down_at,
+        opponent_face_down_count_at,
+        opponent_hand_size_at,
+        opponent_known_at,
+        unseen_at,
+        scores_at,
+        round_at,
+        final_turns_at,
+        supply_at,
+        cards_played_at,
+        discarding_at,
+        must_draw_at,
+        claim_at,
+        setup_at,
+        my_turn_at,
+        first_player_at,
+        rules_at,
+    ) = starts
     islands = hand.shape[2]
     for k in range(rows.shape[0]):
         i = rows[k]
@@ -492,19 +580,19 @@ def observations(
         r = out[k % out.shape[0]]
         r[:] = 0
         for line in range(owner.shape[1]):
-            r[lines_mine + line] = owner[i, line] == v
-            r[lines_opp + line] = owner[i, line] == o
+            r[lines_mine_at + line] = owner[i, line] == v
+            r[lines_opponent_at + line] = owner[i, line] == o
         opp_down = 0
         opp_hand = 0
         for island in range(islands):
-            r[ctrl_mine + island] = count[i, v, island] >= majority[island]
-            r[ctrl_opp + island] = count[i, o, island] >= majority[island]
-            r[br_mine + island] = count[i, v, island]
-            r[br_opp + island] = count[i, o, island]
+            r[control_mine_at + island] = count[i, v, island] >= majority[island]
+            r[control_opponent_at + island] = count[i, o, island] >= majority[island]
+            r[bridges_mine_at + island] = count[i, v, island]
+            r[bridges_opponent_at + island] = count[i, o, island]
             r[hand_at + island] = hand[i, v, island]
-            r[discard_at + island] = open_discard[i, island]
-            r[my_down_at + island] = face_down[i, v, island]
-            r[opp_known_at + island] = known[i, o, island]
+            r[discard_open_at + island] = open_discard[i, island]
+            r[my_face_down_at + island] = face_down[i, v, island]
+            r[opponent_known_at + island] = known[i, o, island]
             opp_down += face_down[i, o, island]
             opp_hand += hand[i, o, island]
             shown = 0
@@ -522,21 +610,21 @@ def observations(
         for slot in range(face_up.shape[1]):
             if face_up[i, slot] >= 0:
                 r[face_up_at + slot * islands + face_up[i, slot]] = 1
-        r[pile_at] = pile_len[i]
-        r[opp_down_at] = opp_down
-        r[opp_hand_at] = opp_hand
+        r[pile_size_at] = pile_len[i]
+        r[opponent_face_down_count_at] = opp_down
+        r[opponent_hand_size_at] = opp_hand
         r[scores_at] = scores[i, v]
         r[scores_at + 1] = scores[i, o]
-        if 1 <= round_[i] <= 3:
-            r[round_at + round_[i] - 1] = 1
+        if 1 <= round[i] <= 3:
+            r[round_at + round[i] - 1] = 1
         final_left = 0 if over[i] else final_turns[i]
-        r[final_at] = final_left > 0
-        r[final_at + 1] = final_left
+        r[final_turns_at] = final_left > 0
+        r[final_turns_at + 1] = final_left
         r[supply_at] = max_bridges - bridges[i, v]
         r[supply_at + 1] = max_bridges - bridges[i, o]
         to_act = current[i] == v and not over[i]
         if to_act:
-            r[played_at] = played[i]
+            r[cards_played_at] = played[i]
             r[discarding_at] = discarded[i] > 0
             r[must_draw_at] = must_draw[i]
             if claim_line[i] >= 0:
@@ -544,7 +632,7 @@ def observations(
         r[setup_at] = setup_left[i] > 0
         r[setup_at + 1] = setup_left[i]
         r[my_turn_at] = to_act
-        r[first_at] = first_player[i] == v
+        r[first_player_at] = first_player[i] == v
         r[rules_at] = planning[i]
         r[rules_at + 1] = hand_limit[i]
         if scaled.shape[0]:
@@ -552,7 +640,7 @@ def observations(
                 scaled[k, j] = np.float32(r[j]) * scale[j]
 
 
-@_jit
+@_loop
 def check(actions: np.ndarray, running: np.ndarray, words: np.ndarray, safe: np.ndarray, no_action: int) -> tuple:
     """Validate the actions of the ``running`` games against their legal words (``KahunaBatch._check``).
 
@@ -574,14 +662,14 @@ def check(actions: np.ndarray, running: np.ndarray, words: np.ndarray, safe: np.
     return 0, -1
 
 
-@_jit
+@_loop
 def interim_scoring(
     games: np.ndarray,
     orders: np.ndarray,
     count: np.ndarray,
     bridges: np.ndarray,
     scores: np.ndarray,
-    round_: np.ndarray,
+    round: np.ndarray,
     open_discard: np.ndarray,
     face_down: np.ndarray,
     face_up: np.ndarray,
@@ -609,12 +697,12 @@ def interim_scoring(
                 ctrl0 += 1
             if count[i, 1, island] >= majority[island]:
                 ctrl1 += 1
-        points = round_[i]
+        points = round[i]
         if ctrl0 > ctrl1:
             scores[i, 0] += points
         elif ctrl1 > ctrl0:
             scores[i, 1] += points
-        round_[i] += 1
+        round[i] += 1
         size = 0
         for island in range(islands):
             for _ in range(open_discard[i, island]):
@@ -655,7 +743,7 @@ _MIX_MULT_R = np.uint64(0x4973F715)
 _POOL_SIZE = 4
 
 
-@_jit
+@_loop
 def _mul64(a: np.uint64, b: np.uint64) -> tuple:
     """The 128-bit product of two uint64: ``(high, low)``."""
     a_lo = a & _M32
@@ -672,7 +760,7 @@ def _mul64(a: np.uint64, b: np.uint64) -> tuple:
     return high, low
 
 
-@_jit
+@_loop
 def _pcg_step(pcg: np.ndarray, g: int) -> None:
     """``state = state * multiplier + increment`` (mod 2**128)."""
     s_hi = pcg[g, 0]
@@ -686,7 +774,7 @@ def _pcg_step(pcg: np.ndarray, g: int) -> None:
     pcg[g, 1] = new_low
 
 
-@_jit
+@_loop
 def _next64(pcg: np.ndarray, g: int) -> np.uint64:
     """PCG64's XSL-RR output of the stepped state (numpy's ``next_uint64``)."""
     _pcg_step(pcg, g)
@@ -696,7 +784,7 @@ def _next64(pcg: np.ndarray, g: int) -> np.uint64:
     return (value >> rot) | (value << ((np.uint64(64) - rot) & np.uint64(63)))
 
 
-@_jit
+@_loop
 def _next32(pcg: np.ndarray, g: int) -> np.uint64:
     """numpy's ``next_uint32`` for PCG64: the low half of a 64-bit draw, its high half kept for the next call."""
     if pcg[g, 4]:
@@ -708,7 +796,7 @@ def _next32(pcg: np.ndarray, g: int) -> np.uint64:
     return value & _M32
 
 
-@_jit
+@_loop
 def _interval(pcg: np.ndarray, g: int, top: np.uint64) -> np.uint64:
     """numpy's ``random_interval``: uniform in ``0..top`` by masked rejection (32-bit draws below 2**32)."""
     if top == 0:
@@ -727,7 +815,7 @@ def _interval(pcg: np.ndarray, g: int, top: np.uint64) -> np.uint64:
             return value
 
 
-@_jit
+@_loop
 def _hashmix(value: np.uint64, hash_const: np.uint64) -> tuple:
     """SeedSequence's ``hashmix`` on 32-bit words: ``(mixed value, next hash constant)``."""
     value = (value ^ hash_const) & _M32
@@ -737,13 +825,13 @@ def _hashmix(value: np.uint64, hash_const: np.uint64) -> tuple:
     return value, hash_const
 
 
-@_jit
+@_loop
 def _mix(x: np.uint64, y: np.uint64) -> np.uint64:
     result = (_MIX_MULT_L * x - _MIX_MULT_R * y) & _M32
     return result ^ (result >> np.uint64(16))
 
 
-@_jit
+@_loop
 def seed_generators(rows: np.ndarray, words: np.ndarray, offsets: np.ndarray, pcg: np.ndarray) -> None:
     """``pcg[rows[k]]`` := ``numpy.random.default_rng(seed_k)``'s PCG64 state.
 
@@ -793,7 +881,7 @@ def seed_generators(rows: np.ndarray, words: np.ndarray, offsets: np.ndarray, pc
         pcg[g, 5] = 0
 
 
-@_jit
+@_loop
 def permutations(rows: np.ndarray, sizes: np.ndarray, pcg: np.ndarray, out: np.ndarray) -> None:
     """``default_rng(...).permutation(sizes[k])`` from game ``rows[k]``'s generator, one after the other in ``out``."""
     start = 0
@@ -810,14 +898,14 @@ def permutations(rows: np.ndarray, sizes: np.ndarray, pcg: np.ndarray, out: np.n
         start += n
 
 
-@_jit
+@_loop
 def draw_seeds(rows: np.ndarray, pcg: np.ndarray, out: np.ndarray) -> None:
     """``out[k]`` := ``integers(2**63)`` of generator ``rows[k]`` (numpy's Lemire draw: one 64-bit draw, halved)."""
     for k in range(rows.shape[0]):
         out[k] = _next64(pcg, rows[k]) >> U1
 
 
-@_jit
+@_loop
 def deal(
     rows: np.ndarray,
     orders: np.ndarray,
@@ -859,7 +947,7 @@ PLAYED_OUT, NEED_DRAWS, INTERIM_UNSEEDED, NO_LEGAL_ACTION, GAME_ENDED = 0, 1, 2,
 """What :func:`play_random` stopped on (its first return value)."""
 
 
-@_jit
+@_loop
 def play_random(
     waiting: np.ndarray,
     uniforms: np.ndarray,
@@ -892,7 +980,7 @@ def play_random(
     ``sample_set_bits`` draws one ``random()`` per game), marks them stale and steps them
     (:func:`step`), then makes their interim scorings (:func:`permutations`,
     :func:`interim_scoring`).  ``words_args``, ``step_args`` and ``interim_args``: the
-    arguments of those loops after their first two (``step_args`` holds ``interim``).
+    arguments of those loops after their first two (``step_args``: after ``interim``, its third).
 
     Returns ``(why, used, played)``: the uniforms used so far and the actions played, and why
     it stopped: :data:`PLAYED_OUT` (no game left to move), :data:`NEED_DRAWS` (the next tick
@@ -936,7 +1024,7 @@ def play_random(
             stale[tick[k]] = True
         used += m
         played += m
-        step(actions, kinds, *step_args)
+        step(actions, kinds, interim, *step_args)
         g = 0
         seeded = True
         for k in range(m):

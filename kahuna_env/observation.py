@@ -151,8 +151,8 @@ def _raw_observation(game: KahunaGame, player: int) -> bytes:
     """
     opponent = 1 - player
     g = game
-    mine = g._line_mask[player]
-    theirs = g._line_mask[opponent]
+    mine = g._lines[player]
+    theirs = g._lines[opponent]
     hand = bytes(g._hand[player])
     first, second, third = g._face_up
     open_discard = bytes(g._open_discard)
@@ -172,7 +172,7 @@ def _raw_observation(game: KahunaGame, player: int) -> bytes:
         raise ValueError(f"observation: more than {CARDS_PER_ISLAND} cards of an island are accounted for")
     over = g._over
     to_act = g._current == player and not over
-    final_left = 0 if over else g._final_turns_left
+    final_left = 0 if over else g._final_turns
     setup_left = g._setup_left
     scores = g._scores
     return b"".join(
@@ -215,7 +215,7 @@ def _raw_observation(game: KahunaGame, player: int) -> bytes:
                     to_act,
                     g.config.first_player == player,
                     g._planning,
-                    g._hand_limit_rule,
+                    g._hand_limit,
                 )
             ),
         )

@@ -11,8 +11,7 @@ game, a legal action for the player to move).  Every rejection is a one-line
 ``ValueError`` naming the key and what is wrong; nothing is silently
 repaired.  The keys, their order and the integer ranges come from the
 schema of the game state (:data:`kahuna_env.schema.FIELDS`).  This module
-imports only the board and the schema: the config is parsed by a function
-the engine passes in.
+imports only the board, the config and the schema.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import dataclasses
 import itertools
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kahuna_env.board import (
     BRIDGES_PER_PLAYER,
@@ -36,15 +35,14 @@ from kahuna_env.board import (
     NUM_ISLANDS,
     NUM_LINES,
 )
+from kahuna_env.config import KahunaConfig, as_config
 from kahuna_env.schema import FIELDS, INTERIM_POINTS, MAX_POINTS, dims
-
-if TYPE_CHECKING:
-    from kahuna_env.engine import KahunaConfig
 
 __all__ = [
     "INTERIM_POINTS",
     "MAX_POINTS",
     "OPTIONAL_KEYS",
+    "POSITION_FIELDS",
     "REQUIRED_KEYS",
     "Position",
     "parse_position",
@@ -84,35 +82,19 @@ INTERIM_RESULTS: dict[int, frozenset[tuple[int, int]]] = {round_: _interim_resul
 at most one player; round 3 adds two points to at most one player."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Position:
-    """A validated position: plain numbers only (islands, lines and players as ids).
+POSITION_FIELDS = tuple(field for field in FIELDS if field.position is not None)
+"""The schema's fields a position holds (the config and the state), in the schema's order: :class:`Position`'s
+fields, by the same names."""
 
-    Card collections are counts per island; ``face_up`` holds an island id or
-    -1 per slot; ``pile`` lists island ids top first; ``owners`` holds 0, 1 or
-    -1 (free) per line; ``claim_line`` is -1 when no claim is pending.
-    """
 
-    config: KahunaConfig
-    owners: tuple[int, ...]
-    hands: tuple[tuple[int, ...], tuple[int, ...]]
-    face_up: tuple[int, ...]
+class _PositionRules:
+    """What a position says beyond its fields: the rules :class:`Position` reads off them."""
+
+    __slots__ = ()
+    owner: tuple[int, ...]
     pile: tuple[int, ...]
-    open_discard: tuple[int, ...]
-    face_down: tuple[tuple[int, ...], tuple[int, ...]]
-    known: tuple[tuple[int, ...], tuple[int, ...]]
-    current_player: int
+    face_up: tuple[int, ...]
     round: int
-    scores: tuple[int, int]
-    final_points: tuple[int, int]
-    played: int
-    discarded: int
-    must_draw: bool
-    claim_line: int
-    setup_left: int
-    final_turns_left: int
-    over: bool
-    winner: int | None
 
     @property
     def drawable(self) -> bool:
@@ -121,16 +103,16 @@ class Position:
 
     def bridges(self, player: int) -> int:
         """Number of ``player``'s bridges on the board."""
-        return sum(1 for owner in self.owners if owner == player)
+        return sum(1 for owner in self.owner if owner == player)
 
     def control(self, player: int) -> int:
         """Islands (bitmask) where ``player`` holds a strict majority of the lines."""
-        lines = sum(1 << line for line, owner in enumerate(self.owners) if owner == player)
+        lines = sum(1 << line for line, owner in enumerate(self.owner) if owner == player)
         return sum(1 << i for i in range(NUM_ISLANDS) if (lines & ISLAND_LINE_MASK[i]).bit_count() >= MAJORITY[i])
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form, every key of :data:`REQUIRED_KEYS` and :data:`OPTIONAL_KEYS` (see :func:`position_json`)."""
-        return position_json(*(getattr(self, name) for name in _POSITION_FIELDS))
+        return position_json(vars(self))
 
     @property
     def ended_prematurely(self) -> bool:
@@ -138,67 +120,62 @@ class Position:
         return self.round >= 2 and not (self.bridges(0) and self.bridges(1))
 
 
-_POSITION_FIELDS = tuple(field.name for field in dataclasses.fields(Position))
+Position = dataclasses.make_dataclass(
+    "Position",
+    [(field.name, Any) for field in POSITION_FIELDS],
+    bases=(_PositionRules,),
+    frozen=True,
+)
+Position.__module__ = __name__  # pickled and named as this module's (make_dataclass's module= needs Python 3.12)
+Position.__doc__ = """A validated position: plain numbers only (islands, lines and players as ids).
+
+Its fields are the schema's position fields (:data:`POSITION_FIELDS`), by the schema's names and in the
+engine's forms: ``config`` a :class:`~kahuna_env.config.KahunaConfig`; card collections counts per island
+(per player: a pair of them); ``face_up`` an island id or -1 per slot; ``pile`` island ids bottom first
+(the engine's and the batch's order; the JSON form lists it top first); ``owner`` 0, 1 or -1 (free) per
+line; ``claim_line`` -1 when no claim is pending; ``winner`` 0, 1 or None.
+"""
 
 
-def position_json(
-    config: KahunaConfig,
-    owners: Sequence[int],
-    hands: Sequence[Sequence[int]],
-    face_up: Sequence[int],
-    pile: Sequence[int],
-    open_discard: Sequence[int],
-    face_down: Sequence[Sequence[int]],
-    known: Sequence[Sequence[int]],
-    current_player: int,
-    round_: int,
-    scores: Sequence[int],
-    final_points: Sequence[int],
-    played: int,
-    discarded: int,
-    must_draw: bool,
-    claim_line: int,
-    setup_left: int,
-    final_turns_left: int,
-    over: bool,
-    winner: int | None,
-) -> dict[str, Any]:
-    """The JSON form of a position given as :class:`Position`'s fields, in its order (plain numbers).
+def position_json(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON form of a position given as :class:`Position`'s fields by name (plain numbers).
 
     The one writer of the format: :meth:`Position.to_dict` (so :meth:`KahunaGame.to_dict`) and
     :meth:`kahuna_env.vector.KahunaBatch.to_dicts` both call it, the batch without building a
-    :class:`Position` per game.  ``pile`` lists island ids top first.
+    :class:`Position` per game.  ``pile`` lists island ids bottom first.
     """
-    discard = [sum(counts) for counts in zip(open_discard, *face_down, strict=True)]
+    face_down = values["face_down"]
+    discard = [sum(counts) for counts in zip(values["open_discard"], *face_down, strict=True)]
+    claim_line = values["claim_line"]
     return {
-        "bridges": [None if owner < 0 else owner for owner in owners],
-        "hands": [_names(hands[0]), _names(hands[1])],
-        "face_up": [None if card < 0 else ISLANDS[card] for card in face_up],
-        "pile": [ISLANDS[card] for card in pile],
+        "bridges": [None if owner < 0 else owner for owner in values["owner"]],
+        "hands": [_names(hand) for hand in values["hand"]],
+        "face_up": [None if card < 0 else ISLANDS[card] for card in values["face_up"]],
+        "pile": [ISLANDS[card] for card in reversed(values["pile"])],
         "discard": _names(discard),
-        "current_player": current_player,
-        "round": round_,
-        "scores": list(scores),
-        "config": config.to_dict(),
-        "played_this_turn": played,
-        "discarded_this_turn": discarded,
-        "must_draw": must_draw,
+        "current_player": values["current"],
+        "round": values["round"],
+        "scores": list(values["scores"]),
+        "config": values["config"].to_dict(),
+        "played_this_turn": values["played"],
+        "discarded_this_turn": values["discarded"],
+        "must_draw": values["must_draw"],
         "claim_line": None if claim_line < 0 else claim_line,
-        "setup_left": setup_left,
-        "final_turns_left": final_turns_left,
-        "face_down": [_names(face_down[0]), _names(face_down[1])],
-        "known": [_names(known[0]), _names(known[1])],
-        "final_points": list(final_points),
-        "over": over,
-        "winner": winner,
+        "setup_left": values["setup_left"],
+        "final_turns_left": values["final_turns"],
+        "face_down": [_names(cards) for cards in face_down],
+        "known": [_names(cards) for cards in values["known"]],
+        "final_points": list(values["final_points"]),
+        "over": values["over"],
+        "winner": values["winner"],
     }
 
 
-def parse_position(position: object, parse_config: Callable[[Any], KahunaConfig]) -> Position:
+def parse_position(position: object, parse_config: Callable[[Any], KahunaConfig] = as_config) -> Position:
     """Validate a position dict (see :meth:`KahunaGame.from_dict`) into a :class:`Position`.
 
     ``parse_config`` turns the ``config`` value (``None`` for the defaults)
-    into a config or raises ``ValueError``/``TypeError``.
+    into a config or raises ``ValueError``/``TypeError`` (default: :func:`kahuna_env.config.as_config`).
     """
     if not isinstance(position, Mapping):
         raise ValueError(f"position must be a dict, got {type(position).__name__}")
@@ -245,23 +222,23 @@ def _read_fields(position: Mapping[str, Any], config: KahunaConfig) -> Position:
         open_discard = [total - own for total, own in zip(open_discard, _counts(face_down_cards[player]), strict=True)]
     return Position(
         config=config,
-        owners=tuple(-1 if owner is None else owner for owner in owners),
-        hands=(_counts(hand_cards[0]), _counts(hand_cards[1])),
+        owner=tuple(-1 if owner is None else owner for owner in owners),
+        hand=(_counts(hand_cards[0]), _counts(hand_cards[1])),
         face_up=tuple(face_up),
-        pile=tuple(pile),
+        pile=tuple(reversed(pile)),
         open_discard=tuple(open_discard),
-        face_down=(_counts(face_down_cards[0]), _counts(face_down_cards[1])),
-        known=(_counts(known_cards[0]), _counts(known_cards[1])),
-        current_player=current,
+        current=current,
         round=round_,
         scores=(scores[0], scores[1]),
-        final_points=(final_points[0], final_points[1]),
         played=_count(position, "played_this_turn"),
         discarded=_count(position, "discarded_this_turn"),
         must_draw=must_draw,
         claim_line=-1 if claim_line is None else claim_line,
         setup_left=_count(position, "setup_left"),
-        final_turns_left=_count(position, "final_turns_left"),
+        final_turns=_count(position, "final_turns_left"),
+        face_down=(_counts(face_down_cards[0]), _counts(face_down_cards[1])),
+        known=(_counts(known_cards[0]), _counts(known_cards[1])),
+        final_points=(final_points[0], final_points[1]),
         over=over,
         winner=winner,
     )
@@ -352,7 +329,7 @@ def _check_scores(p: Position) -> None:
 
 def _check_turn_state(p: Position) -> None:
     """The card phase only spends cards: hand + cards played or discarded this turn <= 5."""
-    hand = sum(p.hands[p.current_player])
+    hand = sum(p.hand[p.current])
     if p.played and p.discarded:
         raise ValueError("position cannot have both 'played_this_turn' and 'discarded_this_turn' above 0")
     spent = p.played + p.discarded
@@ -362,7 +339,7 @@ def _check_turn_state(p: Position) -> None:
             f"position '{key}' ({spent}) plus the current player's {hand} cards exceed the {HAND_LIMIT} cards "
             "a turn can start with"
         )
-    if p.discarded > sum(p.face_down[p.current_player]):
+    if p.discarded > sum(p.face_down[p.current]):
         raise ValueError("position 'discarded_this_turn' exceeds the current player's face-down discards")
     if p.discarded and p.config.discard_rule == "hand_limit":
         if hand + p.discarded != HAND_LIMIT:
@@ -372,20 +349,20 @@ def _check_turn_state(p: Position) -> None:
             )
         if not p.drawable:
             raise ValueError("position under discard rule 'hand_limit': a discard this turn needs a card to draw")
-    if p.final_turns_left and (p.round != 3 or p.drawable):
+    if p.final_turns and (p.round != 3 or p.drawable):
         raise ValueError("position 'final_turns_left' needs round 3 with an empty pile and face-up row")
     if p.claim_line >= 0:
         line = p.claim_line
         if p.config.variant != "planning":
             raise ValueError("position 'claim_line' is only possible in the planning variant")
-        if p.owners[line] >= 0:
+        if p.owner[line] >= 0:
             raise ValueError(f"position 'claim_line' {LINE_NAMES[line]} is not a free line")
         if p.played < 2:
             raise ValueError("position 'claim_line' needs a removal this turn ('played_this_turn' >= 2)")
         a, b = LINES[line]
-        if p.control(1 - p.current_player) & ((1 << a) | (1 << b)):
+        if p.control(1 - p.current) & ((1 << a) | (1 << b)):
             raise ValueError("position 'claim_line': an island of that line is controlled by the opponent")
-        if p.bridges(p.current_player) == BRIDGES_PER_PLAYER:
+        if p.bridges(p.current) == BRIDGES_PER_PLAYER:
             raise ValueError("position 'claim_line': the current player has no bridge left in supply")
 
 
@@ -399,7 +376,7 @@ def _check_setup(p: Position) -> None:
     player, count = handicap
     if p.setup_left > count:
         raise ValueError(f"position 'setup_left' ({p.setup_left}) exceeds the handicap ({count})")
-    if p.current_player != player:
+    if p.current != player:
         raise ValueError("position in handicap setup: 'current_player' must be the handicap player")
     if p.round != 1 or p.played or p.discarded or p.must_draw or p.over:
         raise ValueError("position in handicap setup must be in round 1 with no cards played or discarded")
@@ -419,7 +396,7 @@ def _check_bridges(p: Position) -> None:
         # building next to it afterwards, so none can be there.
         for player in (0, 1):
             opponent_control = p.control(1 - player)
-            for line, owner in enumerate(p.owners):
+            for line, owner in enumerate(p.owner):
                 a, b = LINES[line]
                 if owner == player and opponent_control & ((1 << a) | (1 << b)):
                     raise ValueError(

@@ -4,11 +4,12 @@ One :class:`Field` per piece of a game's state, in :data:`FIELDS`; each row
 says how the field is held by every representation of a game:
 
 * ``engine``: the slot of :class:`kahuna_env.engine.KahunaGame` holding it
-  (``None``: the engine computes it when asked).  The engine's
+  (``None``: the engine computes it when asked): ``_`` and the field's name
+  (the config: ``config``, public), one name per field.  The engine's
   :data:`~kahuna_env.engine.STATE_FIELDS` (its ``__slots__``, empty game and
   :meth:`~kahuna_env.engine.KahunaGame.clone`) is built from these rows;
 * ``batch``: the per-game array of :class:`kahuna_env.vector.KahunaBatch`
-  (``None``: the batch computes it).  The batch allocates and clears its
+  (``None``: the batch computes it), named as the field.  The batch allocates and clears its
   arrays from these rows: shape ``(N, *shape)``, ``dtype``, filled with
   ``empty``;
 * ``position``: the key of the JSON position (docs/RULES.md, "Positions");
@@ -140,7 +141,7 @@ FIELDS: tuple[Field, ...] = (
         engine_empty=None, from_config=lambda config: config.variant == "planning",
     ),
     Field(
-        "hand_limit", (), "bool", False, "public", "option", "_hand_limit_rule", "hand_limit", None, ("rules",),
+        "hand_limit", (), "bool", False, "public", "option", "_hand_limit", "hand_limit", None, ("rules",),
         "config.discard_rule == 'hand_limit', cached likewise",
         engine_empty=None, from_config=lambda config: config.discard_rule == "hand_limit",
     ),
@@ -167,7 +168,7 @@ FIELDS: tuple[Field, ...] = (
         ("lines_mine", "lines_opponent"), "per line: its bridge's owner, -1 when free", required=True,
     ),
     Field(
-        "lines", ("players",), "uint64", 0, "public", "derived", "_line_mask", "lines", None,
+        "lines", ("players",), "uint64", 0, "public", "derived", "_lines", "lines", None,
         "derived from owner, which the line blocks show", "per player: the lines holding their bridges (bitmask)",
     ),
     Field(
@@ -256,7 +257,7 @@ FIELDS: tuple[Field, ...] = (
         "free handicap bridges still to place", high=MAX_SETUP_BRIDGES,
     ),
     Field(
-        "final_turns", (), "int8", 0, "public", "state", "_final_turns_left", "final_turns", "final_turns_left",
+        "final_turns", (), "int8", 0, "public", "state", "_final_turns", "final_turns", "final_turns_left",
         ("final_turns",), "extra turns left after round 3 ran out of cards", high=FINAL_TURNS,
     ),
     # --- the discard pile's owners and the public knowledge of hands
@@ -293,7 +294,7 @@ FIELDS: tuple[Field, ...] = (
     ),
     Field(
         "rng", (), "object", None, "hidden", "chance", "_rng", None, None, "chance is nobody's to see",
-        "the game's numpy Generator, built on first use (the batch: a list `_rngs`, or compiled, rows of `_pcg`)",
+        "the game's numpy Generator, built on first use (the batch: rows of PCG64 state `_pcg`, drawn as numpy's)",
         engine_empty=None,
     ),
     Field(
@@ -411,6 +412,10 @@ def _check_field(field: Field) -> None:
         raise ValueError(f"{where}: visibility must be one of {VISIBILITIES}, got {field.visibility!r}")
     if field.role not in ROLES:
         raise ValueError(f"{where}: role must be one of {ROLES}, got {field.role!r}")
+    if field.engine not in (None, field.name, f"_{field.name}"):
+        raise ValueError(f"{where}: one name per field: its engine slot is '_{field.name}', got {field.engine!r}")
+    if field.batch not in (None, field.name):
+        raise ValueError(f"{where}: one name per field: its batch array is {field.name!r}, got {field.batch!r}")
     if field.role == "state":
         missing = [name for name in ("engine", "batch", "position") if getattr(field, name) is None]
         if missing:

@@ -4,12 +4,10 @@
 :class:`kahuna_env.engine.KahunaGame` (the rules of docs/RULES.md) for a whole batch at once:
 legal-action masks, one action per game per :meth:`KahunaBatch.step`, and
 observations bit-identical to :func:`kahuna_env.observation.encode_observation`.
-The hot path (masks, ordinary steps, observations, chance) is one compiled loop over
-the games each (:mod:`kahuna_env.kernels`, with numba), or, with ``KAHUNA_JIT=0`` or
-without numba, array operations over the batch with no Python loop over games (only
-the rare chance events, the deal of a new game and the reshuffle after an interim
-scoring, loop over the affected games); the two are bit-identical, and all chance goes
-through :meth:`KahunaBatch._permutations`.
+The rules run as loops over the games (:mod:`kahuna_env.kernels`, their one implementation):
+masks, steps, observations and chance, compiled with numba, or the same functions as plain
+Python with ``KAHUNA_JIT=0`` or without numba; all chance goes through
+:meth:`KahunaBatch._permutations`.
 
 State layout (``N`` games, ``P = 2`` players; ``int8`` unless noted).  These are the
 schema's batch arrays (:data:`kahuna_env.schema.FIELDS`, column ``batch``): the batch
@@ -65,9 +63,9 @@ slot gets ``game_seed = seeder.integers(2**63)`` and its own generator
 each reshuffle).  So every game of a batch *is* ``KahunaGame(config,
 seed=game_seeds[i])`` under the same actions, reshuffles included, and a slot
 seeded ``s`` deals the games an env reset with ``seed=s`` deals.  All chance
-goes through :meth:`KahunaBatch._permutations` and :meth:`KahunaBatch._new_game_seeds`.  With the
-compiled loops (:mod:`kahuna_env.kernels`) these generators are rows of PCG64 state seeded and drawn
-there exactly as numpy seeds and draws them (SeedSequence, ``permutation``, ``integers(2**63)``).
+goes through :meth:`KahunaBatch._permutations` and :meth:`KahunaBatch._new_game_seeds`: these
+generators are rows of PCG64 state that :mod:`kahuna_env.kernels` seeds and draws exactly as numpy
+seeds and draws them (SeedSequence, ``permutation``, ``integers(2**63)``).
 
 API in brief::
 
@@ -95,10 +93,8 @@ from kahuna_env.board import (
     ALL_LINES_MASK,
     BRIDGES_PER_PLAYER,
     CARDS_PER_ISLAND,
-    FACE_UP_SLOTS,
     HAND_LIMIT,
     INCIDENCE,
-    ISLAND_ID,
     LINE_A,
     LINE_B,
     LINE_BIT,
@@ -108,12 +104,11 @@ from kahuna_env.board import (
     MAJORITY,
     NUM_CARDS,
     NUM_ISLANDS,
-    NUM_LINES,
     STARTING_HAND,
 )
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame, as_config, check_seed
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SCALE, OBSERVATION_SIZE, STATE_SCALE
-from kahuna_env.positions import position_json
+from kahuna_env.positions import POSITION_FIELDS, Position, position_json
 from kahuna_env.schema import FIELDS, dims
 
 __all__ = ["MAX_GAMES", "KahunaBatch", "StepResult", "sample_set_bits"]
@@ -123,48 +118,52 @@ MAX_GAMES = 2**20
 2.5 KB, so this many hold about 2.5 GB.  A larger ``n`` is a ``ValueError`` before anything is allocated."""
 
 # --- static tables: the board's one set (kahuna_env.board), as arrays ------------------------
-_LA = np.array(LINE_A, dtype=np.intp)
-_LB = np.array(LINE_B, dtype=np.intp)
 _MAJ = np.array(MAJORITY, dtype=np.int8)
 _INC = np.array(INCIDENCE, dtype=np.int8)
 """Line-island incidence: ``_INC[l, i] == 1`` when line ``l`` touches island ``i``."""
-_TOUCH = _INC.T.astype(bool)
-"""``_TOUCH[i]``: the lines touching island ``i`` (bool, 12 x 27)."""
 _LINE_BIT = np.array(LINE_BIT, dtype=np.uint64)
-_ALL_LINES = np.uint64(ALL_LINES_MASK)
-_LINES_A_IN = np.array(LINES_WITH_A_IN, dtype=np.uint64)
-"""Island set -> lines whose ``a`` island is in the set."""
-_LINES_B_IN = np.array(LINES_WITH_B_IN, dtype=np.uint64)
-"""Island set -> lines whose ``b`` island is in the set."""
-_LINES_TOUCHING = np.array(LINES_TOUCHING, dtype=np.uint64)
-"""Island set -> lines touching an island of the set."""
-_DECK = np.repeat(np.arange(NUM_ISLANDS, dtype=np.int8), CARDS_PER_ISLAND)
-_ISLAND_RANGE = np.arange(NUM_ISLANDS, dtype=np.int8)
 
-# Action kinds.
-_NOOP, _PLACE, _REMOVE, _DISCARD, _DRAW, _TAKE, _PASS, _FREE = range(8)
+# Action kinds (the kernels' numbers: 0 = no action, 1 place, 2 remove, 3 discard, 4 draw, 5 take, 6 pass, 7 free).
 _KIND = np.empty(A.NUM_ACTIONS + 1, dtype=np.int8)  # the extra last entry: no action (a finished game)
-_KIND[A.PLACE_A : A.REMOVE_AB] = _PLACE
-_KIND[A.REMOVE_AB : A.DISCARD] = _REMOVE
-_KIND[A.DISCARD : A.DRAW] = _DISCARD
-_KIND[A.DRAW] = _DRAW
-_KIND[A.TAKE : A.PASS] = _TAKE
-_KIND[A.PASS] = _PASS
-_KIND[A.FREE_BRIDGE : A.NUM_ACTIONS] = _FREE
-_KIND[A.NUM_ACTIONS] = _NOOP
+_KIND[A.PLACE_A : A.REMOVE_AB] = 1
+_KIND[A.REMOVE_AB : A.DISCARD] = 2
+_KIND[A.DISCARD : A.DRAW] = 3
+_KIND[A.DRAW] = 4
+_KIND[A.TAKE : A.PASS] = 5
+_KIND[A.PASS] = 6
+_KIND[A.FREE_BRIDGE : A.NUM_ACTIONS] = 7
+_KIND[A.NUM_ACTIONS] = 0
 _NO_ACTION = A.NUM_ACTIONS
-_LINE = np.array([*A.ACTION_LINE, -1], dtype=np.intp)
-_PAY1 = np.array([*(p[0] if len(p) > 0 else -1 for p in A.PAID_ISLANDS), -1], dtype=np.intp)
-_PAY2 = np.array([*(p[1] if len(p) > 1 else -1 for p in A.PAID_ISLANDS), -1], dtype=np.intp)
-
 
 _SCALE = OBSERVATION_SCALE
 _STATE_SCALE = STATE_SCALE
-_O = {name: (s.start, s.stop) for name, s in OBSERVATION_LAYOUT.items()}
+
+_TABLES: dict[str, Any] = {
+    "majority": _MAJ,
+    "lines_a_in": np.array(LINES_WITH_A_IN, dtype=np.uint64),  # island set -> lines whose a island is in it
+    "lines_b_in": np.array(LINES_WITH_B_IN, dtype=np.uint64),  # island set -> lines whose b island is in it
+    "lines_touching": np.array(LINES_TOUCHING, dtype=np.uint64),  # island set -> lines touching it
+    "all_lines": np.uint64(ALL_LINES_MASK),
+    "max_bridges": BRIDGES_PER_PLAYER,
+    "max_hand": HAND_LIMIT,
+    "action_line": np.array([*A.ACTION_LINE, -1], dtype=np.intp),
+    "pay1": np.array([*(p[0] if len(p) > 0 else -1 for p in A.PAID_ISLANDS), -1], dtype=np.intp),
+    "pay2": np.array([*(p[1] if len(p) > 1 else -1 for p in A.PAID_ISLANDS), -1], dtype=np.intp),
+    "line_a": np.array(LINE_A, dtype=np.intp),
+    "line_b": np.array(LINE_B, dtype=np.intp),
+    "line_bit": _LINE_BIT,
+    "touch": _INC.T.astype(bool),  # touch[i]: the lines touching island i
+    "discard_base": A.DISCARD,
+    "take_base": A.TAKE,
+    "scale": _SCALE,
+    "starts": np.array([OBSERVATION_LAYOUT[name].start for name in kernels.BLOCKS], dtype=np.int64),
+    "cards_per_island": CARDS_PER_ISLAND,
+    "deck": np.repeat(np.arange(NUM_ISLANDS, dtype=np.int8), CARDS_PER_ISLAND),
+    "starting_hand": STARTING_HAND,
+}
+"""The board's tables and constants the loops take, by their parameter names (:data:`kahuna_env.kernels.PARAMETERS`)."""
 _NO_ROWS = np.zeros((0, OBSERVATION_SIZE), dtype=np.float32)
-"""No scaled rows: the compiled encoder then writes the raw counts only."""
-_OBSERVATION_STARTS = np.array([OBSERVATION_LAYOUT[name].start for name in kernels.BLOCKS], dtype=np.int64)
-"""The first column of each observation block, in the layout's order (the compiled encoder's ``starts``)."""
+"""No scaled rows: the encoder then writes the raw counts only."""
 
 # --- the per-game arrays, from the schema (kahuna_env.schema.FIELDS) ---------------------------
 _STATE_ARRAYS = tuple(
@@ -179,22 +178,43 @@ _OPTION_ARRAYS = tuple(
     if field.batch is not None and field.role == "option"
 )
 """``(array name, dtype, reader of the config)`` of every per-game rule option."""
+_BATCH_ARRAYS = frozenset(field.batch for field in FIELDS if field.batch is not None)
+_LOADED = tuple(
+    (field.batch, field.empty if field.engine_empty is None else ...)
+    for field in POSITION_FIELDS
+    if field.role == "state" and field.name != "pile"
+)
+"""``(array, the value a position writes as None)`` of each position field held as one array per game (the
+pile, a row plus its length, aside); ``...`` where a position has no None."""
 
 
-_ISLAND_WEIGHT = (1 << np.arange(NUM_ISLANDS)).astype(np.float32)
+def _bind(loop: str, leading: int) -> tuple[tuple[bool, Any], ...]:
+    """The arguments of a loop after its ``leading`` per-call ones, by name: ``(True, array name)`` for one of
+    the schema's batch arrays, ``(False, value)`` for a table.  A name that is neither fails at import."""
+    bound = []
+    for name in kernels.PARAMETERS[loop][leading:]:
+        if name in _BATCH_ARRAYS:
+            bound.append((True, name))
+        elif name in _TABLES:
+            bound.append((False, _TABLES[name]))
+        else:
+            raise RuntimeError(f"kernels.{loop}: parameter {name!r} is neither a schema batch array nor a table")
+    return tuple(bound)
 
 
-def _island_set(flags: np.ndarray) -> np.ndarray:
-    """``(N, 12)`` bool -> ``(N,)`` uint64 island bitmask (a float32 product: exact below 2**24, and fast)."""
-    return (flags.astype(np.float32) @ _ISLAND_WEIGHT).astype(np.uint64)
+_BOUND = {
+    "legal_words": _bind("legal_words", 2),  # rows, words
+    "step": _bind("step", 3),  # actions, kinds, interim
+    "interim_scoring": _bind("interim_scoring", 2),  # games, orders
+    "observations": _bind("observations", 4),  # rows, seats, out, scaled
+    "deal": _bind("deal", 2),  # rows, orders
+}
+"""Each loop the batch calls: its arguments after the per-call ones, bound by name."""
 
 
-def _seat(array: np.ndarray, flat_index: np.ndarray) -> np.ndarray:
-    """``array[g, seat[g]]`` for every game ``g`` of an ``(N, 2, ...)`` array, given ``flat_index = 2 * g + seat``.
-
-    ``np.take`` on the ``(2N, ...)`` view: several times faster than two-array fancy indexing.
-    """
-    return np.take(array.reshape(-1, *array.shape[2:]), flat_index, axis=0)
+def _loops() -> Any:
+    """The loops that run now: compiled (numba), else the same functions as plain Python."""
+    return kernels if kernels.enabled() else kernels.interpreted()
 
 
 def sample_set_bits(words: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -208,31 +228,10 @@ def sample_set_bits(words: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """
     if not 1 <= words.shape[1] <= 3:
         raise ValueError(f"sample_set_bits takes 1 to 3 words per row, got {words.shape[1]}")
-    if words.dtype == np.uint64 and kernels.enabled():
-        uniforms = rng.random(len(words))
-        out = np.empty(len(words), dtype=np.intp)
-        kernels.sample_bits(np.ascontiguousarray(words), uniforms, out)
-        return out
-    if words.shape[1] < 3:
-        words = np.concatenate([words, np.zeros((len(words), 3 - words.shape[1]), dtype=np.uint64)], 1)
-    counts = np.bitwise_count(words).astype(np.int64)  # (N, 3)
-    total = counts.sum(1)
-    rank = (rng.random(len(words)) * total).astype(np.int64)
-    in_second = rank >= counts[:, 0]
-    in_third = rank >= counts[:, 0] + counts[:, 1]
-    word = in_second.astype(np.intp) + in_third
-    rank -= np.where(in_second, counts[:, 0], 0) + np.where(in_third, counts[:, 1], 0)
-    w = words[np.arange(len(words)), word]
-    r = rank.astype(np.uint64)
-    position = word * 64
-    for width in (32, 16, 8, 4, 2, 1):
-        low = w & np.uint64((1 << width) - 1)
-        c = np.bitwise_count(low).astype(np.uint64)
-        high = r >= c
-        r = np.where(high, r - c, r)
-        w = np.where(high, w >> np.uint64(width), low)
-        position += high * width
-    return np.where(total > 0, position, 0)
+    uniforms = rng.random(len(words))
+    out = np.empty(len(words), dtype=np.intp)
+    _loops().sample_bits(np.ascontiguousarray(words, dtype=np.uint64), uniforms, out)
+    return out
 
 
 def _unpack_actions(words: np.ndarray) -> np.ndarray:
@@ -240,7 +239,7 @@ def _unpack_actions(words: np.ndarray) -> np.ndarray:
     return np.unpackbits(words.view(np.uint8), axis=1, count=A.NUM_ACTIONS, bitorder="little").view(bool)
 
 
-def _seed_generators(pcg: np.ndarray, rows: np.ndarray, seeds: Sequence[int | None]) -> None:
+def _seed_generators(pcg: np.ndarray, rows: np.ndarray, seeds: Sequence[int | None], loops: Any = None) -> None:
     """``pcg[rows[k]]`` := the state of ``numpy.random.default_rng(seeds[k])`` (None: fresh entropy, as numpy's)."""
     words: list[int] = []
     offsets = [0]
@@ -252,20 +251,9 @@ def _seed_generators(pcg: np.ndarray, rows: np.ndarray, seeds: Sequence[int | No
             words.append(value & 0xFFFFFFFF)
             value >>= 32
         offsets.append(len(words))
-    kernels.seed_generators(
+    (loops or _loops()).seed_generators(
         rows.astype(np.intp), np.array(words, dtype=np.uint64), np.array(offsets, dtype=np.int64), pcg
     )
-
-
-class _Rows:
-    """Some games of a batch: reading an attribute gives that per-game array of the chosen games only."""
-
-    def __init__(self, batch: Any, rows: np.ndarray) -> None:
-        self.batch = batch
-        self.rows = rows
-
-    def __getattr__(self, name: str) -> np.ndarray:
-        return getattr(self.batch, name)[self.rows]
 
 
 class StepResult(NamedTuple):
@@ -286,13 +274,6 @@ class StepResult(NamedTuple):
     final_points: np.ndarray
     reset: np.ndarray
     player: np.ndarray
-
-
-def _counts(names: Sequence[str]) -> list[int]:
-    out = [0] * NUM_ISLANDS
-    for name in names:
-        out[ISLAND_ID[name]] += 1
-    return out
 
 
 def _is_sequence(value: object) -> bool:
@@ -390,13 +371,11 @@ class KahunaBatch:
         self.configs: list[KahunaConfig] = configs
         self.seeds: list[int] = seeds  # type: ignore[assignment]
         """The slot seeds: slot ``i`` draws the seed of each game it deals from ``default_rng(seeds[i])``."""
-        self._seeders: list[np.random.Generator | None] = [None] * n  # default_rng(seeds[i]), built on first use
         self.game_seeds: list[int | None] = [None] * n
         """The seed of the game each slot holds: it is ``KahunaGame(config, seed=game_seeds[i])``
         under the same actions (None: a position loaded without a seed)."""
-        self._rngs: list[np.random.Generator | None] = [None] * n
-        # With the compiled loops the same generators are rows of PCG64 state (kahuna_env.kernels), drawn as
-        # numpy draws: the games' (built on first use when not ready) and the slots' seeders.
+        # The generators are rows of PCG64 state (kahuna_env.kernels), drawn as numpy draws: the games'
+        # (seeded on first use) and the slots' seeders.
         self._pcg = np.zeros((n, 6), dtype=np.uint64)
         self._pcg_ready = np.zeros(n, dtype=bool)
         self._seeder_pcg = np.zeros((n, 6), dtype=np.uint64)
@@ -416,7 +395,12 @@ class KahunaBatch:
         self._stale = np.ones(n, dtype=bool)  # rows whose legal words must be recomputed
         self._mask_valid = False
         self._raw = np.zeros((n, OBSERVATION_SIZE), dtype=np.uint8)
-        self._jit = kernels.enabled()  # the compiled loops of kahuna_env.kernels (else the array code)
+        self._jit = kernels.enabled()  # the loops of kahuna_env.kernels compiled (else the same as plain Python)
+
+    @property
+    def _kernels(self) -> Any:
+        """The loops this batch runs: compiled when it was made with numba on, else the same as plain Python."""
+        return kernels if self._jit else kernels.interpreted()
 
     @classmethod
     def from_dicts(
@@ -438,11 +422,10 @@ class KahunaBatch:
         if seeds is not None:
             _seed_list(seeds, len(positions), "seeds")
         games = _games(positions)
-        dicts = [game.to_dict() for game in games]  # the canonical, complete form
         batch = cls.__new__(cls)
-        batch._allocate(len(dicts), [game.config for game in games], seeds, auto_reset)
-        batch.game_seeds = list(batch.seeds) if seeds is not None else [None] * len(dicts)
-        batch._load(np.arange(len(dicts)), dicts)
+        batch._allocate(len(games), [game.config for game in games], seeds, auto_reset)
+        batch.game_seeds = list(batch.seeds) if seeds is not None else [None] * len(games)
+        batch._load(np.arange(len(games)), [game._position() for game in games])
         return batch
 
     def take(self, indices: Sequence[int] | np.ndarray, seeds: Sequence[int]) -> KahunaBatch:
@@ -488,9 +471,8 @@ class KahunaBatch:
         for i, game, seed in zip(indices.tolist(), games, seeds, strict=True):
             self._set_config(i, game.config)
             self.game_seeds[i] = seed
-            self._rngs[i] = None
         self._pcg_ready[indices] = False
-        self._load(indices, [game.to_dict() for game in games])
+        self._load(indices, [game._position() for game in games])
 
     def _set_config(self, i: int, config: KahunaConfig) -> None:
         self.configs[i] = config
@@ -499,34 +481,16 @@ class KahunaBatch:
         self._any_planning = bool(self.planning.any())
         self._any_hand_limit = bool(self.hand_limit.any())
 
-    def _load(self, indices: np.ndarray, dicts: list[dict[str, Any]]) -> None:
-        """Write complete position dicts (as ``KahunaGame.to_dict`` gives them) into the given slots."""
+    def _load(self, indices: np.ndarray, positions: Sequence[Position]) -> None:
+        """Write validated positions into the given slots: each position field into its array, by the schema."""
         self._invalidate(indices)
-        for i, d in zip(indices.tolist(), dicts, strict=True):
-            owners = [-1 if o is None else o for o in d["bridges"]]
-            self.owner[i] = owners
-            for p in (0, 1):
-                self.hand[i, p] = _counts(d["hands"][p])
-                self.known[i, p] = _counts(d["known"][p])
-                self.face_down[i, p] = _counts(d["face_down"][p])
-            self.open_discard[i] = np.array(_counts(d["discard"])) - self.face_down[i].sum(0)
-            pile = [ISLAND_ID[name] for name in reversed(d["pile"])]
-            self.pile[i] = 0
-            self.pile[i, : len(pile)] = pile
-            self.pile_len[i] = len(pile)
-            self.face_up[i] = [-1 if c is None else ISLAND_ID[c] for c in d["face_up"]]
-            self.current[i] = d["current_player"]
-            self.round[i] = d["round"]
-            self.scores[i] = d["scores"]
-            self.final_points[i] = d["final_points"]
-            self.played[i] = d["played_this_turn"]
-            self.discarded[i] = d["discarded_this_turn"]
-            self.must_draw[i] = d["must_draw"]
-            self.claim_line[i] = -1 if d["claim_line"] is None else d["claim_line"]
-            self.setup_left[i] = d["setup_left"]
-            self.final_turns[i] = d["final_turns_left"]
-            self.over[i] = d["over"]
-            self.winner[i] = -1 if d["winner"] is None else d["winner"]
+        for name, empty in _LOADED:
+            values = [getattr(position, name) for position in positions]
+            getattr(self, name)[indices] = [empty if value is None else value for value in values]
+        self.pile[indices] = 0
+        for i, position in zip(indices.tolist(), positions, strict=True):
+            self.pile[i, : len(position.pile)] = position.pile
+            self.pile_len[i] = len(position.pile)
         mine = self.owner[indices][:, None, :] == np.array([0, 1], dtype=np.int8)[None, :, None]
         self.count[indices] = mine.astype(np.int8) @ _INC
         self.lines[indices] = mine.astype(np.uint64) @ _LINE_BIT
@@ -536,48 +500,27 @@ class KahunaBatch:
     def _permutations(self, games: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         """Chance in games: ``permutation(sizes[k])`` from game ``games[k]``'s generator, one after the other.
 
-        Each game's generator is ``numpy.random.default_rng(game seed)``, built on first use, as
-        ``KahunaGame`` builds its own.  With the compiled loops it is a row of PCG64 state that
-        :mod:`kahuna_env.kernels` seeds and draws bit for bit as numpy does; otherwise numpy's own.
+        Each game's generator is ``numpy.random.default_rng(game seed)``, seeded on first use, as
+        ``KahunaGame`` builds its own: a row of PCG64 state that :mod:`kahuna_env.kernels` seeds
+        and draws bit for bit as numpy does.
         """
-        if not self._jit:
-            if len(games) == 0:
-                return np.zeros(0, dtype=np.int64)
-            return np.concatenate(
-                [self._permutation(i, size) for i, size in zip(games.tolist(), sizes.tolist(), strict=True)]
-            )
         fresh = games[~self._pcg_ready[games]]
         if len(fresh):
-            _seed_generators(self._pcg, fresh, [self.game_seeds[i] for i in fresh.tolist()])
+            _seed_generators(self._pcg, fresh, [self.game_seeds[i] for i in fresh.tolist()], self._kernels)
             self._pcg_ready[fresh] = True
         out = np.empty(int(sizes.sum()), dtype=np.int64)
-        kernels.permutations(games, sizes.astype(np.int64), self._pcg, out)
+        self._kernels.permutations(games, sizes.astype(np.int64), self._pcg, out)
         return out
-
-    def _permutation(self, game: int, size: int) -> np.ndarray:
-        """One game's permutation on numpy's own generator (the array code's :meth:`_permutations`)."""
-        rng = self._rngs[game]
-        if rng is None:
-            rng = self._rngs[game] = np.random.default_rng(self.game_seeds[game])
-        return rng.permutation(size)
 
     def _new_game_seeds(self, indices: np.ndarray) -> list[int]:
         """Chance between games: the seed of the next game of each slot, ``integers(2**63)`` of the slot's seeder."""
-        if self._jit:
-            fresh = indices[~self._seeder_ready[indices]]
-            if len(fresh):
-                _seed_generators(self._seeder_pcg, fresh, [self.seeds[i] for i in fresh.tolist()])
-                self._seeder_ready[fresh] = True
-            out = np.empty(len(indices), dtype=np.uint64)
-            kernels.draw_seeds(indices.astype(np.intp), self._seeder_pcg, out)
-            return out.tolist()
-        drawn = []
-        for i in indices.tolist():
-            seeder = self._seeders[i]
-            if seeder is None:
-                seeder = self._seeders[i] = np.random.default_rng(self.seeds[i])
-            drawn.append(int(seeder.integers(2**63)))
-        return drawn
+        fresh = indices[~self._seeder_ready[indices]]
+        if len(fresh):
+            _seed_generators(self._seeder_pcg, fresh, [self.seeds[i] for i in fresh.tolist()], self._kernels)
+            self._seeder_ready[fresh] = True
+        out = np.empty(len(indices), dtype=np.uint64)
+        self._kernels.draw_seeds(indices.astype(np.intp), self._seeder_pcg, out)
+        return out.tolist()
 
     def _deal(self, indices: np.ndarray, game_seeds: Sequence[int] | None = None) -> None:
         """Shuffle and deal new games into the slots ``indices`` (as ``KahunaGame(config, seed)``)."""
@@ -589,40 +532,11 @@ class KahunaBatch:
             game_seeds = self._new_game_seeds(indices)
         for i, seed in zip(indices.tolist(), game_seeds, strict=True):
             self.game_seeds[i] = seed
-            self._rngs[i] = None
         self._pcg_ready[indices] = False
         orders = self._permutations(indices, np.full(k, NUM_CARDS)).reshape(k, NUM_CARDS)
         for name, _, _, empty in _STATE_ARRAYS:
             getattr(self, name)[indices] = empty
-        if self._jit:
-            kernels.deal(
-                indices,
-                orders,
-                _DECK,
-                self.hand,
-                self.face_up,
-                self.pile,
-                self.pile_len,
-                self.current,
-                self.setup_left,
-                self.handicap_player,
-                self.first_player,
-                self.handicap_bridges,
-                STARTING_HAND,
-            )
-            return
-        cards = _DECK[orders]  # (k, 24)
-        onehot = cards[:, :, None] == _ISLAND_RANGE  # (k, 24, 12)
-        dealt = 2 * STARTING_HAND
-        self.hand[indices, 0] = onehot[:, :STARTING_HAND].sum(1)
-        self.hand[indices, 1] = onehot[:, STARTING_HAND:dealt].sum(1)
-        self.face_up[indices] = cards[:, dealt : dealt + FACE_UP_SLOTS]
-        rest = cards[:, dealt + FACE_UP_SLOTS :][:, ::-1]
-        self.pile[indices, : rest.shape[1]] = rest
-        self.pile_len[indices] = rest.shape[1]
-        handicap = self.handicap_player[indices]
-        self.current[indices] = np.where(handicap >= 0, handicap, self.first_player[indices])
-        self.setup_left[indices] = self.handicap_bridges[indices]
+        self._kernels.deal(indices, orders, *self._arguments("deal"))
 
     def reset(self, indices: Sequence[int] | np.ndarray | None = None, game_seeds: Sequence[int] | None = None) -> None:
         """Deal new games into the given slots (all when None).
@@ -741,80 +655,12 @@ class KahunaBatch:
         return actions
 
     def _compute_words(self, subset: np.ndarray | None = None) -> None:
-        """Legal actions as bit sets per game (27-bit line sets, 12-bit island sets), unpacked once.
+        """Legal actions as bit sets per game (27-bit line sets, 12-bit island sets) laid into three 64-bit words.
 
-        Every rule is a handful of operations on ``(N,)`` integer arrays; the
-        179 action bits are laid into three 64-bit words per game and unpacked
-        into the bool mask in one call.  ``subset`` (game indices): only those games' words.
+        ``subset`` (game indices): only those games' words (:func:`kahuna_env.kernels.legal_words`).
         """
-        if self._jit:
-            kernels.legal_words(self._rows if subset is None else subset, self._words, *self._words_args())
-            return
-        if subset is None:
-            rows = self._rows
-            games: Any = self
-        else:  # the same computation on the arrays of the chosen games only
-            rows = subset
-            games = _Rows(self, rows)
-        p = games.current.astype(np.intp)
-        mine_at = 2 * rows + p
-        theirs_at = mine_at ^ 1
-        hand = _seat(self.hand, mine_at)
-        has1 = _island_set(hand > 0)
-        has2 = _island_set(hand > 1)
-        mine = _seat(self.lines, mine_at)
-        theirs = _seat(self.lines, theirs_at)
-        free = ~(mine | theirs) & _ALL_LINES
-        plays = games.discarded == 0
-        can_place = plays & (_seat(self.bridges, mine_at) < BRIDGES_PER_PLAYER)
-        placeable = np.where(can_place, free, np.uint64(0))
-        if self._any_planning:
-            ctrl_o = _island_set(_seat(self.count, theirs_at) >= _MAJ)
-            placeable &= ~np.where(games.planning, _LINES_TOUCHING[ctrl_o], np.uint64(0))
-        a1 = _LINES_A_IN[has1]
-        b1 = _LINES_B_IN[has1]
-        place_a = placeable & a1
-        place_b = placeable & b1
-        theirs = np.where(plays, theirs, np.uint64(0))
-        remove_ab = theirs & a1 & b1
-        remove_aa = theirs & _LINES_A_IN[has2]
-        remove_bb = theirs & _LINES_B_IN[has2]
-        face_up = games.face_up >= 0
-        pile = games.pile_len > 0
-        drawable = pile | face_up[:, 0] | face_up[:, 1] | face_up[:, 2]
-        size = hand.sum(1)
-        discard_ok = games.played == 0
-        if self._any_hand_limit:
-            discard_ok &= ~games.hand_limit | ~plays | ((size == HAND_LIMIT) & drawable)
-        discard = np.where(discard_ok, has1, np.uint64(0))
-        can_draw = drawable & (size < HAND_LIMIT)
-        passing = ~(drawable & games.must_draw)
-        if self._any_hand_limit:
-            passing &= ~(games.hand_limit & ~plays)
-        u64 = np.uint64
-        end = (
-            (can_draw & pile).astype(u64)
-            | (can_draw & face_up[:, 0]).astype(u64) << u64(1)
-            | (can_draw & face_up[:, 1]).astype(u64) << u64(2)
-            | (can_draw & face_up[:, 2]).astype(u64) << u64(3)
-            | passing.astype(u64) << u64(4)
-        )
-        claim = games.claim_line
-        free_bridge = np.where(claim >= 0, u64(1) << np.maximum(claim, 0).astype(u64), u64(0))
-        setup = games.setup_left > 0
-        if setup.any():
-            place_a[setup] = place_b[setup] = remove_ab[setup] = remove_aa[setup] = remove_bb[setup] = 0
-            discard[setup] = end[setup] = 0
-            free_bridge[setup] = free[setup]
-        words = self._words if subset is None else np.empty((len(rows), 3), dtype=np.uint64)
-        words[:, 0] = place_a | place_b << u64(27) | remove_ab << u64(54)
-        words[:, 1] = remove_ab >> u64(10) | remove_aa << u64(17) | remove_bb << u64(44)
-        words[:, 2] = remove_bb >> u64(20) | discard << u64(7) | end << u64(19) | free_bridge << u64(24)
-        over = games.over
-        if over.any():
-            words[over] = 0
-        if subset is not None:
-            self._words[subset] = words
+        rows = self._rows if subset is None else subset
+        self._kernels.legal_words(rows, self._words, *self._arguments("legal_words"))
 
     # ------------------------------------------------------------------ transitions
     def live(self, active: np.ndarray | None = None) -> np.ndarray:
@@ -844,10 +690,10 @@ class KahunaBatch:
         kind = _KIND[actions]
         p = self.current.astype(np.intp)
         was_over = self.over.copy()
-        if self._jit:
-            self._step_compiled(actions, kind)
-        else:
-            self._step_arrays(actions, kind, p)
+        interim = np.zeros(n, dtype=bool)
+        self._kernels.step(actions, kind, interim, *self._arguments("step"))
+        if interim.any():  # the reshuffle draws from each game's generator
+            self._interim_scoring(np.flatnonzero(interim))
         terminated = self.over & ~was_over
         result = StepResult(
             terminated=terminated,
@@ -863,40 +709,10 @@ class KahunaBatch:
             result.reset[finished] = True
         return result
 
-    def _step_compiled(self, actions: np.ndarray, kind: np.ndarray) -> None:
-        """The transitions of :meth:`step` as one compiled loop (:func:`kahuna_env.kernels.step`)."""
-        interim = np.zeros(self.n, dtype=bool)
-        kernels.step(actions, kind, *self._step_args(interim))
-        if interim.any():  # the reshuffle draws from each game's generator: the array code's
-            self._interim_scoring(np.flatnonzero(interim))
-
-    # The arguments of the compiled loops after their first two, read afresh on every call (a caller, the
-    # vector env's refused reset, may swap the arrays).
-    def _words_args(self) -> tuple[Any, ...]:
-        """:func:`kahuna_env.kernels.legal_words`'s arguments after ``rows`` and ``words``."""
-        return (
-            self.current, self.hand, self.lines, self.bridges, self.count, self.discarded, self.played,
-            self.face_up, self.pile_len, self.must_draw, self.claim_line, self.setup_left, self.over,
-            self.planning, self.hand_limit, _MAJ, _LINES_A_IN, _LINES_B_IN, _LINES_TOUCHING, _ALL_LINES,
-            BRIDGES_PER_PLAYER, HAND_LIMIT,
-        )  # fmt: skip
-
-    def _step_args(self, interim: np.ndarray) -> tuple[Any, ...]:
-        """:func:`kahuna_env.kernels.step`'s arguments after ``actions`` and ``kinds``."""
-        return (
-            self.owner, self.lines, self.count, self.bridges, self.hand, self.known, self.face_down,
-            self.open_discard, self.pile, self.pile_len, self.face_up, self.current, self.round, self.scores,
-            self.final_points, self.played, self.discarded, self.must_draw, self.claim_line, self.setup_left,
-            self.final_turns, self.over, self.winner, self.planning, self.first_player, interim, _LINE, _PAY1,
-            _PAY2, _LA, _LB, _LINE_BIT, _MAJ, _TOUCH, BRIDGES_PER_PLAYER, A.DISCARD, A.TAKE,
-        )  # fmt: skip
-
-    def _interim_args(self) -> tuple[Any, ...]:
-        """:func:`kahuna_env.kernels.interim_scoring`'s arguments after ``games`` and ``orders``."""
-        return (
-            self.count, self.bridges, self.scores, self.round, self.open_discard, self.face_down, self.face_up,
-            self.pile, self.pile_len, self.over, self.winner, _MAJ,
-        )  # fmt: skip
+    def _arguments(self, loop: str) -> tuple[Any, ...]:
+        """A loop's arguments after its per-call ones (:data:`_BOUND`), the arrays read afresh on every call (a
+        caller, the vector env's refused reset, may swap them)."""
+        return tuple(getattr(self, value) if is_array else value for is_array, value in _BOUND[loop])
 
     def _play_random(
         self,
@@ -905,14 +721,14 @@ class KahunaBatch:
         on_end: Callable[[], None] | None = None,
         draws: int | None = None,
     ) -> int | None:
-        """Play uniformly random legal actions until every live game waits on a seat of ``waiting``; compiled only.
+        """Play uniformly random legal actions until every live game waits on a seat of ``waiting``.
 
         The games, the draws from ``rng`` and the calls of ``on_end`` are those of
         ``play_seated(batch, [BaselinePolicy(random agent drawing from rng)], seating)`` with
         ``seating`` :data:`~kahuna_env.seated.AWAIT` where ``waiting`` (``(N, 2)`` bool) and the
         random agent elsewhere, and an ``on_step`` that calls ``on_end`` after a step in which a
         game ended (``on_end`` may deal games and change ``waiting`` in place).  Fused into one
-        compiled loop (:func:`kahuna_env.kernels.play_random`) that returns here only when a
+        loop (:func:`kahuna_env.kernels.play_random`) that returns here only when a
         game ends: the uniforms come from ``rng.random(draws)`` (default about ``4 N``), and
         ``rng`` is left as if it had drawn only those used.
 
@@ -920,8 +736,8 @@ class KahunaBatch:
         move has no legal action (never in a valid position): the caller's ``play_seated`` then
         meets that tick, with the same draws, and raises as it does.
         """
-        if not self._jit or self.auto_reset:
-            raise RuntimeError("_play_random needs the compiled loops and a batch without auto_reset")
+        if self.auto_reset:
+            raise RuntimeError("_play_random needs a batch without auto_reset")
         n = self.n
         size = max(n, 4 * n + 64 if draws is None else int(draws))
         generator = rng.bit_generator
@@ -933,28 +749,30 @@ class KahunaBatch:
         actions = np.empty(n, dtype=np.intp)
         kinds = np.empty(n, dtype=np.int8)
         interim = np.zeros(n, dtype=bool)
+        loops = self._kernels
         try:
             while True:
-                why, used, count = kernels.play_random(
+                why, used, count = loops.play_random(
                     waiting, uniforms, used, tick, scratch, actions, kinds, _KIND, _NO_ACTION, self._stale,
-                    self._words, self.over, self.current, self._words_args(), self._step_args(interim), interim,
-                    self._pcg, self._pcg_ready, self.open_discard, self.face_down, self._interim_args(),
+                    self._words, self.over, self.current, self._arguments("legal_words"), self._arguments("step"),
+                    interim, self._pcg, self._pcg_ready, self.open_discard, self.face_down,
+                    self._arguments("interim_scoring"),
                 )  # fmt: skip
                 played += count
                 if count:
                     self._mask_valid = False
-                if why == kernels.PLAYED_OUT:
+                if why == loops.PLAYED_OUT:
                     return played
-                if why == kernels.NO_LEGAL_ACTION:
+                if why == loops.NO_LEGAL_ACTION:
                     return None
-                if why == kernels.NEED_DRAWS:  # the used draws taken for good, a fresh batch of them
+                if why == loops.NEED_DRAWS:  # the used draws taken for good, a fresh batch of them
                     generator.state = start
                     rng.random(used)
                     start = generator.state
                     uniforms = rng.random(size)
                     used = 0
                     continue
-                if why == kernels.INTERIM_UNSEEDED:
+                if why == loops.INTERIM_UNSEEDED:
                     games = np.flatnonzero(interim)
                     self._interim_scoring(games)
                     if not self.over[actions != _NO_ACTION].any():  # no game of the tick ended
@@ -965,47 +783,6 @@ class KahunaBatch:
             generator.state = start
             rng.random(used)
 
-    def _step_arrays(self, actions: np.ndarray, kind: np.ndarray, p: np.ndarray) -> None:
-        """The transitions of :meth:`step` as array operations over the batch."""
-        # Every action except a removal withdraws a pending claim (a removal may offer a new one).
-        self.claim_line[kind != _NOOP] = -1
-
-        # --- card payments (placements and removals pay openly; discards go face down)
-        opened = np.flatnonzero((kind == _PLACE) | (kind == _REMOVE))
-        if len(opened):
-            self._pay(opened, p[opened], _PAY1[actions[opened]])
-            self.played[opened] += 1
-            removing = opened[kind[opened] == _REMOVE]
-            if len(removing):
-                self._pay(removing, p[removing], _PAY2[actions[removing]])
-                self.played[removing] += 1
-                self._remove(removing, p[removing], _LINE[actions[removing]])
-        discarding = np.flatnonzero(kind == _DISCARD)
-        if len(discarding):
-            pd = p[discarding]
-            island = actions[discarding] - A.DISCARD
-            self.hand[discarding, pd, island] -= 1
-            self.face_down[discarding, pd, island] += 1
-            self.discarded[discarding] += 1
-            known = self.known[discarding, pd]
-            self.known[discarding, pd] = known - (known > 0)
-
-        # --- bridges placed (paid placements, handicap setup, planning claims)
-        building = np.flatnonzero((kind == _PLACE) | (kind == _FREE))
-        if len(building):
-            setup = building[self.setup_left[building] > 0]
-            if len(setup):
-                self.setup_left[setup] -= 1
-            self._build(building, p[building], _LINE[actions[building]])
-            if len(setup):
-                done = setup[self.setup_left[setup] == 0]
-                self.current[done] = self.first_player[done]
-
-        # --- end of turn: draw, take or pass
-        ending = np.flatnonzero((kind >= _DRAW) & (kind <= _PASS))
-        if len(ending):
-            self._end_turn(ending, p[ending], kind[ending], actions[ending])
-
     def _check(self, actions: Sequence[int] | np.ndarray, running: np.ndarray) -> np.ndarray:
         """Validate the actions of the ``running`` games; return all as intp, the others mapped to no action."""
         array = np.asarray(actions)
@@ -1013,29 +790,15 @@ class KahunaBatch:
             raise IllegalActionError(f"actions must have shape ({self.n},), got {array.shape}")
         if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
             raise IllegalActionError(f"actions must be integers in 0..{A.NUM_ACTIONS - 1}, got dtype {array.dtype}")
-        if self._jit:
-            safe = np.empty(self.n, dtype=np.intp)
-            code, i = kernels.check(array.astype(np.int64, copy=False), running, self._legal_words(), safe, _NO_ACTION)
-            if code == 1:
-                raise IllegalActionError(
-                    f"game {i}: action must be an integer in 0..{A.NUM_ACTIONS - 1}, got {int(array[i])}"
-                )
-            if code == 2:
-                raise IllegalActionError(f"game {i}: {self._explain(i, int(safe[i]))}")
-            return safe
-        out_of_range = running & ((array < 0) | (array >= A.NUM_ACTIONS))
-        if out_of_range.any():
-            i = int(np.flatnonzero(out_of_range)[0])
+        safe = np.empty(self.n, dtype=np.intp)
+        code, i = self._kernels.check(
+            array.astype(np.int64, copy=False), running, self._legal_words(), safe, _NO_ACTION
+        )
+        if code == 1:
             raise IllegalActionError(
                 f"game {i}: action must be an integer in 0..{A.NUM_ACTIONS - 1}, got {int(array[i])}"
             )
-        safe = np.where(running, array, _NO_ACTION).astype(np.intp)
-        rows = np.flatnonzero(running)
-        asked = safe[rows]
-        words = self._legal_words(rows)[rows, asked >> 6]
-        legal = ((words >> (asked & 63).astype(np.uint64)) & np.uint64(1)).astype(bool)
-        if not legal.all():
-            i = int(rows[np.flatnonzero(~legal)[0]])
+        if code == 2:
             raise IllegalActionError(f"game {i}: {self._explain(i, int(safe[i]))}")
         return safe
 
@@ -1046,169 +809,11 @@ class KahunaBatch:
             return str(error)
         return f"action {action} ({A.describe_action(action)}) is illegal"  # pragma: no cover (engines disagree)
 
-    def _pay(self, games: np.ndarray, players: np.ndarray, islands: np.ndarray) -> None:
-        """Play one card per game openly onto the discard pile."""
-        self.hand[games, players, islands] -= 1
-        self.open_discard[games, islands] += 1
-        known = self.known[games, players, islands]
-        self.known[games, players, islands] = known - (known > 0)
-
-    def _remove(self, games: np.ndarray, players: np.ndarray, lines: np.ndarray) -> None:
-        """A paid removal of the opponent bridge on ``lines``; the planning claim; premature end."""
-        opponents = 1 - players
-        self._lift(games, opponents, lines)
-        planning = self.planning[games]
-        if planning.any():
-            ctrl = self.count[games, opponents] >= _MAJ
-            a, b = _LA[lines], _LB[lines]
-            free_claim = (
-                planning
-                & (self.bridges[games, players] < BRIDGES_PER_PLAYER)
-                & ~ctrl[np.arange(len(games)), a]
-                & ~ctrl[np.arange(len(games)), b]
-            )
-            self.claim_line[games[free_claim]] = lines[free_claim]
-        self._premature(games[(self.round[games] >= 2) & (self.bridges[games, opponents] == 0)])
-
-    def _lift(self, games: np.ndarray, owners: np.ndarray, lines: np.ndarray) -> None:
-        self.owner[games, lines] = -1
-        self.lines[games, owners] &= ~_LINE_BIT[lines]
-        self.bridges[games, owners] -= 1
-        self.count[games, owners, _LA[lines]] -= 1
-        self.count[games, owners, _LB[lines]] -= 1
-
-    def _build(self, games: np.ndarray, players: np.ndarray, lines: np.ndarray) -> None:
-        """Put a bridge on a free line and apply the control rule (capture, one-level cascade)."""
-        self.owner[games, lines] = players
-        self.lines[games, players] |= _LINE_BIT[lines]
-        self.bridges[games, players] += 1
-        a, b = _LA[lines], _LB[lines]
-        count_a = self.count[games, players, a] + 1
-        count_b = self.count[games, players, b] + 1
-        self.count[games, players, a] = count_a
-        self.count[games, players, b] = count_b
-        gained_a = count_a == _MAJ[a]
-        gained_b = count_b == _MAJ[b]
-        capture = gained_a | gained_b
-        if not capture.any():
-            return
-        sel = np.flatnonzero(capture)
-        g = games[sel]
-        opponents = (1 - players[sel]).astype(np.int8)
-        zone = (_TOUCH[a[sel]] & gained_a[sel, None]) | (_TOUCH[b[sel]] & gained_b[sel, None])
-        victims = zone & (self.owner[g] == opponents[:, None])
-        hit = victims.any(1)
-        if not hit.any():
-            return
-        g, opponents, victims = g[hit], opponents[hit], victims[hit]
-        self.owner[g] = np.where(victims, np.int8(-1), self.owner[g])
-        self.lines[g, opponents] &= ~(victims.astype(np.uint64) @ _LINE_BIT)
-        self.count[g, opponents] -= victims.astype(np.int8) @ _INC
-        self.bridges[g, opponents] -= victims.sum(1).astype(np.int8)
-        self._premature(g[(self.round[g] >= 2) & (self.bridges[g, opponents] == 0)])
-
-    def _premature(self, games: np.ndarray) -> None:
-        """End the given games at once: the player with bridges wins; neither with bridges: a draw."""
-        if len(games) == 0:
-            return
-        has0 = self.bridges[games, 0] > 0
-        has1 = self.bridges[games, 1] > 0
-        self.over[games] = True
-        self.winner[games] = np.where(has0 == has1, -1, np.where(has0, 0, 1))
-
-    def _end_turn(self, games: np.ndarray, players: np.ndarray, kinds: np.ndarray, actions: np.ndarray) -> None:
-        drawing = kinds == _DRAW
-        if drawing.any():
-            g = games[drawing]
-            top = self.pile_len[g] - 1
-            card = self.pile[g, top]
-            self.pile_len[g] = top
-            self.hand[g, players[drawing], card] += 1
-        taking = kinds == _TAKE
-        if taking.any():
-            g = games[taking]
-            pt = players[taking]
-            slot = actions[taking] - A.TAKE
-            card = self.face_up[g, slot].astype(np.intp)
-            length = self.pile_len[g]
-            refill = length > 0
-            top = self.pile[g, np.maximum(length - 1, 0)]
-            self.face_up[g, slot] = np.where(refill, top, np.int8(-1))
-            self.pile_len[g] = length - refill
-            self.hand[g, pt, card] += 1
-            self.known[g, pt, card] += 1
-        self.played[games] = 0
-        self.discarded[games] = 0
-        self.must_draw[games] = kinds == _PASS
-        left = self.final_turns[games]
-        in_final = left > 0
-        left = left - in_final
-        self.final_turns[games] = left
-        finishing = in_final & (left == 0)
-        if finishing.any():
-            self._final_scoring(games[finishing])
-        switch = ~finishing
-        g = games[switch]
-        self.current[g] = 1 - players[switch]
-        check = g[~in_final[switch]]
-        empty = (self.pile_len[check] == 0) & (self.face_up[check] < 0).all(1)
-        round_end = check[empty]
-        if len(round_end):
-            last = self.round[round_end] >= 3
-            self.final_turns[round_end[last]] = 2
-            if not last.all():
-                self._interim_scoring(round_end[~last])
-
     def _interim_scoring(self, games: np.ndarray) -> None:
-        if self._jit:  # the shuffles here, from each game's generator; the rest compiled
-            sizes = self.open_discard[games].sum(1, dtype=np.intp) + self.face_down[games].sum((1, 2), dtype=np.intp)
-            orders = self._permutations(games, sizes)
-            kernels.interim_scoring(games, orders, *self._interim_args())
-            return
-        ctrl = (self.count[games] >= _MAJ).sum(2)
-        points = self.round[games]  # 1 after round 1, 2 after round 2
-        more0 = ctrl[:, 0] > ctrl[:, 1]
-        more1 = ctrl[:, 1] > ctrl[:, 0]
-        self.scores[games, 0] += np.where(more0, points, 0).astype(np.int8)
-        self.scores[games, 1] += np.where(more1, points, 0).astype(np.int8)
-        self.round[games] += 1
-        # The discard pile in the scalar engine's order: open cards by island, then player 0's
-        # face-down cards, then player 1's; then one permutation from the game's generator.
-        counts = np.concatenate([self.open_discard[games], self.face_down[games, 0], self.face_down[games, 1]], 1)
-        sizes = counts.sum(1, dtype=np.intp)
-        cards = np.repeat(np.tile(_ISLAND_RANGE, 3 * len(games)), counts.ravel())  # every game's cards, in a row
-        starts = np.cumsum(sizes) - sizes
-        order = self._permutations(games, sizes)
-        owner_row = np.repeat(np.arange(len(games)), sizes)
-        shuffled = cards[order + starts[owner_row]]
-        rank = np.arange(len(cards)) - starts[owner_row]  # position in the game's shuffled cards
-        g = games[owner_row]
-        self.face_up[games] = -1
-        up = rank < FACE_UP_SLOTS
-        self.face_up[g[up], rank[up]] = shuffled[up]
-        # The pile is stored bottom first: shuffled card t >= 3 (t = 3 is the top) lies at size - 1 - t.
-        down = ~up
-        self.pile[games] = 0
-        self.pile[g[down], (sizes[owner_row] - 1 - rank)[down]] = shuffled[down]
-        self.pile_len[games] = np.maximum(sizes - FACE_UP_SLOTS, 0)
-        self.open_discard[games] = 0
-        self.face_down[games] = 0
-        self._premature(games[(self.bridges[games] == 0).any(1)])
-
-    def _final_scoring(self, games: np.ndarray) -> None:
-        ctrl = (self.count[games] >= _MAJ).sum(2)
-        diff = (ctrl[:, 0] - ctrl[:, 1]).astype(np.int8)
-        self.final_points[games, 0] = np.maximum(diff, 0)
-        self.final_points[games, 1] = np.maximum(-diff, 0)
-        self.scores[games] += self.final_points[games]
-        self.over[games] = True
-        winner = np.full(len(games), -1, dtype=np.int8)
-        undecided = np.ones(len(games), dtype=bool)
-        for pair in (self.scores[games], self.final_points[games], self.bridges[games]):
-            differ = undecided & (pair[:, 0] != pair[:, 1])
-            winner[differ] = np.where(pair[differ, 0] > pair[differ, 1], 0, 1)
-            undecided &= ~differ
-        self.winner[games] = winner
+        """The interim scoring of ``games``: the shuffles here, from each game's generator; the rest in the loop."""
+        sizes = self.open_discard[games].sum(1, dtype=np.intp) + self.face_down[games].sum((1, 2), dtype=np.intp)
+        orders = self._permutations(games, sizes)
+        self._kernels.interim_scoring(games, orders, *self._arguments("interim_scoring"))
 
     # ------------------------------------------------------------------ observations
     def observations(
@@ -1220,9 +825,7 @@ class KahunaBatch:
         game), or an ``(N,)`` array of seats.  ``rows`` (game indices): only those
         games, ``(len(rows), 246)``, at a cost in proportion to their number.
         """
-        if self._jit:
-            return self._raw_observations(player, rows, scaled=True)
-        return self._raw_observations(player, rows) * _SCALE
+        return self._raw_observations(player, rows, scaled=True)
 
     def states(self) -> np.ndarray:
         """``(N, STATE_SIZE)`` float32 full states, bit-identical to ``encode_state(game)`` (centralized critics).
@@ -1232,172 +835,45 @@ class KahunaBatch:
         """
         raw = self._raw_observations(0)
         in_pile = np.arange(NUM_CARDS) < self.pile_len[:, None]
-        pile = ((self.pile[:, :, None] == _ISLAND_RANGE) & in_pile[:, :, None]).sum(1)
+        pile = ((self.pile[:, :, None] == np.arange(NUM_ISLANDS, dtype=np.int8)) & in_pile[:, :, None]).sum(1)
         extra = np.concatenate([self.hand[:, 1], pile, self.face_down[:, 1], self.current[:, None]], 1)
         return np.concatenate([raw, extra.astype(np.uint8)], 1) * _STATE_SCALE
 
     def _raw_observations(
         self, player: int | Sequence[int] | np.ndarray | None, subset: np.ndarray | None = None, scaled: bool = False
     ) -> np.ndarray:
-        """The observations' raw counts (uint8), or with ``scaled`` (compiled loops only) the observations."""
+        """The observations' raw counts (uint8), or with ``scaled`` the observations (one encoder:
+        :func:`kahuna_env.kernels.observations`)."""
         if player is None:
             v = self.current.astype(np.intp)
         else:
             v = np.broadcast_to(np.asarray(player, dtype=np.intp), (self.n,))
             if ((v < 0) | (v > 1)).any():
                 raise ValueError("player must be 0 or 1")
-        if self._jit:
-            rows = self._rows if subset is None else np.asarray(subset, dtype=np.intp)
-            if scaled:
-                out = np.empty((len(rows), OBSERVATION_SIZE), dtype=np.float32)
-                r = np.empty((1, OBSERVATION_SIZE), dtype=np.uint8)  # one scratch row
-            else:
-                out = _NO_ROWS
-                r = self._raw if subset is None else np.empty((len(rows), OBSERVATION_SIZE), dtype=np.uint8)
-            kernels.observations(
-                rows,
-                np.ascontiguousarray(v if subset is None else v[rows]),
-                r,
-                out,
-                _SCALE,
-                _OBSERVATION_STARTS,
-                self.owner,
-                self.count,
-                self.hand,
-                self.face_up,
-                self.pile_len,
-                self.open_discard,
-                self.face_down,
-                self.known,
-                self.scores,
-                self.round,
-                self.final_turns,
-                self.over,
-                self.bridges,
-                self.current,
-                self.played,
-                self.discarded,
-                self.must_draw,
-                self.claim_line,
-                self.setup_left,
-                self.first_player,
-                self.planning,
-                self.hand_limit,
-                _MAJ,
-                CARDS_PER_ISLAND,
-                BRIDGES_PER_PLAYER,
-            )
-            return out if scaled else r
-        if subset is None:
-            rows = self._rows
-            r = self._raw
-            games = self
-        else:  # the same computation on the arrays of the chosen games only
-            rows = np.asarray(subset, dtype=np.intp)
-            r = np.zeros((len(rows), OBSERVATION_SIZE), dtype=np.uint8)
-            games = _Rows(self, rows)
-            v = v[rows]
-        o = 1 - v
-        v8 = v.astype(np.int8)[:, None]
-        o8 = o.astype(np.int8)[:, None]
-
-        def put(name: str, values: np.ndarray) -> None:
-            start, stop = _O[name]
-            if stop - start == 1 and values.ndim == 1:
-                r[:, start] = values
-            else:
-                r[:, start:stop] = values
-
-        put("lines_mine", games.owner == v8)
-        put("lines_opponent", games.owner == o8)
-        v_at = 2 * rows + v
-        o_at = v_at ^ 1
-        count_v = _seat(self.count, v_at)
-        count_o = _seat(self.count, o_at)
-        put("control_mine", count_v >= _MAJ)
-        put("control_opponent", count_o >= _MAJ)
-        put("bridges_mine", count_v)
-        put("bridges_opponent", count_o)
-        hand = _seat(self.hand, v_at)
-        put("hand", hand)
-        slots = games.face_up[:, :, None] == _ISLAND_RANGE  # (N, 3, 12)
-        put("face_up", slots.reshape(len(rows), -1))
-        put("pile_size", games.pile_len)
-        put("discard_open", games.open_discard)
-        mine_down = _seat(self.face_down, v_at)
-        put("my_face_down", mine_down)
-        put("opponent_face_down_count", _seat(self.face_down, o_at).sum(1))
-        put("opponent_hand_size", _seat(self.hand, o_at).sum(1))
-        known = _seat(self.known, o_at)
-        put("opponent_known", known)
-        put("unseen", CARDS_PER_ISLAND - hand - games.open_discard - mine_down - known - slots.sum(1))
-        put("scores", np.stack([_seat(self.scores, v_at), _seat(self.scores, o_at)], 1))
-        put("round", games.round[:, None] == np.array([1, 2, 3], dtype=np.int8))
-        final_left = np.where(games.over, 0, games.final_turns)
-        put("final_turns", np.stack([final_left > 0, final_left], 1))
-        put("supply", BRIDGES_PER_PLAYER - np.stack([_seat(self.bridges, v_at), _seat(self.bridges, o_at)], 1))
-        to_act = (games.current == v) & ~games.over
-        put("cards_played", games.played * to_act)
-        put("discarding", (games.discarded > 0) & to_act)
-        put("must_draw", games.must_draw & to_act)
-        claim = (games.claim_line[:, None] == np.arange(NUM_LINES, dtype=np.int8)) & to_act[:, None]
-        put("claim", claim)
-        put("setup", np.stack([games.setup_left > 0, games.setup_left], 1))
-        put("my_turn", to_act)
-        put("first_player", games.first_player == v)
-        put("rules", np.stack([games.planning, games.hand_limit], 1))
-        return r
+        rows = self._rows if subset is None else np.asarray(subset, dtype=np.intp)
+        if scaled:
+            out = np.empty((len(rows), OBSERVATION_SIZE), dtype=np.float32)
+            r = np.empty((1, OBSERVATION_SIZE), dtype=np.uint8)  # one scratch row
+        else:
+            out = _NO_ROWS
+            r = self._raw if subset is None else np.empty((len(rows), OBSERVATION_SIZE), dtype=np.uint8)
+        seats = np.ascontiguousarray(v if subset is None else v[rows])
+        self._kernels.observations(rows, seats, r, out, *self._arguments("observations"))
+        return out if scaled else r
 
     # ------------------------------------------------------------------ positions and single games
     def to_dicts(self, indices: Sequence[int] | np.ndarray | None = None) -> list[dict[str, Any]]:
         """The positions of the given games (all when None), each as ``KahunaGame.to_dict`` writes it."""
         indices = self._rows if indices is None else self._indices(indices)
-        owner = self.owner[indices].tolist()
-        hand = self.hand[indices].tolist()
-        face_up = self.face_up[indices].tolist()
-        pile = self.pile[indices].tolist()
+        columns = [(name, empty, getattr(self, name)[indices].tolist()) for name, empty in (*_LOADED, ("pile", None))]
         pile_len = self.pile_len[indices].tolist()
-        open_discard = self.open_discard[indices].tolist()
-        face_down = self.face_down[indices].tolist()
-        known = self.known[indices].tolist()
-        current = self.current[indices].tolist()
-        round_ = self.round[indices].tolist()
-        scores = self.scores[indices].tolist()
-        final_points = self.final_points[indices].tolist()
-        played = self.played[indices].tolist()
-        discarded = self.discarded[indices].tolist()
-        must_draw = self.must_draw[indices].tolist()
-        claim = self.claim_line[indices].tolist()
-        setup = self.setup_left[indices].tolist()
-        final_turns = self.final_turns[indices].tolist()
-        over = self.over[indices].tolist()
-        winner = self.winner[indices].tolist()
-        # The format's one writer, with Position's fields in its order (the pile top first).
-        return [
-            position_json(
-                self.configs[i],
-                owner[k],
-                hand[k],
-                face_up[k],
-                pile[k][pile_len[k] - 1 :: -1] if pile_len[k] else [],
-                open_discard[k],
-                face_down[k],
-                known[k],
-                current[k],
-                round_[k],
-                scores[k],
-                final_points[k],
-                played[k],
-                discarded[k],
-                must_draw[k],
-                claim[k],
-                setup[k],
-                final_turns[k],
-                over[k],
-                None if winner[k] < 0 else winner[k],
-            )
-            for k, i in enumerate(indices.tolist())
-        ]
+        dicts = []
+        for k, i in enumerate(indices.tolist()):
+            values = {name: None if column[k] == empty else column[k] for name, empty, column in columns}
+            values["pile"] = values["pile"][: pile_len[k]]  # the row has room for every card
+            values["config"] = self.configs[i]
+            dicts.append(position_json(values))  # the format's one writer
+        return dicts
 
     def game(self, i: int, seed: int | None = None) -> KahunaGame:
         """Game ``i`` as an independent :class:`KahunaGame`: ``KahunaGame.from_dict(position, seed)``.

@@ -1,6 +1,6 @@
 """The import direction of docs/ARCHITECTURE.md, checked on the source of every module.
 
-Layers, lowest first: the rules (``kahuna_env``: board -> actions -> positions ->
+Layers, lowest first: the rules (``kahuna_env``: board, config -> actions -> positions ->
 engine -> observation, the readable rules reference -> the batched engine, agents ->
 render -> the CLI conventions -> env -> gym_env, parallel env -> vector envs), then the
 policy layer (``policy``: networks, agent files, the shipped registry, the guided
@@ -35,6 +35,7 @@ RULES_RANK = {
     "kahuna_env.version": -1,
     "kahuna_env.workers": -1,
     "kahuna_env.board": 0,
+    "kahuna_env.config": 0,
     "kahuna_env.schema": 0.5,
     "kahuna_env.actions": 1,
     "kahuna_env.positions": 2,

@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from kahuna_env import config, engine
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
 
@@ -62,3 +63,9 @@ def test_game_accepts_a_mapping_config():
     assert KahunaGame({"variant": "planning"}, seed=0).config.variant == "planning"
     with pytest.raises(ValueError, match="config must be a KahunaConfig"):
         KahunaGame("planning")  # type: ignore[arg-type]
+
+
+def test_the_config_lies_at_the_bottom_and_the_engine_re_exports_it():
+    assert KahunaConfig is config.KahunaConfig and engine.as_config is config.as_config
+    assert KahunaConfig.__module__ == "kahuna_env.config"
+    assert engine.VARIANTS is config.VARIANTS and engine.DISCARD_RULES is config.DISCARD_RULES

@@ -1,11 +1,12 @@
-"""The compiled loops (kahuna_env.kernels) against the batched engine's array code, side by side.
+"""The compiled loops (kahuna_env.kernels) against the same functions run as plain Python, side by side.
 
 ``tests/test_vector.py`` holds the batch to the scalar engine on whichever path runs
 (the compiled one when numba is installed, as it is with the project's dependencies);
-here two batches with the same seeds, one on each path, play the same random actions
-over every variant and option and must agree bit for bit after every step: positions,
-every state array, legal words and masks, observations of both seats and of the subset
-paths, step results, and the random actions drawn from the words.
+here two batches with the same seeds, one on each path (the plain one is what runs with
+``KAHUNA_JIT=0`` or without numba), play the same random actions over every variant and
+option and must agree bit for bit after every step: positions, every state array, legal
+words and masks, observations of both seats and of the subset paths, step results, and
+the random actions drawn from the words.  The plain path is slow, so the games are few.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from kahuna_env.observation import OBSERVATION_LAYOUT
 from kahuna_env.vector import KahunaBatch, sample_set_bits
 
 pytestmark = pytest.mark.skipif(
-    os.environ.get("KAHUNA_JIT", "1").strip() == "0", reason="KAHUNA_JIT=0 asks for the array code only"
+    os.environ.get("KAHUNA_JIT", "1").strip() == "0", reason="KAHUNA_JIT=0 asks for the plain loops only"
 )
 
 
@@ -38,31 +39,41 @@ def test_the_compiled_encoder_knows_the_observation_layout_in_order():
     assert kernels.BLOCKS == tuple(OBSERVATION_LAYOUT)
 
 
+def test_the_batch_binds_each_loop_argument_by_name_to_a_schema_array_or_a_table(monkeypatch):
+    names = [value for is_array, value in V._bind("step", 3) if is_array]
+    assert names == [name for name in kernels.PARAMETERS["step"][3:] if name in V._BATCH_ARRAYS]
+    assert "current" in names and "round" in names
+    monkeypatch.setitem(kernels.PARAMETERS, "fake", ("rows", "owner", "majority", "tokens"))
+    with pytest.raises(RuntimeError, match=r"kernels\.fake: parameter 'tokens' is neither a schema batch array"):
+        V._bind("fake", 1)
+
+
 def _state(batch: KahunaBatch) -> dict[str, np.ndarray]:
     arrays = {name: getattr(batch, name).copy() for name, _, _, _ in V._STATE_ARRAYS}
     arrays["words"] = batch._legal_words().copy()
     return arrays
 
 
-def _assert_equal(compiled: KahunaBatch, arrays: KahunaBatch, context: str) -> None:
-    left, right = _state(compiled), _state(arrays)
+def _assert_equal(compiled: KahunaBatch, plain: KahunaBatch, context: str) -> None:
+    """``plain``: the batch on the loops as plain Python."""
+    left, right = _state(compiled), _state(plain)
     for name in left:
         if not np.array_equal(left[name], right[name]):
             rows = np.flatnonzero((left[name] != right[name]).reshape(len(left[name]), -1).any(1))
             pytest.fail(f"{context}: {name} differs in games {rows[:5].tolist()}")
-    assert np.array_equal(compiled.legal_masks(), arrays.legal_masks()), context
+    assert np.array_equal(compiled.legal_masks(), plain.legal_masks()), context
     for seat in (None, 0, 1):
-        assert compiled.observations(seat).tobytes() == arrays.observations(seat).tobytes(), (context, seat)
-    assert compiled.states().tobytes() == arrays.states().tobytes(), context
+        assert compiled.observations(seat).tobytes() == plain.observations(seat).tobytes(), (context, seat)
+    assert compiled.states().tobytes() == plain.states().tobytes(), context
     rows = np.arange(0, compiled.n, 3)
     seats = (np.arange(compiled.n) % 2).astype(np.intp)
-    assert compiled.observations(seats, rows).tobytes() == arrays.observations(seats, rows).tobytes(), context
-    assert np.array_equal(compiled.legal_masks(rows), arrays.legal_masks(rows)), context
-    assert compiled.game_seeds == arrays.game_seeds, context
+    assert compiled.observations(seats, rows).tobytes() == plain.observations(seats, rows).tobytes(), context
+    assert np.array_equal(compiled.legal_masks(rows), plain.legal_masks(rows)), context
+    assert compiled.game_seeds == plain.game_seeds, context
 
 
-def _on_the_array_path(monkeypatch: pytest.MonkeyPatch, make: Any) -> KahunaBatch:
-    """A batch made, and so dealt, with the compiled loops switched off (it keeps the array code)."""
+def _on_the_plain_path(monkeypatch: pytest.MonkeyPatch, make: Any) -> KahunaBatch:
+    """A batch made, and so dealt, with the compiled loops switched off (it keeps the loops as plain Python)."""
     with monkeypatch.context() as patch:
         patch.setattr(kernels, "enabled", lambda: False)
         batch = make()
@@ -70,44 +81,45 @@ def _on_the_array_path(monkeypatch: pytest.MonkeyPatch, make: Any) -> KahunaBatc
     return batch
 
 
-def test_compiled_and_array_paths_agree_bit_for_bit_over_every_variant_and_option(monkeypatch):
-    n = 96
+def test_compiled_and_plain_loops_agree_bit_for_bit_over_every_variant_and_option(monkeypatch):
+    n = len(ALL_CONFIGS)  # each variant and option once
     configs = [ALL_CONFIGS[i % len(ALL_CONFIGS)] for i in range(n)]
     seeds = list(range(500, 500 + n))
     compiled = KahunaBatch(n, configs, seeds, auto_reset=True)
-    arrays = _on_the_array_path(monkeypatch, lambda: KahunaBatch(n, configs, seeds, auto_reset=True))
-    rng_compiled, rng_arrays = np.random.default_rng(3), np.random.default_rng(3)
+    plain = _on_the_plain_path(monkeypatch, lambda: KahunaBatch(n, configs, seeds, auto_reset=True))
+    rng_compiled, rng_plain = np.random.default_rng(3), np.random.default_rng(3)
     drive = np.random.default_rng(4)
     finished = interim = 0
-    _assert_equal(compiled, arrays, "start")
-    for step in range(700):
+    _assert_equal(compiled, plain, "start")
+    for step in range(300):
         actions = compiled.random_actions(rng_compiled)
-        assert np.array_equal(actions, arrays.random_actions(rng_arrays)), f"step {step}: random actions"
+        assert np.array_equal(actions, plain.random_actions(rng_plain)), f"step {step}: random actions"
         active = drive.random(n) < 0.9  # some games sit a step out, as in seated play
         rounds = compiled.round.copy()
-        left, right = compiled.step(actions, active), arrays.step(actions, active)
+        left, right = compiled.step(actions, active), plain.step(actions, active)
         for field in left._fields:
             assert np.array_equal(getattr(left, field), getattr(right, field)), f"step {step}: {field}"
         finished += int(left.terminated.sum())
         interim += int((compiled.round > rounds).sum())
-        _assert_equal(compiled, arrays, f"step {step}")
+        _assert_equal(compiled, plain, f"step {step}")
     assert finished > n and interim > n, "the run must cover many games, interim scorings and final scorings"
 
 
 def test_a_batch_of_hand_made_positions_agrees_on_both_paths(monkeypatch):
     """Positions loaded from dicts (captures, claims, final turns) step alike on both paths."""
-    source = KahunaBatch(48, [ALL_CONFIGS[i % len(ALL_CONFIGS)] for i in range(48)], seed=70, auto_reset=True)
+    n = len(ALL_CONFIGS)
+    source = KahunaBatch(n, [ALL_CONFIGS[i % len(ALL_CONFIGS)] for i in range(n)], seed=70, auto_reset=True)
     rng = np.random.default_rng(8)
     for _ in range(150):
         source.step(source.random_actions(rng))
     positions = source.to_dicts()
-    compiled = KahunaBatch.from_dicts(positions, seeds=list(range(48)))
-    arrays = _on_the_array_path(monkeypatch, lambda: KahunaBatch.from_dicts(positions, seeds=list(range(48))))
-    for step in range(200):
+    compiled = KahunaBatch.from_dicts(positions, seeds=list(range(n)))
+    plain = _on_the_plain_path(monkeypatch, lambda: KahunaBatch.from_dicts(positions, seeds=list(range(n))))
+    for step in range(120):
         actions = compiled.random_actions(np.random.default_rng(step))
         compiled.step(actions, ~compiled.over)
-        arrays.step(actions, ~arrays.over)
-        _assert_equal(compiled, arrays, f"step {step}")
+        plain.step(actions, ~plain.over)
+        _assert_equal(compiled, plain, f"step {step}")
 
 
 def test_sample_set_bits_draws_the_same_bits_on_both_paths(monkeypatch):
@@ -120,12 +132,12 @@ def test_sample_set_bits_draws_the_same_bits_on_both_paths(monkeypatch):
         compiled = sample_set_bits(words[:, :width], np.random.default_rng(9))
         with monkeypatch.context() as patch:
             patch.setattr(kernels, "enabled", lambda: False)
-            arrays = sample_set_bits(words[:, :width], np.random.default_rng(9))
-        assert np.array_equal(compiled, arrays), width
+            plain = sample_set_bits(words[:, :width], np.random.default_rng(9))
+        assert np.array_equal(compiled, plain), width
         assert (compiled[::7] == 0).all()
 
 
-def test_kahuna_jit_0_runs_the_array_code():
+def test_kahuna_jit_0_runs_the_loops_as_plain_python():
     code = (
         "import sys\n"
         "import numpy as np\n"

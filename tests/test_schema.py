@@ -21,7 +21,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from kahuna_env import observation, schema, vector
+from kahuna_env import kernels, observation, schema, vector
 from kahuna_env.board import ISLAND_ID, ISLANDS, MAJORITY, NUM_ISLANDS
 from kahuna_env.engine import STATE_FIELDS, KahunaConfig, KahunaGame
 from kahuna_env.positions import OPTIONAL_KEYS, REQUIRED_KEYS, Position
@@ -119,6 +119,18 @@ def test_a_malformed_field_is_a_one_line_error_naming_it(changes, message):
     assert "\n" not in str(error.value)
 
 
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"engine": "_token_counts"}, r"one name per field: its engine slot is '_tokens', got '_token_counts'"),
+        ({"batch": "token_counts"}, r"one name per field: its batch array is 'tokens', got 'token_counts'"),
+    ],
+)
+def test_a_field_has_one_name_in_the_engine_and_the_batch(changes, message):
+    with pytest.raises(ValueError, match=message):
+        check_schema((*FIELDS, _state_field(observation="not shown", **changes)))
+
+
 # ---------------------------------------------------------------------------------------------- the engine
 def test_the_engines_slots_are_the_schemas_engine_fields_in_order():
     slots = tuple(field.engine for field in FIELDS if field.engine is not None)
@@ -180,6 +192,16 @@ def test_the_position_keys_are_the_schemas_and_every_game_writes_them_all():
     assert len(dataclasses.fields(Position)) == len(keys)
     assert list(KahunaGame(seed=0).to_dict()) == list(REQUIRED_KEYS + OPTIONAL_KEYS)
     assert list(KahunaBatch(1, seed=0).to_dicts()[0]) == list(REQUIRED_KEYS + OPTIONAL_KEYS)
+
+
+def test_a_position_value_has_the_schemas_position_fields_by_their_names():
+    assert tuple(field.name for field in dataclasses.fields(Position)) == tuple(
+        field.name for field in FIELDS if field.position is not None
+    )
+    game = KahunaGame(seed=2)
+    value = game._position()
+    assert value.current == game.current_player and value.pile == tuple(game._pile)  # the pile bottom first
+    assert KahunaGame._from_position(value, None).to_dict() == game.to_dict() == value.to_dict()
 
 
 @pytest.mark.parametrize("field", [field for field in FIELDS if field.position and field.high is not None])
@@ -350,11 +372,20 @@ def test_the_batch_manual_table_lists_the_schemas_state_arrays():
 
 
 def test_the_batched_encoder_writes_every_observation_block_once_in_order():
-    tree = ast.parse(textwrap.dedent(inspect.getsource(vector.KahunaBatch._raw_observations)))
-    calls = [
-        node
+    """The one batched encoder, ``kernels.observations``: a start per block, named after it, in the layout's
+    order, and every block written."""
+    encoder = getattr(kernels.observations, "py_func", kernels.observations)  # compiled: its Python function
+    tree = ast.parse(textwrap.dedent(inspect.getsource(encoder)))
+    unpack = next(
+        node for node in ast.walk(tree) if isinstance(node, ast.Assign) and getattr(node.value, "id", None) == "starts"
+    )
+    starts = [target.id for target in unpack.targets[0].elts]
+    stored = {
+        name.id
         for node in ast.walk(tree)
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "put" and node.args
-    ]
-    written = [node.args[0].value for node in sorted(calls, key=lambda node: node.lineno)]
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and getattr(node.value, "id", "") == "r"
+        for name in ast.walk(node.slice)
+        if isinstance(name, ast.Name)
+    }
+    written = [name.removesuffix("_at") for name in starts if name in stored]
     assert written == [block.name for block in OBSERVATION_BLOCKS]

@@ -1,0 +1,94 @@
+"""The rule options of a game: :class:`KahunaConfig`, at the bottom of the layers (it imports nothing of the project).
+
+The engine (:mod:`kahuna_env.engine`, which re-exports it), the position format
+(:mod:`kahuna_env.positions`), the batch and the envs all take their options as a
+``KahunaConfig``; the schema's option fields read theirs off it
+(:data:`kahuna_env.schema.FIELDS`, ``from_config``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["DISCARD_RULES", "VARIANTS", "KahunaConfig", "as_config"]
+
+VARIANTS = ("standard", "planning")
+DISCARD_RULES = ("instead_of_play", "hand_limit")
+
+
+@dataclasses.dataclass(frozen=True)
+class KahunaConfig:
+    """Every rule option of a game (docs/RULES.md); bad values raise ``ValueError`` at construction.
+
+    Attributes:
+        variant: ``"standard"`` or ``"planning"`` (placement restricted next to
+            opponent-controlled islands, free claim of a line freed by a removal).
+        handicap: ``None`` or ``(player, n)``: ``player`` places ``n`` (1..3)
+            free bridges after the deal, before the first turn.
+        discard_rule: ``"instead_of_play"`` (face-down discards instead of
+            playing, the seed rulebook) or ``"hand_limit"`` (the printed Kosmos
+            rule: discard only with 5 cards and something drawable, then draw).
+        first_player: the player (0 or 1) who takes the first turn.
+    """
+
+    variant: str = "standard"
+    handicap: tuple[int, int] | None = None
+    discard_rule: str = "instead_of_play"
+    first_player: int = 0
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
+        if self.discard_rule not in DISCARD_RULES:
+            raise ValueError(f"discard_rule must be one of {DISCARD_RULES}, got {self.discard_rule!r}")
+        if not _is_player(self.first_player):
+            raise ValueError(f"first_player must be 0 or 1, got {self.first_player!r}")
+        if self.handicap is not None:
+            handicap = self.handicap
+            # A list or tuple only: a dict or a set of two would unpack into its keys or in any order.
+            if not isinstance(handicap, (tuple, list)) or len(handicap) != 2:
+                raise ValueError(f"handicap must be None or a pair (player, bridges), got {handicap!r}")
+            player, count = handicap
+            if not _is_player(player):
+                raise ValueError(f"handicap player must be 0 or 1, got {player!r}")
+            if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 3:
+                raise ValueError(f"handicap bridges must be an integer in 1..3, got {count!r}")
+            # JSON gives lists; keep the frozen object hashable and comparable.
+            object.__setattr__(self, "handicap", (int(player), int(count)))
+
+    @classmethod
+    def from_dict(cls, options: Mapping[str, Any]) -> KahunaConfig:
+        """Build a config from a mapping; an unknown key is a ``ValueError`` naming it."""
+        if not isinstance(options, Mapping):
+            raise ValueError(f"config must be a mapping, got {type(options).__name__}")
+        known = {field.name for field in dataclasses.fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ValueError(f"unknown config option(s) {unknown}; known options: {sorted(known)}")
+        return cls(**options)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (handicap as a list or null)."""
+        return {
+            "variant": self.variant,
+            "handicap": list(self.handicap) if self.handicap is not None else None,
+            "discard_rule": self.discard_rule,
+            "first_player": self.first_player,
+        }
+
+
+def _is_player(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value in (0, 1)
+
+
+def as_config(config: KahunaConfig | Mapping[str, Any] | None) -> KahunaConfig:
+    """A config from a config, a mapping of options, or ``None`` (the defaults); ``ValueError`` otherwise."""
+    if config is None:
+        return KahunaConfig()
+    if isinstance(config, KahunaConfig):
+        return config
+    if isinstance(config, Mapping):
+        return KahunaConfig.from_dict(config)
+    raise ValueError(f"config must be a KahunaConfig, a mapping or None, got {type(config).__name__}")
