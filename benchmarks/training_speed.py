@@ -54,7 +54,7 @@ from training.league.pool import OpponentPool
 from training.ppo.checkpoint import load_checkpoint
 from training.ppo.config import TrainConfig, load_config
 from training.ppo.cpus import use_bf16
-from training.ppo.trainer import build_model, ppo_update
+from training.ppo.trainer import build_model, make_optimizer, ppo_update
 from training.selfplay import batched_rollout
 from training.selfplay.batched_rollout import play_games_batched
 from training.selfplay.rollout import GameBatch, Rollout
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     threads = config.threads if isinstance(config.threads, int) else torch.get_num_threads()
     rollout = synthetic_rollout(args.decisions, args.seed)
     model = build_model(config)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.ppo.lr, eps=config.ppo.adam_eps)
+    optimizer = make_optimizer(model, config.ppo)
     generator = torch.Generator().manual_seed(args.seed)
     ppo = config.ppo
     print(
