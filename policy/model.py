@@ -335,7 +335,7 @@ class ActorCritic(nn.Module):
             dim=1,
         )
         value = self.value_head(self.value_net(torch.cat([hidden, line_mean], dim=1)))
-        legal = action_mask.reshape(batch, -1).to(torch.bool).to(logits.dtype)
+        legal = action_mask.reshape(logits.shape).to(torch.bool).to(logits.dtype)
         logits = torch.addcmul((legal - 1) * -self._masked_logit, logits, legal)
         return logits.view(shape[:-1] + logits.shape[-1:]), value.view(shape[:-1])
 
@@ -458,13 +458,14 @@ def _line_block(
     the two activations ``(positions * 27, width)`` the backward pass reads.
     """
     positions, width = shift.shape
+    per_position = lines.shape[0] // max(positions, 1)  # 27 (0 for an empty batch)
     # In place on the product's own (positions, 27, width) view, never on a view of a kept tensor: the
     # ONNX exporter traces this function, and it loses in-place writes made through a view.
-    hidden = torch.mm(lines, first.t()).view(positions, -1, width).add_(shift.unsqueeze(1))
+    hidden = torch.mm(lines, first.t()).view(positions, per_position, width).add_(shift.unsqueeze(1))
     hidden = _activate_(hidden, relu).view(-1, width)
     embedding = _activate_(torch.mm(hidden, second.t()).add_(second_bias), relu)
     scores = torch.addmm(head_bias, embedding, head.t())
-    return scores, embedding.view(positions, -1, embedding.shape[1]).mean(1), hidden, embedding
+    return scores, embedding.view(positions, per_position, embedding.shape[1]).mean(1), hidden, embedding
 
 
 def _activation_backward(grad: torch.Tensor, output: torch.Tensor, relu: bool) -> torch.Tensor:
@@ -497,7 +498,7 @@ class _LineLayers(torch.autograd.Function):
         relu: bool,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         scores, means, activations = [], [], []
-        for start in range(0, shift.shape[0], LINE_CHUNK):
+        for start in range(0, max(shift.shape[0], 1), LINE_CHUNK):  # an empty batch: one empty chunk
             rows = slice(start * NUM_LINES, (start + LINE_CHUNK) * NUM_LINES)
             chunk = _line_block(
                 lines[rows], shift[start : start + LINE_CHUNK], first, second, second_bias, head, head_bias, relu

@@ -295,8 +295,13 @@ def ppo_update(
                 splits = (index.tensor_split(shards.count), advantages.tensor_split(shards.count))
                 pieces = [(rows, part, len(index)) for rows, part in zip(*splits, strict=True) if len(rows)]
                 results = shards.map(step, pieces)
+                owned: set[int] = set()
                 for parameter, *gradients in zip(parameters, *(result[0] for result in results), strict=True):
-                    parameter.grad = functools.reduce(torch.add, gradients)  # in shard order
+                    gradient = functools.reduce(torch.add, gradients)  # in shard order
+                    # autograd may hand several parameters one tensor (the three biases summed into one);
+                    # each needs its own, since clipping scales the gradients in place.
+                    parameter.grad = gradient.clone() if id(gradient) in owned else gradient
+                    owned.add(id(parameter.grad))
                 nn.utils.clip_grad_norm_(parameters, ppo.max_grad_norm)
                 optimizer.step()
                 optimizer.zero_grad(set_to_none=True)
