@@ -470,7 +470,7 @@ class TrainConfig:
             (:mod:`training.ppo.parallel`); ``"auto"``: the cores this process may actually use (CPU
             affinity and cgroup quota; see :mod:`training.ppo.cpus`).  The number fixes the run's
             results; while other work takes the cores the shards run on fewer threads, with the same
-            results.  Also torch's threads outside collection and the update (evaluation).
+            results.  Torch itself runs one thread per process on the CPU (its threads on a GPU run).
         device: where the learner's network runs (the update and collection's forward passes):
             ``auto`` (CUDA when torch sees a GPU, else the CPU), ``cpu`` or ``cuda``; the batched engine
             plays on the CPU (:mod:`training.ppo.device`).

@@ -741,7 +741,11 @@ def _setup(
     precision = bf16_message(config.ppo.bf16, device)
     if precision:
         log(precision)
-    torch.set_num_threads(threads)
+    # On the CPU torch runs one thread everywhere: the update's shards are its parallelism. Torch's own
+    # threads split each operation and wait for each other at every one: spinning, they collapse beside
+    # other work; sleeping (OMP_WAIT_POLICY=PASSIVE, which kahuna-train sets), they made the float32
+    # update 2.7 s instead of 1.0 s on a quiet machine (docs/MACHINES.md).
+    torch.set_num_threads(1 if device.type == "cpu" else threads)
     model = (build_model(config) if initial is None else initial).to(device)
     if initial is not None:
         log(f"init_from: the learner starts from {config.init_from}")
