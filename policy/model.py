@@ -347,7 +347,7 @@ class ActorCritic(nn.Module):
         second, head = self.line_net[0], self.line_head
         tensors = (lines, shift, first, second.weight, second.bias, head.weight, head.bias)
         if torch.is_grad_enabled() and not torch.jit.is_tracing() and any(t.requires_grad for t in tensors):
-            return _LineLayers.apply(*tensors, self._relu)
+            return _LineLayers.apply(self._relu, *tensors)
         return _line_block(*tensors, self._relu)[:2]
 
     def _scripted_forward(
@@ -487,25 +487,17 @@ class _LineLayers(torch.autograd.Function):
 
     @staticmethod
     def forward(  # type: ignore[override]
-        ctx: Any,
-        lines: torch.Tensor,
-        shift: torch.Tensor,
-        first: torch.Tensor,
-        second: torch.Tensor,
-        second_bias: torch.Tensor,
-        head: torch.Tensor,
-        head_bias: torch.Tensor,
-        relu: bool,
+        ctx: Any, relu: bool, lines: torch.Tensor, shift: torch.Tensor, *weights: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``weights``: :func:`_line_block`'s ``first, second, second_bias, head, head_bias``."""
         scores, means, activations = [], [], []
         for start in range(0, max(shift.shape[0], 1), LINE_CHUNK):  # an empty batch: one empty chunk
             rows = slice(start * NUM_LINES, (start + LINE_CHUNK) * NUM_LINES)
-            chunk = _line_block(
-                lines[rows], shift[start : start + LINE_CHUNK], first, second, second_bias, head, head_bias, relu
-            )
+            chunk = _line_block(lines[rows], shift[start : start + LINE_CHUNK], *weights, relu)
             scores.append(chunk[0])
             means.append(chunk[1])
             activations.append(chunk[2:])
+        first, second, _, head, _ = weights
         ctx.save_for_backward(lines, first, second, head)
         ctx.activations, ctx.relu = activations, relu
         return torch.cat(scores), torch.cat(means)
@@ -535,7 +527,7 @@ class _LineLayers(torch.autograd.Function):
             grad_shift.append(grad.view(positions, NUM_LINES, -1).sum(1))
         ctx.activations = None
         shift = torch.cat(grad_shift)
-        return None, shift, grads[0], grads[1], grads[2], grads[3], grad_scores.sum(0), None
+        return None, None, shift, grads[0], grads[1], grads[2], grads[3], grad_scores.sum(0)
 
 
 class _OwnWeights:
