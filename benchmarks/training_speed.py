@@ -1,10 +1,16 @@
 """Speed of the two halves of a training update: collection and the PPO update.
 
-    python benchmarks/training_speed.py [--config configs/default.yaml] [--decisions 39000] [--repeats 3]
-                                        [--rows 16 256] [--games 256] [--checkpoint PATH] [--seed 0]
+    python benchmarks/training_speed.py [--config configs/default.yaml] [--set KEY=VALUE ...] [--device cpu]
+                                        [--decisions 39000] [--repeats 3] [--rows 16 256] [--games 256]
+                                        [--checkpoint PATH] [--seed 0]
+
+``--set`` overrides config keys as ``kahuna-train --set`` does (``--set ppo.bf16=false``: the
+float32 update of a CPU without bfloat16); ``--device`` runs the network on ``cpu`` or ``cuda``
+(default: the config's ``device``, ``auto``).
 
 Update: ``training.ppo.trainer.ppo_update`` with the config's network and PPO settings
-(``update_epochs``, ``minibatch_size``, ``bf16``; ``threads`` torch threads) on
+(``update_epochs``, ``minibatch_size``, ``bf16``; ``threads`` shards per minibatch, one thread
+each, as the trainer runs it: :mod:`training.ppo.parallel`), wall and process CPU seconds, on
 a synthetic rollout of ``--decisions`` decisions (random observations, about
 a fifth of the actions legal): the same shapes and the same work as one
 update of that config, whose rollouts hold about 38,000 learner decisions
@@ -50,11 +56,14 @@ from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.observation import OBSERVATION_SIZE
 from policy.model import ActorCritic, model_from_payload, sample_actions
+from training.cli import add_override_argument
 from training.league.pool import OpponentPool
 from training.ppo.checkpoint import load_checkpoint
 from training.ppo.config import TrainConfig, load_config
-from training.ppo.cpus import use_bf16
-from training.ppo.trainer import build_model, ppo_update
+from training.ppo.cpus import update_threads, use_bf16
+from training.ppo.device import DEVICES, resolve_device
+from training.ppo.parallel import UpdateShards
+from training.ppo.trainer import build_model, make_optimizer, ppo_update
 from training.selfplay import batched_rollout
 from training.selfplay.batched_rollout import play_games_batched
 from training.selfplay.rollout import GameBatch, Rollout
@@ -93,6 +102,10 @@ def main(argv: list[str] | None = None) -> None:
     """Run the benchmark and print the times."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default="configs/default.yaml", help="run configuration (network, ppo, threads)")
+    add_override_argument(parser, "--set ppo.bf16=false --set threads=1")
+    parser.add_argument(
+        "--device", choices=DEVICES, help="where the network runs (default: the config's device, auto: CUDA if any)"
+    )
     parser.add_argument("--decisions", type=int, default=39000, help="decisions in the synthetic rollout")
     parser.add_argument("--repeats", type=int, default=3, help="timed updates (and forward measurements)")
     parser.add_argument("--rows", type=int, nargs="*", default=[16, 256], help="forward-pass batch sizes")
@@ -104,29 +117,41 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.decisions < 1 or args.repeats < 1 or any(rows < 1 for rows in args.rows):
         parser.error("--decisions, --repeats and every --rows must be at least 1")
-    config = load_config(args.config)
-    threads = config.threads if isinstance(config.threads, int) else torch.get_num_threads()
+    try:
+        config = load_config(args.config, args.overrides)
+        device = resolve_device(args.device or config.device)
+    except ValueError as error:
+        parser.error(str(error))
+    threads = update_threads(config.threads)
     rollout = synthetic_rollout(args.decisions, args.seed)
-    model = build_model(config)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.ppo.lr, eps=config.ppo.adam_eps)
+    model = build_model(config).to(device)
+    optimizer = make_optimizer(model, config.ppo)
     generator = torch.Generator().manual_seed(args.seed)
     ppo = config.ppo
+    shards = UpdateShards(threads if device.type == "cpu" else 1)
     print(
-        f"{args.config}: {config.model.architecture} network {list(config.model.hidden_sizes)}, "
-        f"{args.decisions:,} decisions, {ppo.update_epochs} epochs of minibatches of {ppo.minibatch_size}, "
-        f"bf16 {ppo.bf16}, {threads} thread(s)"
+        f"{args.config}{''.join(f' --set {item}' for item in args.overrides)}: {config.model.architecture} network "
+        f"{list(config.model.hidden_sizes)}, {args.decisions:,} decisions, {ppo.update_epochs} epochs of minibatches "
+        f"of {ppo.minibatch_size}, bf16 {ppo.bf16} -> {use_bf16(ppo.bf16, device)}, {threads} thread(s) "
+        f"({shards.count} shard(s) per minibatch), device {device}"
     )
     torch.set_num_threads(threads)
-    ppo_update(model, optimizer, rollout, ppo, generator)  # warm-up
+    ppo_update(model, optimizer, rollout, ppo, generator, shards=shards)  # warm-up
     seconds = []
     for repeat in range(args.repeats):
-        start = time.perf_counter()
-        ppo_update(model, optimizer, rollout, ppo, generator)
+        synchronize(device)
+        start, cpu = time.perf_counter(), time.process_time()
+        ppo_update(model, optimizer, rollout, ppo, generator, shards=shards)
+        synchronize(device)
         seconds.append(time.perf_counter() - start)
-        print(f"  update {repeat + 1}: {seconds[-1]:.3f} s  ({args.decisions / seconds[-1]:,.0f} decisions/s)")
+        print(
+            f"  update {repeat + 1}: {seconds[-1]:.3f} s  ({args.decisions / seconds[-1]:,.0f} decisions/s), "
+            f"{time.process_time() - cpu:.3f} CPU s"
+        )
     report("ppo_update", seconds, "s")
+    shards.close()
     update_flops = update_flops_per_decision(model, rollout, ppo.minibatch_size, ppo.update_epochs)
-    attainable_update = attainable_gflops(config, threads, ppo.minibatch_size, bf16=use_bf16(ppo.bf16))
+    attainable_update = attainable_gflops(config, threads, ppo.minibatch_size, use_bf16(ppo.bf16, device), device)
     achieved_update = update_flops * args.decisions / min(seconds) / 1e9
 
     torch.set_num_threads(1)
@@ -154,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
         f"  update, {threads} thread(s): {achieved_update:.1f} GFLOP/s of {attainable_update:.1f} attainable "
         f"= {achieved_update / attainable_update:.0%}"
     )
-    attainable_one = attainable_gflops(config, 1, max(forward_rows, default=1), bf16=False)
+    attainable_one = attainable_gflops(config, 1, max(forward_rows, default=1), False, device)
     for rows, milliseconds in forward_rows.items():
         achieved = forward_flops * rows / (milliseconds / 1e3) / 1e9
         print(
@@ -166,10 +191,17 @@ def main(argv: list[str] | None = None) -> None:
         collection(config, model, args.games, args.repeats, args.seed, args.checkpoint)
 
 
+def synchronize(device: torch.device) -> None:
+    """Wait for the device's queued work (a GPU's products run after the call returns)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def forward_flops_per_decision(model: ActorCritic, rollout: Rollout, rows: int = 256) -> float:
     """FLOPs of the network's forward pass per decision (counted on ``rows`` decisions)."""
-    observations = torch.from_numpy(rollout.observations[:rows])
-    masks = torch.from_numpy(rollout.masks[:rows])
+    device = next(model.parameters()).device
+    observations = torch.from_numpy(rollout.observations[:rows]).to(device)
+    masks = torch.from_numpy(rollout.masks[:rows]).to(device)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         model(observations, masks)
     return counter.get_total_flops() / len(observations)
@@ -178,8 +210,9 @@ def forward_flops_per_decision(model: ActorCritic, rollout: Rollout, rows: int =
 def update_flops_per_decision(model: ActorCritic, rollout: Rollout, minibatch: int, epochs: int) -> float:
     """FLOPs of an update per decision: forward and backward of a minibatch, per row, times the epochs."""
     rows = min(minibatch, len(rollout.observations))
-    observations = torch.from_numpy(rollout.observations[:rows])
-    masks = torch.from_numpy(rollout.masks[:rows])
+    device = next(model.parameters()).device
+    observations = torch.from_numpy(rollout.observations[:rows]).to(device)
+    masks = torch.from_numpy(rollout.masks[:rows]).to(device)
     with FlopCounterMode(display=False) as counter:
         logits, values = model(observations, masks)
         (logits.float().logsumexp(-1).sum() + values.float().sum()).backward()
@@ -187,8 +220,11 @@ def update_flops_per_decision(model: ActorCritic, rollout: Rollout, minibatch: i
     return counter.get_total_flops() / rows * epochs
 
 
-def attainable_gflops(config: TrainConfig, threads: int, rows: int, bf16: bool, seconds: float = 0.3) -> float:
+def attainable_gflops(
+    config: TrainConfig, threads: int, rows: int, bf16: bool, device: torch.device | None = None, seconds: float = 0.3
+) -> float:
     """This machine's best ``torch.mm`` GFLOP/s at the network's layer shapes (``rows`` x width x width)."""
+    device = device or torch.device("cpu")
     widths = sorted({*config.model.hidden_sizes, config.model.line_width, OBSERVATION_SIZE, NUM_ACTIONS})
     dtypes = [torch.float32, torch.bfloat16] if bf16 else [torch.float32]
     previous = torch.get_num_threads()
@@ -198,13 +234,17 @@ def attainable_gflops(config: TrainConfig, threads: int, rows: int, bf16: bool, 
         for dtype in dtypes:
             for inner in widths:
                 for outer in widths:
-                    left = torch.rand(rows, inner, dtype=dtype)
-                    right = torch.rand(inner, outer, dtype=dtype)
+                    left = torch.rand(rows, inner, dtype=dtype, device=device)
+                    right = torch.rand(inner, outer, dtype=dtype, device=device)
                     torch.mm(left, right)  # warm-up
                     calls, start = 0, time.perf_counter()
                     while (elapsed := time.perf_counter() - start) < seconds:
                         torch.mm(left, right)
                         calls += 1
+                        if calls % 64 == 0:
+                            synchronize(device)
+                    synchronize(device)
+                    elapsed = time.perf_counter() - start
                     best = max(best, 2 * rows * inner * outer * calls / elapsed / 1e9)
     finally:
         torch.set_num_threads(previous)

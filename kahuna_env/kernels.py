@@ -42,6 +42,7 @@ __all__ = [
     "BLOCKS",
     "ENABLED",
     "PARAMETERS",
+    "cache_is_warm",
     "check",
     "deal",
     "draw_seeds",
@@ -121,6 +122,24 @@ def _setup() -> bool:
                     names[name] = numba.njit(cache=False, nogil=True)(names[name])
         ENABLED = numba is not None
     return ENABLED
+
+
+WARM_CHECK = ("legal_words", "step", "observations")
+"""The loops every game plays, whose disk cache :func:`cache_is_warm` looks for."""
+
+
+def cache_is_warm() -> bool | None:
+    """Whether numba's disk cache already holds this source's compiled loops (so none compiles on first use).
+
+    False means the first batch will compile them (seconds: announce it); None when it cannot
+    tell (the array code runs, or this numba keeps its cache otherwise).
+    """
+    if not enabled():
+        return None
+    try:
+        return all(bool(globals()[name]._cache._cache_file._load_index()) for name in WARM_CHECK)
+    except Exception:  # numba's cache layout is its own; unknown is not an error
+        return None
 
 
 def enabled() -> bool:

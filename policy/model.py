@@ -172,12 +172,19 @@ def sample_actions(
     :func:`sample_from_logits`.  ``logits_out`` (``(len(observations), 179)``
     float32), if given, receives the masked logits the actions were drawn from.
     """
-    logits, values = model(torch.from_numpy(observations), torch.from_numpy(masks))
+    logits, values = network_outputs(model, observations, masks)
     actions = sample_from_logits(logits, torch.rand(logits.shape, generator=generator))
     log_probs = torch.log_softmax(logits, dim=1).gather(1, actions.unsqueeze(1)).squeeze(1)
     if logits_out is not None:
         logits_out[:] = logits.numpy()
     return actions.numpy(), log_probs.numpy(), values.numpy()
+
+
+def network_outputs(model: nn.Module, observations: np.ndarray, masks: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """``model``'s masked logits and values for numpy inputs, computed on the model's device, returned on the CPU."""
+    device = next(model.parameters()).device
+    logits, values = model(torch.from_numpy(observations).to(device), torch.from_numpy(masks).to(device))
+    return logits.cpu(), values.cpu()
 
 
 def masked_logits(logits: torch.Tensor, action_mask: torch.Tensor) -> torch.Tensor:
@@ -214,6 +221,8 @@ class ActorCritic(nn.Module):
         "_claim_start",
         "_claim_stop",
         "_masked_logit",
+        "_line_inputs",
+        "_relu",
     )
     _observation_width: Final[int] = OBSERVATION_SIZE
     _num_islands: Final[int] = NUM_ISLANDS
@@ -224,6 +233,8 @@ class ActorCritic(nn.Module):
     _claim_start: Final[int] = OBSERVATION_LAYOUT["claim"].start
     _claim_stop: Final[int] = OBSERVATION_LAYOUT["claim"].stop
     _masked_logit: Final[float] = MASKED_LOGIT
+    _line_inputs: Final[int] = 3 + 2 * _ISLAND_FEATURES
+    _relu: Final[bool] = True
 
     def __init__(self, config: ModelConfig | None = None) -> None:
         super().__init__()
@@ -253,10 +264,14 @@ class ActorCritic(nn.Module):
         self.value_net = _mlp([width + line_width, line_width], activation)
         self.value_head = _head(line_width, 1, 1.0)
         self.activation = _ACTIVATIONS[activation]()
+        self._relu = activation == "relu"
         # Constant index and feature tables (buffers, so they follow the module; not saved).
         self.register_buffer("island_map", _ISLAND_MAP, persistent=False)
         self.register_buffer("island_offset", _ISLAND_OFFSET, persistent=False)
         self.register_buffer("line_ends", _LINE_ENDS, persistent=False)
+        # The same features as gathered columns (see _FeatureGather): the fast path of the forward pass.
+        for name, table in _GATHER.items():
+            self.register_buffer(name, table, persistent=False)
 
     def _island_features(self, observation: torch.Tensor) -> torch.Tensor:
         """``(..., 12, _ISLAND_FEATURES)`` per-island features; see :func:`_island_feature_map`."""
@@ -272,56 +287,83 @@ class ActorCritic(nn.Module):
         """
         if torch.jit.is_scripting():
             return self._scripted_forward(observation, action_mask)
+        if self.config.architecture == "board" and not _autocast(observation):
+            return self._board_forward(observation, action_mask)
         return self._forward(observation, action_mask, _OWN_WEIGHTS)
+
+    def _board_forward(self, observation: torch.Tensor, action_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The "board" network's forward pass with its own weights, in few passes over the per-line tensors.
+
+        The same function as :meth:`_forward` (equal up to float rounding): the line and island
+        features are gathered from the observation (:class:`_FeatureGather`) instead of computed by a
+        product with :data:`_ISLAND_MAP`; the three per-line layers run as :func:`_line_block`, in
+        place, and in training as :class:`_LineLayers`, whose backward pass is written out and runs
+        over chunks of positions that stay in the CPU's cache; the mask is applied as
+        ``logits * legal + bias`` (exactly :data:`MASKED_LOGIT` where illegal, the logit where legal).
+        TorchScript compiles this method too (the eager training branch aside).
+        """
+        shape = observation.shape
+        observation = observation.reshape(-1, self._observation_width)
+        batch = observation.shape[0]
+        hidden = self.trunk(observation)
+        augmented = torch.cat([observation, torch.mm(observation, self.gather_sums)], dim=1)
+        islands = torch.addcmul(
+            self.island_gather_offset, augmented.index_select(1, self.island_gather), self.island_gather_scale
+        )
+        lines = torch.cat([observation, islands], dim=1).index_select(1, self.line_gather)
+        lines = lines.view(batch * self._num_lines, self._line_inputs)
+        islands = islands.view(batch, self._num_islands, self._island_width)
+        first = torch.cat([self.line_own.weight, self.line_from_a.weight, self.line_from_b.weight], dim=-1)
+        shift = self.line_from_trunk(hidden) + (self.line_own.bias + self.line_from_a.bias + self.line_from_b.bias)
+        second = self.line_net[0]
+        if torch.jit.is_scripting():
+            scores, line_mean = _line_block(
+                lines, shift, first, second.weight, second.bias, self.line_head.weight, self.line_head.bias, self._relu
+            )[:2]
+        else:
+            scores, line_mean = self._line_layers(lines, shift, first)
+        line_logits = scores.view(batch, self._num_lines, 6).transpose(1, 2)  # (batch, 6 groups, 27 lines)
+        island_input = self.island_from_self(islands) + self.island_from_trunk(hidden).unsqueeze(1)
+        discard_logits = self.island_head(self.activation(island_input)).squeeze(-1)  # (batch, 12)
+        logits = torch.cat(
+            [
+                line_logits[:, :5, :].reshape(batch, 5 * self._num_lines),
+                discard_logits,
+                self.turn_head(hidden),
+                line_logits[:, 5, :],
+            ],
+            dim=1,
+        )
+        value = self.value_head(self.value_net(torch.cat([hidden, line_mean], dim=1)))
+        legal = action_mask.reshape(logits.shape).to(torch.bool).to(logits.dtype)
+        logits = torch.addcmul((legal - 1) * -self._masked_logit, logits, legal)
+        return logits.view(shape[:-1] + logits.shape[-1:]), value.view(shape[:-1])
+
+    @torch.jit.unused
+    def _line_layers(
+        self, lines: torch.Tensor, shift: torch.Tensor, first: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """:func:`_line_block`, through :class:`_LineLayers` when a gradient is wanted (not while tracing for ONNX)."""
+        second, head = self.line_net[0], self.line_head
+        tensors = (lines, shift, first, second.weight, second.bias, head.weight, head.bias)
+        if torch.is_grad_enabled() and not torch.jit.is_tracing() and any(t.requires_grad for t in tensors):
+            return _LineLayers.apply(self._relu, *tensors)
+        return _line_block(*tensors, self._relu)[:2]
 
     def _scripted_forward(
         self, observation: torch.Tensor, action_mask: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """:meth:`_forward` with the network's own layers, written so that TorchScript compiles it.
+        """The eager forward pass, written so that TorchScript compiles it.
 
-        The same operations in the same order (no weights object, ``hasattr`` for the architecture),
-        so the scripted network's outputs are bit-identical to the eager ones (tests/test_export.py).
+        The same operations in the same order (``hasattr`` for the architecture; the "board" network's
+        :meth:`_board_forward`), so the scripted network's outputs are bit-identical to the eager ones
+        (tests/test_export.py).
         """
+        if hasattr(self, "line_head"):  # architecture "board" (a compile-time test in TorchScript)
+            return self._board_forward(observation, action_mask)
         hidden = self.trunk(observation)
-        if not hasattr(self, "line_head"):  # architecture "mlp" (a compile-time test in TorchScript)
-            logits = self.policy_head(hidden).masked_fill(~action_mask.to(torch.bool), self._masked_logit)
-            return logits, self.value_head(hidden).squeeze(-1)
-        # TorchScript has no starred lists: shapes are built with ``lead + [...]`` here.
-        lead = list(observation.shape[:-1])
-        islands = torch.addmm(self.island_offset, observation.reshape(-1, self._observation_width), self.island_map)
-        islands = islands.view(lead + [self._num_islands, self._island_width])  # noqa: RUF005
-        own = torch.cat(
-            [
-                observation[..., self._own_start : self._own_stop],
-                observation[..., self._claim_start : self._claim_stop],
-            ],
-            dim=-1,
-        )
-        own = own.view(lead + [3, self._num_lines]).transpose(-1, -2)  # noqa: RUF005
-        ends = islands.index_select(-2, self.line_ends)
-        ends = ends.view(lead + [self._num_lines, 2 * self._island_width])  # noqa: RUF005
-        line_features = torch.cat([own, ends], dim=-1)
-        weight = torch.cat([self.line_own.weight, self.line_from_a.weight, self.line_from_b.weight], dim=-1)
-        bias = self.line_own.bias + self.line_from_a.bias + self.line_from_b.bias
-        line_input = F.linear(line_features, weight, bias)
-        line_input = line_input + self.line_from_trunk(hidden).unsqueeze(-2)
-        line_embedding = self.line_net(self.activation(line_input))
-        line_logits = self.line_head(line_embedding).transpose(-1, -2)
-        island_input = self.island_from_self(islands)
-        island_input = island_input + self.island_from_trunk(hidden).unsqueeze(-2)
-        discard_logits = self.island_head(self.activation(island_input)).squeeze(-1)
-        logits = torch.cat(
-            [
-                line_logits[..., :5, :].reshape(lead + [5 * self._num_lines]),  # noqa: RUF005
-                discard_logits,
-                self.turn_head(hidden),
-                line_logits[..., 5, :],
-            ],
-            dim=-1,
-        )
-        summary = torch.cat([hidden, line_embedding.mean(dim=-2)], dim=-1)
-        value = self.value_head(self.value_net(summary))
-        return logits.masked_fill(~action_mask.to(torch.bool), self._masked_logit), value.squeeze(-1)
+        logits = self.policy_head(hidden).masked_fill(~action_mask.to(torch.bool), self._masked_logit)
+        return logits, self.value_head(hidden).squeeze(-1)
 
     @torch.jit.unused
     def _forward(
@@ -383,6 +425,109 @@ def _line_mean(line_embedding: torch.Tensor) -> torch.Tensor:
     if line_embedding.dtype == torch.bfloat16:
         return line_embedding.sum(dim=-2) / NUM_LINES
     return line_embedding.mean(dim=-2)
+
+
+def _autocast(tensor: torch.Tensor) -> bool:
+    """Whether autocast is on for ``tensor``'s device (the bfloat16 update keeps the generic forward pass)."""
+    return torch.is_autocast_enabled(tensor.device.type)
+
+
+LINE_CHUNK = 128
+"""Positions per chunk of :class:`_LineLayers` (128 x 27 lines x 32 floats: 442 kB, one core's cache)."""
+
+
+def _activate_(x: torch.Tensor, relu: bool) -> torch.Tensor:
+    return x.clamp_min_(0.0) if relu else x.tanh_()
+
+
+def _line_block(
+    lines: torch.Tensor,
+    shift: torch.Tensor,
+    first: torch.Tensor,
+    second: torch.Tensor,
+    second_bias: torch.Tensor,
+    head: torch.Tensor,
+    head_bias: torch.Tensor,
+    relu: bool,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The per-line layers of the "board" network, computed in place; no gradient (see :class:`_LineLayers`).
+
+    ``lines``: ``(positions * 27, 31)`` line inputs; ``shift``: ``(positions, width)``, each
+    position's trunk projection plus the first layer's bias, added to its 27 lines.  Returns the
+    lines' six scores ``(positions * 27, 6)``, the mean line embedding ``(positions, width)``, and
+    the two activations ``(positions * 27, width)`` the backward pass reads.
+    """
+    positions, width = shift.shape
+    per_position = lines.shape[0] // max(positions, 1)  # 27 (0 for an empty batch)
+    # In place on the product's own (positions, 27, width) view, never on a view of a kept tensor: the
+    # ONNX exporter traces this function, and it loses in-place writes made through a view.
+    hidden = torch.mm(lines, first.t()).view(positions, per_position, width).add_(shift.unsqueeze(1))
+    hidden = _activate_(hidden, relu).view(-1, width)
+    embedding = _activate_(torch.mm(hidden, second.t()).add_(second_bias), relu)
+    scores = torch.addmm(head_bias, embedding, head.t())
+    return scores, embedding.view(positions, per_position, embedding.shape[1]).mean(1), hidden, embedding
+
+
+def _activation_backward(grad: torch.Tensor, output: torch.Tensor, relu: bool) -> torch.Tensor:
+    """The gradient before the activation from the one after it and the activation's output."""
+    if relu:
+        return torch.ops.aten.threshold_backward(grad, output, 0.0)
+    return torch.ops.aten.tanh_backward(grad, output)
+
+
+class _LineLayers(torch.autograd.Function):
+    """:func:`_line_block` with a gradient: forward and backward over chunks of :data:`LINE_CHUNK` positions.
+
+    Autograd through the three layers made about twenty passes over ``(batch, 27, width)``
+    tensors of several MB each (the bias written across every line, the activations and their
+    backward, the mean's backward, the accumulations); here each chunk's forward and backward run
+    while its tensors are in the cache, in place where they can.  The gradients are the layers'
+    own (``tests/test_architecture.py`` checks them against autograd in float64).
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, relu: bool, lines: torch.Tensor, shift: torch.Tensor, *weights: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``weights``: :func:`_line_block`'s ``first, second, second_bias, head, head_bias``."""
+        scores, means, activations = [], [], []
+        for start in range(0, max(shift.shape[0], 1), LINE_CHUNK):  # an empty batch: one empty chunk
+            rows = slice(start * NUM_LINES, (start + LINE_CHUNK) * NUM_LINES)
+            chunk = _line_block(lines[rows], shift[start : start + LINE_CHUNK], *weights, relu)
+            scores.append(chunk[0])
+            means.append(chunk[1])
+            activations.append(chunk[2:])
+        first, second, _, head, _ = weights
+        ctx.save_for_backward(lines, first, second, head)
+        ctx.activations, ctx.relu = activations, relu
+        return torch.cat(scores), torch.cat(means)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, grad_scores: torch.Tensor, grad_mean: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        lines, first, second, head = ctx.saved_tensors
+        relu = ctx.relu
+        grad_scores = grad_scores.contiguous()
+        grad_mean = grad_mean / NUM_LINES
+        grads = [torch.zeros_like(tensor) for tensor in (first, second, second[:, 0], head)]
+        grad_shift = []
+        for index, (hidden, embedding) in enumerate(ctx.activations):
+            start = index * LINE_CHUNK
+            rows = slice(start * NUM_LINES, start * NUM_LINES + len(hidden))
+            positions = len(hidden) // NUM_LINES
+            chunk_scores = grad_scores[rows]
+            grad = torch.mm(chunk_scores, head)
+            grad.view(positions, NUM_LINES, -1).add_(grad_mean[start : start + positions].unsqueeze(1))
+            grad = _activation_backward(grad, embedding, relu)
+            grads[1].addmm_(grad.t(), hidden)
+            grads[2].add_(grad.sum(0))
+            grads[3].addmm_(chunk_scores.t(), embedding)
+            grad = _activation_backward(torch.mm(grad, second), hidden, relu)
+            grads[0].addmm_(grad.t(), lines[rows])
+            grad_shift.append(grad.view(positions, NUM_LINES, -1).sum(1))
+        ctx.activations = None
+        shift = torch.cat(grad_shift)
+        return None, None, shift, grads[0], grads[1], grads[2], grads[3], grad_scores.sum(0)
 
 
 class _OwnWeights:
@@ -501,6 +646,47 @@ assert OBSERVATION_LAYOUT["lines_mine"].stop == OBSERVATION_LAYOUT["lines_oppone
 _LINE_ENDS = torch.tensor(LINES, dtype=torch.int64).view(-1)
 
 
+def _feature_gather(mapping: torch.Tensor, offset: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The line and island features of :func:`_island_feature_map` as gathered, scaled columns.
+
+    Every island feature reads at most one observation column (times a constant, plus the offset),
+    except the sums over several columns (the face-up cards of an island's three slots); those are
+    appended to the observation by one small product (``gather_sums``).  Then, from the augmented
+    observation ``[observation, observation @ gather_sums]``, the islands' ``(12 x 14)`` features are
+    ``augmented[:, island_gather] * island_gather_scale + island_gather_offset``, and the lines'
+    ``(27 x 31)`` inputs (each line's mine / opponent's / claim, then the features of its two
+    islands, the order of ``ActorCritic._forward``) are ``[observation, islands][:, line_gather]``.
+    Derived from the map itself, so the two formulations cannot drift apart.
+    """
+    nonzero = mapping != 0
+    sums = [column for column in range(mapping.shape[1]) if int(nonzero[:, column].sum()) > 1]
+    columns, scales = [], []
+    for column in range(mapping.shape[1]):
+        rows = torch.nonzero(nonzero[:, column]).flatten().tolist()
+        if column in sums:
+            columns.append(OBSERVATION_SIZE + sums.index(column))
+            scales.append(1.0)
+        else:  # one column times its constant, or a constant (a zero times the first column)
+            columns.append(rows[0] if rows else 0)
+            scales.append(float(mapping[rows[0], column]) if rows else 0.0)
+    own = list(range(_LINES_MINE_TO_OPPONENT.start, _LINES_MINE_TO_OPPONENT.stop))
+    own += list(range(_CLAIM.start, _CLAIM.stop))
+    own_columns = torch.tensor(own).view(3, NUM_LINES).t()  # (27, 3): mine, opponent's, claim
+    island_features = OBSERVATION_SIZE + torch.arange(NUM_ISLANDS * _ISLAND_FEATURES).view(NUM_ISLANDS, -1)
+    ends = _LINE_ENDS.view(NUM_LINES, 2)
+    lines = torch.cat([own_columns, island_features[ends[:, 0]], island_features[ends[:, 1]]], dim=1)
+    return {
+        "gather_sums": mapping[:, sums].contiguous(),
+        "island_gather": torch.tensor(columns),
+        "island_gather_scale": torch.tensor(scales),
+        "island_gather_offset": offset.clone(),
+        "line_gather": lines.reshape(-1),
+    }
+
+
+_GATHER = _feature_gather(_ISLAND_MAP, _ISLAND_OFFSET)
+
+
 def model_config_from_dict(values: Any) -> ModelConfig:
     """Build a :class:`ModelConfig` from a mapping; anything else, an unknown key or a bad value is a ``ValueError``."""
     if not isinstance(values, Mapping):
@@ -519,7 +705,7 @@ def agent_payload(model: ActorCritic, meta: Mapping[str, Any] | None = None) -> 
     return {
         "format": AGENT_FORMAT,
         "model_config": config,
-        "model_state": {k: v.detach().clone() for k, v in model.state_dict().items()},
+        "model_state": {k: v.detach().cpu().clone() for k, v in model.state_dict().items()},
         "observation_size": OBSERVATION_SIZE,
         "num_actions": NUM_ACTIONS,
         "meta": dict(meta or {}),

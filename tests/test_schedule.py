@@ -18,7 +18,7 @@ import pytest
 from training.ppo.checkpoint import load_checkpoint
 from training.ppo.config import ConfigError, load_config
 from training.ppo.metrics import read_metrics
-from training.ppo.schedule import SCHEDULE_FILE, Plan, Schedule, cadence, learning_rate
+from training.ppo.schedule import RECENT_UPDATES, SCHEDULE_FILE, Plan, Schedule, cadence, learning_rate
 from training.ppo.trainer import FINAL_EVAL, _Session, train
 
 CONFIGS = Path(__file__).resolve().parent.parent / "configs"
@@ -129,6 +129,44 @@ def test_a_run_that_speeds_up_lengthens_its_plan_and_uses_its_budget():
     used = 5.0 + sum(seconds(update) for update in range(1, last + 1))
     assert 0.93 * config.max_minutes * 60 <= used <= config.max_minutes * 60
     assert rates[-1] == pytest.approx(learning_rate(config, last, last), rel=0.05)
+
+
+def test_a_plan_made_beside_other_work_recovers_at_once_when_the_work_stops():
+    # Issue 69: measured while another process took the cores, a run planned 55 of 1150 updates and kept
+    # a short plan after the other work stopped.  Here updates take 45 s for the first 20 (planned then)
+    # and 6 s after: the plan is lengthened once the new speed has lasted RECENT_UPDATES updates, in one step.
+    config = default_config()
+    slow_until = 20
+
+    def seconds(update):
+        return 45.0 if update <= slow_until else 6.0
+
+    schedule, elapsed, horizons = Schedule(config), 5.0, {}
+    for update in itertools.count(1):
+        elapsed += seconds(update)
+        schedule.observe(update, elapsed)
+        horizons[update] = schedule.horizon
+        if schedule.is_last(update) or elapsed / 60 >= config.max_minutes:
+            break
+    budget = config.max_minutes * 60 * (1 - config.schedule.headroom)
+    fits = slow_until + int((budget - 5.0 - 45.0 * slow_until) // 6.0)  # what fits once the speed is known
+    assert horizons[config.schedule.measure_updates] < 0.3 * fits  # planned at the slow speed
+    assert horizons[slow_until + RECENT_UPDATES - 1] == horizons[slow_until]  # a few fast updates: no revision yet
+    assert horizons[slow_until + RECENT_UPDATES] == pytest.approx(fits, rel=0.02)  # then the whole way at once
+    assert update == schedule.plan.updates and schedule.plan.revisions == 1
+    assert elapsed >= 0.95 * budget
+
+
+def test_a_plan_made_in_a_quiet_spell_shortens_at_once_when_other_work_starts():
+    config = default_config()
+
+    def seconds(update):
+        return 6.0 if update <= 100 else 20.0
+
+    last, end, schedule, _, _, _ = simulate(config, seconds)
+    used = 5.0 + sum(seconds(update) for update in range(1, last + 1))
+    assert end == "schedule" and last == schedule.plan.updates and schedule.plan.revisions == 1
+    assert 0.93 * config.max_minutes * 60 <= used <= config.max_minutes * 60
 
 
 def test_a_speed_that_wobbles_around_the_plans_ends_the_schedule_within_the_budget():

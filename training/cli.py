@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kahuna_env.cli import OneLineParser, Terminated, exit_with_error, signals_as_interrupt
+from training.launch import passive_threads
 from training.recipes import config_help, resolve_config
 
 if TYPE_CHECKING:
@@ -188,6 +189,7 @@ def _write_failed_message(config: TrainConfig, run_dir: Path, resume: bool) -> s
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``kahuna-train``; returns the exit status (the one-line errors are already printed)."""
+    passive_threads()
     return exit_status(lambda: _main(argv))
 
 

@@ -9,7 +9,8 @@ its ``main``.  This module imports nothing above the environment itself.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+import os
+from collections.abc import MutableMapping, Sequence
 
 from kahuna_env.cli import require_extra
 
@@ -19,8 +20,27 @@ def _launch(argv: Sequence[str] | None, module: str, program: str, extra: str, *
     return importlib.import_module(module).main(argv)
 
 
+WAIT_POLICY = "OMP_WAIT_POLICY"
+"""OpenMP's wait policy, read once when torch loads: ``PASSIVE`` threads sleep while they wait, not spin."""
+
+
+def passive_threads(environ: MutableMapping[str, str] = os.environ) -> bool:
+    """Set ``OMP_WAIT_POLICY=PASSIVE`` unless the user set a policy; returns whether it set it.
+
+    Torch's OpenMP threads spin while they wait for each other; beside other work on the same
+    cores they spin against a descheduled sibling and a run collapses (docs/MACHINES.md).  It must
+    happen before torch loads: ``kahuna-train`` does it first thing (a script that imports torch
+    itself sets the variable in its environment instead).  The collection workers inherit it.
+    """
+    if environ.get(WAIT_POLICY, "").strip():
+        return False
+    environ[WAIT_POLICY] = "PASSIVE"
+    return True
+
+
 def train(argv: Sequence[str] | None = None) -> int:
-    """``kahuna-train`` (:mod:`training.cli`): needs the ``train`` extra."""
+    """``kahuna-train`` (:mod:`training.cli`): needs the ``train`` extra; torch's threads wait passively."""
+    passive_threads()
     return _launch(argv, "training.cli", "kahuna-train", "train", "torch", "yaml")
 
 

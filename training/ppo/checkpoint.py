@@ -45,6 +45,7 @@ from policy.agent import read_policy_file
 from policy.model import ActorCritic, agent_payload
 from training.league.pool import pool_entry_problem
 from training.ppo.config import MAX_UPDATES
+from training.ppo.device import on_cpu
 
 CHECKPOINT_FORMAT = "kahuna-checkpoint-v1"
 LATEST_CHECKPOINT = "latest.pt"
@@ -99,7 +100,7 @@ def build_checkpoint(
     payload.update(
         checkpoint_format=CHECKPOINT_FORMAT,
         config=dict(config),
-        optimizer_state=optimizer.state_dict(),
+        optimizer_state=on_cpu(optimizer.state_dict()),  # resumable on any device (training.ppo.device)
         counters=dict(counters),
         pool=pool_state,
         rng={"torch": torch.get_rng_state()},

@@ -28,6 +28,7 @@ import yaml
 
 from policy.model import ModelConfig
 from policy.reward import TRAINING_REWARD_DEFAULTS
+from training.ppo.device import DEVICES
 from training.selfplay.start_positions import START_OPPONENTS
 
 
@@ -464,8 +465,15 @@ class TrainConfig:
         seed: seed of everything random in the run.
         total_updates: PPO updates (each plays ``rollout.num_games`` complete games); with
             ``schedule.by: time``, the length the recipe is written for and the most the run plays.
-        threads: torch intra-op threads of the update (fixed for determinism), or ``"auto"``: the cores
-            this process may actually use (CPU affinity and cgroup quota; see :mod:`training.ppo.cpus`).
+        threads: the update's threads: each minibatch is split in this many row shards, whose gradients
+            are computed at once, one thread each, and summed in a fixed order
+            (:mod:`training.ppo.parallel`); ``"auto"``: the cores this process may actually use (CPU
+            affinity and cgroup quota; see :mod:`training.ppo.cpus`).  The number fixes the run's
+            results; while other work takes the cores the shards run on fewer threads, with the same
+            results.  Torch itself runs one thread per process on the CPU (its threads on a GPU run).
+        device: where the learner's network runs (the update and collection's forward passes):
+            ``auto`` (CUDA when torch sees a GPU, else the CPU), ``cpu`` or ``cuda``; the batched engine
+            plays on the CPU (:mod:`training.ppo.device`).
         max_minutes: stop after the update during which this much wall time has passed (null: no limit);
             with ``schedule.by: time``, also the budget the run is sized to.
         schedule: what sets the run's length: ``total_updates`` or the time budget.
@@ -488,6 +496,7 @@ class TrainConfig:
     seed: int = 1
     total_updates: int = 100
     threads: int | str = 2
+    device: str = "auto"
     max_minutes: float | None = None
     schedule: ScheduleConfig = dataclasses.field(default_factory=ScheduleConfig)
     env: EnvConfig = dataclasses.field(default_factory=EnvConfig)
@@ -524,6 +533,7 @@ class TrainConfig:
             f"must be an integer in [1, {MAX_WORKERS}] or 'auto'",
             self.threads,
         )
+        check_value(self.device in DEVICES, "device", f"must be one of {', '.join(DEVICES)}", self.device)
         check_value(
             self.max_minutes is None or 0 < self.max_minutes <= MAX_MINUTES,
             "max_minutes",

@@ -12,7 +12,12 @@ at update ``P``, snapshots and evaluations come ``P / total_updates`` as many
 updates apart, and the final evaluation follows update ``P``.  The plan is
 kept in the checkpoints and in ``schedule.json``, so a resume continues the
 same plan; if the run falls behind it (the projected end passes the budget),
-the plan is shortened to fit, and the revision is recorded too.
+the plan is shortened to fit, and the revision is recorded too; if it gets clearly
+ahead, it is lengthened.  When other work starts or stops on the machine, the speed
+changes at once by far more than it wanders: after :data:`RECENT_UPDATES` updates
+each :data:`SPEED_CHANGE` times faster (or slower) than the measured speed, the
+schedule measures from the change on and revises the plan in one step, so a plan
+made while something else ran does not stay short (:func:`speed_change`).
 
 Reproducibility: with ``by: updates`` the same seed on the same machine gives
 the same run, bit for bit, resumed or not.  With ``by: time`` the first
@@ -25,6 +30,7 @@ uninterrupted run's updates as long as neither shortens the plan.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 from pathlib import Path
@@ -122,6 +128,34 @@ def lengthen_spare(config: TrainConfig) -> float:
     return max(2 * config.schedule.headroom, 0.02)
 
 
+RECENT_UPDATES = 5
+"""How many updates of a new speed make the schedule drop the speed it measured before (:func:`speed_change`)."""
+SPEED_CHANGE = 1.5
+"""How much faster or slower than the measured speed each of :data:`RECENT_UPDATES` updates must be to be a new one."""
+
+
+def speed_change(seconds_per_update: float, recent: list[float]) -> int:
+    """How many of the last ``recent`` update times, counted back from the last, run at a new speed.
+
+    A new speed: at least :data:`SPEED_CHANGE` times faster than ``seconds_per_update`` (the
+    window's), or that much slower, all in the same direction: other work started or stopped on
+    the machine.  A speed that only wanders (a noisy machine, longer games) has few such updates
+    in a row and stays averaged over the window.
+    """
+    if seconds_per_update <= 0:
+        return 0
+    for side in (1.0 / SPEED_CHANGE, SPEED_CHANGE):
+        count = 0
+        for seconds in reversed(recent):
+            if (seconds <= side * seconds_per_update) if side < 1 else (seconds >= side * seconds_per_update):
+                count += 1
+            else:
+                break
+        if count:
+            return count
+    return 0
+
+
 def speed_window(timed: int) -> int:
     """How many of its most recent updates a process measures its speed over, after timing ``timed`` updates.
 
@@ -193,6 +227,13 @@ class Schedule:
             return None
         window = self._ends[-speed_window(len(self._ends)) - 1 :]
         seconds_per_update = (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0])
+        recent = self._ends[-RECENT_UPDATES - 1 :]
+        durations = [(b[1] - a[1]) / (b[0] - a[0]) for a, b in itertools.pairwise(recent)]
+        changed = speed_change(seconds_per_update, durations) if len(recent) < len(window) else 0
+        if changed >= RECENT_UPDATES:  # other work started or stopped: measure from the change on
+            self._ends, seconds_per_update = recent, sum(durations) / len(durations)
+        elif changed and self.plan is not None:
+            return None  # perhaps a new speed: revise once it has lasted RECENT_UPDATES updates
         if self.plan is None:
             if len(self._ends) < self.config.schedule.measure_updates:
                 return None

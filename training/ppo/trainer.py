@@ -48,11 +48,20 @@ import torch
 from torch import nn
 
 from arena.store import Entrant, ResultsStore, StoredGame, baseline_entrant
+from kahuna_env import kernels
 from kahuna_env.cli import first_line
 from kahuna_env.engine import KahunaConfig
 from policy.model import ActorCritic, check_state_dict
 from policy.reward import reward_record
-from training.league.pool import GameAssignment, OpponentPool, entry_model_config, league_scalars
+from training.league.pool import (
+    KIND_GREEDY,
+    KIND_LATEST,
+    KIND_RANDOM,
+    GameAssignment,
+    OpponentPool,
+    entry_model_config,
+    league_scalars,
+)
 from training.ppo.checkpoint import (
     build_checkpoint,
     checkpoint_dir,
@@ -71,7 +80,17 @@ from training.ppo.config import (
     load_config,
     plain_value,
 )
-from training.ppo.cpus import available_cores, bf16_message, oversubscription_warning, update_threads, use_bf16
+from training.ppo.cpus import (
+    ContentionGuard,
+    CpuWatch,
+    PhaseCpu,
+    available_cores,
+    bf16_message,
+    oversubscription_warning,
+    update_threads,
+    use_bf16,
+)
+from training.ppo.device import prepare_device, resolve_device, to_device
 from training.ppo.metrics import (
     METRICS_FILE,
     PLOT_FILE,
@@ -81,12 +100,14 @@ from training.ppo.metrics import (
     plot_learning_curves,
     resume_metrics,
 )
+from training.ppo.parallel import UpdateShards
 from training.ppo.provenance import start_record, weights_key, write_start_record
 from training.ppo.rundir import RunLock, check_new_run_dir, check_writable
 from training.ppo.schedule import Plan, Schedule
+from training.selfplay.batched_rollout import play_games_batched
 from training.selfplay.collector import SelfPlayCollector
 from training.selfplay.quick_eval import FinishedGame, QuickEvalResult, evaluate_policy
-from training.selfplay.rollout import Rollout
+from training.selfplay.rollout import GameBatch, Rollout
 from training.selfplay.start_positions import load_start_positions
 
 FINAL_AGENT = "final_agent.pt"
@@ -144,6 +165,11 @@ def clipped_ppo_terms(
     return policy, 0.5 * torch.max((new_values - returns) ** 2, (clipped_values - returns) ** 2)
 
 
+def normalized_advantages(advantages: torch.Tensor) -> torch.Tensor:
+    """A minibatch's advantages normalised to mean 0 and standard deviation 1 (``ppo.norm_adv``)."""
+    return (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+
 def ppo_losses(
     logits: torch.Tensor,
     new_values: torch.Tensor,
@@ -153,12 +179,17 @@ def ppo_losses(
     advantages: torch.Tensor,
     returns: torch.Tensor,
     ppo: PPOConfig,
+    rows: int | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The clipped PPO loss of one minibatch from masked ``logits``; returns ``(loss, parts)``.
 
     Masked logits carry ``MASKED_LOGIT``: illegal actions have probability
-    exactly 0, so they add nothing to the entropy, and no gradient reaches
-    them (the mask is applied with ``torch.where``).
+    exactly 0, so they add nothing to the entropy, and no gradient reaches them.
+
+    ``rows``: the given rows are a shard of a minibatch of ``rows`` rows whose advantages were
+    normalised as a whole (:func:`normalized_advantages`, by the caller); the loss and the parts
+    are then the shard's share (sums over its rows divided by ``rows``), which add up over the
+    shards to the minibatch's.
     """
     log_probs_all = torch.log_softmax(logits, dim=-1)
     new_log_probs = log_probs_all.gather(1, actions.unsqueeze(1)).squeeze(1)
@@ -167,22 +198,26 @@ def ppo_losses(
     entropy = -(torch.softmax(logits, dim=-1) * log_probs_all).sum(dim=-1)
     log_ratio = new_log_probs - old_log_probs
     ratio = log_ratio.exp()
-    if ppo.norm_adv and len(advantages) > 1:
-        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    if rows is None and ppo.norm_adv and len(advantages) > 1:
+        advantages = normalized_advantages(advantages)
+
+    def average(terms: torch.Tensor) -> torch.Tensor:
+        return terms.mean() if rows is None else terms.sum() / rows
+
     policy_terms, value_terms = clipped_ppo_terms(
         ratio, advantages, new_values, old_values, returns, ppo.clip_coef, ppo.clip_vloss
     )
-    policy_loss, value_loss = policy_terms.mean(), value_terms.mean()
-    entropy_mean = entropy.mean()
+    policy_loss, value_loss = average(policy_terms), average(value_terms)
+    entropy_mean = average(entropy)
     loss = policy_loss - ppo.ent_coef * entropy_mean + ppo.vf_coef * value_loss
     with torch.no_grad():
         parts = {
             "policy_loss": policy_loss.detach(),
             "value_loss": value_loss.detach(),
             "entropy": entropy_mean.detach(),
-            "old_approx_kl": (-log_ratio).mean(),
-            "approx_kl": ((ratio - 1) - log_ratio).mean(),
-            "clipfrac": ((ratio - 1.0).abs() > ppo.clip_coef).float().mean(),
+            "old_approx_kl": average(-log_ratio),
+            "approx_kl": average((ratio - 1) - log_ratio),
+            "clipfrac": average(((ratio - 1.0).abs() > ppo.clip_coef).float()),
         }
     return loss, parts
 
@@ -207,70 +242,121 @@ def padded_rows(rows: int, minibatch_size: int) -> int:
     return max(rows, min(padded, minibatch_size))
 
 
+_UPDATE_ARRAYS = ("observations", "masks", "actions", "log_probs", "values", "advantages", "returns")
+"""The rollout's arrays the update reads."""
+
+
 def ppo_update(
     model: ActorCritic,
     optimizer: torch.optim.Optimizer,
     rollout: Rollout,
     ppo: PPOConfig,
     generator: torch.Generator,
+    shards: UpdateShards | None = None,
 ) -> dict[str, float]:
-    """``ppo.update_epochs`` epochs of minibatch steps on ``rollout``; returns the averaged loss statistics."""
-    observations = torch.from_numpy(rollout.observations)
-    masks = torch.from_numpy(rollout.masks)
-    actions = torch.from_numpy(rollout.actions)
-    old_log_probs = torch.from_numpy(rollout.log_probs)
-    old_values = torch.from_numpy(rollout.values)
-    advantages = torch.from_numpy(rollout.advantages)
-    returns = torch.from_numpy(rollout.returns)
+    """``ppo.update_epochs`` epochs of minibatch steps on ``rollout``; returns the averaged loss statistics.
+
+    Each minibatch's gradient is the sum of its ``shards.count`` row shards' (one shard without
+    ``shards``), computed on up to ``shards.concurrency`` threads with one torch thread each
+    (:mod:`training.ppo.parallel`): the result depends on the count, never on the concurrency.
+    The update runs on the model's device; the rollout is copied there once.
+    """
+    parameters = [parameter for parameter in model.parameters() if parameter.requires_grad]
+    device = parameters[0].device
+    data = {name: to_device(torch.from_numpy(getattr(rollout, name)), device) for name in _UPDATE_ARRAYS}
     count = len(rollout)
     totals: dict[str, float] = {}
     steps = 0
     epochs = 0
-    bf16 = use_bf16(ppo.bf16)
+    shards = shards or UpdateShards(1)
+    step = functools.partial(
+        _shard_gradients,
+        model,
+        parameters,
+        data,
+        ppo,
+        use_bf16(ppo.bf16, device),
+        -(-ppo.minibatch_size // shards.count),
+    )
+    threads = torch.get_num_threads()
+    if device.type == "cpu":
+        torch.set_num_threads(1)  # each shard on one thread: the shards are the update's parallelism
     model.train()
-    for _ in range(ppo.update_epochs):
-        epochs += 1
-        permutation = torch.randperm(count, generator=generator)
-        kl_sum, kl_steps = 0.0, 0
-        for start in range(0, count, ppo.minibatch_size):
-            index = permutation[start : start + ppo.minibatch_size]
-            padding = padded_rows(len(index), ppo.minibatch_size) - len(index)
-            # The network sees the minibatch, then (a short last minibatch) copies of its first row,
-            # whose outputs are cut off before the loss, so they add nothing to the gradient.
-            network_index = torch.cat([index, index[:1].expand(padding)]) if padding else index
-            # index_select: the rows of a fancy index, about 3x faster on these arrays.
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                logits, new_values = model(
-                    observations.index_select(0, network_index), masks.index_select(0, network_index)
-                )
-            logits, new_values = logits[: len(index)], new_values[: len(index)]
-            loss, parts = ppo_losses(
-                logits.float(),
-                new_values.float(),
-                *(
-                    values.index_select(0, index)
-                    for values in (actions, old_log_probs, old_values, advantages, returns)
-                ),
-                ppo,
-            )
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), ppo.max_grad_norm)
-            optimizer.step()
-            for key, value in parts.items():
-                totals[key] = totals.get(key, 0.0) + float(value)
-            steps += 1
-            kl_sum += float(parts["approx_kl"])
-            kl_steps += 1
-        if ppo.target_kl is not None and kl_sum / kl_steps > ppo.target_kl:
-            break
-    model.eval()
+    try:
+        for _ in range(ppo.update_epochs):
+            epochs += 1
+            permutation = torch.randperm(count, generator=generator).to(device)
+            kl_sum, kl_steps = 0.0, 0
+            for start in range(0, count, ppo.minibatch_size):
+                index = permutation[start : start + ppo.minibatch_size]
+                advantages = data["advantages"].index_select(0, index)
+                if ppo.norm_adv and len(index) > 1:
+                    advantages = normalized_advantages(advantages)
+                splits = (index.tensor_split(shards.count), advantages.tensor_split(shards.count))
+                pieces = [(rows, part, len(index)) for rows, part in zip(*splits, strict=True) if len(rows)]
+                results = shards.map(step, pieces)
+                owned: set[int] = set()
+                for parameter, *gradients in zip(parameters, *(result[0] for result in results), strict=True):
+                    gradient = functools.reduce(torch.add, gradients)  # in shard order
+                    # autograd may hand several parameters one tensor (the three biases summed into one);
+                    # each needs its own, since clipping scales the gradients in place.
+                    parameter.grad = gradient.clone() if id(gradient) in owned else gradient
+                    owned.add(id(parameter.grad))
+                nn.utils.clip_grad_norm_(parameters, ppo.max_grad_norm)
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+                for key in results[0][1]:
+                    totals[key] = totals.get(key, 0.0) + float(sum(result[1][key] for result in results))
+                steps += 1
+                kl_sum += float(sum(result[1]["approx_kl"] for result in results))
+                kl_steps += 1
+            if ppo.target_kl is not None and kl_sum / kl_steps > ppo.target_kl:
+                break
+    finally:
+        torch.set_num_threads(threads)
+        model.eval()
     stats = {key: value / steps for key, value in totals.items()}
     variance = float(np.var(rollout.returns))
     residual = float(np.var(rollout.returns - rollout.values))
     stats["explained_variance"] = float("nan") if variance == 0 else 1 - residual / variance
     stats["epochs"] = float(epochs)
     return stats
+
+
+def _shard_gradients(
+    model: ActorCritic,
+    parameters: list[nn.Parameter],
+    data: dict[str, torch.Tensor],
+    ppo: PPOConfig,
+    bf16: bool,
+    capacity: int,
+    piece: tuple[torch.Tensor, torch.Tensor, int],
+) -> tuple[list[torch.Tensor], dict[str, torch.Tensor]]:
+    """One shard's share of a minibatch's loss gradient, and of its loss statistics.
+
+    ``piece``: the shard's rows, their normalised advantages and the minibatch's size.  A short
+    shard reaches the network padded
+    to :func:`padded_rows` of ``capacity`` (a full shard's size) with copies of its first row, whose
+    outputs are cut off before the loss, so they add nothing to the gradient.
+    """
+    index, advantages, rows = piece
+    padding = padded_rows(len(index), capacity) - len(index)
+    network_index = torch.cat([index, index[:1].expand(padding)]) if padding else index
+    # index_select: the rows of a fancy index, about 3x faster on these arrays.
+    with torch.autocast(index.device.type, dtype=torch.bfloat16, enabled=bf16):
+        logits, new_values = model(
+            data["observations"].index_select(0, network_index), data["masks"].index_select(0, network_index)
+        )
+    logits, new_values = logits[: len(index)].float(), new_values[: len(index)].float()
+    actions, old_log_probs, old_values, returns = (
+        data[name].index_select(0, index) for name in ("actions", "log_probs", "values", "returns")
+    )
+    loss, parts = ppo_losses(logits, new_values, actions, old_log_probs, old_values, advantages, returns, ppo, rows)
+    gradients = torch.autograd.grad(loss, parameters, allow_unused=True)
+    return [
+        torch.zeros_like(parameter) if gradient is None else gradient
+        for parameter, gradient in zip(parameters, gradients, strict=True)
+    ], parts
 
 
 def start_settings(config: TrainConfig) -> dict[str, Any]:
@@ -287,6 +373,34 @@ def start_settings(config: TrainConfig) -> dict[str, Any]:
         "start_share": rollout.start_share,
         "start_opponent": rollout.start_opponent,
     }
+
+
+def make_optimizer(model: nn.Module, ppo: PPOConfig) -> torch.optim.Adam:
+    """The update's Adam (``ppo.lr``, ``ppo.adam_eps``), on torch's fused kernel where this torch has one.
+
+    The same Adam step in one pass over each tensor instead of a dozen small operations: a
+    third of the optimizer's time on a CPU (0.30 against 0.89 ms per step for the default network).
+    """
+    try:
+        return torch.optim.Adam(model.parameters(), lr=ppo.lr, eps=ppo.adam_eps, fused=True)
+    except (RuntimeError, TypeError, ValueError):  # a torch without the fused kernel for this device
+        return torch.optim.Adam(model.parameters(), lr=ppo.lr, eps=ppo.adam_eps)
+
+
+def keep_optimizer_kernel(optimizer: torch.optim.Optimizer, kernel: dict[str, Any]) -> None:
+    """After ``load_state_dict``: the kernel flags this process chose (``kernel``: a param group's before loading).
+
+    A checkpoint's param groups carry the flags of the process that saved it (fused or not); its
+    moments load either way.  A fused step reads each ``step`` as float32 on the parameter's device.
+    """
+    for group in optimizer.param_groups:
+        group.update(kernel)
+        if not group.get("fused"):
+            continue
+        for parameter in group["params"]:
+            state = optimizer.state.get(parameter, {})
+            if "step" in state:
+                state["step"] = torch.as_tensor(state["step"], dtype=torch.float32, device=parameter.device)
 
 
 def build_model(config: TrainConfig) -> ActorCritic:
@@ -378,6 +492,7 @@ def train(
     """
     run_dir = Path(run_dir)
     _check_pool(config, pool)
+    device = resolve_device(config.device)  # device: cuda without a GPU is one line, before anything is written
     restart = not resume or not has_checkpoint(run_dir)  # a new run, or one stopped before its first checkpoint
     start = initial_agent(config) if config.init_from is not None and restart else None
     initial = None if start is None else start.model
@@ -385,7 +500,8 @@ def train(
     lock = _claim_run_dir(run_dir, resume)
     try:
         # 1-2. Setup and resume: network, optimizer, league, schedule, counters; the results store.
-        run = _start_run(config, run_dir, resume, log, initial, pool)
+        run = _start_run(config, run_dir, resume, log, initial, pool, device)
+        _warm_up(config, run, log)  # before the session's clock: a first run's compile is not in its budget
         session = _Session(config, run, run_dir, resume, starts)
         try:
             (run_dir / CONFIG_FILE).write_text(config_to_yaml(config), encoding="utf-8")
@@ -394,18 +510,32 @@ def train(
             for update in range(run.start_update + 1, run.schedule.horizon + 1):
                 update_start = time.perf_counter()
                 # 3. Collect: play the update's games to the end.
+                session.watch.start()
                 rollout, assignment, minibatch_generator = _collect(config, run, session, update)
                 run.pool.record(assignment, rollout.stats.outcomes)
+                collect_cpu = session.watch.stop()
                 collect_seconds = time.perf_counter() - update_start
                 # 4. Update: PPO epochs on the learner's decisions; stop if anything became non-finite.
-                losses = ppo_update(run.model, run.optimizer, rollout, config.ppo, minibatch_generator)
+                session.watch.start()
+                losses = ppo_update(
+                    run.model,
+                    run.optimizer,
+                    rollout,
+                    config.ppo,
+                    minibatch_generator,
+                    shards=run.shards,
+                )
+                update_cpu = session.watch.stop()
                 _check_finite(run, losses, update, run_dir)
                 done = _Update(update, rollout, losses, collect_seconds, time.perf_counter() - update_start)
+                # The CPU the run got: fewer update threads while other work takes the cores (same results).
+                session.watch_cpu(collect_cpu, update_cpu, log)
                 # 5-8. League, schedule, evaluation, log, checkpoint.
                 if _after_update(config, run, session, run_dir, log, done):
                     break
         finally:
             session.close()
+            run.shards.close()
             if run.results is not None:
                 run.results.close()
         # 9. Export: the agent file, the final evaluation and the learning curves.
@@ -413,6 +543,45 @@ def train(
     finally:
         lock.release()
     return session.summary(run, run_dir)
+
+
+COMPILE_SECONDS = 20
+"""About how long numba takes to compile the engine's loops on a 2-core machine (announced before it starts)."""
+
+
+def _warm_up(config: TrainConfig, run: _RunState, log: Any) -> None:
+    """Compile the engine's loops (a first run) and run the network's first passes, before the run's clock starts.
+
+    numba compiles the batched engine's loops on their first call and keeps them in its disk
+    cache (:mod:`kahuna_env.kernels`); a run that finds them missing says so before it waits.
+    Four short games, the learner against itself, ``greedy`` and ``random``, play the loops
+    collection uses, here, before the collection workers start (they then load them from the
+    cache), and before ``max_minutes`` and the schedule's clock start.  The games draw from
+    generators of their own: the run's randomness is untouched.
+    """
+    cold = kernels.cache_is_warm() is False
+    if cold:
+        log(f"compiling the engine's kernels, first run only, ~{COMPILE_SECONDS} s")
+    start = time.perf_counter()
+    kinds = np.array([KIND_LATEST, KIND_GREEDY, KIND_RANDOM, KIND_LATEST])
+    batch = GameBatch(
+        games=np.arange(len(kinds)),
+        seeds=np.arange(len(kinds)),
+        kinds=kinds,
+        learner_seats=np.stack([np.ones(len(kinds), dtype=bool), kinds == KIND_LATEST], axis=1),
+        snapshots=np.full(len(kinds), -1),
+        rng_seed=0,
+        torch_seed=0,
+    )
+    game_config = KahunaConfig(variant=config.env.variant, discard_rule=config.env.discard_rule)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as collection runs
+    try:
+        play_games_batched(batch, run.model, [], game_config, record_potentials=True)
+    finally:
+        torch.set_num_threads(threads)
+    if cold:
+        log(f"compiled in {time.perf_counter() - start:.0f} s; later runs read them from numba's cache")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -433,13 +602,14 @@ def _start_run(
     log: Any,
     initial: ActorCritic | None,
     pool: OpponentPool | None,
+    device: torch.device | None = None,
 ) -> _RunState:
     """The run's state: set up (threads, network, optimizer, league), resumed if asked, with its results store.
 
     Everything is checked before anything is written: a damaged checkpoint or a foreign
     ``eval.db`` is one line.
     """
-    run = _setup(config, log, initial, pool)
+    run = _setup(config, log, initial, pool, device)
     if resume:
         _resume(run, config, run_dir, log)
     run.name = run_dir.name
@@ -492,6 +662,7 @@ class _RunState:
     last_eval: dict[str, QuickEvalResult] = dataclasses.field(default_factory=dict)
     name: str = ""
     results: ResultsStore | None = None
+    shards: UpdateShards = dataclasses.field(default_factory=UpdateShards)
 
 
 def _claim_run_dir(run_dir: Path, resume: bool) -> RunLock:
@@ -544,13 +715,20 @@ def _check_pool(config: TrainConfig, pool: OpponentPool | None) -> None:
 
 
 def _setup(
-    config: TrainConfig, log: Any, initial: ActorCritic | None = None, pool: OpponentPool | None = None
+    config: TrainConfig,
+    log: Any,
+    initial: ActorCritic | None = None,
+    pool: OpponentPool | None = None,
+    device: torch.device | None = None,
 ) -> _RunState:
     """Torch threads, the initial network, the optimizer, the league (``pool``, else the config's) and zero counters.
 
     With ``initial`` (the ``init_from`` network) the learner starts from its weights and the league
-    takes it as its first snapshot (update 0; a fixed target's league takes none).
+    takes it as its first snapshot (update 0; a fixed target's league takes none).  The learner
+    lives on ``device`` (default the CPU); on the CPU the update's minibatches are split in
+    ``threads`` shards (:mod:`training.ppo.parallel`).
     """
+    device = device or torch.device("cpu")
     threads = update_threads(config.threads)
     cores = available_cores()
     if config.threads == "auto":
@@ -558,11 +736,17 @@ def _setup(
     warning = oversubscription_warning(threads, config.rollout.workers, cores)
     if warning:
         log(f"warning: {warning}")
-    precision = bf16_message(config.ppo.bf16)
+    if device.type != "cpu":
+        log(prepare_device(device))
+    precision = bf16_message(config.ppo.bf16, device)
     if precision:
         log(precision)
-    torch.set_num_threads(threads)
-    model = build_model(config) if initial is None else initial
+    # On the CPU torch runs one thread everywhere: the update's shards are its parallelism. Torch's own
+    # threads split each operation and wait for each other at every one: spinning, they collapse beside
+    # other work; sleeping (OMP_WAIT_POLICY=PASSIVE, which kahuna-train sets), they made the float32
+    # update 2.7 s instead of 1.0 s on a quiet machine (docs/MACHINES.md).
+    torch.set_num_threads(1 if device.type == "cpu" else threads)
+    model = (build_model(config) if initial is None else initial).to(device)
     if initial is not None:
         log(f"init_from: the learner starts from {config.init_from}")
     model.eval()
@@ -572,10 +756,11 @@ def _setup(
         pool.add_learner(model, 0)
     return _RunState(
         model=model,
-        optimizer=torch.optim.Adam(model.parameters(), lr=config.ppo.lr, eps=config.ppo.adam_eps),
+        optimizer=make_optimizer(model, config.ppo),
         pool=pool,
         counters={"update": 0, "global_step": 0, "actions": 0, "games": 0, "train_seconds": 0.0},
         schedule=Schedule(config),
+        shards=UpdateShards(threads if device.type == "cpu" else 1),
     )
 
 
@@ -635,8 +820,10 @@ def _resume(run: _RunState, config: TrainConfig, run_dir: Path, log: Any) -> Non
 
 def _load_optimizer_state(run: _RunState, state: Any, path: Path) -> None:
     """Load Adam's state, checking that every moment has its parameter's shape (Adam itself checks only counts)."""
+    kernel = {key: run.optimizer.param_groups[0].get(key) for key in ("fused", "foreach")}
     try:
         run.optimizer.load_state_dict(state)
+        keep_optimizer_kernel(run.optimizer, kernel)
         for parameter in run.model.parameters():
             for name, value in run.optimizer.state.get(parameter, {}).items():
                 if name != "step" and (not torch.is_tensor(value) or value.shape != parameter.shape):
@@ -698,6 +885,16 @@ class _Session:
         self.decisions = 0
         self.updates = 0  # updates of this process
         self.evaluation_seconds = 0.0  # the periodic evaluation after the last update (0: none)
+        self.watch = CpuWatch()
+        self.guard = ContentionGuard(run.shards)
+        self.cpu_scalars: dict[str, float] = {}
+
+    def watch_cpu(self, collect: PhaseCpu, update: PhaseCpu, log: Any) -> None:
+        """Record the cores the update's two phases got; let the guard adapt the update's threads (and say so)."""
+        self.cpu_scalars = {"time/collect_cores": collect.cores(), "time/update_cores": update.cores()}
+        note = self.guard.observe(collect, update)
+        if note:
+            log(note)
 
     def account(self, rollout: Rollout, busy_seconds: float) -> None:
         """Add one update's collection + update time and decisions to this process's throughput."""
@@ -749,6 +946,7 @@ class _Session:
             **_eval_scalars(results),
             **league_scalars(run.pool),
             **timings,
+            **self.cpu_scalars,
         }
         self.logger.log(update, run.counters["global_step"], scalars)
         self.evaluation_seconds = timings["time/eval_seconds"] if results else 0.0

@@ -42,7 +42,7 @@ def play_function(backend: str) -> Any:
 
 
 def _numpy_state(model: ActorCritic) -> dict[str, np.ndarray]:
-    return {key: value.detach().numpy().copy() for key, value in model.state_dict().items()}
+    return {key: value.detach().cpu().numpy().copy() for key, value in model.state_dict().items()}
 
 
 def _load_numpy_state(model: ActorCritic, state: dict[str, np.ndarray]) -> None:

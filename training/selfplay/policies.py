@@ -21,7 +21,7 @@ import torch
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.observation import OBSERVATION_SIZE
 from kahuna_env.vector import KahunaBatch
-from policy.model import ActorCritic, StackedNetworks, sample_actions, sample_from_logits
+from policy.model import ActorCritic, StackedNetworks, network_outputs, sample_actions, sample_from_logits
 from policy.reward import island_potentials
 from training.selfplay.rollout import CollectionStats, PlayedGames
 
@@ -238,7 +238,7 @@ def _observations(batch: KahunaBatch, rows: np.ndarray, shared: TickObservations
 @torch.inference_mode()
 def argmax_actions(model: ActorCritic, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
     """The most likely legal action of each row."""
-    logits, _ = model(torch.from_numpy(observations), torch.from_numpy(masks))
+    logits, _ = network_outputs(model, observations, masks)
     return logits.argmax(dim=1).numpy()
 
 
