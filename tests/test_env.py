@@ -825,6 +825,7 @@ def test_supersuit_sticky_actions_play_on_through_every_kind_of_end() -> None:
     supersuit = pytest.importorskip("supersuit", reason="supersuit comes with the integrations extra")
     # Repeated actions are often illegal (an illegal move ends the game), max_cycles truncates the rest.
     environment = supersuit.sticky_actions_v0(kahuna_env.env(max_cycles=12), repeat_action_probability=0.5)
+    # Every reset is seeded: supersuit's wrapper draws a fresh, unseeded generator on reset() without a seed.
     environment.reset(seed=0)
     rng = np.random.default_rng(0)
     ends = []
@@ -833,7 +834,7 @@ def test_supersuit_sticky_actions_play_on_through_every_kind_of_end() -> None:
             raw = environment.unwrapped
             ends.append("won" if raw.game.is_over else "truncated" if raw.num_steps >= 12 else "illegal")
             assert all(environment.observe(agent)["observation"].shape == (OBSERVATION_SIZE,) for agent in AGENTS)
-            environment.reset()
+            environment.reset(seed=len(ends))
         observation, _, termination, truncation, _ = environment.last()
         done = termination or truncation
         environment.step(None if done else int(rng.choice(np.flatnonzero(observation["action_mask"]))))
