@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["DISCARD_RULES", "VARIANTS", "KahunaConfig", "as_config"]
+__all__ = ["DISCARD_RULES", "RULE_OPTIONS", "VARIANTS", "KahunaConfig", "as_config"]
 
 VARIANTS = ("standard", "planning")
 DISCARD_RULES = ("instead_of_play", "hand_limit")
@@ -63,20 +63,21 @@ class KahunaConfig:
         """Build a config from a mapping; an unknown key is a ``ValueError`` naming it."""
         if not isinstance(options, Mapping):
             raise ValueError(f"config must be a mapping, got {type(options).__name__}")
-        known = {field.name for field in dataclasses.fields(cls)}
-        unknown = sorted(set(options) - known)
+        unknown = sorted(set(options) - set(RULE_OPTIONS))
         if unknown:
-            raise ValueError(f"unknown config option(s) {unknown}; known options: {sorted(known)}")
+            raise ValueError(f"unknown config option(s) {unknown}; known options: {sorted(RULE_OPTIONS)}")
         return cls(**options)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-serialisable form (handicap as a list or null)."""
-        return {
-            "variant": self.variant,
-            "handicap": list(self.handicap) if self.handicap is not None else None,
-            "discard_rule": self.discard_rule,
-            "first_player": self.first_player,
-        }
+        """JSON-serialisable form: every option by name, in field order (handicap as a list or null)."""
+        options = {name: getattr(self, name) for name in RULE_OPTIONS}
+        if self.handicap is not None:
+            options["handicap"] = list(self.handicap)
+        return options
+
+
+RULE_OPTIONS: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(KahunaConfig))
+"""The names of the rule options, in :class:`KahunaConfig`'s field order: what every option list derives from."""
 
 
 def _is_player(value: object) -> bool:

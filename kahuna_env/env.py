@@ -232,6 +232,7 @@ from pettingzoo.utils import wrappers
 from pettingzoo.utils.wrappers import order_enforcing
 
 from kahuna_env.actions import NUM_ACTIONS, PASS
+from kahuna_env.config import RULE_OPTIONS
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, STATE_SIZE, encode_observation, encode_state
 from kahuna_env.render import EnvRenderer
@@ -564,17 +565,21 @@ def load_position(position: object, config: KahunaConfig, seed: int, where: str)
     return game
 
 
-def make_config(
-    variant: object, handicap: object, discard_rule: object, first_player: object, where: str
-) -> KahunaConfig:
-    """The engine config for the environment keywords; a bad value is a ``ValueError`` starting with ``where``."""
-    try:
-        return KahunaConfig(
-            variant=variant,  # type: ignore[arg-type]
-            handicap=handicap,  # type: ignore[arg-type]
-            discard_rule=discard_rule,  # type: ignore[arg-type]
-            first_player=first_player,  # type: ignore[arg-type]
+def make_config(rule_options: Mapping[str, Any], where: str) -> KahunaConfig:
+    """The engine config of an environment's rule-option keywords (:data:`~kahuna_env.config.RULE_OPTIONS`).
+
+    An option not given takes :class:`KahunaConfig`'s default.  A keyword that is no rule option
+    is a ``TypeError`` (as Python's for an unknown keyword), a bad value a ``ValueError``; both
+    start with ``where``.
+    """
+    unknown = [str(name) for name in rule_options if name not in RULE_OPTIONS]
+    if unknown:
+        raise TypeError(
+            f"{where} got an unexpected keyword argument {unknown[0]!r} "
+            f"(its rule options are {', '.join(RULE_OPTIONS)})"
         )
+    try:
+        return KahunaConfig(**rule_options)
     except (TypeError, ValueError) as error:
         raise ValueError(f"{where}: {error}") from None
 
@@ -612,10 +617,6 @@ class raw_env(AECEnv, EzPickle):
     """The unwrapped Kahuna AEC environment (see the module docstring for the manual).
 
     Args:
-        variant: ``"standard"`` or ``"planning"``.
-        handicap: ``None`` or ``(player, n)`` with ``n`` in 1..3.
-        discard_rule: ``"instead_of_play"`` or ``"hand_limit"``.
-        first_player: 0 or 1.
         reward: ``"win_loss"`` (+1/-1/0) or ``"score"`` (final point difference).
         render_mode: ``None``, ``"ansi"``, ``"rgb_array"`` or ``"human"``.
         observation: ``"dict"`` (observation and action mask) or ``"flat"`` (the vector alone,
@@ -624,6 +625,9 @@ class raw_env(AECEnv, EzPickle):
             the game, so that each seat gets its final reward on a step of its own.
         max_cycles: ``None`` (no limit) or a positive int: an unfinished game is truncated for
             both agents after that many actions (PettingZoo's keyword).
+        **rule_options: the rule options, :class:`~kahuna_env.config.KahunaConfig`'s fields by
+            name (``variant``, ``handicap``, ``discard_rule``, ``first_player``), each defaulting
+            as there.
 
     An illegal action raises :class:`kahuna_env.engine.IllegalActionError`;
     the game is left unchanged.  The engine is :attr:`game`.
@@ -639,30 +643,25 @@ class raw_env(AECEnv, EzPickle):
     def __init__(
         self,
         *,
-        variant: str = "standard",
-        handicap: tuple[int, int] | None = None,
-        discard_rule: str = "instead_of_play",
-        first_player: int = 0,
         reward: str = "win_loss",
         render_mode: str | None = None,
         observation: str = "dict",
         closing_step: bool = False,
         max_cycles: int | None = None,
+        **rule_options: Any,
     ) -> None:
         EzPickle.__init__(
             self,
-            variant=variant,
-            handicap=handicap,
-            discard_rule=discard_rule,
-            first_player=first_player,
             reward=reward,
             render_mode=render_mode,
             observation=observation,
             closing_step=closing_step,
             max_cycles=max_cycles,
+            **rule_options,
         )
         super().__init__()
         where = "kahuna_env.env()"
+        self.config = make_config(rule_options, where)
         self.reward_mode = check_reward_mode(reward, where)
         _check_options(render_mode, observation, closing_step, max_cycles, where)
         self.render_mode = render_mode
@@ -676,7 +675,6 @@ class raw_env(AECEnv, EzPickle):
         """Whether the player who did not end the game gets a closing step (the ``closing_step`` keyword)."""
         self.closing_agent: str | None = None
         """The agent whose closing step is pending (``closing_step=True``, game over), else ``None``."""
-        self.config = make_config(variant, handicap, discard_rule, first_player, where)
         self.possible_agents = list(AGENTS)
         self.agents = list(AGENTS)
         self.action_spaces = {agent: ActionSpace(NUM_ACTIONS) for agent in AGENTS}

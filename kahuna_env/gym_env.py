@@ -193,12 +193,10 @@ class KahunaSingleAgentEnv(gymnasium.Env):
             ``"raise"`` (an ``IllegalActionError``).
         terminal_mask: ``"next_episode"`` (the mask at the end is the next episode's first mask)
             or ``"zeros"``.
-        variant: the rule variant (as :func:`kahuna_env.env`).
-        handicap: the handicap (as :func:`kahuna_env.env`).
-        discard_rule: the discard rule (as :func:`kahuna_env.env`).
-        first_player: who takes the first turn (as :func:`kahuna_env.env`).
         reward: ``"win_loss"`` or ``"score"``.
         render_mode: ``None``, ``"ansi"``, ``"rgb_array"`` or ``"human"``.
+        **rule_options: the rule options (``variant``, ``handicap``, ``discard_rule``,
+            ``first_player``), as :func:`kahuna_env.env` takes them.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": list(RENDER_MODES), "render_fps": 2}
@@ -211,14 +209,12 @@ class KahunaSingleAgentEnv(gymnasium.Env):
         observation: str = "dict",
         illegal_action: str = "lose",
         terminal_mask: str = "next_episode",
-        variant: str = "standard",
-        handicap: tuple[int, int] | None = None,
-        discard_rule: str = "instead_of_play",
-        first_player: int = 0,
         reward: str = "win_loss",
         render_mode: str | None = None,
+        **rule_options: Any,
     ) -> None:
         where = "KahunaSingleAgentEnv"
+        self.config = make_config(rule_options, where)
         self.opponent = make_opponent(opponent, where)
         # An exact int (or numpy integer): 0.0, True or "0" would be silently coerced otherwise.
         if seat != "random" and not (
@@ -243,7 +239,6 @@ class KahunaSingleAgentEnv(gymnasium.Env):
         self.illegal_action = illegal_action
         self.reward_mode = check_reward_mode(reward, where)
         self.render_mode = render_mode
-        self.config = make_config(variant, handicap, discard_rule, first_player, where)
         self.observation_space = observation_space(observation)
         self.action_space = spaces.Discrete(NUM_ACTIONS)
         self.game: KahunaGame | None = None

@@ -70,6 +70,7 @@ from kahuna_env.actions import check_action, describe_action
 from kahuna_env.agents import Agent, MCTSAgent, RandomAgent
 from kahuna_env.agents.mcts import SearchCancelled, action_priors
 from kahuna_env.cli import first_line
+from kahuna_env.config import RULE_OPTIONS
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
 from kahuna_web.gamestore import GameStore, GameStoreError, StoredGame
 from kahuna_web.owners import RecentEvents
@@ -107,7 +108,9 @@ MAX_AGENT_FILES = 200
 """At most this many agent files are listed from the allowed directory."""
 AGENT_SUFFIXES = (".pt",)
 """Files listed as agent files (any file inside the directory can still be named)."""
-NEW_GAME_FIELDS = ("opponent", "seat", "seed", "variant", "discard_rule", "handicap")
+NEW_GAME_RULE_OPTIONS = tuple(name for name in RULE_OPTIONS if name != "first_player")
+"""The rule options a new game may set: KahunaConfig's, but ``first_player`` (the request's ``seat`` picks the side)."""
+NEW_GAME_FIELDS = ("opponent", "seat", "seed", *NEW_GAME_RULE_OPTIONS)
 """The fields of a new-game request."""
 
 
@@ -264,14 +267,9 @@ def _int_field(params: Mapping[str, Any], key: str, low: int, high: int, default
 
 
 def parse_config(params: Mapping[str, Any]) -> KahunaConfig:
-    """The rule options of a new-game request (variant, discard_rule, handicap); :class:`WebError` if bad."""
-    options: dict[str, Any] = {}
-    for key in ("variant", "discard_rule"):
-        if params.get(key) not in (None, ""):
-            options[key] = params[key]
-    handicap = params.get("handicap")
-    if handicap not in (None, "", []):
-        options["handicap"] = handicap
+    """The rule options of a new-game request (:data:`NEW_GAME_RULE_OPTIONS`); :class:`WebError` if bad."""
+    # A form sends "" and a client may send [] (no handicap) for an option left at its default.
+    options = {key: params[key] for key in NEW_GAME_RULE_OPTIONS if params.get(key) not in (None, "", [])}
     try:
         return KahunaConfig.from_dict(options)
     except (TypeError, ValueError) as error:
