@@ -53,7 +53,6 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from kahuna_env.actions import NUM_ACTIONS
-from kahuna_env.engine import KahunaConfig
 from kahuna_env.observation import OBSERVATION_SIZE
 from policy.model import ActorCritic, model_from_payload, sample_actions
 from training.cli import add_override_argument
@@ -270,7 +269,7 @@ def collection(
         model = model_from_payload(payload, checkpoint)
         pool.load_state(payload["pool"])
     shares = {kind: getattr(config.pool, kind) for kind in ("latest", "past", "greedy", "random")}
-    game_config = KahunaConfig(variant=config.env.variant, discard_rule=config.env.discard_rule)
+    game_config = config.env.rules()
     stacked = batched_rollout.StackedNetworks
     seconds: dict[str, list[float]] = {"stacked": [], "one pass per snapshot": []}
     for repeat in range(repeats + 1):  # the first is a warm-up

@@ -170,9 +170,9 @@ OLD_STORED_PPO_NAMES = {
 
 def test_ppo_keys_are_kahuna_trains_names():
     from training.ppo.config import PPOConfig as NativePPOConfig
-    from training.rllib.config import PPO_TO_RLLIB, PPOConfig
+    from training.rllib.config import PPO_TO_RLLIB, RLlibPPOConfig
 
-    rllib_keys = {field.name for field in dataclasses.fields(PPOConfig)}
+    rllib_keys = {field.name for field in dataclasses.fields(RLlibPPOConfig)}
     native_keys = {field.name for field in dataclasses.fields(NativePPOConfig)}
     assert rllib_keys - RLLIB_ONLY_PPO_KEYS <= native_keys  # every shared knob under the native name
     assert set(PPO_TO_RLLIB) <= rllib_keys

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import math
 import re
 import stat
@@ -26,6 +27,7 @@ from typing import Any, Union
 
 import yaml
 
+from kahuna_env.config import KahunaConfig
 from policy.model import ModelConfig
 from policy.reward import TRAINING_REWARD_DEFAULTS
 from training.ppo.device import DEVICES
@@ -58,17 +60,48 @@ MAX_MINUTES = 10 * 365 * 24 * 60
 """Largest ``max_minutes`` (ten years)."""
 
 
+TRAINING_RULE_OPTIONS = ("variant", "discard_rule")
+"""The rule options a training run chooses (the ``env:`` keys), by :class:`~kahuna_env.config.KahunaConfig`'s names.
+
+The other options keep KahunaConfig's defaults: no handicap, and ``player_0`` takes the first
+turn (kahuna-rllib may draw it per game instead, ``env.random_first_player``).
+"""
+
+
+def with_rule_options(cls: type) -> type:
+    """Class decorator: :data:`TRAINING_RULE_OPTIONS` as the first fields of ``cls``, as KahunaConfig types them.
+
+    Apply it under ``@dataclasses.dataclass``; the fields are read off
+    :class:`~kahuna_env.config.KahunaConfig` (``dataclasses.fields``), so they are
+    declared, and checked, there only.
+    """
+    declared = {field.name: field for field in dataclasses.fields(KahunaConfig)}
+    own = inspect.get_annotations(cls)
+    cls.__annotations__ = {**{name: declared[name].type for name in TRAINING_RULE_OPTIONS}, **own}
+    for name in TRAINING_RULE_OPTIONS:
+        setattr(cls, name, declared[name].default)
+    return cls
+
+
 @dataclasses.dataclass(frozen=True)
+@with_rule_options
 class EnvConfig:
-    """Rule options of the training games (see ``kahuna_env.engine.KahunaConfig``).
+    """Rule options of the training games: :data:`TRAINING_RULE_OPTIONS`, declared and checked by KahunaConfig.
 
     Attributes:
         variant: ``"standard"`` or ``"planning"``.
         discard_rule: ``"instead_of_play"`` or ``"hand_limit"``.
     """
 
-    variant: str = "standard"
-    discard_rule: str = "instead_of_play"
+    def __post_init__(self) -> None:
+        try:
+            self.rules()
+        except ValueError as error:
+            raise ConfigError(f"env: {error}") from None
+
+    def rules(self) -> KahunaConfig:
+        """The games' :class:`~kahuna_env.config.KahunaConfig` (the options not in this section at their defaults)."""
+        return KahunaConfig(**{name: getattr(self, name) for name in TRAINING_RULE_OPTIONS})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,8 +193,11 @@ class RewardConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOConfig:
-    """PPO hyperparameters (CleanRL's names).
+class PPOHyperparameters:
+    """The PPO hyperparameters of both trainers (CleanRL's names), each declared and checked here only.
+
+    kahuna-train's ``ppo:`` section is :class:`PPOConfig` and kahuna-rllib's is
+    :class:`training.rllib.config.RLlibPPOConfig`: each adds only the keys of its own.
 
     Attributes:
         lr: Adam learning rate.
@@ -171,13 +207,11 @@ class PPOConfig:
         gae_lambda: GAE lambda.
         update_epochs: passes over the rollout per update.
         minibatch_size: transitions per gradient step (the last minibatch of an epoch may be smaller).
-        norm_adv: normalise advantages per minibatch.
         clip_coef: policy ratio clipping.
         clip_vloss: clip the value loss like the policy (CleanRL's variant).
         ent_coef: entropy bonus coefficient.
         vf_coef: value loss coefficient.
-        max_grad_norm: gradient norm clipping.
-        target_kl: stop the epochs of an update early when the approximate KL exceeds this (null: never).
+        max_grad_norm: gradient norm clipping (null: none, kahuna-rllib only).
         adam_eps: Adam epsilon.
         bf16: run the update's forward and backward passes under bfloat16 autocast (CPU); about a
             third faster on CPUs with native bfloat16 (AVX512-BF16, AMX), while the losses, the
@@ -193,13 +227,11 @@ class PPOConfig:
     gae_lambda: float = 0.95
     update_epochs: int = 4
     minibatch_size: int = 4096
-    norm_adv: bool = True
     clip_coef: float = 0.2
     clip_vloss: bool = True
     ent_coef: float = 0.01
     vf_coef: float = 0.5
-    max_grad_norm: float = 0.5
-    target_kl: float | None = None
+    max_grad_norm: float | None = 0.5
     adam_eps: float = 1e-5
     bf16: bool | str = False
 
@@ -224,11 +256,38 @@ class PPOConfig:
         check_value(self.clip_coef > 0, "ppo.clip_coef", "must be > 0", self.clip_coef)
         check_value(self.ent_coef >= 0, "ppo.ent_coef", "must be >= 0", self.ent_coef)
         check_value(self.vf_coef >= 0, "ppo.vf_coef", "must be >= 0", self.vf_coef)
-        check_value(self.max_grad_norm > 0, "ppo.max_grad_norm", "must be > 0", self.max_grad_norm)
+        check_value(
+            self.max_grad_norm is None or self.max_grad_norm > 0,
+            "ppo.max_grad_norm",
+            "must be > 0 (or null: no clipping, kahuna-rllib only)",
+            self.max_grad_norm,
+        )
+        check_value(self.adam_eps > 0, "ppo.adam_eps", "must be > 0", self.adam_eps)
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig(PPOHyperparameters):
+    """kahuna-train's PPO hyperparameters: the shared ones (:class:`PPOHyperparameters`) and its own.
+
+    Attributes:
+        norm_adv: normalise advantages per minibatch.
+        target_kl: stop the epochs of an update early when the approximate KL exceeds this (null: never).
+    """
+
+    norm_adv: bool = True
+    target_kl: float | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_value(
+            self.max_grad_norm is not None,
+            "ppo.max_grad_norm",
+            "must be > 0: kahuna-train always clips (null, no clipping, is kahuna-rllib's only)",
+            self.max_grad_norm,
+        )
         check_value(
             self.target_kl is None or self.target_kl > 0, "ppo.target_kl", "must be > 0 or null", self.target_kl
         )
-        check_value(self.adam_eps > 0, "ppo.adam_eps", "must be > 0", self.adam_eps)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -552,12 +611,6 @@ class TrainConfig:
             "must be null or an agent: a shipped agent's name or the path of an agent file or checkpoint",
             self.init_from,
         )
-        try:
-            from kahuna_env.engine import KahunaConfig
-
-            KahunaConfig(variant=self.env.variant, discard_rule=self.env.discard_rule)
-        except ValueError as error:
-            raise ConfigError(f"env: {error}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (lists instead of tuples), as written to YAML and checkpoints."""

@@ -50,7 +50,6 @@ from torch import nn
 from arena.store import Entrant, ResultsStore, StoredGame, baseline_entrant
 from kahuna_env import kernels
 from kahuna_env.cli import first_line
-from kahuna_env.engine import KahunaConfig
 from policy.model import ActorCritic, check_state_dict
 from policy.reward import reward_record
 from training.league.pool import (
@@ -367,7 +366,7 @@ def start_settings(config: TrainConfig) -> dict[str, Any]:
     rollout = config.rollout
     if rollout.start_positions is None:
         return {}
-    rules = KahunaConfig(variant=config.env.variant, discard_rule=config.env.discard_rule)
+    rules = config.env.rules()
     return {
         "start_positions": load_start_positions(rollout.start_positions, rules),
         "start_share": rollout.start_share,
@@ -413,7 +412,7 @@ def build_model(config: TrainConfig) -> ActorCritic:
 def _evaluate(
     model: ActorCritic, config: TrainConfig, games: int, write: Callable[[str, FinishedGame], None] | None = None
 ) -> dict[str, QuickEvalResult]:
-    game_config = KahunaConfig(variant=config.env.variant, discard_rule=config.env.discard_rule)
+    game_config = config.env.rules()
     return {
         name: evaluate_policy(
             model,
@@ -441,7 +440,7 @@ def _results_writer(
         run_update=update,
         decisions=int(run.counters["global_step"]),
     )
-    rules = KahunaConfig(variant=config.env.variant, discard_rule=config.env.discard_rule).to_dict()
+    rules = config.env.rules().to_dict()
     session = run.results.start_session(
         "training",
         rules,
@@ -573,7 +572,7 @@ def _warm_up(config: TrainConfig, run: _RunState, log: Any) -> None:
         rng_seed=0,
         torch_seed=0,
     )
-    game_config = KahunaConfig(variant=config.env.variant, discard_rule=config.env.discard_rule)
+    game_config = config.env.rules()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as collection runs
     try:
@@ -855,7 +854,7 @@ class _Session:
             wandb_config=config.to_dict(),
             wandb_project=config.logging.wandb_project,
         )
-        game_config = KahunaConfig(variant=config.env.variant, discard_rule=config.env.discard_rule)
+        game_config = config.env.rules()
         self.collector = SelfPlayCollector(
             config.rollout.num_games,
             game_config,

@@ -31,7 +31,9 @@ from policy.model import ModelConfig
 # The typed-config machinery of the native trainer, shared so both configs behave the same.
 from training.ppo.config import (
     ConfigError,
+    EnvConfig,
     PoolConfig,
+    PPOHyperparameters,
     RewardConfig,
     apply_overrides,
     build_section,
@@ -43,15 +45,15 @@ from training.ppo.config import (
 __all__ = [
     "PPO_TO_RLLIB",
     "RLLIB_PPO_NAMES",
-    "CheckpointConfig",
     "ConfigError",
     "EnvRunnersConfig",
     "FaultToleranceConfig",
     "KahunaEnvConfig",
     "LearnersConfig",
-    "PPOConfig",
     "PoolConfig",
+    "RLlibCheckpointConfig",
     "RLlibConfig",
+    "RLlibPPOConfig",
     "RayConfig",
     "RewardConfig",
     "config_to_yaml",
@@ -95,27 +97,15 @@ class RayConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class KahunaEnvConfig:
-    """Rule options of the training games (see ``kahuna_env.engine.KahunaConfig``).
+class KahunaEnvConfig(EnvConfig):
+    """Rule options of the games: kahuna-train's ``env:`` (:class:`training.ppo.config.EnvConfig`) and one more.
 
     Attributes:
-        variant: ``"standard"`` or ``"planning"``.
-        discard_rule: ``"instead_of_play"`` or ``"hand_limit"``.
         random_first_player: draw the starting seat of every game at random (otherwise
             ``player_0`` always starts).
     """
 
-    variant: str = "standard"
-    discard_rule: str = "instead_of_play"
     random_first_player: bool = True
-
-    def __post_init__(self) -> None:
-        from kahuna_env.engine import KahunaConfig
-
-        try:
-            KahunaConfig(variant=self.variant, discard_rule=self.discard_rule)
-        except ValueError as error:
-            raise ConfigError(f"env: {error}") from None
 
     def env_config(self) -> dict[str, Any]:
         """The ``env_config`` dict handed to :class:`training.rllib.env.KahunaMultiAgentEnv`."""
@@ -251,7 +241,7 @@ PPO_TO_RLLIB: dict[str, str] = {
 }
 """The one mapping of the project's PPO vocabulary onto RLlib's: ``ppo:`` key -> argument of ``PPOConfig.training``.
 
-The ``ppo:`` keys are kahuna-train's (:class:`training.ppo.config.PPOConfig`, CleanRL's names);
+The ``ppo:`` keys are kahuna-train's (:class:`training.ppo.config.PPOHyperparameters`, CleanRL's names);
 ``train_batch_size``, ``vf_clip_param`` and ``kl_coeff`` exist only here.  The other ``ppo:`` keys are
 not RLlib arguments: ``anneal_lr`` and ``min_lr_fraction`` turn ``lr`` into a schedule
 (:meth:`RLlibConfig.lr_schedule`), ``kl_coeff > 0`` also sets ``use_kl_loss``, and ``loss``,
@@ -265,84 +255,40 @@ PPO_LOSSES = ("native", "rllib")
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOConfig:
-    """PPO hyperparameters, under kahuna-train's names (:data:`PPO_TO_RLLIB` maps them to RLlib's).
+class RLlibPPOConfig(PPOHyperparameters):
+    """kahuna-rllib's PPO hyperparameters: the shared :class:`training.ppo.config.PPOHyperparameters` and its own.
+
+    :data:`PPO_TO_RLLIB` maps them to RLlib's names.  Under RLlib, ``anneal_lr`` is a learning-rate
+    schedule over ``iterations * train_batch_size`` sampled env steps, ``gamma`` discounts per agent
+    decision, ``clip_vloss`` applies to ``loss: native`` only, ``adam_eps`` replaces RLlib's own
+    default (1e-8) and ``bf16`` runs on a CPU learner only (sampling always runs in float32).
 
     Attributes:
-        lr: Adam learning rate.
-        anneal_lr: anneal the learning rate linearly to ``min_lr_fraction * lr`` over the run
-            (``iterations * train_batch_size`` env steps), as an RLlib learning-rate schedule on
-            the sampled env steps.
-        min_lr_fraction: final learning rate as a fraction of ``lr`` when annealing.
-        gamma: discount factor per agent decision.
-        gae_lambda: GAE lambda.
         train_batch_size: env steps (both seats together) per learner per iteration.
-        minibatch_size: transitions per gradient step.
-        update_epochs: passes over each train batch.
-        ent_coef: entropy bonus coefficient.
-        clip_coef: PPO policy ratio clipping.
-        vf_coef: value loss coefficient.
         vf_clip_param: ``loss: rllib`` only: RLlib's cap on the squared value error.
-        max_grad_norm: gradient norm clipping (null: none).
         kl_coeff: initial coefficient of RLlib's adaptive KL penalty (0: no KL loss).
         loss: ``native``: the native trainer's PPO loss (advantages standardized per minibatch,
             ``0.5 * (V - R)^2`` clipped around the sampled values, see ``training.rllib.learner``);
             ``rllib``: RLlib's stock PPO loss.
-        clip_vloss: ``loss: native`` only: clip the value loss around the sampled values
-            (with ``clip_coef``).
-        adam_eps: Adam epsilon (RLlib's own default is 1e-8).
-        bf16: ``true`` runs the learner's forward passes (and so their backward passes) under
-            bfloat16 autocast on a CPU learner, the losses in float32; ``auto``: only where the
-            CPU has native bfloat16; sampling always runs in float32.
     """
 
-    lr: float = 3e-4
-    anneal_lr: bool = True
-    min_lr_fraction: float = 0.0
-    gamma: float = 1.0
-    gae_lambda: float = 0.95
     train_batch_size: int = 8192
-    minibatch_size: int = 1024
-    update_epochs: int = 4
-    ent_coef: float = 0.01
-    clip_coef: float = 0.2
-    vf_coef: float = 0.5
     vf_clip_param: float = 10.0
-    max_grad_norm: float | None = 0.5
     kl_coeff: float = 0.0
     loss: str = "native"
-    clip_vloss: bool = True
-    adam_eps: float = 1e-5
-    bf16: bool | str = False
 
     def __post_init__(self) -> None:
-        check_value(self.lr > 0, "ppo.lr", "must be > 0", self.lr)
-        check_value(self.bf16 in (True, False, "auto"), "ppo.bf16", "must be true, false or 'auto'", self.bf16)
-        check_value(0 <= self.min_lr_fraction <= 1, "ppo.min_lr_fraction", "must be in [0, 1]", self.min_lr_fraction)
-        check_value(0 < self.gamma <= 1, "ppo.gamma", "must be in (0, 1]", self.gamma)
-        check_value(0 <= self.gae_lambda <= 1, "ppo.gae_lambda", "must be in [0, 1]", self.gae_lambda)
+        super().__post_init__()
         check_value(self.train_batch_size >= 2, "ppo.train_batch_size", "must be >= 2", self.train_batch_size)
-        check_value(self.minibatch_size >= 1, "ppo.minibatch_size", "must be >= 1", self.minibatch_size)
         check_value(
             self.minibatch_size <= self.train_batch_size,
             "ppo.minibatch_size",
             f"must be <= ppo.train_batch_size ({self.train_batch_size})",
             self.minibatch_size,
         )
-        check_value(self.update_epochs >= 1, "ppo.update_epochs", "must be >= 1", self.update_epochs)
-        check_value(self.ent_coef >= 0, "ppo.ent_coef", "must be >= 0", self.ent_coef)
-        check_value(self.clip_coef > 0, "ppo.clip_coef", "must be > 0", self.clip_coef)
-        check_value(self.vf_coef >= 0, "ppo.vf_coef", "must be >= 0", self.vf_coef)
         check_value(self.vf_clip_param > 0, "ppo.vf_clip_param", "must be > 0", self.vf_clip_param)
-        check_value(
-            self.max_grad_norm is None or self.max_grad_norm > 0,
-            "ppo.max_grad_norm",
-            "must be > 0 or null",
-            self.max_grad_norm,
-        )
         check_value(self.kl_coeff >= 0, "ppo.kl_coeff", "must be >= 0", self.kl_coeff)
         check_value(self.loss in PPO_LOSSES, "ppo.loss", f"must be one of {', '.join(PPO_LOSSES)}", self.loss)
-        check_value(self.adam_eps > 0, "ppo.adam_eps", "must be > 0", self.adam_eps)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -386,7 +332,7 @@ class FaultToleranceConfig:
 
 
 @dataclasses.dataclass(frozen=True)
-class CheckpointConfig:
+class RLlibCheckpointConfig:
     """RLlib checkpoints in ``<run_dir>/checkpoints`` and the exported agent.
 
     Attributes:
@@ -447,11 +393,11 @@ class RLlibConfig:
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
     env_runners: EnvRunnersConfig = dataclasses.field(default_factory=EnvRunnersConfig)
     learners: LearnersConfig = dataclasses.field(default_factory=LearnersConfig)
-    ppo: PPOConfig = dataclasses.field(default_factory=PPOConfig)
+    ppo: RLlibPPOConfig = dataclasses.field(default_factory=RLlibPPOConfig)
     reward: RewardConfig = dataclasses.field(default_factory=RewardConfig)
     pool: PoolConfig = dataclasses.field(default_factory=PoolConfig)
     fault_tolerance: FaultToleranceConfig = dataclasses.field(default_factory=FaultToleranceConfig)
-    checkpoint: CheckpointConfig = dataclasses.field(default_factory=CheckpointConfig)
+    checkpoint: RLlibCheckpointConfig = dataclasses.field(default_factory=RLlibCheckpointConfig)
 
     def __post_init__(self) -> None:
         check_value(bool(self.name) and "/" not in self.name, "name", "must be a non-empty name without '/'", self.name)

@@ -31,7 +31,8 @@ illegal action         :class:`kahuna_env.engine.IllegalActionError` (the masked
                        never produces one, so this is a bug, not a training signal)
 =====================  =====================================================================
 
-``env_config`` keys: ``variant``, ``discard_rule`` (see
+``env_config`` keys: the rule options of
+:data:`training.ppo.config.TRAINING_RULE_OPTIONS` (``variant``, ``discard_rule``; see
 :class:`kahuna_env.engine.KahunaConfig`), ``random_first_player`` (default
 True), ``max_actions`` (truncate a game after this many actions, a safety
 net; default 2000), ``pool`` (shares by opponent kind, normalised; default
@@ -64,6 +65,7 @@ from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame  # no
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation  # noqa: E402
 from policy.reward import island_potentials  # noqa: E402
 from training.league.pool import KINDS  # noqa: E402
+from training.ppo.config import TRAINING_RULE_OPTIONS  # noqa: E402
 from training.rllib.league import AGENTS, agent_ids, snapshot_agent  # noqa: E402
 from training.selfplay.rollout import shaping_rewards  # noqa: E402
 
@@ -71,8 +73,7 @@ BASELINES = ("greedy", "random")
 """Opponent kinds played inside the env (never RLlib agents)."""
 
 _ENV_OPTIONS = (
-    "variant",
-    "discard_rule",
+    *TRAINING_RULE_OPTIONS,
     "random_first_player",
     "max_actions",
     "pool",
@@ -118,11 +119,9 @@ class KahunaMultiAgentEnv(MultiAgentEnv):
         unknown = sorted(set(options) - set(_ENV_OPTIONS))
         if unknown:
             raise ValueError(f"unknown Kahuna env_config key(s) {unknown}; known: {list(_ENV_OPTIONS)}")
-        self.rules = {
-            "variant": options.get("variant", "standard"),
-            "discard_rule": options.get("discard_rule", "instead_of_play"),
-        }
-        KahunaConfig(**self.rules)  # validate now, not at the first reset
+        # The rule options given (KahunaConfig's defaults for the others), checked now, not at the first reset.
+        self.rules = {name: options[name] for name in TRAINING_RULE_OPTIONS if name in options}
+        KahunaConfig(**self.rules)
         self.random_first_player = bool(options.get("random_first_player", True))
         self.max_actions = int(options.get("max_actions", 2000))
         self.snapshot_slots = int(options.get("snapshot_slots", 0))
