@@ -53,16 +53,16 @@ def play_demo(seed: int, names: tuple[str, str], config: KahunaConfig, out: IO[s
 
 def baseline(text: str) -> str:
     """argparse type: a baseline agent name (``random``, ``greedy``, ``mcts``, ``mcts:N``)."""
-    from arena.entrants import is_checkpoint_spec, resolve_entrant
+    from arena.entrants import parse_entrant
 
-    if is_checkpoint_spec(text):
+    try:
+        entrant = parse_entrant(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if entrant.network:
         raise argparse.ArgumentTypeError(
             f"kahuna-demo plays baselines only ({', '.join(BASELINE_NAMES)}), got {text!r}"
         )
-    try:
-        resolve_entrant(text, seed=0)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
     return text
 
 

@@ -326,16 +326,16 @@ def _main_sprt(args: argparse.Namespace) -> int:
 
 def _entrant_files(entrants: Sequence[str]) -> list[Path]:
     """The files among the entrants (policy files and checkpoints, also behind ``@mcts``): the evaluation's inputs."""
-    from arena.entrants import NAMED_AGENTS, is_checkpoint_spec, split_search
+    from arena.entrants import parse_entrant
 
     files = []
     for spec in entrants:
         try:
-            source, _ = split_search(spec)
-        except ValueError:
+            entrant = parse_entrant(spec)
+        except ValueError:  # reported when the entrants are built
             continue
-        if is_checkpoint_spec(source) and source not in NAMED_AGENTS:
-            files.append(Path(source))
+        if entrant.kind == "file":
+            files.append(Path(entrant.source))
     return files
 
 

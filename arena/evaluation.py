@@ -32,7 +32,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.entrants import NAMED_AGENTS, entrant_label, is_checkpoint_spec, resolve_entrant, split_search
+from arena.entrants import (
+    UnknownEntrant,
+    entrant_label,
+    is_checkpoint_spec,
+    parse_entrant,
+    resolve_entrant,
+    split_search,
+)
 from arena.match import (
     MAX_BASE_SEED,
     MAX_WORKERS,
@@ -45,7 +52,6 @@ from arena.match import (
 from arena.records import RECORD_FORMAT, game_record, write_record
 from arena.report import EvaluationReport, PairingResult, Rating, summarize
 from arena.store import Entrant, ResultsStore, StoredGame, StoreError, baseline_entrant, failure_cause
-from kahuna_env.agents import BASELINES
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.workers import WorkerFailed, Workers, one_line
 from policy.registry import SHIPPED_AGENTS, SHIPPED_AGENTS_DIR
@@ -182,18 +188,25 @@ def entrant_identity(spec: str, sampled: bool = False) -> Entrant:
     a network appends ``@mcts:N``; a policy that samples its moves appends
     ``#sampled``.  Raises ``FileNotFoundError`` for a missing file.
     """
-    if entrant_kind(spec) == "baseline":
+    entrant = parse_entrant(spec)
+    if entrant.kind == "baseline":
         return baseline_entrant(spec)
-    source, _ = split_search(spec)
-    path = _named_agent_file(source) if source in NAMED_AGENTS else Path(source)
+    path = _named_agent_file(entrant.source) if entrant.kind == "named" else Path(entrant.source)
     return content_entrant(spec, file_sha256(path), sampled)
 
 
 def entrant_kind(spec: str) -> str:
-    """The store's kind of an entrant string: ``baseline``, ``search`` (guided by a network) or ``file``."""
-    if spec.partition(":")[0] in BASELINES:
+    """The store's kind of an entrant string: ``baseline``, ``search`` (guided by a network) or ``file``.
+
+    A bare name that names nothing here (a report's file from another machine) is a ``file``.
+    """
+    try:
+        entrant = parse_entrant(spec)
+    except UnknownEntrant:
+        return "file"
+    if entrant.kind == "baseline":
         return "baseline"
-    return "file" if split_search(spec)[1] is None else "search"
+    return "file" if entrant.simulations is None else "search"
 
 
 def content_entrant(spec: str, digest: str, sampled: bool = False) -> Entrant:

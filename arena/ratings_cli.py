@@ -59,7 +59,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from arena.entrants import ENTRANT_FORMS
+from arena.entrants import ENTRANT_FORMS, split_search
 from arena.eval_cli import games_argument, workers_argument
 from arena.match import MAX_BASE_SEED, MAX_GAMES, MAX_WORKERS
 from arena.report import PRIOR_DRAWS
@@ -702,11 +702,12 @@ def plot_runs(ladder: Ladder, path: Path) -> int:
 # ---------------------------------------------------------------------------------------------- for the browser
 def public_label(label: str) -> str:
     """A label without folders: ``/home/me/runs/x/final_agent.pt@mcts:50`` -> ``final_agent.pt@mcts:50``."""
-    source, at, search = label.rpartition("@")
-    if not at:
-        source, search = label, ""
+    try:
+        source, _ = split_search(label)
+    except ValueError:  # no entrant's search: a training run's NAME@UPDATES, a report's label
+        source = label
     name = source.replace("\\", "/").rsplit("/", 1)[-1] or "entrant"
-    return f"{name}@{search}" if at else name
+    return name + label[len(source) :]  # the search as the label writes it
 
 
 def ladder_summary(path: str | Path, pairings: int = 5, max_entrants: int = 2000) -> dict[str, Any]:

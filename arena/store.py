@@ -75,7 +75,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kahuna_env.agents.mcts import DEFAULT_SIMULATIONS
+from kahuna_env.agents.spec import parse_baseline
 
 SCHEMA_VERSION = 3
 """The layout this module writes; older stores are migrated on opening."""
@@ -258,9 +258,13 @@ class PairCount:
 
 
 def baseline_entrant(spec: str) -> Entrant:
-    """The entrant of a baseline name (``random``, ``greedy``, ``mcts``, ``mcts:N``; ``mcts`` is ``mcts:200``)."""
-    base, _, budget = spec.partition(":")
-    canonical = f"mcts:{budget or DEFAULT_SIMULATIONS}" if base == "mcts" else spec
+    """The entrant of a baseline name (``random``, ``greedy``, ``mcts``, ``mcts:N``; ``mcts`` is ``mcts:200``).
+
+    Keyed by the name's canonical form (``str`` of its :class:`~kahuna_env.agents.spec.EntrantSpec`).
+    """
+    canonical = parse_baseline(spec, max_simulations=None)
+    if canonical is None:
+        raise ValueError(f"not a baseline: {spec!r:.60}")
     return Entrant(key=f"baseline:{canonical}", label=spec, kind="baseline")
 
 

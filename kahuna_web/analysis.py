@@ -19,7 +19,9 @@ the opponent's hand, its face-down discards and the pile order resampled)
 drawn with a generator seeded from the ply alone.  So two games with the
 same public history and different hidden cards get the same analysis.
 
-Networks load through :func:`kahuna_web.sessions.resolve_opponent` (the
+The agent is parsed once (:meth:`AnalysisAgents.entrant`, an
+:class:`~kahuna_env.agents.spec.EntrantSpec`); its network and its search are
+built from that spec through :func:`kahuna_web.sessions.resolve_opponent` (the
 shipped agents by name, files only from the ``--agents`` folder), in the
 function that needs them: importing this module loads no torch.  Loaded
 networks are kept (:class:`AnalysisAgents`, a few at a time).
@@ -35,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from arena.entrants import EntrantRefused, parse_entrant
+from arena.entrants import EntrantRefused, EntrantSpec, parse_entrant
 from kahuna_env.agents.base import Agent
 from kahuna_env.cli import first_line
 from kahuna_env.engine import KahunaConfig, KahunaGame
@@ -90,7 +92,8 @@ class AnalysisAgents:
         self._loaded: collections.OrderedDict[tuple[Any, ...], Agent] = collections.OrderedDict()
         self._lock = threading.Lock()
 
-    def _key(self, spec: str) -> tuple[Any, ...]:
+    def entrant(self, spec: str) -> EntrantSpec:
+        """The network agent ``spec`` names, parsed once: 400 for a baseline or a search, 403/404 for a file."""
         try:
             entrant = parse_entrant(spec, self.agents_dir, self.max_simulations, self.max_guided_simulations)
         except EntrantRefused as error:
@@ -99,40 +102,46 @@ class AnalysisAgents:
             raise WebError(first_line(error), 404) from None
         except ValueError as error:
             raise WebError(first_line(error)) from None
-        if entrant.kind == "baseline" or entrant.simulations is not None:
+        if not entrant.network or entrant.simulations is not None:
             raise WebError(
                 f"the analysis needs a network agent (a shipped agent such as {DEFAULT_ANALYSIS_AGENT}, or an agent "
                 f"file), got {spec[:60]!r}; 'simulations' asks for its search"
             )
+        return entrant
+
+    def _key(self, entrant: EntrantSpec) -> tuple[Any, ...]:
         if entrant.kind != "file":
-            return (spec,)
+            return (entrant.source,)
         try:
             stat = Path(entrant.source).stat()
         except OSError:
             raise WebError(f"agent file not found: {entrant.written[:60]!r}", 404) from None
         return (entrant.source, stat.st_mtime_ns, stat.st_size)
 
-    def network(self, spec: str) -> Agent:
-        """The network agent ``spec`` names, loaded once (see the class docstring)."""
-        key = self._key(spec)
+    def network(self, entrant: EntrantSpec) -> Agent:
+        """The network agent of ``entrant`` (:meth:`entrant`), loaded once (see the class docstring)."""
+        key = self._key(entrant)
         with self._lock:
             agent = self._loaded.get(key)
             if agent is not None:
                 self._loaded.move_to_end(key)
                 return agent
-        agent = resolve_opponent(spec, self.agents_dir, 0, self.max_simulations, self.max_guided_simulations)
+        agent = resolve_opponent(entrant, self.agents_dir, 0, self.max_simulations, self.max_guided_simulations)
         if not hasattr(agent, "probabilities_and_value"):
-            raise WebError(f"{spec[:60]!r} is not a network agent")
+            raise WebError(f"{str(entrant)[:60]!r} is not a network agent")
         with self._lock:
             self._loaded[key] = agent
             while len(self._loaded) > CACHED_NETWORKS:
                 self._loaded.popitem(last=False)
         return agent
 
-    def search(self, spec: str, simulations: int, seed: int) -> Agent:
-        """A fresh ``spec@mcts:simulations`` (its own generator: searches may run side by side)."""
+    def search(self, entrant: EntrantSpec, simulations: int, seed: int) -> Agent:
+        """A fresh search of ``simulations`` guided by ``entrant`` (its own generator: searches may run side by side).
+
+        ``simulations`` is checked by :func:`analysis_options` (at most the server's guided cap).
+        """
         return resolve_opponent(
-            f"{spec}@mcts:{simulations}", self.agents_dir, seed, self.max_simulations, self.max_guided_simulations
+            entrant.with_search(simulations), self.agents_dir, seed, self.max_simulations, self.max_guided_simulations
         )
 
 
@@ -153,7 +162,8 @@ def analyse(
         raise WebError("the game is over: there is no move to analyse", 409)
     seat = game.current_player
     legal = game.legal_actions()
-    network = agents.network(spec)
+    entrant = agents.entrant(spec)
+    network = agents.network(entrant)
     probabilities, value = network.probabilities_and_value(encode_observation(game, seat), game.action_mask())
     answer: dict[str, Any] = {
         "seat": seat,
@@ -163,18 +173,18 @@ def analyse(
         "search": None,
     }
     if simulations:
-        answer["search"] = _search(game, agents, spec, simulations, cancel, ply)
+        answer["search"] = _search(game, agents, entrant, simulations, cancel, ply)
         answer["simulations"] = simulations
     return answer
 
 
 def _search(
-    game: KahunaGame, agents: AnalysisAgents, spec: str, simulations: int, cancel: Any, ply: int
+    game: KahunaGame, agents: AnalysisAgents, entrant: EntrantSpec, simulations: int, cancel: Any, ply: int
 ) -> list[dict[str, Any]]:
     from kahuna_env.agents.mcts import SearchCancelled
 
     ply_seed = np.random.SeedSequence([ANALYSIS_SEED, ply]).generate_state(2, dtype=np.uint64)
-    searcher = agents.search(spec, simulations, int(ply_seed[0]))
+    searcher = agents.search(entrant, simulations, int(ply_seed[0]))
     searcher.cancel = cancel
     view = game.determinize(game.current_player, np.random.default_rng(int(ply_seed[1])))
     try:

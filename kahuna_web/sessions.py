@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from arena.entrants import EntrantRefused, resolve_entrant
+from arena.entrants import EntrantRefused, EntrantSpec, resolve_entrant
 from arena.match import Chooser, agent_chooser, play
 from arena.play import game_seeds
 from arena.records import check_record, game_record
@@ -208,17 +208,19 @@ def resolve_opponent(
 ) -> Agent:
     """Build the agent an entrant string names, with :func:`arena.entrants.resolve_entrant`; :class:`WebError` if bad.
 
+    ``spec`` may also be an :class:`~arena.entrants.EntrantSpec` parsed already (the analysis board's).
     Agent files only from ``agents_dir`` (403 for anything outside it, or for
     any file when it is ``None``; 404 for a file of the folder that is not
     there), search budgets at most ``max_simulations`` (``mcts:N``) and
     ``max_guided_simulations`` (``SOURCE@mcts:N``), 400 for anything else
     that is wrong.  Messages never show a file's content or an absolute path.
     """
-    if not isinstance(spec, str) or not spec.strip():
+    if isinstance(spec, str) and spec.strip():
+        spec = spec.strip()
+        if len(spec) > MAX_SPEC_LENGTH:
+            raise WebError(f"'opponent' is too long ({len(spec)} characters, at most {MAX_SPEC_LENGTH})")
+    elif not isinstance(spec, EntrantSpec):  # a spec parsed already (the analysis board's) is built as it is
         raise WebError(f"'opponent' must be a non-empty string, got {_short(spec)}")
-    spec = spec.strip()
-    if len(spec) > MAX_SPEC_LENGTH:
-        raise WebError(f"'opponent' is too long ({len(spec)} characters, at most {MAX_SPEC_LENGTH})")
     try:
         return resolve_entrant(
             spec,
@@ -233,14 +235,16 @@ def resolve_opponent(
     except FileNotFoundError as error:
         raise WebError(first_line(error), 404) from None
     except ImportError as error:
-        raise WebError(f"cannot load agent file {_short(spec)}: {first_line(error)} (agent files need torch)") from None
+        raise WebError(
+            f"cannot load agent file {_short(str(spec))}: {first_line(error)} (agent files need torch)"
+        ) from None
     except ValueError as error:
         message = first_line(error)
         if "simulation budget too large" in message:
             message += " on this server (kahuna-serve --max-simulations / --max-guided-simulations)"
         raise WebError(message) from None
     except OSError as error:
-        raise WebError(f"cannot read agent file {_short(spec)}: {error.strerror or 'unreadable'}") from None
+        raise WebError(f"cannot read agent file {_short(str(spec))}: {error.strerror or 'unreadable'}") from None
 
 
 # ------------------------------------------------------------------------------------------------ games

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from kahuna_env.agents.base import SeededAgent
+from kahuna_env.agents.spec import looks_like_path
 from kahuna_env.cli import first_line
 from kahuna_env.engine import KahunaGame
 from policy.model import ActorCritic, model_from_payload, sample_from_logits
@@ -137,7 +138,7 @@ def read_policy_file(path: str | Path) -> dict[str, Any]:
 
 def is_agent_name(spec: object) -> bool:
     """Whether ``spec`` is a bare agent name (a string without a path separator or a suffix), not a path."""
-    return isinstance(spec, str) and bool(spec) and "/" not in spec and "\\" not in spec and Path(spec).suffix == ""
+    return isinstance(spec, str) and bool(spec) and not looks_like_path(spec)
 
 
 def shipped_agent_source(name: str) -> Path:

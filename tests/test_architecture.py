@@ -50,6 +50,7 @@ RULES_RANK = {
     "kahuna_env.agents.selectors": 5.6,
     "kahuna_env.agents.greedy": 6,
     "kahuna_env.agents.mcts": 6,
+    "kahuna_env.agents.spec": 6,
     "kahuna_env.agents.batched": 6.5,
     "kahuna_env.agents": 7,
     "kahuna_env.seated": 7.5,

@@ -27,6 +27,7 @@ from typing import Any, Union
 
 import yaml
 
+from kahuna_env.agents.spec import parse_baseline
 from kahuna_env.config import KahunaConfig
 from policy.model import ModelConfig
 from policy.reward import TRAINING_REWARD_DEFAULTS
@@ -618,12 +619,10 @@ class TrainConfig:
 
 
 def _is_baseline_name(name: str) -> bool:
-    base, colon, budget = name.partition(":")
-    if base in ("random", "greedy", "mcts") and not colon:
-        return True
-    # The length test first: int() of a 10,000-digit string is refused by Python itself.
-    digits = budget.isascii() and budget.isdigit() and len(budget) <= len(str(MAX_SIMULATIONS))
-    return base == "mcts" and digits and 1 <= int(budget) <= MAX_SIMULATIONS
+    try:
+        return parse_baseline(name, MAX_SIMULATIONS) is not None
+    except ValueError:  # a bad or too large budget
+        return False
 
 
 def check_value(condition: bool, key: str, requirement: str, value: object) -> None:

@@ -81,7 +81,8 @@ def play_games_batched(
         BaselinePolicy(BatchedRandom(seed=int(rng.integers(2**63)))),
     ]
     if (kinds == KIND_MCTS).any():
-        policies.append(PerGamePolicy(make_agent(f"mcts:{batch.mcts_simulations}", seed=int(rng.integers(2**63))), rng))
+        search = make_agent("mcts", seed=int(rng.integers(2**63)), simulations=batch.mcts_simulations)
+        policies.append(PerGamePolicy(search, rng))
     learner_seats = np.asarray(batch.learner_seats, dtype=bool)
     seating = seating_of(learner_seats, LEARNER, POLICY_OF_KIND[kinds])
     actions = play_seated(games, policies, seating, on_step=observations.clear)

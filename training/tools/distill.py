@@ -54,6 +54,7 @@ import torch.nn.functional as F
 
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import Agent, make_agent
+from kahuna_env.agents.spec import parse_baseline
 from kahuna_env.cli import (
     OneLineParser,
     add_force_argument,
@@ -354,16 +355,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _opponents(text: str, simulations: int) -> list[str]:
-    names = [name.strip() for name in text.split(",")]
+    """The opponents of ``--opponents`` in canonical form (``mcts`` alone searches with the teacher's budget)."""
     resolved = []
-    for name in names:
-        if name == "mcts":
-            name = f"mcts:{simulations}"
-        base, colon, budget = name.partition(":")
-        ok = name in (SELF, "greedy", "random") or (base == "mcts" and budget.isascii() and budget.isdigit())
-        if not ok or (colon and int(budget or 0) < 1):
+    for name in (name.strip() for name in text.split(",")):
+        try:
+            baseline = None if name == SELF else parse_baseline(name, max_simulations=None)
+        except ValueError:  # a bad budget or suffix
+            baseline = None
+        if name != SELF and baseline is None:
             raise ValueError(f"--opponents: unknown opponent {name!r}; expected greedy, random, mcts, mcts:K or self")
-        resolved.append(name)
+        if name == "mcts":
+            baseline = dataclasses.replace(baseline, simulations=simulations)
+        resolved.append(name if baseline is None else str(baseline))
     return resolved
 
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from kahuna_env.agents.spec import split_search
 from kahuna_env.version import __version__
 
 LICENCE = "MIT"
@@ -53,10 +54,13 @@ def _entrant(name: Any, agent_file: str) -> str:
     agent@mcts:50``: its rows are shown too, with the search named.
     """
     text = str(name)
-    base, at, search = text.partition("@")
+    try:
+        source, _ = split_search(text)
+    except ValueError:  # no entrant: shown as it stands
+        source = text
     this = PurePosixPath(posixpath.normpath(agent_file)).parts[-2:]
-    if PurePosixPath(posixpath.normpath(base)).parts[-2:] == this:
-        return f"this agent@{search}" if at else "this agent"
+    if PurePosixPath(posixpath.normpath(source)).parts[-2:] == this:
+        return "this agent" + text[len(source) :]  # the search as the report wrote it, if any
     return f"`{text}`"
 
 
