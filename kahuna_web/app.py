@@ -664,7 +664,7 @@ LADDER_REFRESH_SECONDS = 10.0
 
 
 def _ladder_routes(ladder_db: Path | None) -> list[BaseRoute]:
-    """``GET /api/ladder``: the ladder of ``kahuna-serve --db`` (``arena.ratings_cli.ladder_summary``), cached."""
+    """``GET /api/ladder``: the ladder of ``kahuna-serve --db`` (``arena.ladder.ladder_summary``), cached."""
     cache: dict[str, Any] = {"at": -math.inf, "answer": None}
     lock = asyncio.Lock()
 
@@ -673,7 +673,7 @@ def _ladder_routes(ladder_db: Path | None) -> list[BaseRoute]:
             return _error("no results store (kahuna-serve --db FILE shows one)", 404)
         async with lock:  # one fit at a time, whatever the number of requests
             if time.monotonic() - cache["at"] >= LADDER_REFRESH_SECONDS:
-                from arena.ratings_cli import ladder_summary
+                from arena.ladder import ladder_summary
 
                 try:
                     cache["answer"] = (await run_in_threadpool(ladder_summary, ladder_db), 200)

@@ -273,7 +273,7 @@ def _read_inputs(args: argparse.Namespace) -> tuple[Path | None, list[dict[str, 
         except ValueError as error:
             exit_with_error(PROGRAM, f"--results: {first_line(error)}")
     if args.db is not None:  # read once now: a file that is not a results store is one line here
-        from arena.ratings_cli import ladder_summary
+        from arena.ladder import ladder_summary
 
         try:
             ladder_summary(args.db)
