@@ -296,13 +296,19 @@ def fresh_seed(store: ResultsStore) -> int:
     return 0 if not rows or rows[0][0] is None else int(rows[0][0]) + 1
 
 
-def playable_spec(entrant: Entrant, sampled: bool = False) -> str:
-    """The spec to play ``entrant`` with: its label, when that still names the same content."""
+def checked_entrant(spec: str, sampled: bool = False) -> Entrant:
+    """The store identity of the entrant ``spec``, once it is built here (a bad name or file raises, as in
+    :func:`arena.evaluation.check_entrants`: ``ValueError`` or ``FileNotFoundError``)."""
     from arena.evaluation import check_entrants, entrant_identity
 
+    check_entrants([spec, "random" if spec != "random" else "greedy"])
+    return entrant_identity(spec, sampled)
+
+
+def playable_spec(entrant: Entrant, sampled: bool = False) -> str:
+    """The spec to play ``entrant`` with: its label, when that still names the same content."""
     try:
-        check_entrants([entrant.label, "random" if entrant.label != "random" else "greedy"])
-        if entrant_identity(entrant.label, sampled).key == entrant.key:
+        if checked_entrant(entrant.label, sampled).key == entrant.key:
             return entrant.label
     except (OSError, ValueError):
         pass

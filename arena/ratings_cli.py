@@ -49,6 +49,7 @@ from arena.ladder import (
     Ladder,
     Pairing,
     can_play,
+    checked_entrant,
     fit_ladder,
     import_report,
     play_pairings,
@@ -236,15 +237,9 @@ def _check_arguments(args: argparse.Namespace, anchors: dict[str, float]) -> lis
             check_writable(name, path)
     if args.plot is not None and args.plot.suffix.lower() != ".png":
         raise ValueError(f"--plot must name a .png file, got {args.plot}")
-    from arena.evaluation import check_entrants, entrant_identity
-
     for spec in anchors:
-        check_entrants([spec, "random" if spec != "random" else "greedy"])
-        entrant_identity(spec)
-    newcomers = []
-    for spec in args.entrant:
-        check_entrants([spec, "random" if spec != "random" else "greedy"])
-        newcomers.append(entrant_identity(spec))
+        checked_entrant(spec)
+    newcomers = [checked_entrant(spec) for spec in args.entrant]
     writable = args.import_report is not None or args.play
     if not writable and not args.db.exists():
         raise ValueError(f"{args.db}: no such results store (kahuna-eval --db {args.db} creates one)")
