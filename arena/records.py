@@ -25,6 +25,13 @@ wrong; :func:`read_record` also turns unreadable files (not JSON, not UTF-8,
 nested too deeply) into one ``ValueError``.  :func:`write_record` writes
 atomically (a temporary file renamed into place, given the umask's mode), so
 a record is never half written.
+
+:func:`replay_actions` is the one replayer: it plays a list of actions on a
+game through the one play loop (:func:`arena.match.play`), each action
+checked legal when its turn comes.  :func:`replay_record` checks a record,
+replays it from its deal (:func:`record_deal`) and compares the result; so
+``kahuna-replay``, the start positions of lost games and the web's replays,
+analyses and games rebuilt from its game store all replay the same way.
 """
 
 from __future__ import annotations
@@ -32,11 +39,12 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kahuna_env.actions import NUM_ACTIONS
+from arena.match import OnAction, play
+from kahuna_env.actions import NUM_ACTIONS, describe_action
 from kahuna_env.cli import first_line, mode_as_created
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
@@ -227,3 +235,90 @@ def _short(value: Any, limit: int = 40) -> str:
         text = _kind(value)
     text = text.replace("\n", " ")
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# ---------------------------------------------------------------------------------------------- replaying
+class ReplayError(ValueError):
+    """Actions that do not replay: an illegal action, actions after the end, or a result other than the recorded one."""
+
+
+def record_deal(record: Mapping[str, Any]) -> KahunaGame:
+    """The game a checked record starts from: its rules and its seed (the same deal and the same reshuffles)."""
+    return KahunaGame(KahunaConfig.from_dict(record["config"]), seed=record["seed"])
+
+
+def replay_actions(game: KahunaGame, actions: Sequence[int], on_action: OnAction | None = None) -> KahunaGame:
+    """Play ``actions`` in order on ``game`` through the one play loop (:func:`arena.match.play`); returns ``game``.
+
+    ``on_action`` is called after each action, as in :func:`arena.match.play`.
+    Raises :class:`ReplayError` for the first action that is not legal when
+    its turn comes (numbered from 1; the game then stands before it) and for
+    actions left over once the game is over.
+    """
+    used = [0]
+
+    def recorded(game: KahunaGame) -> int | None:
+        if used[0] == len(actions):
+            return None
+        action = actions[used[0]]
+        used[0] += 1
+        if not game.is_legal(action):
+            raise ReplayError(
+                f"action #{used[0]} does not replay: {action} ({describe_action(action)}) is not legal "
+                f"for player_{game.current_player} at that point"
+            )
+        return action
+
+    play(game, (recorded, recorded), on_action)
+    if used[0] < len(actions):
+        raise ReplayError(f"the record has {len(actions) - used[0]} action(s) after the end of the game")
+    return game
+
+
+def replay_record(
+    record: Any,
+    on_action: OnAction | None = None,
+    plies: int | None = None,
+    source: str = "record",
+    on_deal: Callable[[KahunaGame], None] | None = None,
+) -> KahunaGame:
+    """Check ``record`` and replay it from its deal with :func:`replay_actions`; returns the final game.
+
+    ``on_deal`` sees the game as dealt, before the first action; ``on_action``
+    every action after it.  ``plies``: replay only the first ``plies`` actions
+    (a position of the record; the result is then not compared).  Raises
+    ``ValueError`` naming ``source`` for a record that is not valid
+    (:func:`check_record`) and :class:`ReplayError` when an action is
+    illegal, actions follow the end of the game, or the result differs from
+    the recorded one (a record without a result must end before the game does).
+    """
+    check_record(record, source)
+    game = record_deal(record)
+    if on_deal is not None:
+        on_deal(game)
+    actions = record["actions"]
+    replay_actions(game, actions if plies is None else actions[:plies], on_action)
+    if plies is None:
+        _check_outcome(record, game)
+    return game
+
+
+def _check_outcome(record: Mapping[str, Any], game: KahunaGame) -> None:
+    """Raise :class:`ReplayError` unless the replayed ``game`` ends as ``record`` says (or neither ends)."""
+    result = record["result"]
+    replayed = game_result(game)
+    if result is None:
+        if replayed is not None:
+            raise ReplayError(
+                f"the replayed game ends (scores {game.scores[0]} : {game.scores[1]}, winner {game.winner}) "
+                "but the record has no result"
+            )
+        return
+    if replayed is None:
+        raise ReplayError(f"the record ends after {len(record['actions'])} actions but the game is not over")
+    for key in ("scores", "winner", "final_points"):
+        if result[key] != replayed[key]:
+            raise ReplayError(
+                f"replay does not reproduce the record: recorded {key.replace('_', ' ')} {result[key]}, "
+                f"replayed {replayed[key]}"
+            )

@@ -9,8 +9,9 @@ Examples::
 A record (written by ``kahuna-eval --record`` or ``kahuna-play --record``;
 the format is :mod:`arena.records`) is a JSON action log.  The game is
 rebuilt from its seed and config (the same seed gives the same deal and the
-same reshuffles), every action is replayed through the one play loop
-(:func:`arena.match.play`), and the final scores, final-scoring points and
+same reshuffles), every action is replayed by the one replayer
+(:func:`arena.records.replay_record`, through the one play loop
+:func:`arena.match.play`), and the final scores, final-scoring points and
 winner are compared with the recorded ones; a record without a result must
 stop before the game ends.  The board is printed at the start and after
 every turn (spectator view: both hands), each action on its own line; the
@@ -32,8 +33,8 @@ from typing import IO, Any, NoReturn
 
 import numpy as np
 
-from arena.match import Chooser, OnAction, play
-from arena.records import check_record, game_result, read_record
+from arena.match import OnAction
+from arena.records import ReplayError, read_record, replay_record
 from kahuna_env.actions import describe_action
 from kahuna_env.cli import (
     OneLineParser,
@@ -43,13 +44,9 @@ from kahuna_env.cli import (
     terminal_safe,
     write_gif,
 )
-from kahuna_env.engine import KahunaConfig, KahunaGame
+from kahuna_env.engine import KahunaGame
 
 PROGRAM = "kahuna-replay"
-
-
-class ReplayError(ValueError):
-    """A record that does not replay: an illegal action or a result different from the recorded one."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,35 +74,13 @@ def _player_names(record: Mapping[str, Any]) -> list[str]:
     return [f"player_{seat} ({terminal_safe(players[seat])})" for seat in (0, 1)]
 
 
-def _recorded_chooser(actions: Sequence[int]) -> tuple[Chooser, list[int]]:
-    """A chooser that plays ``actions`` in order (``None`` once they run out), and the count it has handed out.
-
-    An action that is not legal when its turn comes raises :class:`ReplayError` naming its number.
-    """
-    used = [0]
-
-    def choose(game: KahunaGame) -> int | None:
-        if used[0] == len(actions):
-            return None
-        action = actions[used[0]]
-        used[0] += 1
-        if not game.is_legal(action):
-            raise ReplayError(
-                f"action #{used[0]} does not replay: {action} ({describe_action(action)}) is not legal "
-                f"for player_{game.current_player} at that point"
-            )
-        return action
-
-    return choose, used
-
-
 def replay(
     record: Mapping[str, Any],
     out: IO[str] | None = None,
     frames: list[np.ndarray] | None = None,
     on_action: OnAction | None = None,
 ) -> KahunaGame:
-    """Replay ``record`` with the rules engine and return the final game.
+    """Replay ``record`` with the one replayer (:func:`arena.records.replay_record`) and return the final game.
 
     With ``out``, the game is printed (board at the start and after every
     turn, every action); ``frames`` collects one picture per action, and
@@ -115,20 +90,21 @@ def replay(
     end of the game, or the result differs from the recorded one (a record
     without a result must end before the game does).
     """
-    check_record(record)
-    actions = record["actions"]
-    game = KahunaGame(KahunaConfig.from_dict(record["config"]), seed=record["seed"])
-    names = _player_names(record)
     render_ansi = render_rgb = None
     if out is not None:
         from kahuna_env.render import render_ansi
-
-        out.write(f"{names[0]} vs {names[1]}, seed {record['seed']}, {len(actions)} actions\n")
-        out.write(render_ansi(game) + "\n")
     if frames is not None:
         from kahuna_env.render import render_rgb
+    names: list[str] = []
 
-        frames.append(render_rgb(game))
+    def deal(game: KahunaGame) -> None:
+        names.extend(_player_names(record))
+        if out is not None and render_ansi is not None:
+            out.write(f"{names[0]} vs {names[1]}, seed {record['seed']}, {len(record['actions'])} actions\n")
+            out.write(render_ansi(game) + "\n")
+        if frames is not None and render_rgb is not None:
+            frames.append(render_rgb(game))
+
     number = [0]
 
     def show(player: int, action: int, game: KahunaGame) -> None:
@@ -142,33 +118,7 @@ def replay(
         if on_action is not None:
             on_action(player, action, game)
 
-    chooser, used = _recorded_chooser(actions)
-    play(game, (chooser, chooser), show)
-    if used[0] < len(actions):
-        raise ReplayError(f"the record has {len(actions) - used[0]} action(s) after the end of the game")
-    _check_result(record, game)
-    return game
-
-
-def _check_result(record: Mapping[str, Any], game: KahunaGame) -> None:
-    """Raise :class:`ReplayError` unless the replayed ``game`` ends as ``record`` says (or neither ends)."""
-    result = record["result"]
-    replayed = game_result(game)
-    if result is None:
-        if replayed is not None:
-            raise ReplayError(
-                f"the replayed game ends (scores {game.scores[0]} : {game.scores[1]}, winner {game.winner}) "
-                "but the record has no result"
-            )
-        return
-    if replayed is None:
-        raise ReplayError(f"the record ends after {len(record['actions'])} actions but the game is not over")
-    for key in ("scores", "winner", "final_points"):
-        if result[key] != replayed[key]:
-            raise ReplayError(
-                f"replay does not reproduce the record: recorded {key.replace('_', ' ')} {result[key]}, "
-                f"replayed {replayed[key]}"
-            )
+    return replay_record(record, show, on_deal=deal)
 
 
 def main(argv: Sequence[str] | None = None, stdout: IO[str] | None = None) -> int:

@@ -27,10 +27,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.records import read_record
-from arena.replay import ReplayError, replay
+from arena.records import ReplayError, read_record, replay_record
 from kahuna_env.cli import OneLineParser, check_writable, exit_with_error, first_line, write_text_atomic
-from kahuna_env.engine import KahunaConfig, KahunaGame
+from kahuna_env.engine import KahunaGame
 
 PROG = "start_positions"
 MAX_RECORDS = 100_000
@@ -80,8 +79,7 @@ def turn_starts(record: Mapping[str, Any], seat: int, from_round: int) -> list[K
         previous[0] = player
         before(game)
 
-    before(KahunaGame(KahunaConfig.from_dict(record["config"]), seed=record["seed"]))
-    replay(record, on_action=after)
+    replay_record(record, on_action=after, on_deal=before)
     return starts
 
 

@@ -21,7 +21,7 @@ same public history and different hidden cards get the same analysis.
 
 The agent is parsed once (:meth:`AnalysisAgents.entrant`, an
 :class:`~kahuna_env.agents.spec.EntrantSpec`); its network and its search are
-built from that spec through :func:`kahuna_web.sessions.resolve_opponent` (the
+built from that spec through :func:`kahuna_web.opponents.resolve_opponent` (the
 shipped agents by name, files only from the ``--agents`` folder), in the
 function that needs them: importing this module loads no torch.  Loaded
 networks are kept (:class:`AnalysisAgents`, a few at a time).
@@ -40,9 +40,10 @@ import numpy as np
 from arena.entrants import EntrantRefused, EntrantSpec, parse_entrant
 from kahuna_env.agents.base import Agent
 from kahuna_env.cli import first_line
-from kahuna_env.engine import KahunaConfig, KahunaGame
+from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import encode_observation
-from kahuna_web.sessions import MAX_SPEC_LENGTH, WebError, _digits_to_int, resolve_opponent
+from kahuna_web.opponents import MAX_SPEC_LENGTH, resolve_opponent
+from kahuna_web.validate import WebError, digits_to_int
 from kahuna_web.views import action_text
 
 DEFAULT_ANALYSIS_AGENT = "champion"
@@ -65,7 +66,7 @@ def analysis_options(params: Mapping[str, Any], max_simulations: int) -> tuple[s
     agent = params.get("agent") or DEFAULT_ANALYSIS_AGENT
     if not isinstance(agent, str) or len(agent) > MAX_SPEC_LENGTH:
         raise WebError(f"'agent' must be an agent name or file of at most {MAX_SPEC_LENGTH} characters")
-    simulations = _digits_to_int(params.get("simulations", 0))
+    simulations = digits_to_int(params.get("simulations", 0))
     if simulations in ("", None):
         simulations = 0
     if isinstance(simulations, bool) or not isinstance(simulations, int) or not 0 <= simulations <= max_simulations:
@@ -216,23 +217,3 @@ def top_move(analysis: Mapping[str, Any], face_up: Sequence[int | None] | None =
         probabilities = analysis["probabilities"]
         best = int(max(probabilities, key=lambda action: (probabilities[action], -int(action))))
     return {"action": best, "text": action_text(best, face_up)}
-
-
-def record_position(record: Any, ply: Any, source: str = "the record") -> tuple[KahunaGame, int]:
-    """The position of a record before its action ``ply`` (0: the deal), and the ply; :class:`WebError` if bad."""
-    from arena.records import check_record
-
-    try:
-        check_record(record, source)
-    except ValueError as error:
-        raise WebError(first_line(error), 422) from None
-    actions = record["actions"]
-    ply = _digits_to_int(ply)
-    if isinstance(ply, bool) or not isinstance(ply, int) or not 0 <= ply <= len(actions):
-        raise WebError(f"'ply' must be an integer in 0..{len(actions)} (the record's actions), got {repr(ply)[:40]}")
-    game = KahunaGame(KahunaConfig.from_dict(record["config"]), seed=record["seed"])
-    for number, action in enumerate(actions[:ply]):
-        if game.is_over or not game.is_legal(action):
-            raise WebError(f"{source} does not replay: action {number} ({action}) is not legal there", 422)
-        game.step(action)
-    return game, ply

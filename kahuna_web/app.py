@@ -74,28 +74,17 @@ from arena.entrants import folder_label, parse_entrant
 from arena.records import read_record
 from kahuna_env.cli import first_line
 from kahuna_env.engine import DISCARD_RULES, VARIANTS
-from kahuna_web.analysis import AnalysisAgents, analyse, analysis_options, record_position, top_move
+from kahuna_web.analysis import AnalysisAgents, analyse, analysis_options, top_move
 from kahuna_web.compute import DEFAULT_WAITING, DEFAULT_WORKERS, BotQueue
 from kahuna_web.gamestore import GameStore
+from kahuna_web.opponents import DEFAULT_MAX_GUIDED_SIMULATIONS, DEFAULT_MAX_SIMULATIONS, list_agent_files
 from kahuna_web.owners import OWNER_SCOPE_KEY, OwnerCookie, owner_key
+from kahuna_web.replays import record_position, replay_frames
 from kahuna_web.results import results_tables
 from kahuna_web.rulebook import read_rules
-from kahuna_web.sessions import (
-    DEFAULT_CAPS,
-    DEFAULT_GAME_LIMIT,
-    DEFAULT_IDLE_SECONDS,
-    DEFAULT_MAX_GUIDED_SIMULATIONS,
-    DEFAULT_MAX_SIMULATIONS,
-    CancelFlag,
-    Caps,
-    PlaySession,
-    SessionStore,
-    WebError,
-    list_agent_files,
-    lone_surrogate,
-    parse_json,
-    replay_frames,
-)
+from kahuna_web.sessions import CancelFlag, PlaySession
+from kahuna_web.sessionstore import DEFAULT_CAPS, DEFAULT_GAME_LIMIT, DEFAULT_IDLE_SECONDS, Caps, SessionStore
+from kahuna_web.validate import WebError, lone_surrogate, parse_json
 from kahuna_web.views import board_geometry
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -664,7 +653,7 @@ LADDER_REFRESH_SECONDS = 10.0
 
 
 def _ladder_routes(ladder_db: Path | None) -> list[BaseRoute]:
-    """``GET /api/ladder``: the ladder of ``kahuna-serve --db`` (``arena.ratings_cli.ladder_summary``), cached."""
+    """``GET /api/ladder``: the ladder of ``kahuna-serve --db`` (``arena.ladder.ladder_summary``), cached."""
     cache: dict[str, Any] = {"at": -math.inf, "answer": None}
     lock = asyncio.Lock()
 
@@ -673,7 +662,7 @@ def _ladder_routes(ladder_db: Path | None) -> list[BaseRoute]:
             return _error("no results store (kahuna-serve --db FILE shows one)", 404)
         async with lock:  # one fit at a time, whatever the number of requests
             if time.monotonic() - cache["at"] >= LADDER_REFRESH_SECONDS:
-                from arena.ratings_cli import ladder_summary
+                from arena.ladder import ladder_summary
 
                 try:
                     cache["answer"] = (await run_in_threadpool(ladder_summary, ladder_db), 200)
@@ -766,7 +755,7 @@ def create_app(
         ladder_db: a results store whose ladder ``GET /api/ladder`` serves (``kahuna-serve --db``; ``None``: none).
         games: where games are kept (``kahuna-serve --data DIR``: :func:`kahuna_web.gamestore.open_data_folder`;
             default: in memory, lost when the server stops).
-        caps: what an owner and an address may start (:class:`kahuna_web.sessions.Caps`), for the default store.
+        caps: what an owner and an address may start (:class:`kahuna_web.sessionstore.Caps`), for the default store.
 
     ``app.state.cancel_all()`` stops every agent's thinking at once (the server
     calls it from its signal handler); the application's shutdown does the

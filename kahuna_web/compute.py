@@ -18,7 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from kahuna_web.sessions import WebError
+from kahuna_web.validate import WebError
 
 DEFAULT_WORKERS = 2
 """Agent computations at a time (Python threads: more would only share the same cores)."""

@@ -3,7 +3,7 @@
 :func:`results_tables` accepts what :meth:`arena.report.EvaluationReport.to_dict`
 writes (``format: kahuna-eval-v1``) and returns the pairings (W-D-L, score,
 95% interval, margin, games per second) and the ratings (Elo, ±95%, games,
-score); anything else is a :class:`kahuna_web.sessions.WebError` naming the
+score); anything else is a :class:`kahuna_web.validate.WebError` naming the
 first field that is wrong.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from kahuna_web.sessions import WebError, parse_json
+from kahuna_web.validate import WebError, parse_json
 
 RESULTS_FORMAT = "kahuna-eval-v1"
 """``format`` of the files ``kahuna-eval --json`` writes."""

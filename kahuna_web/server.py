@@ -45,14 +45,8 @@ from typing import Any
 
 from kahuna_env.cli import OneLineParser, exit_with_error, first_line, missing_extra
 from kahuna_web.gamestore import MAX_STORED_GAMES, RETENTION_SECONDS, STORE_IDLE_SECONDS
-from kahuna_web.sessions import (
-    DEFAULT_MAX_GUIDED_SIMULATIONS,
-    DEFAULT_MAX_SIMULATIONS,
-    DEFAULT_NEW_GAMES_PER_MINUTE,
-    DEFAULT_NEW_OWNERS_PER_MINUTE,
-    DEFAULT_PER_OWNER,
-    Caps,
-)
+from kahuna_web.opponents import DEFAULT_MAX_GUIDED_SIMULATIONS, DEFAULT_MAX_SIMULATIONS
+from kahuna_web.sessionstore import DEFAULT_NEW_GAMES_PER_MINUTE, DEFAULT_NEW_OWNERS_PER_MINUTE, DEFAULT_PER_OWNER, Caps
 
 PROGRAM = "kahuna-serve"
 DEFAULT_AGENTS_DIR = Path("runs")
@@ -190,7 +184,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
 
 def limits(args: argparse.Namespace) -> tuple[dict[str, float], Caps]:
     """What the caps' flags ask for: the game store's bounds (:class:`~kahuna_web.gamestore.GameStore`) and the
-    owners' caps (:class:`~kahuna_web.sessions.Caps`)."""
+    owners' caps (:class:`~kahuna_web.sessionstore.Caps`)."""
     bounds = {
         "max_games": args.max_stored_games,
         "retention_seconds": args.retention_hours * 3600,
@@ -273,7 +267,7 @@ def _read_inputs(args: argparse.Namespace) -> tuple[Path | None, list[dict[str, 
         except ValueError as error:
             exit_with_error(PROGRAM, f"--results: {first_line(error)}")
     if args.db is not None:  # read once now: a file that is not a results store is one line here
-        from arena.ratings_cli import ladder_summary
+        from arena.ladder import ladder_summary
 
         try:
             ladder_summary(args.db)

@@ -494,6 +494,7 @@ def test_evaluation_games_go_through_the_play_loop(monkeypatch):
         "arena.entrants",
         "arena.eval_cli",
         "arena.evaluation",
+        "arena.ladder",
         "arena.match",
         "arena.play",
         "arena.records",

@@ -9,7 +9,8 @@ import pytest
 
 from arena.eval_cli import main as eval_main
 from arena.evaluation import run_evaluation
-from arena.ratings_cli import ImportOutcome, check_report, fit_ladder, import_report, main, schedule_pairings
+from arena.ladder import ImportOutcome, check_report, fit_ladder, import_report, schedule_pairings
+from arena.ratings_cli import main
 from arena.store import Entrant, ResultsStore, StoredGame
 from kahuna_env.agents import BASELINES
 
@@ -237,7 +238,7 @@ def test_a_malformed_report_is_one_line_and_imports_nothing(
 
 
 def test_the_browser_summary_shows_file_names_never_folders_or_the_store_path(tmp_path: Path) -> None:
-    from arena.ratings_cli import ladder_summary
+    from arena.ladder import ladder_summary
     from arena.store import StoreError
 
     secret = "/home/someone/private/runs/x/final_agent.pt"
@@ -387,7 +388,7 @@ def test_a_report_with_malformed_identities_is_refused_in_one_line(
     ],
 )
 def test_a_recorded_identity_must_be_a_key_of_that_kind_of_entrant(spec: str, key: str, fits: bool) -> None:
-    from arena.ratings_cli import _key_fits
+    from arena.ladder import _key_fits
 
     assert _key_fits(spec, key) is fits
 

@@ -483,7 +483,8 @@ def test_kahuna_serve_binds_to_loopback_and_says_so(tmp_path):
 def test_kahuna_web_imports_no_torch():
     code = (
         "import sys, kahuna_web.app, kahuna_web.server, kahuna_web.sessions, kahuna_web.views, kahuna_web.results,"
-        " kahuna_web.analysis, kahuna_web.gamestore, kahuna_web.rulebook;"
+        " kahuna_web.analysis, kahuna_web.gamestore, kahuna_web.rulebook, kahuna_web.sessionstore,"
+        " kahuna_web.opponents, kahuna_web.replays, kahuna_web.validate;"
         "bad = [m for m in ('torch', 'training') if m in sys.modules]; assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

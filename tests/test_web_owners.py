@@ -19,7 +19,7 @@ from kahuna_web.app import create_app
 from kahuna_web.gamestore import open_data_folder
 from kahuna_web.owners import OWNER_COOKIE, RecentEvents, owner_key
 from kahuna_web.server import build_parser, limits
-from kahuna_web.sessions import Caps
+from kahuna_web.sessionstore import Caps
 
 MINE = "owners-test-browser-mine-00000000"
 THEIRS = "owners-test-browser-theirs-000000"

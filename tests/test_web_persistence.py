@@ -487,7 +487,7 @@ def test_a_stop_asked_while_the_move_waits_in_the_bot_queue_makes_the_agent_move
 def test_the_best_move_so_far_is_the_searchs_then_the_priors():
     from kahuna_env.agents.mcts import MCTSAgent, action_priors
     from kahuna_env.engine import KahunaGame
-    from kahuna_web.sessions import best_move_so_far
+    from kahuna_web.opponents import best_move_so_far
 
     game = KahunaGame(seed=3)
     legal = game.legal_actions()
@@ -571,7 +571,7 @@ def test_a_stopped_search_plays_the_move_its_search_reports():
     from types import SimpleNamespace
 
     from kahuna_env.agents.mcts import SearchCancelled
-    from kahuna_web.sessions import SessionStore
+    from kahuna_web.sessionstore import SessionStore
 
     session = SessionStore().open_game({"opponent": "mcts:50", "seat": 1, "seed": 3}, "testclient", "someone")
     legal = session.game.legal_actions()

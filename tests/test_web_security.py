@@ -53,7 +53,9 @@ from kahuna_web.compute import BotQueue
 from kahuna_web.owners import owner_key
 from kahuna_web.results import read_results
 from kahuna_web.server import main as serve_main
-from kahuna_web.sessions import CancelFlag, Caps, SessionStore, WebError
+from kahuna_web.sessions import CancelFlag
+from kahuna_web.sessionstore import Caps, SessionStore
+from kahuna_web.validate import WebError
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "OPENAI_API_KEY=sk-do-not-show-this"

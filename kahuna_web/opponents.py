@@ -1,0 +1,124 @@
+"""The opponents the server allows: entrant strings built into agents, agent files listed, a stopped search's move.
+
+Opponents resolve through :func:`arena.entrants.resolve_entrant`, the one
+entrant parser of every tool, with the allowed agents folder and this
+server's simulation caps: an agent file counts only inside the folder (links
+and ``..`` resolved; nothing outside it is looked at), anything else that
+names a file is 403.  A search asked to stop early plays its best move so
+far (:func:`best_move_so_far`).  Every refusal is a one-line
+:class:`~kahuna_web.validate.WebError`; no HTTP here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from arena.entrants import EntrantRefused, EntrantSpec, resolve_entrant
+from kahuna_env.agents import Agent
+from kahuna_env.agents.mcts import action_priors
+from kahuna_env.cli import first_line
+from kahuna_env.engine import KahunaGame
+from kahuna_web.validate import WebError, lone_surrogate, short
+
+MAX_SPEC_LENGTH = 255
+"""Longest entrant string accepted."""
+DEFAULT_MAX_SIMULATIONS = 800
+"""Largest ``mcts:N`` budget the web accepts by default: its slowest turn here about 2 s (docs/WEB.md, Budgets)."""
+DEFAULT_MAX_GUIDED_SIMULATIONS = 25
+"""Largest ``SOURCE@mcts:N`` budget by default (a guided simulation costs a forward pass; same measure)."""
+MAX_AGENT_FILES = 200
+"""At most this many agent files are listed from the allowed directory."""
+AGENT_SUFFIXES = (".pt",)
+"""Files listed as agent files (any file inside the directory can still be named)."""
+
+
+def list_agent_files(agents_dir: Path | None) -> list[str]:
+    """Agent files (``*.pt``) inside ``agents_dir``, relative to it, sorted (at most :data:`MAX_AGENT_FILES`)."""
+    if agents_dir is None or not agents_dir.is_dir():
+        return []
+    root = agents_dir.resolve()
+    found = []
+    for path in sorted(agents_dir.rglob("*")):
+        if lone_surrogate(str(path)):  # not UTF-8: a name no page could show or send back
+            continue
+        if path.suffix in AGENT_SUFFIXES and path.is_file() and path.resolve().is_relative_to(root):
+            found.append(path.relative_to(agents_dir).as_posix())
+            if len(found) >= MAX_AGENT_FILES:
+                break
+    return found
+
+
+def resolve_opponent(
+    spec: Any,
+    agents_dir: Path | None,
+    seed: int | None,
+    max_simulations: int = DEFAULT_MAX_SIMULATIONS,
+    max_guided_simulations: int = DEFAULT_MAX_GUIDED_SIMULATIONS,
+) -> Agent:
+    """Build the agent an entrant string names, with :func:`arena.entrants.resolve_entrant`; :class:`WebError` if bad.
+
+    Agent files only from ``agents_dir`` (403 for anything outside it, or for
+    any file when it is ``None``; 404 for a file of the folder that is not
+    there), search budgets at most ``max_simulations`` (``mcts:N``) and
+    ``max_guided_simulations`` (``SOURCE@mcts:N``), 400 for anything else
+    that is wrong.  Messages never show a file's content or an absolute path.
+    ``spec`` may also be an :class:`~arena.entrants.EntrantSpec` parsed already (the analysis board's).
+    """
+    if isinstance(spec, str) and spec.strip():
+        spec = spec.strip()
+        if len(spec) > MAX_SPEC_LENGTH:
+            raise WebError(f"'opponent' is too long ({len(spec)} characters, at most {MAX_SPEC_LENGTH})")
+    elif not isinstance(spec, EntrantSpec):  # a spec parsed already (the analysis board's) is built as it is
+        raise WebError(f"'opponent' must be a non-empty string, got {short(spec)}")
+    try:
+        return resolve_entrant(
+            spec,
+            seed=seed,
+            agents_dir=agents_dir,
+            max_simulations=max_simulations,
+            max_guided_simulations=max_guided_simulations,
+        )
+    except EntrantRefused as error:
+        hint = " (start kahuna-serve with --agents DIR to allow a folder)" if agents_dir is None else ""
+        raise WebError(first_line(error) + hint, 403) from None
+    except FileNotFoundError as error:
+        raise WebError(first_line(error), 404) from None
+    except ImportError as error:
+        raise WebError(
+            f"cannot load agent file {short(str(spec))}: {first_line(error)} (agent files need torch)"
+        ) from None
+    except ValueError as error:
+        message = first_line(error)
+        if "simulation budget too large" in message:
+            message += " on this server (kahuna-serve --max-simulations / --max-guided-simulations)"
+        raise WebError(message) from None
+    except OSError as error:
+        raise WebError(f"cannot read agent file {short(str(spec))}: {error.strerror or 'unreadable'}") from None
+
+
+def best_move_so_far(agent: Agent, game: KahunaGame, rng: np.random.Generator, found: Any = None) -> int:
+    """The move of a search stopped early: ``found``, else its prior's best, else the first legal move.
+
+    ``found``: the best move of the simulations done, as the search reports
+    it when stopped (the ``result.move`` of its :class:`SearchCancelled`: the
+    most visited root move, or the best finalist of a halving root); counted
+    only when legal here.  The prior is the agent's evaluator's (a network)
+    or the baseline's cheap one, for ``game.current_player``'s view only (a
+    determinization drawn with ``rng``).
+    """
+    legal = game.legal_actions()
+    if isinstance(found, int) and found in legal:
+        return found
+    view = game.determinize(game.current_player, rng)
+    evaluator = getattr(agent, "evaluator", None)
+    try:
+        if evaluator is not None:
+            (priors,), _ = evaluator.evaluate([view], [legal])
+        else:
+            priors = action_priors(view, legal)
+    except Exception:  # a move must be played whatever the prior does
+        return legal[0]
+    return legal[int(np.argmax(priors))]
