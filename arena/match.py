@@ -1,9 +1,10 @@
-"""Matches: the one play loop every arena tool uses, and the seeded games of an evaluation.
+"""Matches: the play loop every arena tool uses, and the seeded games of an evaluation.
 
-:func:`play` is the loop: it asks the chooser of the player to move for an
-action, applies it with the rules engine and reports it to a callback, until
-the game is over or a chooser gives up (returns ``None``).  The tools differ
-only in their choosers and callbacks:
+:func:`play` is the loop, :func:`kahuna_env.match.play` (the one scalar play loop,
+re-exported here with :func:`agent_chooser`): it asks the chooser of the player
+to move for an action, applies it with the rules engine and reports it to a
+callback, until the game is over or a chooser gives up (returns ``None``).  The
+tools differ only in their choosers and callbacks:
 
 * ``kahuna-eval`` — agents (:func:`agent_chooser`), timed; :func:`play_game`.
 * ``kahuna-play`` — a human reading stdin in one seat, an agent in the other.
@@ -34,46 +35,14 @@ from __future__ import annotations
 import dataclasses
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from kahuna_env.agents import Agent, choose_action
+from kahuna_env.agents import Agent
 from kahuna_env.engine import KahunaConfig, KahunaGame
-
-Chooser = Callable[[KahunaGame], "int | None"]
-"""Picks the action of the player to move in a game; ``None`` abandons the game."""
-OnAction = Callable[[int, int, KahunaGame], None]
-"""Called after every action with (player who acted, action, the game after the action)."""
-
-
-def agent_chooser(agent: Agent, rng: np.random.Generator) -> Chooser:
-    """A chooser asking ``agent`` through :func:`kahuna_env.agents.choose_action` (its seat's view only)."""
-
-    def choose(game: KahunaGame) -> int:
-        return int(choose_action(agent, game, rng))
-
-    return choose
-
-
-def play(game: KahunaGame, choosers: Sequence[Chooser], on_action: OnAction | None = None) -> list[int]:
-    """Play ``game`` from its current position with ``choosers[player]`` choosing for each seat.
-
-    Stops when the game is over or a chooser returns ``None`` (the game is
-    then left unfinished); returns the actions played.  An illegal action
-    raises the engine's ``IllegalActionError`` before anything changes.
-    """
-    actions: list[int] = []
-    while not game.is_over:
-        player = game.current_player
-        action = choosers[player](game)
-        if action is None:
-            break
-        game.step(action)
-        actions.append(action)
-        if on_action is not None:
-            on_action(player, action, game)
-    return actions
+from kahuna_env.match import Chooser, agent_chooser, play
+from kahuna_env.match import OnAction as OnAction  # the arena's tools import the loop's names from here too
 
 
 # ---------------------------------------------------------------------------------------------- evaluation games

@@ -75,7 +75,7 @@ import numpy as np
 from gymnasium import spaces
 
 from kahuna_env.actions import NUM_ACTIONS
-from kahuna_env.agents import Agent, CallableAgent, choose_action, make_agent
+from kahuna_env.agents import Agent, CallableAgent, make_agent
 from kahuna_env.engine import IllegalActionError, KahunaGame
 from kahuna_env.env import (
     OBSERVATION_MODES,
@@ -87,6 +87,7 @@ from kahuna_env.env import (
     observation_space,
     start_game,
 )
+from kahuna_env.match import Chooser, agent_chooser, play
 from kahuna_env.observation import encode_observation
 from kahuna_env.render import EnvRenderer
 
@@ -426,16 +427,13 @@ class KahunaSingleAgentEnv(gymnasium.Env):
 
     def _play_opponent(self, game: KahunaGame, seat: int, rng: np.random.Generator) -> int | None:
         """Play the opponent of ``seat`` until ``seat`` is to act or the game ends; returns its last action."""
-        last_action = None
-        opponent_seat = 1 - seat
-        while not game.is_over and game.current_player == opponent_seat:
-            action = choose_action(self.opponent, game, rng)
-            try:
-                game.step(action)
-            except IllegalActionError as error:
-                raise IllegalActionError(f"the opponent {self.opponent!r} chose an illegal action: {error}") from None
-            last_action = action
-        return last_action
+        choosers: list[Chooser | None] = [None, None]  # the learner's seat: the loop stops at its turn
+        choosers[1 - seat] = agent_chooser(self.opponent, rng)
+        try:
+            played = play(game, choosers)
+        except IllegalActionError as error:
+            raise IllegalActionError(f"the opponent {self.opponent!r} chose an illegal action: {error}") from None
+        return played[-1] if played else None
 
     def _mask(self) -> np.ndarray:
         """The learner's mask as int8 (see :meth:`action_masks`)."""

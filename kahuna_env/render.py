@@ -481,10 +481,11 @@ def record_game_gif(
         viewer: draw every frame from this player's side (``None``: spectator view, both hands).
         on_frame: called with every frame (e.g. to collect them as well).
 
-    Returns the number of frames written.  Agents act through
-    :func:`kahuna_env.agents.choose_action`, so they never see hidden cards.
+    Returns the number of frames written.  The game is played by :func:`kahuna_env.match.play`;
+    agents act through :func:`kahuna_env.agents.choose_action`, so they never see hidden cards.
     """
-    from kahuna_env.agents import Agent, CallableAgent, choose_action, make_agent
+    from kahuna_env.agents import Agent, CallableAgent, make_agent
+    from kahuna_env.match import agent_chooser, play
 
     if len(agents) != 2:
         raise ValueError(f"record_game_gif: agents must be a pair (player 0, player 1), got {len(agents)} item(s)")
@@ -503,12 +504,11 @@ def record_game_gif(
             )
     game = KahunaGame(config, seed=int(rng.integers(2**63)))
     frames = [render_rgb(game, viewer=viewer)]
-    actions = 0
-    while not game.is_over and (max_actions is None or actions < max_actions):
-        action = choose_action(players[game.current_player], game, rng)
-        game.step(action)
-        actions += 1
-        frames.append(render_rgb(game, last_action=action, viewer=viewer))
+
+    def film(_player: int, action: int, after: KahunaGame) -> None:
+        frames.append(render_rgb(after, last_action=action, viewer=viewer))
+
+    play(game, [agent_chooser(player, rng) for player in players], film, max_actions)
     if on_frame is not None:
         for frame in frames:
             on_frame(frame)

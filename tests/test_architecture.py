@@ -53,6 +53,7 @@ RULES_RANK = {
     "kahuna_env.agents.spec": 6,
     "kahuna_env.agents.batched": 6.5,
     "kahuna_env.agents": 7,
+    "kahuna_env.match": 7.2,
     "kahuna_env.seated": 7.5,
     "kahuna_env.render": 8,
     "kahuna_env.cli": 8.5,

@@ -174,13 +174,13 @@ def _broken_choose_action(agent, game, rng):
 def test_a_game_that_fails_in_a_worker_is_reported_in_one_line(monkeypatch):
     state: dict = {}
     evaluation._setup_worker(state, evaluation.check_entrants(("greedy", "random")), KahunaConfig().to_dict(), False)
-    monkeypatch.setattr(arena.match, "choose_action", _broken_choose_action)
+    monkeypatch.setattr("kahuna_env.match.choose_action", _broken_choose_action)
     with pytest.raises(WorkerError, match=r"game 0 of pairing 0 failed: RuntimeError: the agent crashed"):
         evaluation._run_in_worker(state, GameTask(0, 0, (0, 1), 1, (2, 3), 4))
 
 
 def test_a_game_that_fails_in_process_ends_the_cli_with_one_line(monkeypatch, capsys):
-    monkeypatch.setattr(arena.match, "choose_action", _broken_choose_action)
+    monkeypatch.setattr("kahuna_env.match.choose_action", _broken_choose_action)
     with pytest.raises(EvaluationError):
         run_evaluation(["greedy", "random"], games=2)
     assert _exit_code(eval_main, ["greedy", "random", "--games", "2", "--no-progress"]) == 1

@@ -60,8 +60,9 @@ import gymnasium as gym  # noqa: E402
 from ray.rllib.env.multi_agent_env import MultiAgentEnv  # noqa: E402
 
 from kahuna_env.actions import NUM_ACTIONS  # noqa: E402
-from kahuna_env.agents import choose_action, make_agent  # noqa: E402
+from kahuna_env.agents import make_agent  # noqa: E402
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame  # noqa: E402
+from kahuna_env.match import agent_chooser, play  # noqa: E402
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation  # noqa: E402
 from policy.reward import island_potentials  # noqa: E402
 from training.league.pool import KINDS  # noqa: E402
@@ -201,9 +202,10 @@ class KahunaMultiAgentEnv(MultiAgentEnv):
     def _play_baseline(self) -> None:
         """Play the baseline seat's moves until an RLlib agent is to move or the game ends."""
         assert self.game is not None
-        while not self.game.is_over and self.seats[self.game.current_player] is None:
-            self.game.step(choose_action(self._baselines[self.kind], self.game, self._rng))
-            self._actions += 1
+        choosers = [  # an RLlib agent's seat has no chooser: the loop stops at its turn
+            None if agent is not None else agent_chooser(self._baselines[self.kind], self._rng) for agent in self.seats
+        ]
+        self._actions += len(play(self.game, choosers))
 
     def _decision(self, rewards: dict[str, float]) -> dict[str, dict[str, np.ndarray]]:
         """The observation of the agent to move; its shaping reward for its previous decision into ``rewards``."""

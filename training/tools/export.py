@@ -113,20 +113,32 @@ def check_out(path: Path, force: bool) -> None:
 
 # ---------------------------------------------------------------------------------------------- samples
 def sample_inputs(count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """``count`` observations (float32) and masks (int8) of the player to act in seeded random games."""
-    from kahuna_env.env import raw_env
+    """``count`` observations (float32) and masks (int8) of the player to act in seeded random games.
 
-    env = raw_env()
+    Each game's seed is drawn from a generator seeded with ``seed``, and the games are played by
+    the scalar loop, :func:`kahuna_env.match.play`, with uniformly random legal actions (drawn from
+    a second generator seeded with ``seed``).
+    """
+    from kahuna_env.engine import KahunaGame
+    from kahuna_env.match import play
+    from kahuna_env.observation import encode_observation
+
+    deals = np.random.default_rng(seed)
     rng = np.random.default_rng(seed)
-    env.reset(seed=seed)
-    observations, masks = [], []
+    observations: list[np.ndarray] = []
+    masks: list[np.ndarray] = []
+
+    def sample(game: KahunaGame) -> int | None:
+        """Record what the player to move sees, then play a random legal action; ``None`` once enough."""
+        if len(observations) == count:
+            return None
+        mask = game.action_mask().astype(np.int8)
+        observations.append(encode_observation(game, game.current_player))
+        masks.append(mask)
+        return int(rng.choice(np.flatnonzero(mask)))
+
     while len(observations) < count:
-        if env.game.is_over:
-            env.reset()
-        observation = env.observe(env.agent_selection)
-        observations.append(observation["observation"])
-        masks.append(observation["action_mask"])
-        env.step(int(rng.choice(np.flatnonzero(observation["action_mask"]))))
+        play(KahunaGame(seed=int(deals.integers(2**63))), (sample, sample))
     return np.stack(observations), np.stack(masks)
 
 
