@@ -68,6 +68,7 @@ __all__ = [
     "entrant_identity",
     "game_record",
     "play_tasks",
+    "progress_bar",
     "resolve_entrant",
     "run_evaluation",
     "stored_game",
@@ -392,6 +393,32 @@ def check_run(
     return resolved
 
 
+class _NoBar:
+    """The stand-in of :func:`progress_bar` where tqdm is not installed: counts nothing, prints nothing."""
+
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def update(self, count: int = 1) -> None:
+        """Ignore ``count`` finished games."""
+
+
+def progress_bar(total: int, enabled: bool) -> Any:
+    """A context manager with ``update(n)``: tqdm's bar over ``total`` games, shown when ``enabled``.
+
+    tqdm comes with the ``train`` extra; ``pip install kahuna-rl`` alone (the environment) still plays
+    the baselines with ``kahuna-eval``, without a bar, rather than failing on the missing module.
+    """
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _NoBar()
+    return tqdm(total=total, desc="games", unit="game", disable=not enabled, dynamic_ncols=True)
+
+
 def _play_all(
     tasks: Sequence[GameTask],
     entrants: ResolvedEntrants,
@@ -408,12 +435,10 @@ def _play_all(
     be written) is returned, not raised, with the games finished before it
     (a game whose output failed included), so the caller reports them.
     """
-    from tqdm import tqdm
-
     results: list[GameResult] = []
     stop: BaseException | None = None
     try:
-        with tqdm(total=len(tasks), desc="games", unit="game", disable=not progress, dynamic_ncols=True) as bar:
+        with progress_bar(len(tasks), progress) as bar:
 
             def collect(result: GameResult) -> None:
                 results.append(result)

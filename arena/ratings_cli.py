@@ -66,6 +66,7 @@ from kahuna_env.cli import (
     exit_with_error,
     first_line,
     positive_int,
+    require_extra,
     terminal_safe,
 )
 from kahuna_env.engine import KahunaConfig
@@ -159,6 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"--schedule {args.schedule} --games {args.games} plays {args.schedule * args.games:,} games; "
             f"one call plays at most {MAX_GAMES:,}"
         )
+    if args.plot is not None:  # matplotlib comes with the train extra, not with the environment alone
+        require_extra("kahuna-ratings", "train", "matplotlib")
     anchors = dict(args.anchor) if args.anchor else dict(DEFAULT_ANCHORS)
     rules = None if args.all_rules else KahunaConfig(variant=args.variant, discard_rule=args.discard_rule).to_dict()
     try:

@@ -351,7 +351,7 @@ def run_sprt(
     what :func:`arena.evaluation.run_evaluation` raises for bad entrants or a
     failed game.
     """
-    from arena.evaluation import _store_writer, check_run, play_tasks
+    from arena.evaluation import _store_writer, check_run, play_tasks, progress_bar
     from kahuna_env.engine import KahunaConfig
 
     resolved = check_run((a, b) if resolved is None else resolved, max_games, seed, workers, sampled)
@@ -363,9 +363,7 @@ def run_sprt(
     save = _store_writer(store, entrants, sampled, config, seed, "kahuna-sprt", common_deals)
     pairs = _PairCounts(test)
     started = time.perf_counter()
-    from tqdm import tqdm
-
-    with tqdm(total=max_games, desc="games", unit="game", disable=not progress, dynamic_ncols=True) as bar:
+    with progress_bar(max_games, progress) as bar:
 
         def on_result(result: GameResult) -> bool:
             save(result)

@@ -29,6 +29,10 @@ PACKAGES = ("kahuna_env", "policy", "training", "arena", "kahuna_web")
 ENVIRONMENT_DEPENDENCIES = {"numpy", "numba", "gymnasium", "pettingzoo", "pillow"}
 BLOCK_TORCH = "import sys; sys.modules['torch'] = None; "
 """Prefix of a ``python -c`` program that runs as if torch were not installed (``import torch`` raises ImportError)."""
+TRAIN_MODULES = ("torch", "tensorboard", "matplotlib", "yaml", "tqdm")
+"""What the ``train`` extra installs: absent from ``pip install kahuna-rl`` alone."""
+BLOCK_TRAIN = f"import sys; sys.modules.update(dict.fromkeys({TRAIN_MODULES!r})); "
+"""Prefix of a ``python -c`` program that runs as if only the environment were installed (no ``train`` extra)."""
 
 
 def _clean_env() -> dict[str, str]:
@@ -70,7 +74,7 @@ def test_the_train_extra_holds_torch_and_dev_includes_it():
 
 def test_the_environment_imports_and_passes_pettingzoo_s_api_test_without_torch():
     done = _python(
-        BLOCK_TORCH + "import kahuna_env; from pettingzoo.test import api_test; "
+        BLOCK_TRAIN + "import kahuna_env; from pettingzoo.test import api_test; "
         "api_test(kahuna_env.env(), num_cycles=200); "
         "assert sys.modules.get('torch') is None; print('api ok')"
     )
@@ -246,13 +250,32 @@ def test_kahuna_serve_without_the_web_extra_names_it_in_one_line():
     assert done.stderr.count("\n") == 1
 
 
-def test_the_arena_plays_baselines_without_torch_and_names_the_extra_for_an_agent():
+@pytest.mark.parametrize("progress", [[], ["--no-progress"]], ids=["bar", "no-bar"])
+def test_the_arena_plays_baselines_without_the_train_extra_and_names_it_for_an_agent(progress):
     run = "from arena.eval_cli import main; sys.exit(main())"
-    arguments = "['kahuna-eval', 'random', 'greedy', '--games', '2', '--no-progress']"
-    baselines = _python(BLOCK_TORCH + f"sys.argv = {arguments}; {run}")
+    arguments = ["kahuna-eval", "random", "greedy", "--games", "2", *progress]
+    baselines = _python(BLOCK_TRAIN + f"sys.argv = {arguments!r}; {run}")
     assert baselines.returncode == 0, baselines.stderr
     assert "random vs greedy" in baselines.stdout
-    agent = _python(BLOCK_TORCH + f"sys.argv = ['kahuna-eval', 'champion', 'greedy', '--games', '2']; {run}")
+    agent = _python(BLOCK_TRAIN + f"sys.argv = ['kahuna-eval', 'champion', 'greedy', '--games', '2']; {run}")
     assert agent.returncode == 2
     assert agent.stderr.startswith("kahuna-eval: error: champion: an agent file needs the train extra (pip install")
     assert agent.stderr.count("\n") == 1
+
+
+def test_kahuna_ratings_plays_without_the_train_extra_and_names_it_for_a_plot(tmp_path):
+    db = str(tmp_path / "results.sqlite")
+    evaluate = ["kahuna-eval", "random", "greedy", "--games", "2", "--db", db]
+    stored = _python(BLOCK_TRAIN + f"sys.argv = {evaluate!r}; from arena.eval_cli import main; sys.exit(main())")
+    assert stored.returncode == 0, stored.stderr
+    run = "from arena.ratings_cli import main; sys.exit(main())"
+    play = ["kahuna-ratings", "--db", db, "--entrant", "mcts:2", "--schedule", "1", "--play", "--games", "2"]
+    played = _python(BLOCK_TRAIN + f"sys.argv = {play!r}; {run}")
+    assert played.returncode == 0, played.stderr
+    assert "2 games played and stored" in played.stdout
+    plot = ["kahuna-ratings", "--db", db, "--plot", str(tmp_path / "elo.png")]
+    refused = _python(BLOCK_TRAIN + f"sys.argv = {plot!r}; {run}")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.startswith('kahuna-ratings: error: needs the train extra (pip install "kahuna-rl[train]"')
+    assert refused.stderr.count("\n") == 1
+    assert not (tmp_path / "elo.png").exists()
