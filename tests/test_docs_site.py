@@ -85,3 +85,14 @@ def test_the_readme_s_python_examples_run(tmp_path):
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+EXPERIMENTS = ROOT / "experiments"
+
+
+def test_every_experiment_folder_has_a_note_and_is_indexed_by_the_history_page():
+    history = (DOCS / "history.md").read_text(encoding="utf-8")
+    folders = sorted(path.name for path in EXPERIMENTS.iterdir() if path.is_dir())
+    assert folders
+    assert [name for name in folders if not (EXPERIMENTS / name / "README.md").is_file()] == []
+    assert [name for name in folders if f"experiments/{name}/" not in history] == []
