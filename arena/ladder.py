@@ -4,8 +4,8 @@ The ladder is a Bradley–Terry fit (:func:`arena.stats.fit_bradley_terry`,
 draws half a win, :data:`arena.report.PRIOR_DRAWS` virtual draw per pairing)
 over every stored game under the chosen rules, a game repeated with the same
 seeds counted once, plus imported tallies (:func:`fit_ladder`).  Its scale
-is pinned by fixed *anchors*: by default the baselines of the README's
-ratings table at their ratings there (:data:`DEFAULT_ANCHORS`), so that a
+is pinned by fixed *anchors*: by default the baselines of the ratings
+table of docs/RATINGS.md at their ratings there (:data:`DEFAULT_ANCHORS`), so that a
 new entrant's rating means the same as in that table; the shift puts the
 anchors present at their ratings on average, and each ``±95%`` is the
 interval of the rating relative to that anchor mean.  Entrants not linked to
@@ -51,7 +51,7 @@ from kahuna_env.cli import first_line, terminal_safe
 from kahuna_env.engine import KahunaConfig
 
 DEFAULT_ANCHORS = {"greedy": 624.0, "mcts:50": 979.0, "mcts": 1146.0, "mcts:1000": 1301.0}
-"""The baselines of the README's ratings table (docs/ratings.json) at their ratings there: the ladder's scale."""
+"""The baselines of docs/RATINGS.md's table (docs/ratings.json) at their ratings there: the ladder's scale."""
 MAX_REPORT_BYTES = 16 * 1024 * 1024
 """The largest report ``--import-report`` reads."""
 

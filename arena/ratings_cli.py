@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_anchor,
         action="append",
         metavar="ENTRANT=ELO",
-        help="pin the scale: these entrants average these ratings (repeatable; default the README table's "
+        help="pin the scale: these entrants average these ratings (repeatable; default those of docs/RATINGS.md, "
         + ", ".join(f"{k}={v:g}" for k, v in DEFAULT_ANCHORS.items())
         + ")",
     )

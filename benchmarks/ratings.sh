@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's ratings table, regenerated: a seat-balanced round robin of the baselines, the default
+# The ratings table of docs/RATINGS.md, regenerated: a seat-balanced round robin of the baselines, the default
 # run's agent and the shipped champion (raw, and guiding a 50-simulation search), 100 games per pairing.
 # Every game also goes to the results store results.sqlite (kahuna-eval --db), so the table can grow
 # without a replay: --add plays a new agent's own games only.
@@ -13,7 +13,7 @@
 #
 # DEFAULT_AGENT is the agent of a run of configs/default.yaml (runs/ is not in git, so it is a parameter).
 # 8 entrants, 28 pairings, 2,800 games; mcts:1000 dominates the time (44-72 minutes with 2 workers
-# on the README's 2-core machines; see the README's "Ratings").  Results are identical for any --workers.
+# on the 2-core machines of docs/RATINGS.md, which has the table).  Results are identical for any --workers.
 # `kahuna-ratings --db results.sqlite` prints the ladder over every stored game (docs/EVALUATION.md).
 set -euo pipefail
 

@@ -32,7 +32,7 @@ def test_importing_the_readme_report_reproduces_its_table_and_is_marked_imported
         assert import_report(store, README_REPORT) == ImportOutcome(added=0, known=28)  # adds nothing
         assert store.query("SELECT COUNT(*) FROM tallies") == [(28,)]
     report = json.loads(README_REPORT.read_text())
-    for row in report["ratings"]:  # the README table, within rounding of the anchor shift
+    for row in report["ratings"]:  # the ratings table (docs/RATINGS.md), within rounding of the anchor shift
         label = row["entrant"] if row["entrant"].partition(":")[0] in BASELINES else f"{row['entrant']} [ratings.json]"
         assert _ladder_elo(ladder, label) == pytest.approx(row["elo"], abs=1.0)
     assert all(row.games == 700 for row in ladder.rows)
