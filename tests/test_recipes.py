@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from kahuna_env.agents.spec import EntrantSpec
 from policy.registry import SHIPPED_AGENTS
 from training.cli import build_parser
 from training.ppo.config import TrainConfig, load_config
@@ -43,6 +44,20 @@ def test_a_recipe_loads_and_names_only_files_that_exist(name):
     if config.rollout.start_positions is not None:
         assert (ROOT / config.rollout.start_positions).is_file(), config.rollout.start_positions
     # eval.db is created by the run; the run directory too.
+
+
+@pytest.mark.parametrize("name", _train_recipes())
+def test_the_entrants_a_recipe_names_are_baselines_shipped_agents_or_files_of_the_repository(name):
+    config = load_config(recipe_path(name))
+    for spec in (*config.eval.opponents, config.rollout.start_opponent):
+        # A file must be inside the repository and there (FileNotFoundError otherwise, EntrantRefused outside it).
+        parsed = EntrantSpec.parse(spec, agents_dir=ROOT, named=tuple(SHIPPED_AGENTS))
+        assert parsed.kind != "file" or Path(parsed.source).is_file(), spec
+
+
+def test_a_missing_agent_file_in_a_recipe_s_entrants_is_caught():
+    with pytest.raises(FileNotFoundError):
+        EntrantSpec.parse("runs/missing/final_agent.pt", agents_dir=ROOT, named=tuple(SHIPPED_AGENTS))
 
 
 @pytest.mark.parametrize("name", sorted(RLLIB_RECIPES))
