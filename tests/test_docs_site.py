@@ -52,6 +52,13 @@ def test_the_site_builds_strictly(tmp_path):
     assert (tmp_path / "site" / "search" / "search_index.json").is_file()
 
 
+def test_every_file_under_docs_that_is_not_a_page_is_used_by_a_page():
+    pages = "\n".join(path.read_text(encoding="utf-8") for path in DOCS.rglob("*.md"))
+    files = sorted(path.relative_to(DOCS).as_posix() for path in DOCS.rglob("*") if path.is_file())
+    # A picture only an experiment's note shows lives in that experiment's folder, not in the site.
+    assert [name for name in files if not name.endswith(".md") and name not in pages] == []
+
+
 README = ROOT / "README.md"
 MAX_README_LINES = 250
 LINK = re.compile(r"\]\(([^)\s]+)\)")
