@@ -425,7 +425,36 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
-def import_report(store: ResultsStore, path: Path) -> ImportOutcome:
+@dataclasses.dataclass(frozen=True)
+class CheckedReport:
+    """A ``kahuna-eval --json`` report read and checked whole (:func:`read_report`), ready to import.
+
+    Attributes:
+        path: the file it was read from.
+        games: its games, every number checked (:func:`check_report`).
+        identities: each entrant as the store keys it (:func:`_report_identities`).
+        command: ``sha256:`` and the digest of the file's bytes (the import session's ``command``).
+    """
+
+    path: Path
+    games: ReportGames
+    identities: dict[str, Entrant]
+    command: str
+
+
+def read_report(path: Path) -> CheckedReport:
+    """Read and check a report to import, whole, before any store is opened; a one-line ``ValueError`` if bad.
+
+    ``kahuna-ratings --import-report`` calls it first, so a malformed report
+    creates no store and changes none.
+    """
+    raw, data = _read_report(path)
+    games = check_report(path, data)
+    identities = _report_identities(path, data, games.digest())
+    return CheckedReport(path, games, identities, f"sha256:{hashlib.sha256(raw).hexdigest()}")
+
+
+def import_report(store: ResultsStore, path: Path | CheckedReport) -> ImportOutcome:
     """Add a ``kahuna-eval --json`` report's pairings to ``store`` as imported tallies, unless it holds them already.
 
     The report's games were not kept one by one, so each pairing becomes one
@@ -447,14 +476,13 @@ def import_report(store: ResultsStore, path: Path) -> ImportOutcome:
     report's games (``report:SHA16:SPEC``) and labelled ``SPEC
     [REPORT-FILE-NAME]``: rated on the ladder beside today's agent of that
     name, never taken for it.  Raises a one-line ``ValueError`` for a file
-    that is not such a report.
+    that is not such a report; ``path`` may be one :func:`read_report`
+    checked already.
     """
-    raw, data = _read_report(path)
-    report = check_report(path, data)
-    command = f"sha256:{hashlib.sha256(raw).hexdigest()}"
+    checked = path if isinstance(path, CheckedReport) else read_report(path)
+    path, report, identities, command = checked.path, checked.games, checked.identities, checked.command
     if store.query("SELECT id FROM sessions WHERE source = 'import' AND command = ?", (command,)):
         return ImportOutcome(0, len(report.pairings))  # this very file, imported before (by any version)
-    identities = _report_identities(path, data, report.digest())
     tallies = []
     for number, (a, b, wins, draws, losses) in enumerate(report.pairings):
         tally = _new_games(store, report, identities, a, b, (wins, draws, losses))

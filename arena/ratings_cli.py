@@ -26,8 +26,9 @@ read-only; nothing is written into a file that is not a results store.
 Labels are printed with control characters escaped.
 
 Bad arguments (counts beyond :mod:`arena.match`'s bounds included), a file
-that is not a results store, a malformed or partial report to import, an
-unplayable entrant: one line, exit code 2; a failure while playing or a
+that is not a results store, a malformed or partial report to import (checked
+before the store is opened, so none is created), an unplayable entrant: one
+line, exit code 2; a failure while playing or a
 store that cannot be written (a full disk): exit code 1.
 """
 
@@ -45,6 +46,7 @@ from arena.entrants import ENTRANT_FORMS
 from arena.eval_cli import games_argument, workers_argument
 from arena.ladder import (
     DEFAULT_ANCHORS,
+    CheckedReport,
     ImportOutcome,
     Ladder,
     Pairing,
@@ -55,6 +57,7 @@ from arena.ladder import (
     play_pairings,
     playable_spec,
     plot_runs,
+    read_report,
     schedule_pairings,
 )
 from arena.match import MAX_GAMES, MAX_WORKERS
@@ -166,12 +169,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     rules = None if args.all_rules else KahunaConfig(variant=args.variant, discard_rule=args.discard_rule).to_dict()
     try:
         newcomers = _check_arguments(args, anchors)
-        store = _open(args.db, writes=args.import_report is not None or args.play)
+        # The report is checked whole first: a malformed one creates no store and changes none.
+        report = read_report(args.import_report) if args.import_report is not None else None
+        store = _open(args.db, writes=report is not None or args.play)
     except (StoreError, FileNotFoundError, ValueError) as error:
         fail(str(error), code=1 if isinstance(error, StoreFailure) else 2)
     try:
         with store:
-            _run(store, args, anchors, rules, newcomers)
+            _run(store, args, anchors, rules, newcomers, report)
     except StoreFailure as error:  # the disk, not the arguments
         fail(str(error), code=1)
     return 0
@@ -197,11 +202,12 @@ def _run(
     anchors: dict[str, float],
     rules: dict[str, Any] | None,
     newcomers: list[Entrant],
+    report: CheckedReport | None,
 ) -> None:
     """The command on the open store: the import, the schedule and its games, the ladder and its outputs."""
-    if args.import_report is not None:
+    if report is not None:
         try:
-            outcome = import_report(store, args.import_report)
+            outcome = import_report(store, report)
         except StoreFailure:
             raise
         except ValueError as error:

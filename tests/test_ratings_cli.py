@@ -227,14 +227,17 @@ def test_a_malformed_report_is_one_line_and_imports_nothing(
 ) -> None:
     report = tmp_path / "report.json"
     report.write_bytes(content)
-    db = tmp_path / "r.sqlite"
-    with pytest.raises(SystemExit) as caught:
-        main(["--db", str(db), "--import-report", str(report)])
-    assert caught.value.code == 2
-    error = capsys.readouterr().err
-    assert error.count("\n") == 1 and message in error
-    with ResultsStore(db, readonly=True) as store:
-        assert store.query("SELECT COUNT(*) FROM sessions") == [(0,)]
+    new, existing = tmp_path / "new.sqlite", tmp_path / "r.sqlite"
+    ResultsStore(existing).close()
+    before = existing.read_bytes()
+    for db in (new, existing):
+        with pytest.raises(SystemExit) as caught:
+            main(["--db", str(db), "--import-report", str(report)])
+        assert caught.value.code == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and message in error
+    assert not new.exists()  # the report is checked before a store is created
+    assert existing.read_bytes() == before
 
 
 def test_the_browser_summary_shows_file_names_never_folders_or_the_store_path(tmp_path: Path) -> None:
