@@ -666,6 +666,28 @@ def test_sigterm_before_the_first_checkpoint_is_ctrl_c_and_resume_starts_the_run
     assert all(torch.equal(weights[0][name], weights[1][name]) for name in weights[1])
 
 
+def test_a_run_stopped_during_its_warm_up_starts_again_on_resume(tmp_path, capsys, monkeypatch):
+    # The warm-up (a first run's compile, about 20 s) came before config.yaml: a Ctrl-C there
+    # left a folder that --resume and --run-dir both refused, to be deleted by hand.
+    import training.ppo.trainer
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(training.ppo.trainer, "_warm_up", stopped)
+        run_dir = tmp_path / "run"
+        assert main(quick_args(run_dir)) == 130
+    assert capsys.readouterr().err.splitlines() == [
+        f"kahuna-train: interrupted; no checkpoint was written yet: --resume {run_dir} starts it again from update 0 "
+        "(same config and seed)"
+    ]
+    assert main(["--resume", str(run_dir), "--set", "total_updates=1"]) == 0
+    restart = f"kahuna-train: {run_dir} has no checkpoint yet: starting again from update 0 with its config.yaml"
+    assert f"{restart} (seed 7)" in capsys.readouterr().out.splitlines()
+    assert (run_dir / "checkpoints" / "latest.pt").is_file()
+
+
 def test_resume_of_a_run_stopped_before_training_began_names_the_way_out(tmp_path, capsys):
     run_dir = tmp_path / "run"
     (run_dir / "checkpoints").mkdir(parents=True)  # what the run directory check leaves

@@ -500,12 +500,13 @@ def train(
     try:
         # 1-2. Setup and resume: network, optimizer, league, schedule, counters; the results store.
         run = _start_run(config, run_dir, resume, log, initial, pool, device)
+        if not resume:  # before the warm-up (a compile of about 20 s): stopped there, --resume starts it again
+            _record_config(config, run_dir, start)
         _warm_up(config, run, log)  # before the session's clock: a first run's compile is not in its budget
         session = _Session(config, run, run_dir, resume, starts)
         try:
-            (run_dir / CONFIG_FILE).write_text(config_to_yaml(config), encoding="utf-8")
-            if start is not None:  # what init_from names now, recorded before the name can change meaning
-                write_start_record(run_dir, start_record(str(config.init_from), start.model, start.meta or {}))
+            if resume:  # after _Session's check of metrics.jsonl: a refused resume changes nothing
+                _record_config(config, run_dir, start)
             for update in range(run.start_update + 1, run.schedule.horizon + 1):
                 update_start = time.perf_counter()
                 # 3. Collect: play the update's games to the end.
@@ -542,6 +543,17 @@ def train(
     finally:
         lock.release()
     return session.summary(run, run_dir)
+
+
+def _record_config(config: TrainConfig, run_dir: Path, start: Any) -> None:
+    """Write the run's ``config.yaml`` and, for a run started from ``init_from``, its start record.
+
+    With ``config.yaml`` written, a run stopped before its first checkpoint starts again from
+    update 0 on ``--resume`` (:func:`_restart_config`).
+    """
+    (run_dir / CONFIG_FILE).write_text(config_to_yaml(config), encoding="utf-8")
+    if start is not None:  # what init_from names now, recorded before the name can change meaning
+        write_start_record(run_dir, start_record(str(config.init_from), start.model, start.meta or {}))
 
 
 COMPILE_SECONDS = 20
