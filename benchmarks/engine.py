@@ -14,6 +14,7 @@ import random
 import statistics
 import time
 
+from kahuna_env.cli import add_rule_arguments
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
 
@@ -37,8 +38,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--games", type=int, default=2000, help="random games per repeat")
     parser.add_argument("--repeats", type=int, default=3, help="how many times to play the same games")
     parser.add_argument("--seed", type=int, default=0, help="base seed (game k uses seed + k)")
-    parser.add_argument("--variant", choices=("standard", "planning"), default="standard")
-    parser.add_argument("--discard-rule", choices=("instead_of_play", "hand_limit"), default="instead_of_play")
+    add_rule_arguments(parser)
     args = parser.parse_args(argv)
     if args.games < 1 or args.repeats < 1:
         parser.error(f"--games and --repeats must be at least 1, got {args.games} and {args.repeats}")

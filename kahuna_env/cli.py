@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
-from kahuna_env.engine import DISCARD_RULES, VARIANTS
+from kahuna_env.config import DISCARD_RULES, VARIANTS, KahunaConfig
 from kahuna_env.version import __version__
 
 
@@ -310,10 +310,13 @@ def even_games(text: str) -> int:
 
 def add_rule_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--variant`` and ``--discard-rule`` (the rule options of the games) to ``parser``."""
-    parser.add_argument("--variant", choices=VARIANTS, default="standard", help="rule variant (default standard)")
+    defaults = KahunaConfig()
+    parser.add_argument(
+        "--variant", choices=VARIANTS, default=defaults.variant, help=f"rule variant (default {defaults.variant})"
+    )
     parser.add_argument(
         "--discard-rule",
         choices=DISCARD_RULES,
-        default="instead_of_play",
-        help="discard rule (default instead_of_play)",
+        default=defaults.discard_rule,
+        help=f"discard rule (default {defaults.discard_rule})",
     )
