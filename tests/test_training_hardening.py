@@ -694,7 +694,21 @@ def test_resume_of_a_run_stopped_before_training_began_names_the_way_out(tmp_pat
     assert main(["--resume", str(run_dir)]) == 2
     assert one_error_line(capsys) == (
         f"kahuna-train: error: no checkpoint to resume from: {run_dir} stopped before training began (no checkpoint, "
-        f"no config.yaml); delete it and start again with --config FILE --run-dir {run_dir}"
+        f"no config.yaml); start it again with --config FILE --run-dir {run_dir}"
+    )
+    (run_dir / ".lock").touch()  # and the lock file it leaves: --run-dir takes the folder as empty
+    assert main(quick_args(run_dir)) == 0
+    assert (run_dir / "checkpoints" / "latest.pt").is_file()
+
+
+def test_a_run_dir_with_anything_of_a_run_is_refused_by_a_new_run(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    (run_dir / "checkpoints").mkdir(parents=True)
+    (run_dir / "checkpoints" / "update_000001.pt").write_bytes(b"x")
+    assert main(quick_args(run_dir)) == 2
+    assert one_error_line(capsys) == (
+        f"kahuna-train: error: {run_dir} already holds a run or other files (checkpoints); "
+        f"continue it with --resume {run_dir}, or pick another --run-dir"
     )
 
 

@@ -174,7 +174,7 @@ def how_to_go_on(run_dir: Path) -> str:
         return f"continue later with --resume {run_dir} (from its last checkpoint)"
     if (run_dir / CONFIG_FILE).is_file():
         return f"no checkpoint was written yet: --resume {run_dir} starts it again from update 0 (same config and seed)"
-    return f"it stopped before training began: delete {run_dir} and start it again"
+    return f"it stopped before training began: the same command with --run-dir {run_dir} starts it again"
 
 
 def _interrupted_message(config: TrainConfig, run_dir: Path, resume: bool) -> str:

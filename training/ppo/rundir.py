@@ -38,7 +38,11 @@ def _reason(error: OSError) -> str:
 
 
 def check_new_run_dir(run_dir: Path) -> None:
-    """``RunDirError`` unless ``run_dir`` is missing or an empty directory (a leftover lock file is ignored)."""
+    """``RunDirError`` unless ``run_dir`` is missing or an empty directory.
+
+    A leftover lock file and an empty ``checkpoints/`` are ignored: they are what a run stopped
+    before training began leaves, so the same command starts it again.
+    """
     if not run_dir.exists():
         if run_dir.is_symlink():
             raise RunDirError(f"--run-dir {run_dir} is a dangling symbolic link")
@@ -46,13 +50,22 @@ def check_new_run_dir(run_dir: Path) -> None:
     if not run_dir.is_dir():
         raise RunDirError(f"--run-dir {run_dir} is a file, not a directory")
     try:
-        entries = sorted(entry.name for entry in run_dir.iterdir() if entry.name != LOCK_FILE)
+        entries = sorted(entry.name for entry in run_dir.iterdir() if not _left_before_training(entry))
     except OSError as error:
         raise RunDirError(f"cannot read --run-dir {run_dir}: {_reason(error)}") from None
     if entries:
         shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
         hint = f"continue it with --resume {run_dir}" if "checkpoints" in entries else "delete or move those files"
         raise RunDirError(f"{run_dir} already holds a run or other files ({shown}); {hint}, or pick another --run-dir")
+
+
+def _left_before_training(entry: Path) -> bool:
+    """Whether ``entry`` of a run directory is the lock file or an empty ``checkpoints/`` (nothing of a run)."""
+    if entry.name == LOCK_FILE:
+        return True
+    if entry.name != "checkpoints" or entry.is_symlink() or not entry.is_dir():
+        return False
+    return next(entry.iterdir(), None) is None
 
 
 def check_writable(directory: Path) -> None:

@@ -1122,6 +1122,6 @@ def _restart_config(run_dir: Path, overrides: list[str] | tuple[str, ...]) -> Tr
     if not config_file.is_file():
         raise FileNotFoundError(
             f"no checkpoint to resume from: {run_dir} stopped before training began (no checkpoint, no {CONFIG_FILE}); "
-            f"delete it and start again with --config FILE --run-dir {run_dir}"
+            f"start it again with --config FILE --run-dir {run_dir}"
         )
     return load_config(config_file, overrides)
