@@ -46,6 +46,7 @@ from policy.model import ActorCritic, agent_payload
 from training.league.pool import pool_entry_problem
 from training.ppo.config import MAX_UPDATES
 from training.ppo.device import on_cpu
+from training.ppo.rundir import CHECKPOINTS
 
 CHECKPOINT_FORMAT = "kahuna-checkpoint-v1"
 LATEST_CHECKPOINT = "latest.pt"
@@ -61,7 +62,7 @@ MAX_TRAIN_SECONDS = 100 * 365 * 24 * 3600.0
 
 def checkpoint_dir(run_dir: str | Path) -> Path:
     """``<run_dir>/checkpoints``."""
-    return Path(run_dir) / "checkpoints"
+    return Path(run_dir) / CHECKPOINTS
 
 
 def checkpoint_name(update: int) -> str:

@@ -27,6 +27,8 @@ from pathlib import Path
 
 LOCK_FILE = ".lock"
 """Name of the lock file inside a run directory."""
+CHECKPOINTS = "checkpoints"
+"""Name of the folder of a run directory that holds its checkpoints (:func:`training.ppo.checkpoint.checkpoint_dir`)."""
 
 
 class RunDirError(ValueError):
@@ -55,7 +57,7 @@ def check_new_run_dir(run_dir: Path) -> None:
         raise RunDirError(f"cannot read --run-dir {run_dir}: {_reason(error)}") from None
     if entries:
         shown = ", ".join(entries[:3]) + (", ..." if len(entries) > 3 else "")
-        hint = f"continue it with --resume {run_dir}" if "checkpoints" in entries else "delete or move those files"
+        hint = f"continue it with --resume {run_dir}" if CHECKPOINTS in entries else "delete or move those files"
         raise RunDirError(f"{run_dir} already holds a run or other files ({shown}); {hint}, or pick another --run-dir")
 
 
@@ -63,7 +65,7 @@ def _left_before_training(entry: Path) -> bool:
     """Whether ``entry`` of a run directory is the lock file or an empty ``checkpoints/`` (nothing of a run)."""
     if entry.name == LOCK_FILE:
         return True
-    if entry.name != "checkpoints" or entry.is_symlink() or not entry.is_dir():
+    if entry.name != CHECKPOINTS or entry.is_symlink() or not entry.is_dir():
         return False
     return next(entry.iterdir(), None) is None
 
