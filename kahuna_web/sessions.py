@@ -109,6 +109,8 @@ class PlaySession:
             move still waits in the bot queue: it is cleared when that computation ends, not when
             it starts.
         thinking: the agent is choosing a move.
+        failed: why the game was forgotten when its opening could not be kept (:meth:`SessionStore.fail
+            <kahuna_web.sessionstore.SessionStore.fail>`): a request that reached the game before then answers it.
         move_pending: a move of the game is being computed or waits in the bot queue (set by
             :meth:`freeze`, cleared by :meth:`computation_ended`).
         owner: :func:`kahuna_web.owners.owner_key` of the owner token of the browser that created it.
@@ -141,6 +143,7 @@ class PlaySession:
         self.cancel = CancelFlag()
         self.stopping = False
         self.thinking = False
+        self.failed: WebError | None = None
         self.move_pending = False
         self.thinking_since = 0.0
         self.searches = isinstance(opponent, MCTSAgent)
@@ -418,7 +421,9 @@ class PlaySession:
         return view
 
     def response(self, steps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        """What the API answers: the session, the steps to animate, and the current state."""
+        """What the API answers: the session, the steps to animate, and the current state (or why it was forgotten)."""
+        if self.failed is not None:
+            raise self.failed
         return {
             "id": self.id,
             "seat": self.seat,
@@ -435,6 +440,8 @@ class PlaySession:
         Built from the game as it stood when the computation began (the
         game itself changes in another thread meanwhile).
         """
+        if self.failed is not None:
+            raise self.failed
         frozen = self._frozen
         if self.thinking:
             seconds = round(time.monotonic() - self.thinking_since, 1)

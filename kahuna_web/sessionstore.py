@@ -280,8 +280,10 @@ class SessionStore:
         """Forget ``session``, whose opening failed after its id was answered (``202``); asking for it then says why.
 
         Its owner's :meth:`get` of it raises ``error`` (503 ``not saved: ...``, say) instead of the 404 of a
-        game that does not exist; the last ``limit`` such failures are remembered.
+        game that does not exist; the last ``limit`` such failures are remembered.  A request that reached the
+        game before it was forgotten answers ``error`` too (:attr:`PlaySession.failed`), not the position rolled back.
         """
+        session.failed = error  # set while the opening still holds the game's lock
         with self._lock:
             self._failed[session.id] = (session.owner, error)
             while len(self._failed) > self.limit:

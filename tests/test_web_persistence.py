@@ -566,6 +566,25 @@ def test_an_opening_that_cannot_be_stored_forgets_the_game_and_says_why(tmp_path
         games._db.execute("PRAGMA query_only = 0")
 
 
+def test_a_request_that_reached_a_game_before_its_opening_failed_answers_the_failure():
+    """A GET that took the game just before its opening failed says why, not the position rolled back (a race)."""
+    from kahuna_web.sessionstore import SessionStore
+    from kahuna_web.validate import WebError
+
+    store = SessionStore()
+    session = store.open_game({"opponent": "mcts:50", "seat": 1, "seed": 3}, "testclient", "someone")
+    reached = store.get(session.id, "someone")  # a request's view of the game, taken before the failure
+    assert reached.response()["state"]["thinking"] is False
+    store.fail(session, WebError("not saved: the game store is read-only", 503))
+    session.lock.release()
+    for answer in (reached.response, reached.thinking_response):
+        with pytest.raises(WebError, match="^not saved: the game store is read-only$") as refused:
+            answer()
+        assert refused.value.status == 503
+    with pytest.raises(WebError, match="read-only"):  # asked for afresh: the failure, as before
+        store.get(session.id, "someone")
+
+
 def test_a_stopped_search_plays_the_move_its_search_reports():
     """The search's own best move so far (SearchCancelled.result.move) is the one played, when legal."""
     from types import SimpleNamespace
