@@ -1,12 +1,16 @@
-"""The batched engine's hot loops (:mod:`kahuna_env.vector`): the one implementation of its rules, compiled with numba.
+"""The rules' one implementation: the loops that step games, compiled with numba.
 
 :class:`~kahuna_env.vector.KahunaBatch` keeps its state as numpy arrays and runs each hot
 operation as one loop over the games it is asked for: the legal-action words and a step's
 legality check; a step's transitions (payments, removals, discards, bridges and captures,
 draws, takes, passes, the final scoring); the interim scoring and the deal around their
-shuffles; the observations (the batch's one encoder); the choice of a random set bit.
-``tests/test_vector.py`` holds them to the scalar engine and ``tests/test_rules_reference.py``
-holds the engine to the readable rules (:mod:`kahuna_env.rules`).
+shuffles; the observations (the one encoder); the choice of a random set bit.
+:class:`~kahuna_env.engine.KahunaGame` is a batch of one: its state is one record of the same
+fields (:data:`kahuna_env.arrays.STATE_DTYPE`), which the ``game_*`` functions at the end of this
+module hand to the same loops in one call per action (:func:`game_step`, :func:`game_legal`,
+:func:`game_deal`, :func:`game_observation`).  ``tests/test_vector.py`` holds the batch to the
+single game, ``tests/test_rules_reference.py`` holds the game to the readable rules
+(:mod:`kahuna_env.rules`).
 
 Chance is here too, bit for bit numpy's: each game's ``numpy.random.default_rng(seed)`` is a
 row of PCG64 state, seeded as numpy's ``SeedSequence`` seeds it (:func:`seed_generators`) and
@@ -21,10 +25,11 @@ silenced as numba wraps silently): slower by orders of magnitude, the same resul
 (``tests/test_kernels.py`` plays the two side by side, :func:`interpreted` giving the plain
 ones beside the compiled).  :func:`enabled` says which runs, and imports numba on its first
 call, not on import.  :data:`PARAMETERS` names each loop's arguments: the batch passes its
-arrays by those names (the schema's batch arrays, :data:`kahuna_env.schema.FIELDS`) and the
-board's tables by theirs.  The tables are arguments, never globals, so a compiled loop holds
-no copy of the board that could outlive a change to it in numba's cache (the globals are
-numpy's PCG64 and SeedSequence constants, fixed by their algorithms).
+arrays by those names (the schema's arrays, :data:`kahuna_env.schema.FIELDS`) and the
+board's tables by theirs; a game's record has its fields under the same names.  The tables
+are arguments, never globals, so a compiled loop holds no copy of the board that could outlive a
+change to it in numba's cache (the globals are numpy's PCG64 and SeedSequence constants, fixed by
+their algorithms).
 """
 
 from __future__ import annotations
@@ -47,12 +52,19 @@ __all__ = [
     "deal",
     "draw_seeds",
     "enabled",
+    "game_deal",
+    "game_end_prematurely",
+    "game_final_winner",
+    "game_legal",
+    "game_observation",
+    "game_step",
     "interim_scoring",
     "interpreted",
     "legal_words",
     "observations",
     "permutations",
     "play_random",
+    "running",
     "sample_bits",
     "seed_generators",
     "step",
@@ -100,10 +112,35 @@ def _interpret(names: dict[str, Any]) -> None:
 
         @functools.wraps(function)
         def quiet(*args: Any, _function: Any = function) -> Any:
+            # A record array (a game's state, the tables) read by field name, as numba reads it.
+            args = tuple(_as_records(arg) for arg in args)
             with np.errstate(over="ignore"):
                 return _function(*args)
 
         names[name] = quiet
+
+
+class _Fields:
+    """A structured array's fields as attributes, and its rows as such records: how compiled loops read a game's
+    record and the tables (a ``numpy.recarray`` would not do: its ``round`` is ndarray's method)."""
+
+    __slots__ = ("_array",)
+
+    def __init__(self, array: Any) -> None:
+        self._array = array
+
+    def __getattr__(self, name: str) -> Any:
+        return self._array[name]
+
+    def __getitem__(self, index: int) -> _Fields:
+        return _Fields(self._array[index])
+
+
+def _as_records(value: Any) -> Any:
+    """A structured array read by field name, as compiled loops read it; anything else as it is."""
+    if isinstance(value, np.ndarray) and value.dtype.names is not None:
+        return _Fields(value)
+    return value
 
 
 def _setup() -> bool:
@@ -148,6 +185,11 @@ def enabled() -> bool:
     Each loop compiles on its first call (seconds), then comes from numba's cache on disk.
     """
     return _setup()
+
+
+def running() -> ModuleType:
+    """The loops that run now: this module's, compiled (numba), else :func:`interpreted`'s, the same as plain Python."""
+    return sys.modules[__name__] if enabled() else interpreted()
 
 
 def interpreted() -> ModuleType:
@@ -343,10 +385,25 @@ def legal_words(
 
 @_loop
 def _premature(i: int, bridges: np.ndarray, over: np.ndarray, winner: np.ndarray) -> None:
+    """The premature end of game ``i``: over; the player who still has bridges wins (neither: a draw)."""
     has0 = bridges[i, 0] > 0
     has1 = bridges[i, 1] > 0
     over[i] = True
     winner[i] = -1 if has0 == has1 else (0 if has0 else 1)
+
+
+@_loop
+def _final_winner(i: int, scores: np.ndarray, final_points: np.ndarray, bridges: np.ndarray) -> np.int64:
+    """The winner of game ``i`` after its final scoring: the higher total; if tied, more final-scoring points;
+    if tied, more bridges on the board; else -1, a draw."""
+    for first, second in (
+        (scores[i, 0], scores[i, 1]),
+        (final_points[i, 0], final_points[i, 1]),
+        (bridges[i, 0], bridges[i, 1]),
+    ):
+        if first != second:
+            return np.int64(0 if first > second else 1)
+    return np.int64(-1)
 
 
 @_loop
@@ -505,14 +562,7 @@ def step(
                 scores[i, 0] += final_points[i, 0]
                 scores[i, 1] += final_points[i, 1]
                 over[i] = True
-                if scores[i, 0] != scores[i, 1]:
-                    winner[i] = 0 if scores[i, 0] > scores[i, 1] else 1
-                elif final_points[i, 0] != final_points[i, 1]:
-                    winner[i] = 0 if final_points[i, 0] > final_points[i, 1] else 1
-                elif bridges[i, 0] != bridges[i, 1]:
-                    winner[i] = 0 if bridges[i, 0] > bridges[i, 1] else 1
-                else:
-                    winner[i] = -1
+                winner[i] = _final_winner(i, scores, final_points, bridges)
             else:
                 current[i] = o
                 if not in_final and pile_len[i] == 0 and face_up[i, 0] < 0 and face_up[i, 1] < 0 and face_up[i, 2] < 0:
@@ -1066,3 +1116,125 @@ def play_random(
         for k in range(m):
             if over[tick[k]]:
                 return GAME_ENDED, used, played
+
+
+# --- one game: KahunaGame's state is one record of kahuna_env.arrays.STATE_DTYPE ----------------------------
+# Its fields are the batch's arrays by name (each a (1, ...) view here), the board's tables one record of
+# kahuna_env.arrays.TABLE_RECORD: so a single game runs the loops above on itself, a batch of one, in one
+# call per action.  tests/test_kernels.py holds every call below to PARAMETERS, argument by argument.
+
+
+@_loop
+def _game_legal(state: np.ndarray, t: Any) -> np.int64:
+    """The legal words of the game into ``state.words``, its legal actions, ascending, into ``state.legal`` and
+    each player's controlled islands into ``state.control``; returns the number of legal actions (also
+    ``state.legal_count``) plus 256 when the game is over."""
+    legal_words(
+        state.row, state.words, state.current, state.hand, state.lines, state.bridges, state.count, state.discarded,
+        state.played, state.face_up, state.pile_len, state.must_draw, state.claim_line, state.setup_left,
+        state.over, state.planning, state.hand_limit, t.majority, t.lines_a_in, t.lines_b_in, t.lines_touching,
+        t.all_lines, t.max_bridges, t.max_hand,
+    )  # fmt: skip
+    n = 0
+    for w in range(3):
+        x = state.words[0, w]
+        while x:
+            low = x & (~x + U1)
+            state.legal[0, n] = 64 * w + _popcount(low - U1)
+            n += 1
+            x ^= low
+    state.legal_count[0] = n
+    for player in range(2):  # the islands each player controls, as bits (KahunaGame.control_mask)
+        mask = 0
+        for island in range(state.count.shape[2]):
+            if state.count[0, player, island] >= t.majority[island]:
+                mask |= 1 << island
+        state.control[0, player] = mask
+    return np.int64(n + (256 if state.over[0] else 0))
+
+
+@_loop
+def game_legal(state: np.ndarray, tables: np.ndarray) -> np.int64:
+    """:func:`_game_legal` with the tables' record array (a game built from a position)."""
+    return _game_legal(state, tables[0])
+
+
+@_loop
+def game_deal(state: np.ndarray, tables: np.ndarray) -> np.int64:
+    """Shuffle (``permutation(24)`` of the game's generator) and deal into an empty game; :func:`_game_legal`."""
+    t = tables[0]
+    size = t.deck.shape[0]
+    orders = np.empty(size, dtype=np.int64)
+    permutations(state.row, np.full(1, size, dtype=np.int64), state.pcg, orders)
+    deal(
+        state.row, orders.reshape(1, size), t.deck, state.hand, state.face_up, state.pile, state.pile_len,
+        state.current, state.setup_left, state.handicap_player, state.first_player, state.handicap_bridges,
+        t.starting_hand,
+    )  # fmt: skip
+    return _game_legal(state, t)
+
+
+@_loop
+def game_step(state: np.ndarray, tables: np.ndarray, action: np.int64) -> np.int64:
+    """One action of the player to move: -1, nothing changed, when it is not legal (or not an action id);
+    else the step (:func:`step`, the interim scoring with its shuffle), then :func:`_game_legal`'s value."""
+    t = tables[0]
+    if action < 0 or action >= t.no_action or not (state.words[0, action >> 6] >> np.uint64(action & 63)) & U1:
+        return np.int64(-1)
+    state.action[0] = action
+    state.kind[0] = t.kind_of[action]
+    state.interim[0] = False
+    step(
+        state.action, state.kind, state.interim, state.owner, state.lines, state.count, state.bridges, state.hand,
+        state.known, state.face_down, state.open_discard, state.pile, state.pile_len, state.face_up, state.current,
+        state.round, state.scores, state.final_points, state.played, state.discarded, state.must_draw, state.claim_line,
+        state.setup_left, state.final_turns, state.over, state.winner, state.planning, state.first_player,
+        t.action_line, t.pay1, t.pay2, t.line_a, t.line_b, t.line_bit, t.majority, t.touch, t.max_bridges,
+        t.discard_base, t.take_base,
+    )  # fmt: skip
+    if state.interim[0]:
+        size = 0
+        for island in range(state.open_discard.shape[1]):
+            size += state.open_discard[0, island] + state.face_down[0, 0, island] + state.face_down[0, 1, island]
+        orders = np.empty(size, dtype=np.int64)
+        permutations(state.row, np.full(1, size, dtype=np.int64), state.pcg, orders)
+        interim_scoring(
+            state.row, orders, state.count, state.bridges, state.scores, state.round, state.open_discard,
+            state.face_down, state.face_up, state.pile, state.pile_len, state.over, state.winner, t.majority,
+        )  # fmt: skip
+    return _game_legal(state, t)
+
+
+@_loop
+def game_end_prematurely(state: np.ndarray) -> None:
+    """:func:`_premature` for the game: a position of round 2 or 3 in which a player has no bridge is over."""
+    _premature(0, state.bridges, state.over, state.winner)
+
+
+@_loop
+def game_final_winner(state: np.ndarray) -> np.int64:
+    """:func:`_final_winner` of the game (a position loaded as finished by the final scoring)."""
+    return _final_winner(0, state.scores, state.final_points, state.bridges)
+
+
+@_loop
+def game_observation(
+    state: np.ndarray,
+    tables: np.ndarray,
+    seat: np.int64,
+    out: np.ndarray,
+    scaled: np.ndarray,
+    scale: np.ndarray,
+    starts: np.ndarray,
+) -> None:
+    """The game seen by ``seat`` (:func:`observations`): the raw counts into ``out`` (``(1, 246)`` uint8) and,
+    unless ``scaled`` is empty, times ``scale`` into ``scaled`` (``(1, 246)`` float32)."""
+    t = tables[0]
+    seats = np.full(1, seat, dtype=np.intp)
+    observations(
+        state.row, seats, out, scaled, scale, starts, state.owner, state.count, state.hand, state.face_up,
+        state.pile_len, state.open_discard, state.face_down, state.known, state.scores, state.round,
+        state.final_turns, state.over, state.bridges, state.current, state.played, state.discarded, state.must_draw,
+        state.claim_line, state.setup_left, state.first_player, state.planning, state.hand_limit, t.majority,
+        t.cards_per_island, t.max_bridges,
+    )  # fmt: skip

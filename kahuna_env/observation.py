@@ -57,12 +57,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from kahuna_env.board import (
-    BRIDGES_PER_PLAYER,
-    CARDS_PER_ISLAND,
-    NUM_ISLANDS,
-    NUM_LINES,
-)
+from kahuna_env import kernels
+from kahuna_env.arrays import TABLE_RECORD
+from kahuna_env.board import NUM_ISLANDS
 from kahuna_env.engine import KahunaGame
 from kahuna_env.schema import OBSERVATION_BLOCKS, STATE_BLOCKS, Block
 
@@ -95,35 +92,6 @@ the player to act (0 or 1)."""
 STATE_SIZE: int = OBSERVATION_SIZE + sum(size for _, size in _STATE_EXTRA)
 """Length of the state vector."""
 
-# Features are first gathered as raw numbers (counts, 0/1 flags) in one ``bytes`` object: lookup
-# tables turn bitmasks and card ids into ready-made runs of bytes, ``bytes(list)`` copies the
-# per-island counts, and one ``b"".join`` assembles the ~30 pieces (far quicker than a list of
-# 246 Python ints).  One vectorised multiply by _SCALE then maps every entry into [0, 1].
-_HIGH_CHUNK = 18
-"""Shift of the third 9-bit chunk of a 27-bit line set (lines 18..26)."""
-_BITS9 = tuple(bytes(v >> k & 1 for k in range(9)) for v in range(512))
-"""9-bit value -> its bits as 9 bytes of 0/1 (a third of a line set)."""
-_BITS12 = tuple(bytes(v >> k & 1 for k in range(NUM_ISLANDS)) for v in range(1 << NUM_ISLANDS))
-"""Island bitmask -> 12 bytes of 0/1."""
-_SLOT_BY_CARD = {-1: bytes(NUM_ISLANDS)}
-_SLOT_BY_CARD.update({i: bytes(int(k == i) for k in range(NUM_ISLANDS)) for i in range(NUM_ISLANDS)})
-"""A face-up slot's card (-1: empty) -> its one-hot 12 bytes."""
-_CLAIM = {-1: bytes(NUM_LINES)}
-_CLAIM.update({line: bytes(int(k == line) for k in range(NUM_LINES)) for line in range(NUM_LINES)})
-"""The claimable line (-1: none) -> its one-hot 27 bytes."""
-_NOT_TO_ACT = bytes(3 + NUM_LINES)
-"""The turn features (cards played, discarding, must draw, claim) of the player not to act: zeros."""
-_ROUND = {1: b"\1\0\0", 2: b"\0\1\0", 3: b"\0\0\1"}
-# "Unseen" cards per island are counted in one Python int holding a byte per island: a byte starts at
-# 0x80 + 2 (the top bit a guard, 2 cards per island) and loses every card whose place I can see.  Each
-# byte loses at most 11 (far below 0x80), so nothing borrows across bytes; a guard bit that drops means
-# more than 2 cards of an island were counted (an inconsistent state), which is refused.
-_GUARD = int.from_bytes(bytes([0x80] * NUM_ISLANDS), "little")
-_UNSEEN_START = int.from_bytes(bytes([0x80 + CARDS_PER_ISLAND] * NUM_ISLANDS), "little")
-_SLOT_COUNT = {card: int.from_bytes(one_hot, "little") for card, one_hot in _SLOT_BY_CARD.items()}
-_from_bytes = int.from_bytes
-assert CARDS_PER_ISLAND == 2 and 4 * CARDS_PER_ISLAND + 3 < 0x80
-
 
 def _scale_vector(blocks: tuple[Block, ...]) -> np.ndarray:
     """The blocks' scale factors laid end to end: entry ``k`` of the vector times ``scale[k]`` lies in [0, 1]."""
@@ -142,84 +110,28 @@ STATE_SCALE = _STATE_SCALE = _scale_vector(OBSERVATION_BLOCKS + STATE_BLOCKS)
 """The factor of each state entry, likewise (read-only; the batched engine uses it)."""
 
 
-def _raw_observation(game: KahunaGame, player: int) -> bytes:
-    """The observation of ``player`` before scaling (counts and flags), one byte per entry.
+_STARTS = np.array([OBSERVATION_LAYOUT[name].start for name in kernels.BLOCKS], dtype=np.int64)
+"""The first column of each observation block, in the loop's order (:data:`kahuna_env.kernels.BLOCKS`)."""
+_NO_ROWS = np.zeros((0, OBSERVATION_SIZE), dtype=np.float32)
 
-    This module is the engine's one declared friend (see :mod:`kahuna_env.engine`): it reads the
-    fields of :data:`~kahuna_env.engine.STATE_FIELDS` directly, never writing them, because
-    copies through the public queries would cost on this per-decision path.
+
+def _check_player(player: object) -> int:
+    if isinstance(player, (bool, np.bool_)) or not isinstance(player, (int, np.integer)) or player not in (0, 1):
+        raise ValueError(f"player must be 0 or 1, got {player!r}")
+    return int(player)
+
+
+def _raw_observation(game: KahunaGame, player: int, scaled: np.ndarray = _NO_ROWS) -> np.ndarray:
+    """The observation of ``player`` before scaling (counts and flags), one uint8 per entry; with ``scaled``
+    (``(1, 246)`` float32) also the observation itself, written there.
+
+    The batch's one encoder, :func:`kahuna_env.kernels.observations`, run on the game's record.  This
+    module is the engine's one declared friend (see :mod:`kahuna_env.engine`): it hands the game's
+    record (``game._state``) to the loop, which reads it and writes nothing of it.
     """
-    opponent = 1 - player
-    g = game
-    mine = g._lines[player]
-    theirs = g._lines[opponent]
-    hand = bytes(g._hand[player])
-    first, second, third = g._face_up
-    open_discard = bytes(g._open_discard)
-    my_face_down = bytes(g._face_down[player])
-    known = bytes(g._known[opponent])
-    unseen = (
-        _UNSEEN_START
-        - _from_bytes(hand, "little")
-        - _from_bytes(open_discard, "little")
-        - _from_bytes(my_face_down, "little")
-        - _from_bytes(known, "little")
-        - _SLOT_COUNT[first]
-        - _SLOT_COUNT[second]
-        - _SLOT_COUNT[third]
-    )
-    if unseen & _GUARD != _GUARD:
-        raise ValueError(f"observation: more than {CARDS_PER_ISLAND} cards of an island are accounted for")
-    over = g._over
-    to_act = g._current == player and not over
-    final_left = 0 if over else g._final_turns
-    setup_left = g._setup_left
-    scores = g._scores
-    return b"".join(
-        (
-            _BITS9[mine & 511],
-            _BITS9[(mine >> 9) & 511],
-            _BITS9[mine >> _HIGH_CHUNK],
-            _BITS9[theirs & 511],
-            _BITS9[(theirs >> 9) & 511],
-            _BITS9[theirs >> _HIGH_CHUNK],
-            _BITS12[g._control[player]],
-            _BITS12[g._control[opponent]],
-            bytes(g._count[player]),
-            bytes(g._count[opponent]),
-            hand,
-            _SLOT_BY_CARD[first],
-            _SLOT_BY_CARD[second],
-            _SLOT_BY_CARD[third],
-            bytes((len(g._pile),)),
-            open_discard,
-            my_face_down,
-            bytes((sum(g._face_down[opponent]), g._hand_size[opponent])),
-            known,
-            (unseen ^ _GUARD).to_bytes(NUM_ISLANDS, "little"),
-            bytes((scores[player], scores[opponent])),
-            _ROUND[g._round],
-            bytes(
-                (
-                    final_left > 0,
-                    final_left,
-                    BRIDGES_PER_PLAYER - mine.bit_count(),
-                    BRIDGES_PER_PLAYER - theirs.bit_count(),
-                )
-            ),
-            bytes((g._played, g._discarded > 0, g._must_draw)) + _CLAIM[g._claim_line] if to_act else _NOT_TO_ACT,
-            bytes(
-                (
-                    setup_left > 0,
-                    setup_left,
-                    to_act,
-                    g.config.first_player == player,
-                    g._planning,
-                    g._hand_limit,
-                )
-            ),
-        )
-    )
+    raw = np.empty((1, OBSERVATION_SIZE), dtype=np.uint8)
+    kernels.running().game_observation(game._state, TABLE_RECORD, _check_player(player), raw, scaled, _SCALE, _STARTS)
+    return raw[0]
 
 
 def encode_observation(game: KahunaGame, player: int, out: np.ndarray | None = None) -> np.ndarray:
@@ -228,20 +140,21 @@ def encode_observation(game: KahunaGame, player: int, out: np.ndarray | None = N
     With ``out`` (a float32 array of that length, e.g. a row of a batch) the
     values are written there and ``out`` is returned.
     """
-    raw = np.frombuffer(_raw_observation(game, player), dtype=np.uint8)
-    if out is None:
-        return raw * _SCALE
-    np.multiply(raw, _SCALE, out=out)
-    return out
+    target = np.empty(OBSERVATION_SIZE, dtype=np.float32) if out is None else out
+    if target.shape != (OBSERVATION_SIZE,) or target.dtype != np.float32:
+        raise ValueError(
+            f"out must be a float32 array of shape ({OBSERVATION_SIZE},), got {target.dtype} {target.shape}"
+        )
+    _raw_observation(game, player, target.reshape(1, OBSERVATION_SIZE))
+    return target
 
 
 def encode_state(game: KahunaGame) -> np.ndarray:
     """The full state (both hands, pile composition) as a ``float32`` vector of :data:`STATE_SIZE`."""
-    pile = [0] * NUM_ISLANDS
-    for card in game._pile:
-        pile[card] += 1
-    values = _raw_observation(game, 0) + bytes(game._hand[1]) + bytes(pile) + bytes(game._face_down[1])
-    return np.frombuffer(values + bytes((game._current,)), dtype=np.uint8) * _STATE_SCALE
+    record = game._state[0]
+    pile = np.bincount(record["pile"][: record["pile_len"]], minlength=NUM_ISLANDS)
+    extra = np.concatenate([record["hand"][1], pile, record["face_down"][1], [record["current"]]])
+    return np.concatenate([_raw_observation(game, 0), extra.astype(np.uint8)]) * _STATE_SCALE
 
 
 def describe_layout(layout: dict[str, slice] = OBSERVATION_LAYOUT) -> str:

@@ -3,15 +3,11 @@
 One :class:`Field` per piece of a game's state, in :data:`FIELDS`; each row
 says how the field is held by every representation of a game:
 
-* ``engine``: the slot of :class:`kahuna_env.engine.KahunaGame` holding it
-  (``None``: the engine computes it when asked): ``_`` and the field's name
-  (the config: ``config``, public), one name per field.  The engine's
-  :data:`~kahuna_env.engine.STATE_FIELDS` (its ``__slots__``, empty game and
-  :meth:`~kahuna_env.engine.KahunaGame.clone`) is built from these rows;
-* ``batch``: the per-game array of :class:`kahuna_env.vector.KahunaBatch`
-  (``None``: the batch computes it), named as the field.  The batch allocates and clears its
-  arrays from these rows: shape ``(N, *shape)``, ``dtype``, filled with
-  ``empty``;
+* ``batch``: the array holding it (``None``: computed when asked), named as the field: one array
+  per field in :class:`kahuna_env.vector.KahunaBatch`, shape ``(N, *shape)``, and one field of the
+  numpy record a :class:`kahuna_env.engine.KahunaGame` is (:data:`kahuna_env.arrays.STATE_DTYPE`),
+  both allocated and cleared from these rows (``dtype``, filled with ``empty``), both read by the
+  rules' one implementation (:mod:`kahuna_env.kernels`) under that name;
 * ``position``: the key of the JSON position (docs/RULES.md, "Positions");
   :mod:`kahuna_env.positions` takes its list of keys (required first) and
   its integer ranges (``low``, ``high``) from here;
@@ -23,14 +19,13 @@ says how the field is held by every representation of a game:
 *number* of cards in the other's) or ``"hidden"`` (nobody sees more than its
 number of cards: the pile order).  :func:`check_schema` holds the observation
 blocks to it at import, so a block that reads the opponent's hand, or a new
-state field without an engine slot, a batch array, a position key or an
-observation decision, fails loudly the moment the module loads.
+state field without an array, a position key or an observation decision, fails loudly the moment the module loads.
 
 ``role``: ``"state"`` (the position: a game is rebuilt from these),
-``"derived"`` (kept in step with the state for speed), ``"option"`` (read
-off the game's :class:`~kahuna_env.engine.KahunaConfig`), ``"cache"`` and
-``"chance"`` (the legal-action cache and the generator, never in a position
-or an observation).
+``"derived"`` (kept in step with the state for speed, or computed when asked), ``"option"``
+(read off the game's :class:`~kahuna_env.engine.KahunaConfig`).  What a game holds beyond its
+fields (its legal actions, its generator) is :mod:`kahuna_env.arrays`'s, never in a position or
+an observation.
 
 The observation layout (name, size, scaling of every block) is stated here
 too, once, for the scalar encoder (:mod:`kahuna_env.observation`) and the
@@ -80,7 +75,7 @@ DIMENSIONS: dict[str, int] = {
 }
 """The names a field's shape is written in, and their sizes (from the board)."""
 VISIBILITIES = ("public", "owner", "hidden")
-ROLES = ("state", "derived", "option", "cache", "chance")
+ROLES = ("state", "derived", "option")
 MAX_SETUP_BRIDGES = 3
 """The most free handicap bridges (``KahunaConfig.handicap``)."""
 FINAL_TURNS = 2
@@ -101,12 +96,11 @@ class Field(NamedTuple):
     shape: tuple[str, ...]
     """Per game, in :data:`DIMENSIONS` names; ``()`` for one value."""
     dtype: str
-    """The numpy dtype of the batch's array (and the range of the engine's value)."""
+    """The numpy dtype of the field's array."""
     empty: Any
     """The value of every entry in a game with nothing dealt and nothing played."""
     visibility: str
     role: str
-    engine: str | None
     batch: str | None
     position: str | None
     observation: tuple[str, ...] | str
@@ -118,193 +112,166 @@ class Field(NamedTuple):
     """Largest value of each entry of an integer field in a valid position (None: no bound stated here)."""
     required: bool = False
     """Whether the position key must be present (docs/RULES.md: the fixed keys)."""
-    engine_empty: Any = ...
-    """The engine's empty value when it differs from ``empty`` in form (``...``: the same)."""
+    position_empty: Any = ...
+    """How a position writes ``empty`` when it differs in form (``None``: null; ``...``: as ``empty``)."""
     from_config: Callable[[Any], Any] | None = None
-    """For an option: its value read off a :class:`~kahuna_env.engine.KahunaConfig` (the engine and the batch
+    """For an option: its value read off a :class:`~kahuna_env.engine.KahunaConfig` (the game and the batch
     both set their option fields through it)."""
 
 
-# Columns: name, shape, dtype, empty, visibility, role, engine slot, batch array, position key,
+# Columns: name, shape, dtype, empty, visibility, role, array, position key,
 # observation (blocks, or why none), meaning; then the keywords (ranges, required key, overrides).
 # fmt: off
 FIELDS: tuple[Field, ...] = (
     # --- the rule options of the game
     Field(
-        "config", (), "object", None, "public", "option", "config", None, "config",
+        "config", (), "object", None, "public", "option", None, "config",
         ("first_player", "rules"), "the rule options (a frozen KahunaConfig); the batch keeps a list `configs`",
-        engine_empty=None, from_config=lambda config: config,
+        from_config=lambda config: config,
     ),
     Field(
-        "planning", (), "bool", False, "public", "option", "_planning", "planning", None, ("rules",),
+        "planning", (), "bool", False, "public", "option", "planning", None, ("rules",),
         "config.variant == 'planning', cached for the legality hot path",
-        engine_empty=None, from_config=lambda config: config.variant == "planning",
+        from_config=lambda config: config.variant == "planning",
     ),
     Field(
-        "hand_limit", (), "bool", False, "public", "option", "_hand_limit", "hand_limit", None, ("rules",),
+        "hand_limit", (), "bool", False, "public", "option", "hand_limit", None, ("rules",),
         "config.discard_rule == 'hand_limit', cached likewise",
-        engine_empty=None, from_config=lambda config: config.discard_rule == "hand_limit",
+        from_config=lambda config: config.discard_rule == "hand_limit",
     ),
     Field(
-        "first_player", (), "int8", 0, "public", "option", None, "first_player", None, ("first_player",),
-        "config.first_player (the engine reads the config)",
+        "first_player", (), "int8", 0, "public", "option", "first_player", None, ("first_player",),
+        "config.first_player",
         from_config=lambda config: config.first_player,
     ),
     Field(
-        "handicap_player", (), "int8", -1, "public", "option", None, "handicap_player", None,
+        "handicap_player", (), "int8", -1, "public", "option", "handicap_player", None,
         "it only decides who places the setup bridges, which the setup block and my_turn show",
         "the player of config.handicap, -1 without a handicap",
         from_config=lambda config: -1 if config.handicap is None else config.handicap[0],
     ),
     Field(
-        "handicap_bridges", (), "int8", 0, "public", "option", None, "handicap_bridges", None,
+        "handicap_bridges", (), "int8", 0, "public", "option", "handicap_bridges", None,
         "the setup block shows the free bridges still to place",
         "the free bridges of config.handicap, 0 without a handicap",
         from_config=lambda config: 0 if config.handicap is None else config.handicap[1],
     ),
     # --- the board
     Field(
-        "owner", ("lines",), "int8", -1, "public", "state", "_owner", "owner", "bridges",
+        "owner", ("lines",), "int8", -1, "public", "state", "owner", "bridges",
         ("lines_mine", "lines_opponent"), "per line: its bridge's owner, -1 when free", required=True,
     ),
     Field(
-        "lines", ("players",), "uint64", 0, "public", "derived", "_lines", "lines", None,
+        "lines", ("players",), "uint64", 0, "public", "derived", "lines", None,
         "derived from owner, which the line blocks show", "per player: the lines holding their bridges (bitmask)",
     ),
     Field(
-        "count", ("players", "islands"), "int8", 0, "public", "derived", "_count", "count", None,
+        "count", ("players", "islands"), "int8", 0, "public", "derived", "count", None,
         ("bridges_mine", "bridges_opponent"), "per player, per island: bridges on its lines",
     ),
     Field(
-        "control", ("players",), "uint16", 0, "public", "derived", "_control", None, None,
-        ("control_mine", "control_opponent"), "per player: the islands they control (bitmask); the batch reads count",
+        "control", ("players",), "uint16", 0, "public", "derived", None, None,
+        ("control_mine", "control_opponent"), "per player: the islands they control (computed from count)",
     ),
     Field(
-        "bridges", ("players",), "int8", 0, "public", "derived", None, "bridges", None, ("supply",),
-        "per player: bridges on the board (the engine counts the bits of lines)",
+        "bridges", ("players",), "int8", 0, "public", "derived", "bridges", None, ("supply",),
+        "per player: bridges on the board",
     ),
     # --- the cards
     Field(
-        "hand", ("players", "islands"), "int8", 0, "owner", "state", "_hand", "hand", "hands",
+        "hand", ("players", "islands"), "int8", 0, "owner", "state", "hand", "hands",
         ("hand", "opponent_hand_size", "unseen"), "per player, per island: cards in hand", required=True,
     ),
     Field(
-        "hand_size", ("players",), "int8", 0, "public", "derived", "_hand_size", None, None,
-        ("opponent_hand_size",), "per player: cards in hand (the batch sums hand)",
+        "hand_size", ("players",), "int8", 0, "public", "derived", None, None,
+        ("opponent_hand_size",), "per player: cards in hand (computed from hand)",
     ),
     Field(
-        "has1", ("players",), "uint16", 0, "owner", "derived", "_has1", None, None,
-        "derived from hand, which the hand block shows",
-        "per player: islands with at least one card in hand (bitmask)",
-    ),
-    Field(
-        "has2", ("players",), "uint16", 0, "owner", "derived", "_has2", None, None,
-        "derived from hand, which the hand block shows",
-        "per player: islands with at least two cards in hand (bitmask)",
-    ),
-    Field(
-        "face_up", ("slots",), "int8", -1, "public", "state", "_face_up", "face_up", "face_up",
+        "face_up", ("slots",), "int8", -1, "public", "state", "face_up", "face_up",
         ("face_up", "unseen"), "per face-up slot: an island id, -1 when empty", required=True,
     ),
     Field(
-        "pile", ("cards",), "int8", 0, "hidden", "state", "_pile", "pile", "pile", ("pile_size",),
-        "the face-down pile, island ids: the engine's list is top LAST (drawing is pop()), the batch's row is "
-        "bottom first with pile_len cards, the position's list is top first",
-        required=True, engine_empty=[],
+        "pile", ("cards",), "int8", 0, "hidden", "state", "pile", "pile", ("pile_size",),
+        "the face-down pile, island ids: the array's row is bottom first with pile_len cards (drawing takes "
+        "pile[pile_len - 1]), the position's list is top first",
+        required=True,
     ),
     Field(
-        "pile_len", (), "int8", 0, "public", "derived", None, "pile_len", None, ("pile_size",),
-        "cards in the pile (the engine takes len of its list)", high=NUM_CARDS,
+        "pile_len", (), "int8", 0, "public", "derived", "pile_len", None, ("pile_size",),
+        "cards in the pile", high=NUM_CARDS,
     ),
     Field(
-        "open_discard", ("islands",), "int8", 0, "public", "state", "_open_discard", "open_discard", "discard",
+        "open_discard", ("islands",), "int8", 0, "public", "state", "open_discard", "discard",
         ("discard_open", "unseen"),
         "per island: openly played cards this round (the position's 'discard' adds the face-down ones)",
         required=True,
     ),
     # --- the turn
     Field(
-        "current", (), "int8", 0, "public", "state", "_current", "current", "current_player",
+        "current", (), "int8", 0, "public", "state", "current", "current_player",
         ("my_turn", "cards_played", "discarding", "must_draw", "claim"),
         "the player to act (see KahunaGame.current_player once over)", high=1, required=True,
     ),
     Field(
-        "round", (), "int8", 1, "public", "state", "_round", "round", "round", ("round",), "the round, 1..3",
+        "round", (), "int8", 1, "public", "state", "round", "round", ("round",), "the round, 1..3",
         low=1, high=3, required=True,
     ),
     Field(
-        "scores", ("players",), "int8", 0, "public", "state", "_scores", "scores", "scores", ("scores",),
+        "scores", ("players",), "int8", 0, "public", "state", "scores", "scores", ("scores",),
         "per player: points so far", high=MAX_POINTS, required=True,
     ),
     Field(
-        "played", (), "int8", 0, "public", "state", "_played", "played", "played_this_turn", ("cards_played",),
+        "played", (), "int8", 0, "public", "state", "played", "played_this_turn", ("cards_played",),
         "cards the player to act played this turn", high=HAND_LIMIT,
     ),
     Field(
-        "discarded", (), "int8", 0, "public", "state", "_discarded", "discarded", "discarded_this_turn",
+        "discarded", (), "int8", 0, "public", "state", "discarded", "discarded_this_turn",
         ("discarding",), "cards the player to act discarded face down this turn", high=HAND_LIMIT,
     ),
     Field(
-        "must_draw", (), "bool", False, "public", "state", "_must_draw", "must_draw", "must_draw", ("must_draw",),
+        "must_draw", (), "bool", False, "public", "state", "must_draw", "must_draw", ("must_draw",),
         "the opponent's previous turn ended with a pass",
     ),
     Field(
-        "claim_line", (), "int8", -1, "public", "state", "_claim_line", "claim_line", "claim_line", ("claim",),
+        "claim_line", (), "int8", -1, "public", "state", "claim_line", "claim_line", ("claim",),
         "the line the player to act may claim for free, -1 if none", low=-1, high=NUM_LINES - 1,
     ),
     Field(
-        "setup_left", (), "int8", 0, "public", "state", "_setup_left", "setup_left", "setup_left", ("setup",),
+        "setup_left", (), "int8", 0, "public", "state", "setup_left", "setup_left", ("setup",),
         "free handicap bridges still to place", high=MAX_SETUP_BRIDGES,
     ),
     Field(
-        "final_turns", (), "int8", 0, "public", "state", "_final_turns", "final_turns", "final_turns_left",
+        "final_turns", (), "int8", 0, "public", "state", "final_turns", "final_turns_left",
         ("final_turns",), "extra turns left after round 3 ran out of cards", high=FINAL_TURNS,
     ),
     # --- the discard pile's owners and the public knowledge of hands
     Field(
-        "face_down", ("players", "islands"), "int8", 0, "owner", "state", "_face_down", "face_down", "face_down",
+        "face_down", ("players", "islands"), "int8", 0, "owner", "state", "face_down", "face_down",
         ("my_face_down", "opponent_face_down_count", "unseen"), "per player, per island: face-down discards",
     ),
     Field(
-        "known", ("players", "islands"), "int8", 0, "public", "state", "_known", "known", "known",
+        "known", ("players", "islands"), "int8", 0, "public", "state", "known", "known",
         ("opponent_known", "unseen"), "per player, per island: cards known in hand (taken face up, not played since)",
     ),
     # --- the end of the game
     Field(
-        "final_points", ("players",), "int8", 0, "public", "state", "_final_points", "final_points", "final_points",
+        "final_points", ("players",), "int8", 0, "public", "state", "final_points", "final_points",
         "set only when the game ends, when no player decides any more (the scores include it)",
         "per player: points of the final scoring", high=NUM_ISLANDS,
     ),
     Field(
-        "over", (), "bool", False, "public", "state", "_over", "over", "over", ("final_turns", "my_turn"),
+        "over", (), "bool", False, "public", "state", "over", "over", ("final_turns", "my_turn"),
         "the game has ended",
     ),
     Field(
-        "winner", (), "int8", -1, "public", "state", "_winner", "winner", "winner",
+        "winner", (), "int8", -1, "public", "state", "winner", "winner",
         "set only when the game ends, when no player decides any more",
-        "0, 1, or -1 (the engine and the position: None) for a draw or a running game", low=-1, high=1,
-        engine_empty=None,
-    ),
-    # --- caches and chance: never in a position or an observation
-    Field(
-        "legal", (), "object", None, "public", "cache", "_legal", None, None,
-        "the env hands the action mask beside the observation",
-        "the legal actions (a tuple), computed on first use; None (the batch caches bit words)",
-        engine_empty=None,
-    ),
-    Field(
-        "rng", (), "object", None, "hidden", "chance", "_rng", None, None, "chance is nobody's to see",
-        "the game's numpy Generator, built on first use (the batch: rows of PCG64 state `_pcg`, drawn as numpy's)",
-        engine_empty=None,
-    ),
-    Field(
-        "rng_source", (), "object", None, "hidden", "chance", "_rng_source", None, None,
-        "chance is nobody's to see", "what builds rng: a seed, a copied generator state, or None",
-        engine_empty=None,
+        "0, 1, or -1 (the position: None) for a draw or a running game", low=-1, high=1,
+        position_empty=None,
     ),
 )
 # fmt: on
-"""Every field of the game state, once (see the module docstring); the order is the engine's slot order."""
+"""Every field of the game state, once (see the module docstring); the order is the record's field order."""
 
 FIELD_BY_NAME: dict[str, Field] = {field.name: field for field in FIELDS}
 
@@ -412,19 +379,17 @@ def _check_field(field: Field) -> None:
         raise ValueError(f"{where}: visibility must be one of {VISIBILITIES}, got {field.visibility!r}")
     if field.role not in ROLES:
         raise ValueError(f"{where}: role must be one of {ROLES}, got {field.role!r}")
-    if field.engine not in (None, field.name, f"_{field.name}"):
-        raise ValueError(f"{where}: one name per field: its engine slot is '_{field.name}', got {field.engine!r}")
     if field.batch not in (None, field.name):
         raise ValueError(f"{where}: one name per field: its batch array is {field.name!r}, got {field.batch!r}")
     if field.role == "state":
-        missing = [name for name in ("engine", "batch", "position") if getattr(field, name) is None]
+        missing = [name for name in ("batch", "position") if getattr(field, name) is None]
         if missing:
             raise ValueError(
-                f"{where} is game state: it needs an engine slot, a batch array and a position key "
+                f"{where} is game state: it needs an array and a position key "
                 f"(to_dict/from_dict round-trip it, the differential tests compare it); missing: {', '.join(missing)}"
             )
-    if field.role == "option" and (field.engine or field.batch) and field.from_config is None:
-        raise ValueError(f"{where} is an option held by the engine or the batch: it needs from_config")
+    if field.role == "option" and field.batch and field.from_config is None:
+        raise ValueError(f"{where} is an option held in an array: it needs from_config")
     if isinstance(field.observation, str):
         if not field.observation.strip():
             raise ValueError(f"{where}: observation must name the blocks that show it, or say why none does")
@@ -459,12 +424,12 @@ def _check_block(block: Block, fields: dict[str, Field]) -> None:
 def check_schema(fields: tuple[Field, ...] = FIELDS, blocks: tuple[Block, ...] = OBSERVATION_BLOCKS) -> None:
     """Raise a one-line ``ValueError`` naming the first field or block whose decisions are missing or wrong.
 
-    Every field: known dimensions, visibility and role; a state field has an engine slot, a batch array and a
-    position key; every field names the observation blocks showing it (each of which lists it) or says why
-    none does.  Every block reads only schema fields, and only what its viewer may see.  Names, engine slots,
-    batch arrays and position keys are each unique.  Run at import on :data:`FIELDS`.
+    Every field: known dimensions, visibility and role; a state field has an array and a position key; every
+    field names the observation blocks showing it (each of which lists it) or says why none does.  Every
+    block reads only schema fields, and only what its viewer may see.  Names, arrays and position keys are
+    each unique.  Run at import on :data:`FIELDS`.
     """
-    for column in ("name", "engine", "batch", "position"):
+    for column in ("name", "batch", "position"):
         values = [getattr(field, column) for field in fields if getattr(field, column) is not None]
         twice = sorted({value for value in values if values.count(value) > 1})
         if twice:

@@ -1,7 +1,7 @@
 """A batched rules engine: ``N`` games of Kahuna held as numpy arrays and stepped together.
 
-:class:`KahunaBatch` implements every rule of the scalar reference
-:class:`kahuna_env.engine.KahunaGame` (the rules of docs/RULES.md) for a whole batch at once:
+:class:`KahunaBatch` plays the rules of docs/RULES.md for a whole batch at once, as
+:class:`kahuna_env.engine.KahunaGame` plays them for one game (the same loops):
 legal-action masks, one action per game per :meth:`KahunaBatch.step`, and
 observations bit-identical to :func:`kahuna_env.observation.encode_observation`.
 The rules run as loops over the games (:mod:`kahuna_env.kernels`, their one implementation):
@@ -89,27 +89,22 @@ import numpy as np
 
 from kahuna_env import actions as A
 from kahuna_env import kernels
-from kahuna_env.board import (
-    ALL_LINES_MASK,
-    BRIDGES_PER_PLAYER,
-    CARDS_PER_ISLAND,
-    HAND_LIMIT,
-    INCIDENCE,
-    LINE_A,
-    LINE_B,
-    LINE_BIT,
-    LINES_TOUCHING,
-    LINES_WITH_A_IN,
-    LINES_WITH_B_IN,
-    MAJORITY,
-    NUM_CARDS,
-    NUM_ISLANDS,
-    STARTING_HAND,
+from kahuna_env.arrays import (
+    KIND,
+    MAJORITY_ARRAY,
+    NO_ACTION,
+    OPTION_ARRAYS,
+    STATE_ARRAYS,
+    TABLES,
+    load_positions,
+    position_values,
+    seed_generators,
 )
+from kahuna_env.board import NUM_CARDS, NUM_ISLANDS
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame, as_config, check_seed
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SCALE, OBSERVATION_SIZE, STATE_SCALE
-from kahuna_env.positions import POSITION_FIELDS, Position, position_json
-from kahuna_env.schema import FIELDS, dims
+from kahuna_env.positions import Position, position_json
+from kahuna_env.schema import FIELDS
 
 __all__ = ["MAX_GAMES", "KahunaBatch", "StepResult", "sample_set_bits"]
 
@@ -117,75 +112,25 @@ MAX_GAMES = 2**20
 """The largest batch, 1,048,576 games: a game's state, mask, observation buffer and generators take about
 2.5 KB, so this many hold about 2.5 GB.  A larger ``n`` is a ``ValueError`` before anything is allocated."""
 
-# --- static tables: the board's one set (kahuna_env.board), as arrays ------------------------
-_MAJ = np.array(MAJORITY, dtype=np.int8)
-_INC = np.array(INCIDENCE, dtype=np.int8)
-"""Line-island incidence: ``_INC[l, i] == 1`` when line ``l`` touches island ``i``."""
-_LINE_BIT = np.array(LINE_BIT, dtype=np.uint64)
-
-# Action kinds (the kernels' numbers: 0 = no action, 1 place, 2 remove, 3 discard, 4 draw, 5 take, 6 pass, 7 free).
-_KIND = np.empty(A.NUM_ACTIONS + 1, dtype=np.int8)  # the extra last entry: no action (a finished game)
-_KIND[A.PLACE_A : A.REMOVE_AB] = 1
-_KIND[A.REMOVE_AB : A.DISCARD] = 2
-_KIND[A.DISCARD : A.DRAW] = 3
-_KIND[A.DRAW] = 4
-_KIND[A.TAKE : A.PASS] = 5
-_KIND[A.PASS] = 6
-_KIND[A.FREE_BRIDGE : A.NUM_ACTIONS] = 7
-_KIND[A.NUM_ACTIONS] = 0
-_NO_ACTION = A.NUM_ACTIONS
-
+# --- the board's tables (kahuna_env.arrays, one set for the batch and the single game) -------------
+_MAJ = MAJORITY_ARRAY
+_KIND = KIND
+_NO_ACTION = NO_ACTION
 _SCALE = OBSERVATION_SCALE
 _STATE_SCALE = STATE_SCALE
-
 _TABLES: dict[str, Any] = {
-    "majority": _MAJ,
-    "lines_a_in": np.array(LINES_WITH_A_IN, dtype=np.uint64),  # island set -> lines whose a island is in it
-    "lines_b_in": np.array(LINES_WITH_B_IN, dtype=np.uint64),  # island set -> lines whose b island is in it
-    "lines_touching": np.array(LINES_TOUCHING, dtype=np.uint64),  # island set -> lines touching it
-    "all_lines": np.uint64(ALL_LINES_MASK),
-    "max_bridges": BRIDGES_PER_PLAYER,
-    "max_hand": HAND_LIMIT,
-    "action_line": np.array([*A.ACTION_LINE, -1], dtype=np.intp),
-    "pay1": np.array([*(p[0] if len(p) > 0 else -1 for p in A.PAID_ISLANDS), -1], dtype=np.intp),
-    "pay2": np.array([*(p[1] if len(p) > 1 else -1 for p in A.PAID_ISLANDS), -1], dtype=np.intp),
-    "line_a": np.array(LINE_A, dtype=np.intp),
-    "line_b": np.array(LINE_B, dtype=np.intp),
-    "line_bit": _LINE_BIT,
-    "touch": _INC.T.astype(bool),  # touch[i]: the lines touching island i
-    "discard_base": A.DISCARD,
-    "take_base": A.TAKE,
+    **TABLES,
     "scale": _SCALE,
     "starts": np.array([OBSERVATION_LAYOUT[name].start for name in kernels.BLOCKS], dtype=np.int64),
-    "cards_per_island": CARDS_PER_ISLAND,
-    "deck": np.repeat(np.arange(NUM_ISLANDS, dtype=np.int8), CARDS_PER_ISLAND),
-    "starting_hand": STARTING_HAND,
 }
 """The board's tables and constants the loops take, by their parameter names (:data:`kahuna_env.kernels.PARAMETERS`)."""
 _NO_ROWS = np.zeros((0, OBSERVATION_SIZE), dtype=np.float32)
 """No scaled rows: the encoder then writes the raw counts only."""
 
-# --- the per-game arrays, from the schema (kahuna_env.schema.FIELDS) ---------------------------
-_STATE_ARRAYS = tuple(
-    (field.batch, dims(field), np.dtype(field.dtype), field.empty)
-    for field in FIELDS
-    if field.batch is not None and field.role in ("state", "derived")
-)
-"""``(array name, shape per game, dtype, empty value)`` of every state array; a new deal clears them all."""
-_OPTION_ARRAYS = tuple(
-    (field.batch, np.dtype(field.dtype), field.from_config)
-    for field in FIELDS
-    if field.batch is not None and field.role == "option"
-)
-"""``(array name, dtype, reader of the config)`` of every per-game rule option."""
+# --- the per-game arrays, from the schema (kahuna_env.schema.FIELDS, through kahuna_env.arrays) ------------------
+_STATE_ARRAYS = STATE_ARRAYS
+_OPTION_ARRAYS = OPTION_ARRAYS
 _BATCH_ARRAYS = frozenset(field.batch for field in FIELDS if field.batch is not None)
-_LOADED = tuple(
-    (field.batch, field.empty if field.engine_empty is None else ...)
-    for field in POSITION_FIELDS
-    if field.role == "state" and field.name != "pile"
-)
-"""``(array, the value a position writes as None)`` of each position field held as one array per game (the
-pile, a row plus its length, aside); ``...`` where a position has no None."""
 
 
 def _bind(loop: str, leading: int) -> tuple[tuple[bool, Any], ...]:
@@ -214,7 +159,7 @@ _BOUND = {
 
 def _loops() -> Any:
     """The loops that run now: compiled (numba), else the same functions as plain Python."""
-    return kernels if kernels.enabled() else kernels.interpreted()
+    return kernels.running()
 
 
 def sample_set_bits(words: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -237,23 +182,6 @@ def sample_set_bits(words: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 def _unpack_actions(words: np.ndarray) -> np.ndarray:
     """``(M, 3)`` uint64 legal words -> ``(M, 179)`` bool masks."""
     return np.unpackbits(words.view(np.uint8), axis=1, count=A.NUM_ACTIONS, bitorder="little").view(bool)
-
-
-def _seed_generators(pcg: np.ndarray, rows: np.ndarray, seeds: Sequence[int | None], loops: Any = None) -> None:
-    """``pcg[rows[k]]`` := the state of ``numpy.random.default_rng(seeds[k])`` (None: fresh entropy, as numpy's)."""
-    words: list[int] = []
-    offsets = [0]
-    for seed in seeds:
-        value = np.random.SeedSequence().entropy if seed is None else int(seed)
-        words.append(value & 0xFFFFFFFF)  # SeedSequence reads an int as its 32-bit words, lowest first
-        value >>= 32
-        while value:
-            words.append(value & 0xFFFFFFFF)
-            value >>= 32
-        offsets.append(len(words))
-    (loops or _loops()).seed_generators(
-        rows.astype(np.intp), np.array(words, dtype=np.uint64), np.array(offsets, dtype=np.int64), pcg
-    )
 
 
 class StepResult(NamedTuple):
@@ -484,17 +412,7 @@ class KahunaBatch:
     def _load(self, indices: np.ndarray, positions: Sequence[Position]) -> None:
         """Write validated positions into the given slots: each position field into its array, by the schema."""
         self._invalidate(indices)
-        for name, empty in _LOADED:
-            values = [getattr(position, name) for position in positions]
-            getattr(self, name)[indices] = [empty if value is None else value for value in values]
-        self.pile[indices] = 0
-        for i, position in zip(indices.tolist(), positions, strict=True):
-            self.pile[i, : len(position.pile)] = position.pile
-            self.pile_len[i] = len(position.pile)
-        mine = self.owner[indices][:, None, :] == np.array([0, 1], dtype=np.int8)[None, :, None]
-        self.count[indices] = mine.astype(np.int8) @ _INC
-        self.lines[indices] = mine.astype(np.uint64) @ _LINE_BIT
-        self.bridges[indices] = mine.sum(2)
+        load_positions(vars(self).__getitem__, indices, positions)
 
     # ------------------------------------------------------------------ chance
     def _permutations(self, games: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -506,7 +424,7 @@ class KahunaBatch:
         """
         fresh = games[~self._pcg_ready[games]]
         if len(fresh):
-            _seed_generators(self._pcg, fresh, [self.game_seeds[i] for i in fresh.tolist()], self._kernels)
+            seed_generators(self._pcg, fresh, [self.game_seeds[i] for i in fresh.tolist()], self._kernels)
             self._pcg_ready[fresh] = True
         out = np.empty(int(sizes.sum()), dtype=np.int64)
         self._kernels.permutations(games, sizes.astype(np.int64), self._pcg, out)
@@ -516,7 +434,7 @@ class KahunaBatch:
         """Chance between games: the seed of the next game of each slot, ``integers(2**63)`` of the slot's seeder."""
         fresh = indices[~self._seeder_ready[indices]]
         if len(fresh):
-            _seed_generators(self._seeder_pcg, fresh, [self.seeds[i] for i in fresh.tolist()], self._kernels)
+            seed_generators(self._seeder_pcg, fresh, [self.seeds[i] for i in fresh.tolist()], self._kernels)
             self._seeder_ready[fresh] = True
         out = np.empty(len(indices), dtype=np.uint64)
         self._kernels.draw_seeds(indices.astype(np.intp), self._seeder_pcg, out)
@@ -865,15 +783,10 @@ class KahunaBatch:
     def to_dicts(self, indices: Sequence[int] | np.ndarray | None = None) -> list[dict[str, Any]]:
         """The positions of the given games (all when None), each as ``KahunaGame.to_dict`` writes it."""
         indices = self._rows if indices is None else self._indices(indices)
-        columns = [(name, empty, getattr(self, name)[indices].tolist()) for name, empty in (*_LOADED, ("pile", None))]
-        pile_len = self.pile_len[indices].tolist()
-        dicts = []
-        for k, i in enumerate(indices.tolist()):
-            values = {name: None if column[k] == empty else column[k] for name, empty, column in columns}
-            values["pile"] = values["pile"][: pile_len[k]]  # the row has room for every card
-            values["config"] = self.configs[i]
-            dicts.append(position_json(values))  # the format's one writer
-        return dicts
+        values = position_values(vars(self).__getitem__, indices)
+        for row, i in zip(values, indices.tolist(), strict=True):
+            row["config"] = self.configs[i]
+        return [position_json(row) for row in values]  # the format's one writer
 
     def game(self, i: int, seed: int | None = None) -> KahunaGame:
         """Game ``i`` as an independent :class:`KahunaGame`: ``KahunaGame.from_dict(position, seed)``.

@@ -1,7 +1,8 @@
 """The import direction of docs/ARCHITECTURE.md, checked on the source of every module.
 
 Layers, lowest first: the rules (``kahuna_env``: board, config -> actions -> positions ->
-engine -> observation, the readable rules reference -> the batched engine, agents ->
+the state as arrays -> the rules' loops -> engine -> observation, the readable rules reference ->
+the batched engine, agents ->
 render -> the CLI conventions -> env -> gym_env, parallel env -> vector envs), then the
 policy layer (``policy``: networks, agent files, the shipped registry, the guided
 search), then ``arena``, then ``training``.  Each module may import only what lies below it:
@@ -39,10 +40,11 @@ RULES_RANK = {
     "kahuna_env.schema": 0.5,
     "kahuna_env.actions": 1,
     "kahuna_env.positions": 2,
+    "kahuna_env.arrays": 2.5,
+    "kahuna_env.kernels": 2.7,
     "kahuna_env.engine": 3,
     "kahuna_env.observation": 4,
     "kahuna_env.rules": 4,
-    "kahuna_env.kernels": 4.5,
     "kahuna_env.vector": 5,
     "kahuna_env.agents.base": 5,
     "kahuna_env.agents.search": 5.5,

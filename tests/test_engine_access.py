@@ -1,7 +1,7 @@
 """The engine owns the game state: other modules use its public queries (kahuna_env/engine.py docstring).
 
-Only :mod:`kahuna_env.engine` touches the private fields of
-:data:`~kahuna_env.engine.STATE_FIELDS`; the one declared friend,
+Only :mod:`kahuna_env.engine` touches the private slots of
+:class:`~kahuna_env.engine.KahunaGame` (its record, ``_state``, and what goes with it); the one declared friend,
 :mod:`kahuna_env.observation`, may read them (a per-decision hot path) but
 never assign them.  Checked on the source of every module of the project.
 """
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from kahuna_env.engine import STATE_FIELDS
+from kahuna_env.engine import KahunaGame
 
 ROOT = Path(__file__).resolve().parent.parent
-PRIVATE_FIELDS = frozenset(field.name for field in STATE_FIELDS if field.name.startswith("_"))
+PRIVATE_FIELDS = frozenset(name for name in KahunaGame.__slots__ if name.startswith("_"))
 OWNER = "kahuna_env/engine.py"
 FRIENDS = ("kahuna_env/observation.py",)
 SOURCES = sorted(
@@ -38,7 +38,7 @@ def _field_uses(source: str) -> list[tuple[int, str, bool]]:
 
 
 def test_the_scan_finds_private_reads_and_writes():
-    assert _field_uses("g._pile\ng._over = True\nself._pile") == [(1, "_pile", False), (2, "_over", True)]
+    assert _field_uses("g._state\ng._legal = None\nself._state") == [(1, "_state", False), (2, "_legal", True)]
 
 
 @pytest.mark.parametrize("path", [p for p in SOURCES if p != OWNER])

@@ -11,6 +11,8 @@ the random actions drawn from the words.  The plain path is slow, so the games a
 
 from __future__ import annotations
 
+import ast
+import inspect
 import os
 import subprocess
 import sys
@@ -22,6 +24,7 @@ from test_vector import ALL_CONFIGS
 
 from kahuna_env import kernels
 from kahuna_env import vector as V
+from kahuna_env.arrays import seed_generators
 from kahuna_env.observation import OBSERVATION_LAYOUT
 from kahuna_env.vector import KahunaBatch, sample_set_bits
 
@@ -152,6 +155,62 @@ def test_kahuna_jit_0_runs_the_loops_as_plain_python():
     assert out.stdout.split() == ["False", "False", "False"]
 
 
+def test_a_game_plays_the_same_loops_as_plain_python_with_kahuna_jit_0():
+    # KahunaGame is a batch of one: with KAHUNA_JIT=0 its steps, deal, reshuffles and observations run as plain
+    # Python, the same functions, and give the same games bit for bit.
+    code = (
+        "import random\n"
+        "from kahuna_env import kernels\n"
+        "from kahuna_env.engine import KahunaConfig, KahunaGame\n"
+        "from kahuna_env.observation import encode_observation\n"
+        "for seed, variant in ((3, 'standard'), (4, 'planning')):\n"
+        "    game, chooser = KahunaGame(KahunaConfig(variant=variant), seed=seed), random.Random(seed)\n"
+        "    while not game.is_over:\n"
+        "        game.step(chooser.choice(game.legal_actions()))\n"
+        "    print(kernels.enabled(), game.to_dict(), encode_observation(game, 1).tolist())\n"
+    )
+    outputs = []
+    for jit in ("0", "1"):
+        env = {**os.environ, "KAHUNA_JIT": jit}
+        outputs.append(
+            subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        )
+    plain, compiled = (out.stdout.splitlines() for out in outputs)
+    assert [line.split()[0] for line in plain] == ["False", "False"]
+    assert [line.split()[0] for line in compiled] == ["True", "True"]
+    assert [line.split(maxsplit=1)[1] for line in plain] == [line.split(maxsplit=1)[1] for line in compiled]
+
+
+_RENAMED = {("row", "rows"), ("row", "games"), ("action", "actions"), ("kind", "kinds")}
+"""A game's one-row arguments (kahuna_env.arrays) whose record field is the singular of the loop's parameter."""
+
+
+def test_a_games_calls_of_the_loops_pass_every_argument_under_its_parameters_name():
+    # The one-game entry points (game_*) call the loops with the record's fields and the tables' entries, by
+    # position: each must be the field or table named as the loop's parameter (kahuna_env.kernels.PARAMETERS).
+    tree = ast.parse(inspect.getsource(kernels))
+    checked = set()
+    for function in tree.body:
+        if not (isinstance(function, ast.FunctionDef) and function.name.lstrip("_").startswith("game_")):
+            continue
+        for node in ast.walk(function):
+            if not (
+                isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in kernels.PARAMETERS
+            ):
+                continue
+            parameters = kernels.PARAMETERS[node.func.id]
+            assert len(node.args) == len(parameters), f"{function.name} calls {node.func.id} with too few arguments"
+            for parameter, argument in zip(parameters, node.args, strict=True):
+                if isinstance(argument, ast.Attribute) and isinstance(argument.value, ast.Name):
+                    assert argument.value.id in ("state", "t"), (function.name, node.func.id, parameter)
+                    named = argument.attr == parameter or (argument.attr, parameter) in _RENAMED
+                    assert named, f"{function.name}: {node.func.id}({parameter}=...{argument.attr})"
+                    checked.add((node.func.id, parameter))
+    loops = {loop for loop, _ in checked}
+    assert loops == {"legal_words", "step", "permutations", "interim_scoring", "deal", "observations"}
+    assert len(checked) >= 80
+
+
 def test_importing_the_batched_engine_does_not_import_numba():
     code = "import sys\nimport kahuna_env.vector\nprint('numba' in sys.modules)\n"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -164,7 +223,7 @@ SEEDS = [0, 1, 2, 2**32 - 1, 2**32, 2**63 - 1, 2**64 - 1, 2**64, 2**100 + 7, 2**
 
 def _generators(seeds: list[int]) -> np.ndarray:
     pcg = np.zeros((len(seeds), 6), dtype=np.uint64)
-    V._seed_generators(pcg, np.arange(len(seeds)), seeds)
+    seed_generators(pcg, np.arange(len(seeds)), seeds, kernels.running())
     return pcg
 
 

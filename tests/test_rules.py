@@ -603,15 +603,20 @@ def test_out_of_range_or_non_integer_actions_raise(bad):
 
 
 def test_a_failure_in_the_round_end_reshuffle_leaves_the_game_unchanged(monkeypatch):
-    # Taking the last face-up card ends round 1: scoring, reshuffle (the generator), next round.
+    # Taking the last face-up card ends round 1: scoring, reshuffle (the generator), next round.  Compiled,
+    # the step is one loop that cannot fail halfway; as plain Python (KAHUNA_JIT=0) a failure there (here the
+    # shuffle) must leave the game as it was, not half a step.
+    from kahuna_env import engine, kernels
+
     d = position(bridges={"ALOA-BARI": 0, "KAHU-LALE": 1}, hands=(["ALOA"], []), face_up=[None, "GOLA", None], pile=[])
     game = KahunaGame.from_dict(d, seed=3)
     before = game.to_dict()
 
-    def broken_generator(self):
+    def broken_generator(*args):
         raise RuntimeError("generator unavailable")
 
-    monkeypatch.setattr(KahunaGame, "_generator", broken_generator)
+    monkeypatch.setattr(engine, "_STEP", engine._step_or_roll_back)
+    monkeypatch.setattr(kernels.interpreted(), "permutations", broken_generator)
     with pytest.raises(RuntimeError, match="generator unavailable"):
         game.step(A.TAKE + 1)
     assert game.to_dict() == before

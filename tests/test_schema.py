@@ -1,11 +1,11 @@
 """The one schema of the game state (kahuna_env.schema) and everything derived from or checked against it.
 
-The schema states every field once; the engine's slots, the batch's arrays, the
+The schema states every field once; the batch's arrays, the game's record, the
 position keys and the observation blocks come from it or are held to it here.
-A field added without its decisions (engine slot, batch array, position key,
-observation) fails loudly: :func:`check_schema` runs at import, and the tests
-below fail when a representation holds a field the schema does not list, or
-when a field held twice (engine and batch) is not compared game by game.
+A field added without its decisions (array, position key, observation) fails
+loudly: :func:`check_schema` runs at import, and the tests below fail when a
+representation holds a field the schema does not list, or when a field is not
+compared game by game between the batch and the one-game engine.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ import numpy as np
 import pytest
 
 from kahuna_env import kernels, observation, schema, vector
+from kahuna_env.arrays import STATE_DTYPE
 from kahuna_env.board import ISLAND_ID, ISLANDS, MAJORITY, NUM_ISLANDS
-from kahuna_env.engine import STATE_FIELDS, KahunaConfig, KahunaGame
+from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.positions import OPTIONAL_KEYS, REQUIRED_KEYS, Position
 from kahuna_env.schema import FIELDS, OBSERVATION_BLOCKS, STATE_BLOCKS, Block, Field, check_schema
 from kahuna_env.vector import KahunaBatch
@@ -38,9 +39,7 @@ CONFIGS = [
 
 def _state_field(**changes) -> Field:
     """A well-formed new state field, with ``changes`` applied."""
-    field = Field(
-        "tokens", ("players",), "int8", 0, "public", "state", "_tokens", "tokens", "tokens", ("scores",), "tokens"
-    )
+    field = Field("tokens", ("players",), "int8", 0, "public", "state", "tokens", "tokens", ("scores",), "tokens")
     return field._replace(**changes)
 
 
@@ -54,8 +53,8 @@ def test_the_shipped_schema_passes_its_checks():
     assert sum(block.size for block in OBSERVATION_BLOCKS) == observation.OBSERVATION_SIZE == 246
 
 
-@pytest.mark.parametrize("missing", ["engine", "batch", "position"])
-def test_a_state_field_without_an_engine_slot_batch_array_or_position_key_fails_loudly(missing):
+@pytest.mark.parametrize("missing", ["batch", "position"])
+def test_a_state_field_without_an_array_or_position_key_fails_loudly(missing):
     field = _state_field(observation="not shown", **{missing: None})
     with pytest.raises(ValueError, match=rf"schema field 'tokens' is game state: .*missing: {missing}$"):
         check_schema((*FIELDS, field))
@@ -63,7 +62,7 @@ def test_a_state_field_without_an_engine_slot_batch_array_or_position_key_fails_
 
 def test_a_field_must_say_whether_the_observation_shows_it():
     with pytest.raises(TypeError):
-        Field("tokens", ("players",), "int8", 0, "public", "state", "_tokens", "tokens", "tokens")  # type: ignore[call-arg]
+        Field("tokens", ("players",), "int8", 0, "public", "state", "tokens", "tokens")  # type: ignore[call-arg]
     for silent in ("", "  ", ()):
         with pytest.raises(ValueError, match="observation must name the blocks that show it, or say why none does"):
             check_schema((*FIELDS, _state_field(observation=silent)))
@@ -108,7 +107,6 @@ def test_a_block_may_not_read_the_pile_order():
         ({"visibility": "secret"}, "visibility must be one of"),
         ({"role": "extra"}, "role must be one of"),
         ({"batch": "hand"}, r"batch \['hand'\] given to more than one field"),
-        ({"engine": "_hand"}, r"engine \['_hand'\] given to more than one field"),
         ({"position": "hands"}, r"position \['hands'\] given to more than one field"),
     ],
 )
@@ -122,35 +120,36 @@ def test_a_malformed_field_is_a_one_line_error_naming_it(changes, message):
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"engine": "_token_counts"}, r"one name per field: its engine slot is '_tokens', got '_token_counts'"),
         ({"batch": "token_counts"}, r"one name per field: its batch array is 'tokens', got 'token_counts'"),
     ],
 )
-def test_a_field_has_one_name_in_the_engine_and_the_batch(changes, message):
+def test_a_field_has_one_name_in_every_array(changes, message):
     with pytest.raises(ValueError, match=message):
         check_schema((*FIELDS, _state_field(observation="not shown", **changes)))
 
 
 # ---------------------------------------------------------------------------------------------- the engine
-def test_the_engines_slots_are_the_schemas_engine_fields_in_order():
-    slots = tuple(field.engine for field in FIELDS if field.engine is not None)
-    assert KahunaGame.__slots__ == slots == tuple(field.name for field in STATE_FIELDS)
+def test_the_games_record_holds_every_schema_array_by_its_name_dtype_and_shape():
+    declared = [field for field in FIELDS if field.batch is not None]
+    assert STATE_DTYPE.names[: len(declared)] == tuple(field.batch for field in declared)
+    for field in declared:
+        dtype = STATE_DTYPE.fields[field.batch][0]
+        assert dtype.base == np.dtype(field.dtype) and dtype.shape == schema.dims(field), field.name
 
 
 def test_the_engines_empty_game_holds_each_fields_empty_value_in_the_schemas_shape():
     game = KahunaGame.__new__(KahunaGame)
-    game._init_empty(KahunaConfig(variant="planning", handicap=(1, 2)), 5)
+    config = KahunaConfig(variant="planning", handicap=(1, 2))
+    game._init_empty(config)
     for field in FIELDS:
-        if field.engine is None or field.role in ("cache", "chance"):
+        if field.batch is None:
             continue
-        value = getattr(game, field.engine)
+        value = game._state[field.batch][0]
         if field.role == "option":
-            assert value == field.from_config(game.config), field.name
-        elif field.engine_empty is not ...:
-            assert value == field.engine_empty, field.name
+            assert value == field.from_config(config), field.name
         else:
             expected = np.full(schema.dims(field), field.empty)
-            assert np.array_equal(np.array(value), expected) and np.shape(value) == expected.shape, field.name
+            assert np.array_equal(value, expected) and value.shape == expected.shape, field.name
 
 
 # ---------------------------------------------------------------------------------------------- the batch
@@ -200,7 +199,8 @@ def test_a_position_value_has_the_schemas_position_fields_by_their_names():
     )
     game = KahunaGame(seed=2)
     value = game._position()
-    assert value.current == game.current_player and value.pile == tuple(game._pile)  # the pile bottom first
+    pile = game._state["pile"][0, : game.pile_size]
+    assert value.current == game.current_player and value.pile == tuple(pile.tolist())  # the pile bottom first
     assert KahunaGame._from_position(value, None).to_dict() == game.to_dict() == value.to_dict()
 
 
@@ -290,26 +290,24 @@ _FROM_BATCH = {
         for player in (0, 1)
     ],
     "hand_size": lambda batch, i: batch.hand[i].sum(1).tolist(),
-    "has1": lambda batch, i: [sum(1 << x for x in range(NUM_ISLANDS) if batch.hand[i, p, x] >= 1) for p in (0, 1)],
-    "has2": lambda batch, i: [sum(1 << x for x in range(NUM_ISLANDS) if batch.hand[i, p, x] >= 2) for p in (0, 1)],
     "config": lambda batch, i: batch.configs[i],
 }
-"""Fields the engine holds and the batch computes: the batch's value of game ``i``."""
+"""Fields no array holds: the batch's value of game ``i``."""
 _FROM_ENGINE = {
-    "bridges": lambda game: [game.bridges_on_board(0), game.bridges_on_board(1)],
-    "pile_len": lambda game: game.pile_size,
-    "first_player": lambda game: game.config.first_player,
-    "handicap_player": lambda game: -1 if game.config.handicap is None else game.config.handicap[0],
-    "handicap_bridges": lambda game: 0 if game.config.handicap is None else game.config.handicap[1],
+    "control": lambda game: [game.control_mask(0), game.control_mask(1)],
+    "hand_size": lambda game: [game.hand_size(0), game.hand_size(1)],
+    "config": lambda game: game.config,
 }
-"""Fields the batch holds and the engine computes: the engine's value."""
+"""Fields no array holds: the engine's value, through its queries."""
 
 
 def _engine_value(field: Field, game: KahunaGame):
-    if field.engine is None:
+    if field.batch is None:
         return _FROM_ENGINE[field.name](game)
-    value = getattr(game, field.engine)
-    return field.empty if value is None and field.engine_empty is None else value
+    value = game._state[field.batch][0]
+    if field.name == "pile":  # the pile bottom first; the row has room for every card
+        value = value[: game.pile_size]
+    return value.tolist()
 
 
 def _batch_value(field: Field, batch: KahunaBatch, i: int):
@@ -321,19 +319,19 @@ def _batch_value(field: Field, batch: KahunaBatch, i: int):
     return value.tolist()
 
 
-def test_every_field_held_by_the_engine_or_the_batch_is_compared_below():
-    compared = {field.name for field in FIELDS if field.engine and field.batch}
-    compared |= set(_FROM_BATCH) | set(_FROM_ENGINE)
-    assert compared == {field.name for field in FIELDS if field.role not in ("cache", "chance")}
+def test_every_field_is_compared_below():
+    compared = {field.name for field in FIELDS if field.batch}
+    assert set(_FROM_BATCH) == set(_FROM_ENGINE)
+    assert compared | set(_FROM_BATCH) == {field.name for field in FIELDS}
 
 
 def test_the_batch_holds_every_schema_field_as_the_engine_does_game_by_game():
-    """The differential gate, field by field: the batch's arrays equal the engine's slots as the schema pairs them."""
+    """The differential gate, field by field: the batch's arrays equal the game's record field by field."""
     configs = CONFIGS[:6]
     batch = KahunaBatch(len(configs), config=configs, seed=11)
     games = [KahunaGame(config, seed=seed) for config, seed in zip(configs, batch.game_seeds, strict=True)]
     rng = np.random.default_rng(1)
-    fields = [field for field in FIELDS if field.role not in ("cache", "chance")]
+    fields = list(FIELDS)
     for step in range(500):
         for i, game in enumerate(games):
             for field in fields:
@@ -350,7 +348,8 @@ def test_the_batch_holds_every_schema_field_as_the_engine_does_game_by_game():
 def test_the_pile_is_named_by_island():
     # The position's pile is island names top first; the engine's and the batch's are ids bottom first.
     game = KahunaGame(seed=4)
-    assert game.to_dict()["pile"] == [ISLANDS[card] for card in reversed(game._pile)]
+    pile = game._state["pile"][0, : game.pile_size].tolist()
+    assert game.to_dict()["pile"] == [ISLANDS[card] for card in reversed(pile)]
 
 
 def _table_rows(doc: str) -> list[tuple[str, tuple[int, ...], str]]:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 from helpers import check_invariants
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kahuna_env import actions as A
+from kahuna_env.arrays import STATE_DTYPE
 from kahuna_env.board import ISLAND_LINE_MASK, NUM_ISLANDS
-from kahuna_env.engine import STATE_FIELDS, IllegalActionError, KahunaConfig, KahunaGame
+from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
 
 CONFIGS = [
     KahunaConfig(),
@@ -114,21 +116,18 @@ def test_clone_is_independent_of_the_original():
     assert game.to_dict() == KahunaGame(seed=1).to_dict()
 
 
-def test_clone_copies_every_state_field_and_shares_no_list():
-    # STATE_FIELDS is the one list of fields: __slots__ and clone are built from it.
+def test_clone_copies_every_state_field_and_shares_no_memory():
+    # The game is one record of kahuna_env.arrays.STATE_DTYPE: clone copies all of it, sharing nothing.
     game = KahunaGame(KahunaConfig(variant="planning"), seed=2)
     rng = random.Random(3)
     for _ in range(40):
         game.step(rng.choice(game.legal_actions()))
     twin = game.clone()
-    assert KahunaGame.__slots__ == tuple(field.name for field in STATE_FIELDS)
-    for field in STATE_FIELDS:
-        mine, theirs = getattr(game, field.name), getattr(twin, field.name)
-        if field.name not in ("_rng", "_rng_source"):
-            assert mine == theirs, field.name
-        if isinstance(mine, list):
-            assert mine is not theirs, field.name
-            assert all(a is not b for a, b in zip(mine, theirs, strict=True) if isinstance(a, list)), field.name
+    for name in STATE_DTYPE.names:
+        assert np.array_equal(game._state[name], twin._state[name]), name
+    assert not np.shares_memory(game._state, twin._state)
+    twin.step(twin.legal_actions()[0])
+    assert game.legal_actions() == KahunaGame.from_dict(game.to_dict()).legal_actions()
 
 
 @settings(max_examples=60, deadline=None)

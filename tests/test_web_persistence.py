@@ -578,7 +578,7 @@ def test_a_request_that_reached_a_game_before_its_opening_failed_answers_the_fai
     store.fail(session, WebError("not saved: the game store is read-only", 503))
     session.lock.release()
     for answer in (reached.response, reached.thinking_response):
-        with pytest.raises(WebError, match="^not saved: the game store is read-only$") as refused:
+        with pytest.raises(WebError, match=r"^not saved: the game store is read-only$") as refused:
             answer()
         assert refused.value.status == 503
     with pytest.raises(WebError, match="read-only"):  # asked for afresh: the failure, as before

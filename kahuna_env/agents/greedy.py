@@ -2,16 +2,56 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from kahuna_env import actions as A
 from kahuna_env.agents.base import SeededAgent
-from kahuna_env.board import LINES, MAJORITY, NUM_ISLANDS
-from kahuna_env.engine import KahunaGame, control_kept, control_taken, swept_lines
+from kahuna_env.board import ISLAND_BIT, ISLAND_LINE_MASK, LINE_A, LINE_B, LINES, LINES_TOUCHING, MAJORITY, NUM_ISLANDS
+from kahuna_env.engine import KahunaGame
 
 TURN_ENDS: tuple[int, ...] = (A.DRAW, A.TAKE, A.TAKE + 1, A.TAKE + 2, A.PASS)
 """The ends of a turn in greedy's order of preference (draw, take slot 0, 1, 2, pass); the batched
 greedy reads them as one slice of the mask, so they are consecutive action ids."""
+
+
+# --- the control rule as set arithmetic: what a placement or a removal does, without stepping a copy --------
+def control_taken(count: Sequence[int], line: int) -> int:
+    """Islands (bitmask) whose majority a new bridge on ``line`` completes.
+
+    ``count`` is the placer's bridges per island *before* the placement; an
+    island is taken when the new bridge brings its count to exactly the
+    majority (a player already holding it takes nothing new).
+    """
+    a = LINE_A[line]
+    b = LINE_B[line]
+    taken = ISLAND_BIT[a] if count[a] + 1 == MAJORITY[a] else 0
+    if count[b] + 1 == MAJORITY[b]:
+        taken |= ISLAND_BIT[b]
+    return taken
+
+
+def swept_lines(taken: int, opponent_lines: int) -> int:
+    """The opponent's lines (bitmask) the capture rule clears when the ``taken`` islands change hands."""
+    return opponent_lines & LINES_TOUCHING[taken] if taken else 0
+
+
+def control_kept(control: int, count: Sequence[int], removed: int) -> int:
+    """A player's control (bitmask) after their bridges on the ``removed`` lines leave the board.
+
+    ``count`` is their bridges per island before the removal; an island stays
+    controlled only while its strict majority holds.  Losing bridges never
+    moves anything else (one level of the capture rule).
+    """
+    kept = control
+    while control:
+        low = control & -control
+        island = low.bit_length() - 1
+        if count[island] - (removed & ISLAND_LINE_MASK[island]).bit_count() < MAJORITY[island]:
+            kept ^= low
+        control ^= low
+    return kept
 
 
 def _progress(counts: list[int], opponent_control: int) -> int:
@@ -32,9 +72,8 @@ def play_outcome(game: KahunaGame, action: int) -> tuple[int, int, int, int]:
 
     Returns ``(terminal, island difference, progress, bridge difference)`` from
     the acting player's side after the action, computed with the engine's own
-    control rule (:func:`~kahuna_env.engine.control_taken`,
-    :func:`~kahuna_env.engine.swept_lines`,
-    :func:`~kahuna_env.engine.control_kept`): ``terminal`` is 1 when the
+    control rule (:func:`control_taken`, :func:`swept_lines`,
+    :func:`control_kept`): ``terminal`` is 1 when the
     action ends the game with a win (the opponent's last bridge gone from
     round 2 on), -1 when it ends it otherwise, else 0 (and then the other
     entries are :func:`evaluate` of the resulting position).  Equal to
