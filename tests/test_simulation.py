@@ -167,3 +167,22 @@ def test_hypothesis_illegal_actions_raise_and_change_nothing(seed, steps, action
     with pytest.raises(IllegalActionError):
         game.step(action)
     assert game.to_dict() == before
+
+
+def test_a_pickled_game_plays_on_as_the_original_and_a_truncated_state_is_refused():
+    import pickle
+
+    game = KahunaGame(KahunaConfig(variant="planning"), seed=4)
+    rng = random.Random(5)
+    for _ in range(60):
+        game.step(rng.choice(game.legal_actions()))
+    twin = pickle.loads(pickle.dumps(game))
+    assert twin.to_dict() == game.to_dict() and twin.legal_actions() == game.legal_actions()
+    while not game.is_over:  # the same chance too: the generator's state travels with the record
+        action = rng.choice(game.legal_actions())
+        game.step(action)
+        twin.step(action)
+        assert twin.to_dict() == game.to_dict()
+    config, data, code = game.__getstate__()
+    with pytest.raises(ValueError, match=r"a pickled KahunaGame holds 10 bytes, expected \d+"):
+        KahunaGame.__new__(KahunaGame).__setstate__((config, data[:10], code))
