@@ -36,6 +36,7 @@ observation per decision in training).  Positions come in through
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -180,9 +181,10 @@ def check_seed(seed: object) -> None:
 class KahunaGame:
     """One game of Kahuna: state, legal actions and transitions (docs/RULES.md).
 
-    ``KahunaGame(config=None, seed=None)`` shuffles and deals a new game with a
-    ``numpy.random.Generator`` seeded by ``seed`` (the same seed gives the same
-    game).  Players are 0 and 1; islands and lines are ids from
+    ``KahunaGame(config=None, seed=None)`` shuffles and deals a new game with the
+    draws of ``numpy.random.default_rng(seed)`` (its PCG64 state, kept in the game's
+    record and drawn by the loops bit for bit as numpy draws; the same seed gives
+    the same game).  Players are 0 and 1; islands and lines are ids from
     :mod:`kahuna_env.board`; actions are the ids of :mod:`kahuna_env.actions`.
     ``seed`` is ``None`` or a non-negative integer (anything else is a
     ``ValueError`` here, not later at a reshuffle).
@@ -351,7 +353,7 @@ class KahunaGame:
     def bridge_lines(self, player: int) -> int:
         """The lines holding ``player``'s bridges, as a bitmask (bit ``l`` for line ``l``)."""
         start = _AT["lines"] + 8 * _PLAYERS[player]
-        return int.from_bytes(self._buffer[start : start + 8], "little")
+        return int.from_bytes(self._buffer[start : start + 8], sys.byteorder)  # the record is in native order
 
     def control_mask(self, player: int) -> int:
         """The islands ``player`` controls, as a bitmask (bit ``i`` for island ``i``)."""
