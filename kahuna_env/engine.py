@@ -60,9 +60,9 @@ from kahuna_env.actions import (  # re-exported: the action encoding is part of 
 )
 from kahuna_env.arrays import (
     OPTION_ARRAYS,
-    STATE_ARRAYS,
     STATE_DTYPE,
     TABLE_RECORD,
+    empty_state,
     load_positions,
     position_values,
     seed_generators,
@@ -141,15 +141,8 @@ def _step_or_roll_back(state: np.ndarray, tables: np.ndarray, action: int) -> in
         raise
 
 
-def _empty_state() -> bytes:
-    """The bytes of a record with every schema field at its empty value: nothing dealt, no bridges."""
-    state = np.zeros(1, dtype=STATE_DTYPE)
-    for name, _, _, empty in STATE_ARRAYS:
-        state[name] = empty
-    return state.tobytes()
-
-
-_EMPTY_STATE = _empty_state()
+_EMPTY_STATE = empty_state().tobytes()
+"""The bytes of a record with nothing dealt (every schema field empty): a new game starts from a copy."""
 _AT = {name: STATE_DTYPE.fields[name][1] for name in STATE_DTYPE.names}
 """Each field's byte offset in the record (the queries read one value there)."""
 _PLAYERS = (0, 1)
