@@ -203,7 +203,7 @@ class KahunaGame:
       ``to_dict()``.
     """
 
-    __slots__ = ("_buffer", "_bytes", "_code", "_halves", "_legal", "_record", "_state", "config")
+    __slots__ = ("_buffer", "_bytes", "_code", "_halves", "_legal", "_state", "config")
 
     def __init__(self, config: KahunaConfig | Mapping[str, Any] | None = None, seed: int | None = None) -> None:
         check_seed(seed)
@@ -225,7 +225,6 @@ class KahunaGame:
         """Hold ``buffer`` as the game's record: the numpy record the loops take, and the views the queries read."""
         self._buffer = buffer  # copied as bytes (clone): far quicker than the numpy record's .copy()
         self._state = np.frombuffer(buffer, dtype=STATE_DTYPE)
-        self._record = self._state[0]
         self._bytes = memoryview(buffer).cast("b")
         self._halves = memoryview(buffer).cast("h")
 
@@ -406,8 +405,7 @@ class KahunaGame:
     def _legal_tuple(self) -> tuple[int, ...]:
         legal = self._legal
         if legal is None:
-            start = _AT["legal"] // 2
-            legal = self._legal = tuple(self._halves[start : start + (self._code & 255)].tolist())
+            legal = self._legal = tuple(self.legal_actions())
         return legal
 
     def legal_actions(self) -> list[int]:
@@ -467,24 +465,23 @@ class KahunaGame:
 
     def _reason(self, action: int) -> str:
         """Why the legal loop leaves ``action`` out, in words (read off the state; the loop decided)."""
-        record = self._record
-        player = int(record["current"])
-        setup_left = int(record["setup_left"])
-        discarded = int(record["discarded"])
-        if record["over"]:
+        player = self.current_player
+        setup_left = self.setup_bridges_left
+        discarded = self.cards_discarded_this_turn
+        if self.is_over:
             return "the game is over"
         if setup_left and not action >= A.FREE_BRIDGE:
             return f"player {player} must first place {setup_left} free handicap bridge(s) (FREE_BRIDGE actions)"
-        hand = record["hand"][player].tolist()
+        hand = self.hand_counts(player)
         missing = _missing_cards(hand, _PAID[action])
         line = _ACTION_LINE[action]
-        owner = int(record["owner"][line]) if line >= 0 else -1
+        owner = self.owner(line) if line >= 0 else None
         if action < _PLACE_END:
             if discarded:
                 return "a player who discarded this turn may not play cards"
             if missing:
                 return f"the hand holds no {missing} card"
-            if owner >= 0:
+            if owner is not None:
                 return f"line {LINE_NAMES[line]} already holds a bridge of player {owner}"
             if self.supply(player) == 0:
                 return "no bridge left in supply"
@@ -496,16 +493,16 @@ class KahunaGame:
                 return f"line {LINE_NAMES[line]} holds no opponent bridge"
             return f"the hand lacks the cards to pay ({missing})"
         if action < A.DRAW:
-            if record["played"]:
+            if self.cards_played_this_turn:
                 return "a player who played a card this turn may not discard"
             if missing:
                 return f"the hand holds no {missing} card"
             return "discard rule 'hand_limit': a first discard needs 5 cards in hand and a card to draw"
         if action <= A.PASS:
-            if record["final_turns"] and action != A.PASS:
+            if self.final_turns_left and action != A.PASS:
                 return "no drawing in the final extra turns"
             if action == A.PASS:
-                if record["hand_limit"] and discarded:
+                if self._state["hand_limit"][0] and discarded:
                     return "discard rule 'hand_limit': a turn with discards ends with a draw or take"
                 return "the opponent passed last turn and a card is drawable, so this turn must end with a draw"
             if sum(hand) >= HAND_LIMIT:
@@ -515,8 +512,8 @@ class KahunaGame:
             return f"face-up slot {action - A.TAKE} is empty"
         if setup_left:
             return f"line {LINE_NAMES[line]} already holds a bridge"
-        claim = int(record["claim_line"])
-        if claim < 0:
+        claim = self.claim_line
+        if claim is None:
             return "a free bridge is only offered in handicap setup or right after a removal (planning variant)"
         return f"the free claim is for line {LINE_NAMES[claim]} only"
 
@@ -564,14 +561,13 @@ class KahunaGame:
         opponent = 1 - player
         view = self.clone()
         _seed_pcg(view._state, int(rng.integers(2**63)))
-        record = self._record
-        known = record["known"][opponent].tolist()
-        hand = record["hand"][opponent].tolist()
-        face_down = record["face_down"][opponent].tolist()
-        pile_len = int(record["pile_len"])
+        known = self.known_cards(opponent)
+        hand = self.hand_counts(opponent)
+        face_down = self.face_down_discards(opponent)
+        pile_len = self.pile_size
         # Pool the hidden cards in a canonical order (by island), so that the sample depends on
         # the public information and ``rng`` only, not on the true pile order.
-        hidden_counts = np.bincount(record["pile"][:pile_len], minlength=NUM_ISLANDS).tolist()
+        hidden_counts = np.bincount(self._state["pile"][0, :pile_len], minlength=NUM_ISLANDS).tolist()
         hidden = []
         for island in range(NUM_ISLANDS):
             hidden += [island] * (hidden_counts[island] + hand[island] - known[island] + face_down[island])
@@ -579,7 +575,7 @@ class KahunaGame:
         hidden = [hidden[k] for k in order]
         unknown_in_hand = sum(hand) - sum(known)
         face_down_count = sum(face_down)
-        target = view._record
+        target = view._state[0]
         target["hand"][opponent] = np.bincount(hidden[:unknown_in_hand], minlength=NUM_ISLANDS) + known
         target["face_down"][opponent] = np.bincount(
             hidden[unknown_in_hand : unknown_in_hand + face_down_count], minlength=NUM_ISLANDS
@@ -655,7 +651,7 @@ class KahunaGame:
 
     def _check_outcome(self, position: Position) -> None:
         """A position marked over must be a premature end or the final scoring, with their result."""
-        if self._record["over"]:  # a premature end: the winner is the player with bridges, no final scoring
+        if self._state["over"][0]:  # a premature end: the winner is the player with bridges, no final scoring
             if any(position.final_points):
                 raise ValueError(
                     f"position 'final_points' {list(position.final_points)}: a game that ended prematurely "

@@ -110,9 +110,10 @@ STATE_SCALE = _STATE_SCALE = _scale_vector(OBSERVATION_BLOCKS + STATE_BLOCKS)
 """The factor of each state entry, likewise (read-only; the batched engine uses it)."""
 
 
-_STARTS = np.array([OBSERVATION_LAYOUT[name].start for name in kernels.BLOCKS], dtype=np.int64)
+BLOCK_STARTS = np.array([OBSERVATION_LAYOUT[name].start for name in kernels.BLOCKS], dtype=np.int64)
 """The first column of each observation block, in the loop's order (:data:`kahuna_env.kernels.BLOCKS`)."""
-_NO_ROWS = np.zeros((0, OBSERVATION_SIZE), dtype=np.float32)
+NO_ROWS = np.zeros((0, OBSERVATION_SIZE), dtype=np.float32)
+"""No scaled rows: the encoder then writes the raw counts only."""
 
 
 def _check_player(player: object) -> int:
@@ -121,7 +122,7 @@ def _check_player(player: object) -> int:
     return int(player)
 
 
-def _raw_observation(game: KahunaGame, player: int, scaled: np.ndarray = _NO_ROWS) -> np.ndarray:
+def _raw_observation(game: KahunaGame, player: int, scaled: np.ndarray = NO_ROWS) -> np.ndarray:
     """The observation of ``player`` before scaling (counts and flags), one uint8 per entry; with ``scaled``
     (``(1, 246)`` float32) also the observation itself, written there.
 
@@ -130,7 +131,9 @@ def _raw_observation(game: KahunaGame, player: int, scaled: np.ndarray = _NO_ROW
     record (``game._state``) to the loop, which reads it and writes nothing of it.
     """
     raw = np.empty((1, OBSERVATION_SIZE), dtype=np.uint8)
-    kernels.running().game_observation(game._state, TABLE_RECORD, _check_player(player), raw, scaled, _SCALE, _STARTS)
+    kernels.running().game_observation(
+        game._state, TABLE_RECORD, _check_player(player), raw, scaled, _SCALE, BLOCK_STARTS
+    )
     return raw[0]
 
 

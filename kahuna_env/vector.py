@@ -102,7 +102,7 @@ from kahuna_env.arrays import (
 )
 from kahuna_env.board import NUM_CARDS, NUM_ISLANDS
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame, as_config, check_seed
-from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SCALE, OBSERVATION_SIZE, STATE_SCALE
+from kahuna_env.observation import BLOCK_STARTS, NO_ROWS, OBSERVATION_SCALE, OBSERVATION_SIZE, STATE_SCALE
 from kahuna_env.positions import Position, position_json
 from kahuna_env.schema import FIELDS
 
@@ -113,19 +113,14 @@ MAX_GAMES = 2**20
 2.5 KB, so this many hold about 2.5 GB.  A larger ``n`` is a ``ValueError`` before anything is allocated."""
 
 # --- the board's tables (kahuna_env.arrays, one set for the batch and the single game) -------------
-_MAJ = MAJORITY_ARRAY
-_KIND = KIND
-_NO_ACTION = NO_ACTION
 _SCALE = OBSERVATION_SCALE
 _STATE_SCALE = STATE_SCALE
 _TABLES: dict[str, Any] = {
     **TABLES,
     "scale": _SCALE,
-    "starts": np.array([OBSERVATION_LAYOUT[name].start for name in kernels.BLOCKS], dtype=np.int64),
+    "starts": BLOCK_STARTS,
 }
 """The board's tables and constants the loops take, by their parameter names (:data:`kahuna_env.kernels.PARAMETERS`)."""
-_NO_ROWS = np.zeros((0, OBSERVATION_SIZE), dtype=np.float32)
-"""No scaled rows: the encoder then writes the raw counts only."""
 
 # --- the per-game arrays, from the schema (kahuna_env.schema.FIELDS, through kahuna_env.arrays) ------------------
 _STATE_ARRAYS = STATE_ARRAYS
@@ -512,7 +507,7 @@ class KahunaBatch:
 
     def controllers(self) -> np.ndarray:
         """``(N, 12)`` int8: the player controlling each island, -1 for none."""
-        ctrl = self.count >= _MAJ
+        ctrl = self.count >= MAJORITY_ARRAY
         return np.where(ctrl[:, 0], 0, np.where(ctrl[:, 1], 1, -1)).astype(np.int8)
 
     def legal_masks(self, rows: np.ndarray | None = None) -> np.ndarray:
@@ -605,7 +600,7 @@ class KahunaBatch:
         actions = self._check(actions, acting)
         n = self.n
         self._invalidate(acting)
-        kind = _KIND[actions]
+        kind = KIND[actions]
         p = self.current.astype(np.intp)
         was_over = self.over.copy()
         interim = np.zeros(n, dtype=bool)
@@ -671,7 +666,7 @@ class KahunaBatch:
         try:
             while True:
                 why, used, count = loops.play_random(
-                    waiting, uniforms, used, tick, scratch, actions, kinds, _KIND, _NO_ACTION, self._stale,
+                    waiting, uniforms, used, tick, scratch, actions, kinds, KIND, NO_ACTION, self._stale,
                     self._words, self.over, self.current, self._arguments("legal_words"), self._arguments("step"),
                     interim, self._pcg, self._pcg_ready, self.open_discard, self.face_down,
                     self._arguments("interim_scoring"),
@@ -693,7 +688,7 @@ class KahunaBatch:
                 if why == loops.INTERIM_UNSEEDED:
                     games = np.flatnonzero(interim)
                     self._interim_scoring(games)
-                    if not self.over[actions != _NO_ACTION].any():  # no game of the tick ended
+                    if not self.over[actions != NO_ACTION].any():  # no game of the tick ended
                         continue
                 if on_end is not None:  # GAME_ENDED, or an interim scoring ended one
                     on_end()
@@ -709,9 +704,7 @@ class KahunaBatch:
         if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
             raise IllegalActionError(f"actions must be integers in 0..{A.NUM_ACTIONS - 1}, got dtype {array.dtype}")
         safe = np.empty(self.n, dtype=np.intp)
-        code, i = self._kernels.check(
-            array.astype(np.int64, copy=False), running, self._legal_words(), safe, _NO_ACTION
-        )
+        code, i = self._kernels.check(array.astype(np.int64, copy=False), running, self._legal_words(), safe, NO_ACTION)
         if code == 1:
             raise IllegalActionError(
                 f"game {i}: action must be an integer in 0..{A.NUM_ACTIONS - 1}, got {int(array[i])}"
@@ -773,7 +766,7 @@ class KahunaBatch:
             out = np.empty((len(rows), OBSERVATION_SIZE), dtype=np.float32)
             r = np.empty((1, OBSERVATION_SIZE), dtype=np.uint8)  # one scratch row
         else:
-            out = _NO_ROWS
+            out = NO_ROWS
             r = self._raw if subset is None else np.empty((len(rows), OBSERVATION_SIZE), dtype=np.uint8)
         seats = np.ascontiguousarray(v if subset is None else v[rows])
         self._kernels.observations(rows, seats, r, out, *self._arguments("observations"))
