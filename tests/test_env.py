@@ -872,3 +872,23 @@ def test_a_copy_of_a_mid_game_env_steps_on_identically(make: Any, how: str) -> N
         assert twin.agents == [] and twin.unwrapped.game.to_dict() == original.unwrapped.game.to_dict()
         original.reset()
         twin.reset()
+
+
+@pytest.mark.parametrize("player", [2, -1, True, 0.0, "0", None])
+def test_an_observation_for_a_seat_that_is_not_a_player_is_a_one_line_error(player):
+    game = KahunaGame(seed=0)
+    with pytest.raises(ValueError, match=r"^player must be 0 or 1, got ") as error:
+        encode_observation(game, player)
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("out", [np.zeros(OBSERVATION_SIZE - 1, np.float32), np.zeros(OBSERVATION_SIZE, np.float64)])
+def test_an_observation_into_a_wrong_buffer_is_refused_and_the_buffer_is_untouched(out):
+    before = out.copy()
+    with pytest.raises(ValueError, match=rf"^out must be a float32 array of shape \({OBSERVATION_SIZE},\), got "):
+        encode_observation(KahunaGame(seed=0), 0, out=out)
+    assert np.array_equal(out, before)
+    rows = np.zeros((2, OBSERVATION_SIZE), np.float32)
+    target = rows[1]  # a row of a batch: written in place
+    assert encode_observation(KahunaGame(seed=0), 1, out=target) is target
+    assert np.array_equal(rows[1], encode_observation(KahunaGame(seed=0), 1)) and rows[1].any() and not rows[0].any()
