@@ -432,8 +432,12 @@ def _autocast(tensor: torch.Tensor) -> bool:
     return torch.is_autocast_enabled(tensor.device.type)
 
 
-LINE_CHUNK = 128
-"""Positions per chunk of :class:`_LineLayers` (128 x 27 lines x 32 floats: 442 kB, one core's cache)."""
+LINE_CHUNK = 512
+"""Positions per chunk of :class:`_LineLayers`: a whole shard of the default update (1,024-row minibatches
+in two shards), 512 x 27 lines x 32 floats, 1.8 MB of activations per layer.  Chunks of 128 (one
+core's 442 kB) cost as much on one thread but took 10% longer on two: each chunk is some 30 small
+operations whose Python holds the interpreter's lock the other shard's thread waits for
+(docs/MACHINES.md)."""
 
 
 def _activate_(x: torch.Tensor, relu: bool) -> torch.Tensor:

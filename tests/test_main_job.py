@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 import torch
 
+import policy.model
 from kahuna_env import kernels
 from policy.agent import load_agent
 from policy.model import _OWN_WEIGHTS, ActorCritic, ModelConfig
@@ -72,8 +73,11 @@ def outputs_and_gradients(model: ActorCritic, observations: torch.Tensor, masks:
     return logits.detach(), values.detach(), [parameter.grad.clone() for parameter in model.parameters()]
 
 
+@pytest.mark.parametrize("chunk", [None, 128])
 @pytest.mark.parametrize("activation", ["relu", "tanh"])
-def test_the_fast_board_pass_is_the_generic_pass_with_the_same_gradients(played, activation):
+def test_the_fast_board_pass_is_the_generic_pass_with_the_same_gradients(played, activation, chunk, monkeypatch):
+    if chunk is not None:  # 300 positions in three chunks (128, 128, 44) instead of the default's one
+        monkeypatch.setattr(policy.model, "LINE_CHUNK", chunk)
     model = board(activation).double()
     observations = torch.from_numpy(played.observations[:300]).double()
     masks = torch.from_numpy(played.masks[:300])
