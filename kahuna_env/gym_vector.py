@@ -76,36 +76,29 @@ def _check_reset(where: str, num_envs: int, config: KahunaConfig | None, seed: o
         start_game(config, 0, options)  # type: ignore[arg-type]  # a bad position: one line, nothing reset
 
 
-class KahunaSyncVectorEnv(SyncVectorEnv, metaclass=VectorEnvType):
-    """``SyncVectorEnv`` of :class:`KahunaSingleAgentEnv` with :meth:`action_masks`."""
+class _MaskedVectorEnv:
+    """What both Gymnasium vector envs of Kahuna add to theirs: a checked ``reset`` and :meth:`action_masks`."""
 
     config: KahunaConfig | None = None
     """The sub-environments' rules (set by :func:`make_vector_env`): ``reset`` checks a position against them first."""
+    num_envs: int
 
     def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """``SyncVectorEnv.reset``, after checking every seed and the position: a refused one resets nothing."""
+        """The vector env's ``reset``, after checking every seed and the position: a refused one resets nothing."""
         _check_reset(type(self).__name__, self.num_envs, self.config, seed, options)
-        return super().reset(seed=seed, options=options)
+        return super().reset(seed=seed, options=options)  # type: ignore[misc]
 
     def action_masks(self) -> np.ndarray:
         """The sub-environments' masks, bool ``(num_envs, 179)`` (what sb3-contrib's masked policies read)."""
-        return np.stack(self.call("action_masks"))
+        return np.stack(self.call("action_masks"))  # type: ignore[attr-defined]
 
 
-class KahunaAsyncVectorEnv(AsyncVectorEnv, metaclass=VectorEnvType):
+class KahunaSyncVectorEnv(_MaskedVectorEnv, SyncVectorEnv, metaclass=VectorEnvType):
+    """``SyncVectorEnv`` of :class:`KahunaSingleAgentEnv` with :meth:`action_masks`."""
+
+
+class KahunaAsyncVectorEnv(_MaskedVectorEnv, AsyncVectorEnv, metaclass=VectorEnvType):
     """``AsyncVectorEnv`` of :class:`KahunaSingleAgentEnv` with :meth:`action_masks`."""
-
-    config: KahunaConfig | None = None
-    """The sub-environments' rules (set by :func:`make_vector_env`): ``reset`` checks a position against them first."""
-
-    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        """``AsyncVectorEnv.reset``, after checking every seed and the position: a refused one resets nothing."""
-        _check_reset(type(self).__name__, self.num_envs, self.config, seed, options)
-        return super().reset(seed=seed, options=options)
-
-    def action_masks(self) -> np.ndarray:
-        """The sub-environments' masks, bool ``(num_envs, 179)``."""
-        return np.stack(self.call("action_masks"))
 
 
 def _sub_env(**env_options: Any) -> KahunaSingleAgentEnv:
