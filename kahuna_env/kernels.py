@@ -169,14 +169,22 @@ def cache_is_warm() -> bool | None:
     """Whether numba's disk cache already holds this source's compiled loops (so none compiles on first use).
 
     False means the first batch will compile them (seconds: announce it); None when it cannot
-    tell (the array code runs, or this numba keeps its cache otherwise).
+    tell (the array code runs, or this numba keeps its cache otherwise).  Numba keys each entry by
+    the CPU it was compiled for (its name and features), so a cache written on another CPU, or with
+    another ``NUMBA_CPU_NAME``, is cold here: this machine compiles its own.
     """
     if not enabled():
         return None
     try:
-        return all(bool(globals()[name]._cache._cache_file._load_index()) for name in WARM_CHECK)
+        return all(_cached_for_this_cpu(globals()[name]) for name in WARM_CHECK)
     except Exception:  # numba's cache layout is its own; unknown is not an error
         return None
+
+
+def _cached_for_this_cpu(dispatcher: Any) -> bool:
+    """Whether ``dispatcher``'s disk cache index has an entry compiled for this process's CPU target."""
+    machine = dispatcher.targetctx.codegen().magic_tuple()
+    return any(key[1] == machine for key in dispatcher._cache._cache_file._load_index())
 
 
 def enabled() -> bool:

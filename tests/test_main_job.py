@@ -242,6 +242,21 @@ def test_a_warm_cache_is_not_announced(tmp_path, monkeypatch):
     assert not any("compiling" in line for line in lines)
 
 
+def test_the_compile_check_counts_only_cache_entries_compiled_for_this_cpu(monkeypatch):
+    from kahuna_env.vector import KahunaBatch
+
+    batch = KahunaBatch(2, seed=0)  # the loops every game plays: compiled, or loaded from numba's cache
+    batch.step(np.argmax(batch.legal_masks(), axis=1))
+    batch.observations()
+    assert kernels.cache_is_warm() is True
+    step = kernels.step
+    elsewhere = types.SimpleNamespace(magic_tuple=lambda: ("x86_64-unknown-linux-gnu", "another-cpu", "+avx2"))
+    moved = types.SimpleNamespace(targetctx=types.SimpleNamespace(codegen=lambda: elsewhere), _cache=step._cache)
+    assert kernels._cached_for_this_cpu(step) and not kernels._cached_for_this_cpu(moved)
+    monkeypatch.setattr(kernels, "step", moved)  # a cache written on another CPU only: this one compiles
+    assert kernels.cache_is_warm() is False
+
+
 def test_device_is_validated_and_auto_means_cuda_only_with_a_gpu(monkeypatch):
     assert load_config(SMOKE, ["device=cpu"]).device == "cpu"
     assert load_config(SMOKE).device == "auto"
