@@ -48,6 +48,5 @@ step timeout 240 "${train[@]}" --config configs/default.yaml --run-dir "$run" --
     --set total_updates=30 --set schedule.by=updates --set checkpoint.every=10 --set eval.every=1000 \
     --set eval.final_games=200 --set logging.progress=false
 say "resumed on the CPU for 2 more updates"
-step timeout 80 "${train[@]}" --resume "$run" --set device=cpu --set total_updates=32 --set eval.final_games=200 \
-    --set logging.progress=false
+step timeout 80 "${train[@]}" --resume "$run" --set device=cpu --set total_updates=32
 say "done"
