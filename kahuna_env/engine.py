@@ -126,8 +126,10 @@ def _loops() -> Any:
     """
     global _LOOPS, _STEP
     if _LOOPS is None:
-        _LOOPS = kernels.running()
-        _STEP = kernels.game_step if _LOOPS is kernels else _step_or_roll_back
+        loops = kernels.running()
+        # _STEP first: a thread that finds _LOOPS set (several may make their first game at once) finds _STEP too
+        _STEP = kernels.game_step if loops is kernels else _step_or_roll_back
+        _LOOPS = loops
     return _LOOPS
 
 

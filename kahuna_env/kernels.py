@@ -24,7 +24,8 @@ imported, the same functions run as plain Python (numpy scalars, their overflow 
 silenced as numba wraps silently): slower by orders of magnitude, the same results bit for bit
 (``tests/test_kernels.py`` plays the two side by side, :func:`interpreted` giving the plain
 ones beside the compiled).  :func:`enabled` says which runs, and imports numba on its first
-call, not on import.  :data:`PARAMETERS` names each loop's arguments: the batch passes its
+call, not on import; that first call may come from several threads at once (a lock makes one of them wrap the
+loops, the others wait for it).  :data:`PARAMETERS` names each loop's arguments: the batch passes its
 arrays by those names (the schema's arrays, :data:`kahuna_env.schema.FIELDS`) and the
 board's tables by theirs; a game's record has its fields under the same names.  The tables
 are arguments, never globals, so a compiled loop holds no copy of the board that could outlive a
@@ -38,6 +39,7 @@ import functools
 import importlib.util
 import os
 import sys
+import threading
 from types import ModuleType
 from typing import Any
 
@@ -100,6 +102,10 @@ PARAMETERS: dict[str, tuple[str, ...]] = {}
 
 _INTERPRETED: ModuleType | None = None
 
+_SETUP_LOCK = threading.RLock()
+"""Held while :func:`_setup` wraps the loops and :func:`interpreted` loads them: the first use may come from several
+threads at once (a web server's requests, a threaded evaluator), and wrapping a loop twice fails in numba."""
+
 
 def _interpret(names: dict[str, Any]) -> None:
     """Leave the loops of a module's namespace as Python, the public ones run with numpy's overflow warnings off.
@@ -146,18 +152,21 @@ def _as_records(value: Any) -> Any:
 def _setup() -> bool:
     """Compile the loops (numba) or leave them as Python, once; return :data:`ENABLED`."""
     global ENABLED
-    if ENABLED is None:
-        numba = _load_numba()
-        names = globals()
-        if numba is None:
-            _interpret(names)
-        else:
-            for name in _LOOPS:
-                try:
-                    names[name] = numba.njit(cache=True, nogil=True)(names[name])
-                except RuntimeError:  # no writable cache folder for this install: compile in every process
-                    names[name] = numba.njit(cache=False, nogil=True)(names[name])
-        ENABLED = numba is not None
+    if ENABLED is not None:  # set last, once every loop is wrapped: a thread that sees it finds them all
+        return ENABLED
+    with _SETUP_LOCK:
+        if ENABLED is None:  # another thread may have wrapped them while this one waited
+            numba = _load_numba()
+            names = globals()
+            if numba is None:
+                _interpret(names)
+            else:
+                for name in _LOOPS:
+                    try:
+                        names[name] = numba.njit(cache=True, nogil=True)(names[name])
+                    except RuntimeError:  # no writable cache folder for this install: compile in every process
+                        names[name] = numba.njit(cache=False, nogil=True)(names[name])
+            ENABLED = numba is not None
     return ENABLED
 
 
@@ -207,17 +216,20 @@ def interpreted() -> ModuleType:
     of a batch made while :func:`enabled` said False.
     """
     global _INTERPRETED
-    if _INTERPRETED is None:
-        if not _setup():
-            _INTERPRETED = sys.modules[__name__]
-        else:
-            spec = importlib.util.spec_from_file_location(f"{__name__}_interpreted", __file__)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            module.ENABLED = False
-            module._interpret(vars(module))
-            _INTERPRETED = module
+    if _INTERPRETED is not None:
+        return _INTERPRETED
+    with _SETUP_LOCK:  # one second load, published only once its loops are wrapped
+        if _INTERPRETED is None:
+            if not _setup():
+                _INTERPRETED = sys.modules[__name__]
+            else:
+                spec = importlib.util.spec_from_file_location(f"{__name__}_interpreted", __file__)
+                assert spec is not None and spec.loader is not None
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                module.ENABLED = False
+                module._interpret(vars(module))
+                _INTERPRETED = module
     return _INTERPRETED
 
 
