@@ -24,6 +24,7 @@ from __future__ import annotations
 import operator
 
 from kahuna_env.board import ISLAND_ID, ISLANDS, LINE_NAMES, LINES, NUM_ISLANDS, NUM_LINES
+from kahuna_env.config import is_integer, shown
 
 PLACE_A = 0
 """First PLACE action paying the line's ``a`` island (``PLACE_A + line``)."""
@@ -91,15 +92,36 @@ def check_action(action: object) -> int:
         # operator.index refuses floats, Decimal, Fraction, complex, strings and arrays of size > 0-d.
         index = operator.index(action)  # type: ignore[arg-type]
     except TypeError:
-        raise ValueError(f"action must be an integer in 0..{NUM_ACTIONS - 1}, got {action!r}") from None
+        raise ValueError(f"action must be an integer in 0..{NUM_ACTIONS - 1}, got {shown(action)}") from None
     if not 0 <= index < NUM_ACTIONS:
         raise ValueError(f"action must be an integer in 0..{NUM_ACTIONS - 1}, got {index}")
     return index
 
 
-def describe_action(action: int) -> str:
-    """Human-readable text for an action, e.g. ``"place ALOA-BARI paying ALOA"``."""
+def check_viewer(viewer: object, name: str = "viewer") -> int | None:
+    """``viewer`` as ``None`` (everything shown) or a player, 0 or 1; else a one-line ``ValueError`` naming ``name``."""
+    if viewer is None:
+        return None
+    if not is_integer(viewer) or viewer not in (0, 1):
+        raise ValueError(f"{name} must be None, 0 or 1, got {shown(viewer)}")
+    return int(viewer)  # type: ignore[call-overload]
+
+
+HIDDEN_DISCARD = "discard a card face down"
+"""How a face-down discard reads to a player who did not make it: which card went is hidden from them."""
+
+
+def describe_action(action: int, viewer: int | None = None, actor: int | None = None) -> str:
+    """Human-readable text for an action, e.g. ``"place ALOA-BARI paying ALOA"``.
+
+    With ``viewer`` (0 or 1) the text is what that player may know of the action: a face-down
+    discard by ``actor`` reads :data:`HIDDEN_DISCARD` unless ``actor`` is ``viewer`` (``None``,
+    an actor not known, hides it too).  Every other action is public, and so is its text.  The
+    text board, the pictures and the GIFs of :mod:`kahuna_env.render` describe actions with it.
+    """
     action = check_action(action)
+    if check_viewer(viewer) is not None and DISCARD <= action < DRAW and actor != viewer:
+        return HIDDEN_DISCARD
     if action < REMOVE_AB:
         line = action % NUM_LINES
         return f"place {LINE_NAMES[line]} paying {ISLANDS[PAID_ISLANDS[action][0]]}"

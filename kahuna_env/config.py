@@ -9,10 +9,12 @@ The engine (:mod:`kahuna_env.engine`, which re-exports it), the position format
 from __future__ import annotations
 
 import dataclasses
+import numbers
+import reprlib
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["DISCARD_RULES", "RULE_OPTIONS", "VARIANTS", "KahunaConfig", "as_config"]
+__all__ = ["DISCARD_RULES", "RULE_OPTIONS", "VARIANTS", "KahunaConfig", "as_config", "is_integer", "shown"]
 
 VARIANTS = ("standard", "planning")
 DISCARD_RULES = ("instead_of_play", "hand_limit")
@@ -40,21 +42,23 @@ class KahunaConfig:
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
-            raise ValueError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
+            raise ValueError(f"variant must be one of {VARIANTS}, got {shown(self.variant)}")
         if self.discard_rule not in DISCARD_RULES:
-            raise ValueError(f"discard_rule must be one of {DISCARD_RULES}, got {self.discard_rule!r}")
+            raise ValueError(f"discard_rule must be one of {DISCARD_RULES}, got {shown(self.discard_rule)}")
         if not _is_player(self.first_player):
-            raise ValueError(f"first_player must be 0 or 1, got {self.first_player!r}")
+            raise ValueError(f"first_player must be 0 or 1, got {shown(self.first_player)}")
+        # A numpy integer is stored as the int it is, so that equal configs compare, hash and print alike.
+        object.__setattr__(self, "first_player", int(self.first_player))
         if self.handicap is not None:
             handicap = self.handicap
             # A list or tuple only: a dict or a set of two would unpack into its keys or in any order.
             if not isinstance(handicap, (tuple, list)) or len(handicap) != 2:
-                raise ValueError(f"handicap must be None or a pair (player, bridges), got {handicap!r}")
+                raise ValueError(f"handicap must be None or a pair (player, bridges), got {shown(handicap)}")
             player, count = handicap
             if not _is_player(player):
-                raise ValueError(f"handicap player must be 0 or 1, got {player!r}")
-            if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 3:
-                raise ValueError(f"handicap bridges must be an integer in 1..3, got {count!r}")
+                raise ValueError(f"handicap player must be 0 or 1, got {shown(player)}")
+            if not is_integer(count) or not 1 <= count <= 3:
+                raise ValueError(f"handicap bridges must be an integer in 1..3, got {shown(count)}")
             # JSON gives lists; keep the frozen object hashable and comparable.
             object.__setattr__(self, "handicap", (int(player), int(count)))
 
@@ -63,9 +67,11 @@ class KahunaConfig:
         """Build a config from a mapping; an unknown key is a ``ValueError`` naming it."""
         if not isinstance(options, Mapping):
             raise ValueError(f"config must be a mapping, got {type(options).__name__}")
-        unknown = sorted(set(options) - set(RULE_OPTIONS))
+        unknown = [key for key in options if key not in RULE_OPTIONS]
         if unknown:
-            raise ValueError(f"unknown config option(s) {unknown}; known options: {sorted(RULE_OPTIONS)}")
+            # Each key shown bounded, and sorted as text: keys of mixed types do not sort otherwise.
+            names = ", ".join(sorted(shown(key) for key in unknown))
+            raise ValueError(f"unknown config option(s) [{names}]; known options: {sorted(RULE_OPTIONS)}")
         return cls(**options)
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,8 +86,38 @@ RULE_OPTIONS: tuple[str, ...] = tuple(field.name for field in dataclasses.fields
 """The names of the rule options, in :class:`KahunaConfig`'s field order: what every option list derives from."""
 
 
+def is_integer(value: object) -> bool:
+    """Whether ``value`` is an integer and not a bool: a Python ``int`` or a numpy integer (``np.int8(1)``).
+
+    ``numbers.Integral`` takes both (numpy registers its integers there) and leaves out floats,
+    strings and ``np.bool_``; ``True`` is an ``int`` to Python but never an integer option here.
+    Every integer option of the config, the envs and the position format is checked with it.
+    """
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def _is_player(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value in (0, 1)
+    return is_integer(value) and value in (0, 1)
+
+
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel = 3
+_SHOWN.maxstring = 40
+_SHOWN.maxother = 40
+_SHOWN.maxlist = _SHOWN.maxtuple = _SHOWN.maxdict = _SHOWN.maxset = _SHOWN.maxfrozenset = 6
+SHOWN_MAX_CHARS = 80
+"""The longest text :func:`shown` gives for a value."""
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` for an error message, bounded: at most :data:`SHOWN_MAX_CHARS` characters.
+
+    Long strings and lists are cut (``'XXXX...XXXX'``, ``[1, 2, ...]``) and nesting stops after
+    three levels (``[[[[...]]]]``), without building the whole ``repr`` first: a message about a
+    hostile value (a 12,000-character card name, a list nested 100,000 deep) stays one short line.
+    """
+    text = _SHOWN.repr(value)
+    return text if len(text) <= SHOWN_MAX_CHARS else text[: SHOWN_MAX_CHARS - 3] + "..."
 
 
 def as_config(config: KahunaConfig | Mapping[str, Any] | None) -> KahunaConfig:

@@ -41,6 +41,7 @@ env = kahuna_env.env(
     first_player=0,              # 0 or 1
     reward="win_loss",           # or "score" (final point difference)
     render_mode=None,            # "ansi", "rgb_array" or "human"
+    render_viewer=None,          # or 0 / 1: render that player's view (nothing it cannot see)
     observation="dict",          # or "flat": the Box alone, the mask in infos[agent]["action_mask"]
     closing_step=False,          # or True: the player who did not end the game gets one closing step
     max_cycles=None,             # or n: both agents truncated after n actions of an unfinished game
@@ -207,14 +208,20 @@ actions by one player.
 ## Rendering
 
 `render_mode="ansi"` returns a compact text board; `"rgb_array"` a picture of
-the archipelago (a spectator's view: both hands are shown); `"human"` shows
-that picture in a pygame window when a display exists (`DISPLAY` or
-`WAYLAND_DISPLAY` set) and prints the text board otherwise.  See
-`kahuna_env.render`, which can also save a whole game as an animated GIF.
+the archipelago; `"human"` shows that picture in a pygame window when a display
+exists (`DISPLAY` or `WAYLAND_DISPLAY` set) and prints the text board otherwise.
+With `render_viewer=None` (the default) every rendering is the spectator's,
+omniscient view: both hands are shown, and the last action names the card of a
+face-down discard.  `render_viewer=0` or `1` renders that player's view and
+nothing it cannot see: the opponent's hand as card backs (the cards it took face
+up named), the pile and the discards as counts, and the opponent's face-down
+discard as "discard a card face down"; two games that differ only in cards the
+viewer cannot see render identically.  See `kahuna_env.render`, which can also
+save a whole game as an animated GIF (from either view).
 
 ## Version History
 
-* v0: Initial release (0.1.0); `max_cycles`.
+* v0: Initial release (0.1.0); `max_cycles`; `render_viewer`.
 """
 
 from __future__ import annotations
@@ -231,8 +238,8 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 from pettingzoo.utils.wrappers import order_enforcing
 
-from kahuna_env.actions import NUM_ACTIONS, PASS
-from kahuna_env.config import RULE_OPTIONS
+from kahuna_env.actions import NUM_ACTIONS, PASS, check_viewer
+from kahuna_env.config import RULE_OPTIONS, is_integer, shown
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, STATE_SIZE, encode_observation, encode_state
 from kahuna_env.render import EnvRenderer
@@ -499,7 +506,7 @@ def observation_space(mode: str) -> spaces.Space:
 def check_reward_mode(reward: object, where: str) -> str:
     """Return ``reward`` if it is a reward mode; raise ``ValueError`` naming ``where`` otherwise."""
     if not isinstance(reward, str) or reward not in REWARD_MODES:
-        raise ValueError(f"{where}: reward must be one of {list(REWARD_MODES)}, got {reward!r}")
+        raise ValueError(f"{where}: reward must be one of {list(REWARD_MODES)}, got {shown(reward)}")
     return reward
 
 
@@ -572,10 +579,10 @@ def make_config(rule_options: Mapping[str, Any], where: str) -> KahunaConfig:
     is a ``TypeError`` (as Python's for an unknown keyword), a bad value a ``ValueError``; both
     start with ``where``.
     """
-    unknown = [str(name) for name in rule_options if name not in RULE_OPTIONS]
+    unknown = [name for name in rule_options if name not in RULE_OPTIONS]
     if unknown:
         raise TypeError(
-            f"{where} got an unexpected keyword argument {unknown[0]!r} "
+            f"{where} got an unexpected keyword argument {shown(unknown[0])} "
             f"(its rule options are {', '.join(RULE_OPTIONS)})"
         )
     try:
@@ -597,20 +604,24 @@ class ActionSpace(spaces.Discrete):
         return super().contains(x)
 
 
-def _check_options(
-    render_mode: object, observation: object, closing_step: object, max_cycles: object, where: str
-) -> None:
-    """One-line ``ValueError`` for a bad ``render_mode``, ``observation``, ``closing_step`` or ``max_cycles``."""
-    if render_mode is not None and render_mode not in RENDER_MODES:
-        raise ValueError(f"{where}: render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
+def check_render_options(render_mode: object, render_viewer: object, where: str) -> int | None:
+    """One-line ``ValueError`` for a bad ``render_mode`` or ``render_viewer``; returns the viewer (None, 0 or 1)."""
+    if render_mode is not None and (not isinstance(render_mode, str) or render_mode not in RENDER_MODES):
+        raise ValueError(f"{where}: render_mode must be None or one of {list(RENDER_MODES)}, got {shown(render_mode)}")
+    try:
+        return check_viewer(render_viewer, "render_viewer")
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+
+
+def _check_options(observation: object, closing_step: object, max_cycles: object, where: str) -> None:
+    """One-line ``ValueError`` for a bad ``observation``, ``closing_step`` or ``max_cycles``."""
     if not isinstance(observation, str) or observation not in OBSERVATION_MODES:
-        raise ValueError(f"{where}: observation must be one of {list(OBSERVATION_MODES)}, got {observation!r}")
+        raise ValueError(f"{where}: observation must be one of {list(OBSERVATION_MODES)}, got {shown(observation)}")
     if not isinstance(closing_step, bool):
-        raise ValueError(f"{where}: closing_step must be True or False, got {closing_step!r}")
-    if max_cycles is not None and (
-        isinstance(max_cycles, bool) or not isinstance(max_cycles, (int, np.integer)) or max_cycles < 1
-    ):
-        raise ValueError(f"{where}: max_cycles must be None or a positive int, got {max_cycles!r}")
+        raise ValueError(f"{where}: closing_step must be True or False, got {shown(closing_step)}")
+    if max_cycles is not None and (not is_integer(max_cycles) or max_cycles < 1):
+        raise ValueError(f"{where}: max_cycles must be None or a positive int, got {shown(max_cycles)}")
 
 
 class raw_env(AECEnv, EzPickle):
@@ -619,6 +630,8 @@ class raw_env(AECEnv, EzPickle):
     Args:
         reward: ``"win_loss"`` (+1/-1/0) or ``"score"`` (final point difference).
         render_mode: ``None``, ``"ansi"``, ``"rgb_array"`` or ``"human"``.
+        render_viewer: ``None`` (render the spectator's view: both hands, every card) or a player,
+            0 or 1, whose view is rendered: nothing that player cannot see.
         observation: ``"dict"`` (observation and action mask) or ``"flat"`` (the vector alone,
             the mask in ``infos[agent]["action_mask"]``).
         closing_step: ``False``, or ``True`` for one extra step of the player who did not end
@@ -645,6 +658,7 @@ class raw_env(AECEnv, EzPickle):
         *,
         reward: str = "win_loss",
         render_mode: str | None = None,
+        render_viewer: int | None = None,
         observation: str = "dict",
         closing_step: bool = False,
         max_cycles: int | None = None,
@@ -654,6 +668,7 @@ class raw_env(AECEnv, EzPickle):
             self,
             reward=reward,
             render_mode=render_mode,
+            render_viewer=render_viewer,
             observation=observation,
             closing_step=closing_step,
             max_cycles=max_cycles,
@@ -663,8 +678,11 @@ class raw_env(AECEnv, EzPickle):
         where = "kahuna_env.env()"
         self.config = make_config(rule_options, where)
         self.reward_mode = check_reward_mode(reward, where)
-        _check_options(render_mode, observation, closing_step, max_cycles, where)
+        viewer = check_render_options(render_mode, render_viewer, where)
+        _check_options(observation, closing_step, max_cycles, where)
         self.render_mode = render_mode
+        self.render_viewer = viewer
+        """Whose view :meth:`render` shows: ``None`` (the spectator's, everything), or player 0 or 1."""
         self.max_cycles: int | None = None if max_cycles is None else int(max_cycles)
         """Actions after which an unfinished game is truncated (``None``: no limit)."""
         self.num_steps = 0
@@ -686,7 +704,7 @@ class raw_env(AECEnv, EzPickle):
         self.last_action: int | None = None
         """The last action applied (``None`` at the start of a game); shown by the renderers."""
         self._np_random: np.random.Generator | None = None
-        self._renderer = EnvRenderer(render_mode, self.metadata["render_fps"])
+        self._renderer = EnvRenderer(render_mode, self.metadata["render_fps"], viewer)
 
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent: str) -> spaces.Space:
@@ -837,7 +855,7 @@ class raw_env(AECEnv, EzPickle):
 
     # ------------------------------------------------------------------ rendering
     def render(self) -> str | np.ndarray | None:
-        """Render the game as ``render_mode`` says: text, an RGB array, or a window (text without a display)."""
+        """Render the game as ``render_mode`` says (text, an RGB array, or a window), from ``render_viewer``'s side."""
         return self._renderer.render(self.game, self.last_action)
 
     def close(self) -> None:

@@ -55,7 +55,7 @@ position (docs/RULES.md, "Positions"), as in the AEC environment.
 ``info`` holds ``{"seat": s, "action_mask": mask}`` on every reset and step,
 plus ``scores``, ``final_points`` and ``winner`` (player indices, -1 for a draw) at the end.
 ``render()`` draws the spectator's view of :mod:`kahuna_env.render` (both
-hands).
+hands), or with ``render_viewer=p`` player ``p``'s view (nothing it cannot see).
 
 Vector envs.  ``gymnasium.make_vec("Kahuna-v0", num_envs=n, **options)``
 builds :func:`kahuna_env.gym_vector.make_vector_env` (same-step auto-reset,
@@ -80,6 +80,7 @@ from kahuna_env.engine import IllegalActionError, KahunaGame
 from kahuna_env.env import (
     OBSERVATION_MODES,
     RENDER_MODES,
+    check_render_options,
     check_reward_mode,
     final_info,
     final_rewards,
@@ -196,6 +197,7 @@ class KahunaSingleAgentEnv(gymnasium.Env):
             or ``"zeros"``.
         reward: ``"win_loss"`` or ``"score"``.
         render_mode: ``None``, ``"ansi"``, ``"rgb_array"`` or ``"human"``.
+        render_viewer: ``None`` (the spectator's view) or the player, 0 or 1, whose view is rendered.
         **rule_options: the rule options (``variant``, ``handicap``, ``discard_rule``,
             ``first_player``), as :func:`kahuna_env.env` takes them.
     """
@@ -212,6 +214,7 @@ class KahunaSingleAgentEnv(gymnasium.Env):
         terminal_mask: str = "next_episode",
         reward: str = "win_loss",
         render_mode: str | None = None,
+        render_viewer: int | None = None,
         **rule_options: Any,
     ) -> None:
         where = "KahunaSingleAgentEnv"
@@ -232,8 +235,7 @@ class KahunaSingleAgentEnv(gymnasium.Env):
             raise ValueError(
                 f"{where}: terminal_mask must be one of {list(TERMINAL_MASK_MODES)}, got {terminal_mask!r}"
             )
-        if render_mode is not None and render_mode not in RENDER_MODES:
-            raise ValueError(f"{where}: render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
+        viewer = check_render_options(render_mode, render_viewer, where)
         self.seat_option = seat
         self.terminal_mask = terminal_mask
         self.observation_mode = observation
@@ -251,7 +253,7 @@ class KahunaSingleAgentEnv(gymnasium.Env):
         self._ended = False  # the game is over, or the learner forfeited it with an illegal action
         self._next: Episode | None = None  # the next episode, dealt when this one ended (terminal_mask)
         self._warned_illegal = False
-        self._renderer = EnvRenderer(render_mode, self.metadata["render_fps"])
+        self._renderer = EnvRenderer(render_mode, self.metadata["render_fps"], viewer)
 
     # ------------------------------------------------------------------ Gymnasium API
     def reset(
@@ -348,7 +350,7 @@ class KahunaSingleAgentEnv(gymnasium.Env):
         return game.action_mask()
 
     def render(self) -> str | np.ndarray | None:
-        """Render as ``render_mode`` says (the spectator's view; see :mod:`kahuna_env.render`)."""
+        """Render as ``render_mode`` says, from ``render_viewer``'s side (see :mod:`kahuna_env.render`)."""
         return self._renderer.render(self.game, self.last_action)
 
     def close(self) -> None:

@@ -28,7 +28,8 @@ parallel vectorization, AgileRL's vector env, ...):
   for the other (``kahuna_env.env()``'s ``TerminateIllegalWrapper``).
 
 Options are those of :func:`kahuna_env.env` (``observation="flat"`` puts the
-mask in ``infos[agent]["action_mask"]``; ``max_cycles=n`` truncates both
+mask in ``infos[agent]["action_mask"]``; ``render_viewer=p`` renders player
+``p``'s view, nothing it cannot see; ``max_cycles=n`` truncates both
 agents after ``n`` steps of an unfinished game; ``closing_step`` is not needed
 here and is refused).  ``metadata["is_parallelizable"]`` is ``True`` here (this
 is the parallel version, as PettingZoo's own parallel wrappers say) and

@@ -16,9 +16,14 @@
   of a whole game played by two agents.
 
 Perspective: by default a picture is a spectator's view and shows both hands
-(the environment's ``render()`` uses that).  With ``viewer=p`` it shows what
-player ``p`` may know: the opponent's hand as card backs, with the cards the
-opponent is publicly known to hold (taken face up) named.
+(the environment's ``render()`` uses that unless ``render_viewer`` is set).
+With ``viewer=p`` it shows what player ``p`` may know and nothing else: the
+opponent's hand as card backs, with the cards the opponent is publicly known to
+hold (taken face up) named; the pile as a count; the discards as counts; and a
+last action that is the opponent's face-down discard as "discard a card face
+down", without its card (:func:`kahuna_env.actions.describe_action`, the one
+description of an action for a viewer).  Two games that differ only in cards
+``p`` cannot see give the same text and the same pixels.
 
 Pillow is imported only when a picture is drawn, pygame only when a window is
 opened.
@@ -34,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from kahuna_env.actions import describe_action
+from kahuna_env.actions import check_viewer, describe_action
 from kahuna_env.board import ISLAND_LINES, ISLANDS, LAYOUT, LINE_NAMES, LINES, MAJORITY, NUM_ISLANDS, NUM_LINES
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
@@ -120,15 +125,28 @@ def _hand_text(game: KahunaGame, player: int, viewer: int | None) -> str:
     return f"({size}) " + " ".join([ISLANDS[i] for i in named] + ["????"] * hidden) if size else "(0) -"
 
 
+def last_action_text(game: KahunaGame, last_action: int, viewer: int | None = None) -> str:
+    """``"last action: ..."`` for ``last_action``, the action that led to ``game``, as ``viewer`` may know it.
+
+    A face-down discard never ends a turn (docs/RULES.md), so the player who made it is the one
+    still to act in ``game``: that is the actor :func:`~kahuna_env.actions.describe_action` is given
+    (none once the game is over, which hides the card from both viewers).
+    """
+    actor = None if game.is_over else game.current_player
+    return f"last action: {describe_action(last_action, viewer=viewer, actor=actor)}"
+
+
 def render_ansi(game: KahunaGame, last_action: int | None = None, viewer: int | None = None) -> str:
     """A compact text board of ``game`` (both hands, or only what ``viewer`` may see).
 
     Islands show their controller (``0``/``1``/``.``) and each player's bridges
-    on their lines against the majority; lines show their owner.
+    on their lines against the majority; lines show their owner.  ``last_action``
+    is the action that led to ``game`` (see :func:`last_action_text`).
     """
+    viewer = check_viewer(viewer)
     out = [_status_line(game)]
     if last_action is not None:
-        out.append(f"last action: {describe_action(last_action)}")
+        out.append(last_action_text(game, last_action, viewer))
     face_up = " ".join("----" if card is None else ISLANDS[card] for card in game.face_up)
     out.append(f"face-up: {face_up}   pile: {game.pile_size}")
     out.append("islands (controller  bridges p0/p1  majority):")
@@ -195,14 +213,18 @@ def _card_row(draw: Any, x: float, y: float, labels: Sequence[str | None]) -> No
 
 
 def render_rgb(game: KahunaGame, last_action: int | None = None, viewer: int | None = None) -> np.ndarray:
-    """A picture of ``game`` as a ``(HEIGHT, WIDTH, 3)`` ``uint8`` array (see the module docstring)."""
+    """A picture of ``game`` as a ``(HEIGHT, WIDTH, 3)`` ``uint8`` array (see the module docstring).
+
+    ``last_action`` is the action that led to ``game`` (see :func:`last_action_text`).
+    """
     from PIL import Image, ImageDraw
 
+    viewer = check_viewer(viewer)
     image = Image.new("RGB", (WIDTH, HEIGHT), _SEA)
     draw = ImageDraw.Draw(image)
     _draw_lines(draw, game)  # lines first, then bridges over them, then the islands on top
     _draw_islands(draw, game)
-    _draw_title(draw, game, last_action)
+    _draw_title(draw, game, last_action, viewer)
     _draw_panel(draw, game, viewer)
     return np.asarray(image, dtype=np.uint8).copy()
 
@@ -239,7 +261,7 @@ def _draw_islands(draw: Any, game: KahunaGame) -> None:
             draw.ellipse((sx - 9, sy - 9, sx + 9, sy + 9), fill=PLAYER_COLOURS[controller], outline="white", width=2)
 
 
-def _draw_title(draw: Any, game: KahunaGame, last_action: int | None) -> None:
+def _draw_title(draw: Any, game: KahunaGame, last_action: int | None, viewer: int | None) -> None:
     """The title over the board (round, who acts or the result) and the last action under it."""
     draw.text((20, 14), "Kahuna", fill=_INK, font=_font(24))
     draw.text((140, 22), f"round {game.round} of 3", fill=_INK, font=_font(16))
@@ -252,7 +274,7 @@ def _draw_title(draw: Any, game: KahunaGame, last_action: int | None) -> None:
         phase = " (handicap setup)" if game.in_setup else " (final turns)" if game.in_final_turns else ""
         draw.text((300, 22), f"{PLAYER_NAMES[player]} to act{phase}", fill=PLAYER_COLOURS[player], font=_font(16))
     if last_action is not None:
-        draw.text((20, HEIGHT - 30), f"last action: {describe_action(last_action)}", fill=_INK, font=_font(14))
+        draw.text((20, HEIGHT - 30), last_action_text(game, last_action, viewer), fill=_INK, font=_font(14))
 
 
 def _draw_panel(draw: Any, game: KahunaGame, viewer: int | None) -> None:
@@ -337,10 +359,10 @@ class HumanWindow:
             except ImportError:
                 self.graphical = False
 
-    def show(self, game: KahunaGame, last_action: int | None = None) -> None:
-        """Show ``game`` (a window frame, or the text board when there is no display)."""
+    def show(self, game: KahunaGame, last_action: int | None = None, viewer: int | None = None) -> None:
+        """Show ``game`` as ``viewer`` may see it (a window frame, or the text board when there is no display)."""
         if not self.graphical:
-            print(render_ansi(game, last_action=last_action), end="\n\n", file=sys.stdout)
+            print(render_ansi(game, last_action=last_action, viewer=viewer), end="\n\n", file=sys.stdout)
             return
         pygame = self._pygame
         if self._screen is None:
@@ -354,11 +376,11 @@ class HumanWindow:
             if not visible:  # DISPLAY is set but no display can be opened: fall back to text
                 pygame.display.quit()
                 self.graphical = False
-                self.show(game, last_action)
+                self.show(game, last_action, viewer)
                 return
             pygame.display.set_caption("Kahuna")
             self._clock = pygame.time.Clock()
-        frame = render_rgb(game, last_action=last_action)
+        frame = render_rgb(game, last_action=last_action, viewer=viewer)
         surface = pygame.surfarray.make_surface(frame.swapaxes(0, 1))
         self._screen.blit(surface, (0, 0))
         pygame.event.pump()
@@ -422,11 +444,15 @@ class EnvRenderer:
 
     ``render_mode`` is ``None``, ``"ansi"`` (text), ``"rgb_array"`` (a picture)
     or ``"human"`` (a window when a display exists, else the text on stdout).
+    ``viewer`` is ``None`` (the spectator's view: everything) or the player 0 or 1
+    whose view every rendering shows (nothing that player cannot see).
     """
 
-    def __init__(self, render_mode: str | None, fps: float) -> None:
+    def __init__(self, render_mode: str | None, fps: float, viewer: int | None = None) -> None:
         self.render_mode = render_mode
         self.fps = fps
+        self.viewer = check_viewer(viewer)
+        """Whose view is rendered: ``None`` for the spectator's (both hands), or player 0 or 1."""
         self._window: HumanWindow | None = None
 
     def render(self, game: KahunaGame | None, last_action: int | None) -> str | np.ndarray | None:
@@ -439,12 +465,12 @@ class EnvRenderer:
         if game is None:
             raise RuntimeError("render(): call reset() first")
         if self.render_mode == "ansi":
-            return render_ansi(game, last_action=last_action)
+            return render_ansi(game, last_action=last_action, viewer=self.viewer)
         if self.render_mode == "rgb_array":
-            return render_rgb(game, last_action=last_action)
+            return render_rgb(game, last_action=last_action, viewer=self.viewer)
         if self._window is None:
             self._window = HumanWindow(self.fps)
-        self._window.show(game, last_action=last_action)
+        self._window.show(game, last_action=last_action, viewer=self.viewer)
         return None
 
     def close(self) -> None:
@@ -478,7 +504,8 @@ def record_game_gif(
         config: the rule options (``None`` for the defaults).
         duration_ms: time each frame is shown.
         max_actions: stop after this many actions (``None``: play the whole game).
-        viewer: draw every frame from this player's side (``None``: spectator view, both hands).
+        viewer: draw every frame from this player's side, showing nothing that player cannot see
+            (the opponent's face-down discards unnamed; ``None``: spectator view, both hands).
         on_frame: called with every frame (e.g. to collect them as well).
 
     Returns the number of frames written.  The game is played by :func:`kahuna_env.match.play`;
@@ -489,6 +516,10 @@ def record_game_gif(
 
     if len(agents) != 2:
         raise ValueError(f"record_game_gif: agents must be a pair (player 0, player 1), got {len(agents)} item(s)")
+    try:
+        viewer = check_viewer(viewer)
+    except ValueError as error:
+        raise ValueError(f"record_game_gif: {error}") from None
     rng = np.random.default_rng(seed)
     players: list[Agent] = []
     for index, spec in enumerate(agents):
