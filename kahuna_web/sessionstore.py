@@ -15,7 +15,10 @@ store by replaying its actions when it is asked for) and caps what an owner
 can start (:class:`Caps`): games in progress (its new game beyond it
 abandons its own least recently touched one), games per minute, and, per
 client address, new owners per minute.  Every cap falls on the one who
-exceeds it, never on another owner's games.
+exceeds it, never on another owner's games.  An owner's new games are
+admitted one at a time (a lock per owner held from the check of its caps
+until its games beyond them are abandoned), so a burst of new games over many
+connections ends with the owner within its cap like a sequence of them.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import secrets
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +117,7 @@ class SessionStore:
         self._failed: collections.OrderedDict[str, tuple[str, WebError]] = collections.OrderedDict()
         self._lock = threading.Lock()
         self._loading = threading.Lock()
+        self._admitting: dict[str, tuple[threading.Lock, list[int]]] = {}  # per owner: its lock, its users
 
     def open_game(self, params: Any, client: str, owner: str) -> PlaySession:
         """Check a new-game request (opponent, seat, seed, variant, discard_rule, handicap) and hold the game.
@@ -130,21 +134,35 @@ class SessionStore:
 
     def start(self, spec: Any, seat: int, seed: int, config: KahunaConfig, client: str, owner: str) -> PlaySession:
         """A new game of ``owner`` against ``spec``, within the caps, held and stored, locked (:meth:`open_game`)."""
-        playing = self._admit(owner, client)  # first: a refused flood loads no agent
-        opponent = resolve_opponent(spec, self.agents_dir, seed, self.max_simulations, self.max_guided_simulations)
-        session = PlaySession(
-            secrets.token_urlsafe(12), opponent, spec.strip(), seat, seed, config, client, saver=self._save, owner=owner
-        )
-        session.lock.acquire()
-        try:
-            self._hold(session)
-            session.commit()
-        except BaseException:
-            with self._lock:
-                self._drop(session)
-            session.lock.release()
-            raise
-        self._make_way(playing, len(playing) + 1 - self.caps.games_per_owner)
+        with self._admission(owner):  # the cap checked and made good as one step (the module docstring)
+            playing = self._admit(owner, client)  # first: a refused flood loads no agent
+            opponent = resolve_opponent(spec, self.agents_dir, seed, self.max_simulations, self.max_guided_simulations)
+            session = PlaySession(
+                secrets.token_urlsafe(12),
+                opponent,
+                spec.strip(),
+                seat,
+                seed,
+                config,
+                client,
+                saver=self._save,
+                owner=owner,
+            )
+            session.lock.acquire()
+            try:
+                self._hold(session)
+                session.commit()
+            except BaseException:
+                with self._lock:
+                    self._drop(session)
+                session.lock.release()
+                raise
+            try:
+                self._make_way(playing, len(playing) + 1 - self.caps.games_per_owner)
+            except WebError:  # its older games could not make way: the new game is not started after all
+                self.discard(session)
+                session.lock.release()
+                raise
         return session
 
     def rematch(self, session: PlaySession, swap_seats: bool, client: str, owner: str) -> PlaySession:
@@ -161,6 +179,21 @@ class SessionStore:
             session.lock.release()
 
     # -------------------------------------------------------------------------------------------- caps
+    @contextlib.contextmanager
+    def _admission(self, owner: str) -> Iterator[None]:
+        """Hold ``owner``'s admission lock: its new games one at a time (other owners' are not held back)."""
+        with self._lock:
+            lock, users = self._admitting.setdefault(owner, (threading.Lock(), [0]))
+            users[0] += 1
+        try:
+            with lock:
+                yield
+        finally:
+            with self._lock:  # forgotten once nobody waits for it: the dict holds only the owners starting games
+                users[0] -= 1
+                if users[0] == 0:
+                    del self._admitting[owner]
+
     def _admit(self, owner: str, client: str) -> list[str]:
         """The caps of a new game of ``owner`` from ``client`` (:class:`Caps`): 429 beyond them.
 
@@ -185,12 +218,16 @@ class SessionStore:
             )
         excess = len(playing) - caps.games_per_owner + 1
         if excess > 0 and sum(not self._computing(game_id) for game_id in playing) < excess:
-            raise WebError(
-                f"you have {len(playing)} games in progress, the most this server allows, and they are being "
-                "computed; wait for one of them or abandon one",
-                429,
-            )
+            raise self._all_computing(len(playing))
         return playing
+
+    def _all_computing(self, playing: int) -> WebError:
+        """The 429 of an owner with ``playing`` games in progress, at its cap, none of which can make way now."""
+        return WebError(
+            f"you have {playing} game{'s' * (playing != 1)} in progress and this server allows "
+            f"{self.caps.games_per_owner}; they are being computed: wait for one of them or abandon one",
+            429,
+        )
 
     def _computing(self, game_id: str) -> bool:
         with self._lock:
@@ -200,15 +237,22 @@ class SessionStore:
     def _make_way(self, playing: list[str], excess: int) -> None:
         """Abandon ``excess`` of the owner's games in progress ``playing`` (the oldest first) for its new one.
 
-        Games being computed are left alone; one that cannot be stored
-        abandoned stays in progress (the owner is then over its cap by one
-        until its next new game: the new game itself is stored already).
+        Games being computed are left alone (one may have started a move since :meth:`_admit` counted it).
+        When fewer than ``excess`` could be abandoned, raises :class:`WebError`: the cause of a failed write
+        (503, ``not saved: ...``), else the 429 of :meth:`_all_computing`; the caller then takes the new game
+        back, so the owner stays within its cap.
         """
+        failure: WebError | None = None
+        abandoned = 0
         for game_id in playing:
-            if excess <= 0:
+            if abandoned >= excess:
                 return
-            with contextlib.suppress(WebError):
-                excess -= self._abandon(game_id)
+            try:
+                abandoned += self._abandon(game_id)
+            except WebError as error:
+                failure = error
+        if abandoned < excess:
+            raise failure or self._all_computing(len(playing) - abandoned)
 
     def _abandon(self, game_id: str) -> bool:
         """Abandon the game ``game_id``; ``False`` if it is being computed (left alone)."""
