@@ -31,9 +31,21 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from kahuna_env.agents import Agent, make_agent
 from kahuna_env.agents import spec as _spec
+from kahuna_env.agents.external import (
+    FILE_KINDS,
+    ArrayAgent,
+    PythonAgent,
+    agent_file_kind,
+    guided_agent,
+    load_onnx,
+    load_plugin,
+    load_python,
+    plugin_names,
+)
 from kahuna_env.agents.spec import (
     ANYWHERE,
     MAX_SIMULATIONS,
@@ -50,8 +62,9 @@ from kahuna_env.agents.spec import (
 from kahuna_env.cli import first_line, missing_extra
 from policy.registry import SHIPPED_AGENTS
 
-NAMED_AGENTS = tuple(SHIPPED_AGENTS)
-"""Named network agents :func:`policy.agent.load_agent` knows: the registry :data:`policy.registry.SHIPPED_AGENTS`."""
+NAMED_AGENTS = tuple(dict.fromkeys([*SHIPPED_AGENTS, *plugin_names()]))
+"""Named agents: the shipped ones (:data:`policy.registry.SHIPPED_AGENTS`, :func:`policy.agent.load_agent` builds
+them) and those packages declare in the :data:`kahuna_env.agents.external.PLUGINS` entry-point group."""
 ENTRANT_FORMS = entrant_forms(NAMED_AGENTS)
 """What an entrant string may be, in one phrase: the help texts and messages of every tool that takes one."""
 
@@ -79,13 +92,14 @@ def parse_entrant(
     agents_dir: AgentsDir = ANYWHERE,
     max_simulations: int = MAX_SIMULATIONS,
     max_guided_simulations: int | None = None,
+    python: bool = True,
 ) -> EntrantSpec:
-    """:meth:`EntrantSpec.parse` with the shipped agents as the named ones: the arena's and the web's reader.
+    """:meth:`EntrantSpec.parse` with :data:`NAMED_AGENTS` as the named ones: the arena's and the web's reader.
 
-    Raises :class:`EntrantRefused`, ``FileNotFoundError`` or a one-line
-    ``ValueError`` as :meth:`EntrantSpec.parse` does.
+    ``python=False`` refuses ``py:`` agents (the web, unless its operator named them).  Raises
+    :class:`EntrantRefused`, ``FileNotFoundError`` or a one-line ``ValueError`` as :meth:`EntrantSpec.parse` does.
     """
-    return EntrantSpec.parse(spec, agents_dir, max_simulations, max_guided_simulations, named=NAMED_AGENTS)
+    return EntrantSpec.parse(spec, agents_dir, max_simulations, max_guided_simulations, NAMED_AGENTS, python)
 
 
 def split_search(spec: str) -> tuple[str, int | None]:
@@ -109,17 +123,50 @@ def is_checkpoint_spec(spec: str) -> bool:
         return looks_like_path(spec)
 
 
+def _torch_side(entrant: EntrantSpec, what: str) -> Any:
+    """``policy``'s loaders, or one line naming the ``train`` extra (a ``ValueError``, as bad input)."""
+    try:
+        import policy.agent
+        import policy.external
+        import policy.search
+    except ImportError as error:
+        raise ValueError(f"{entrant.written}: {what} {missing_extra('train', error)}") from None
+    return policy
+
+
 def _build(entrant: EntrantSpec, seed: int | None, sampled: bool) -> Agent:
+    """The one builder of every kind of entrant (:mod:`kahuna_env.agents.external` for what comes from outside)."""
     if entrant.kind == "baseline":
         return make_agent(entrant, seed=seed)
-    try:  # a network entrant needs torch: without it, one line naming the extra (a ValueError, as bad input)
-        from policy.agent import load_agent
-        from policy.search import load_guided_agent
-    except ImportError as error:
-        raise ValueError(f"{entrant.source}: an agent file {missing_extra('train', error)}") from None
-    if entrant.simulations is not None:
-        return load_guided_agent(entrant.source, simulations=entrant.simulations, seed=seed)
-    return load_agent(entrant.source, deterministic=not sampled, seed=seed)
+    if entrant.kind == "python":
+        agent = load_python(entrant.source, seed=seed)
+    elif entrant.kind == "named" and entrant.source not in SHIPPED_AGENTS:
+        agent = load_plugin(entrant.source, seed=seed)
+    else:
+        kind = "kahuna" if entrant.kind == "named" else agent_file_kind(entrant.source)
+        if kind == "onnx":
+            agent = load_onnx(entrant.source, sampled=sampled, seed=seed, name=entrant.written)
+        else:
+            policy = _torch_side(entrant, f"{FILE_KINDS[kind]}")
+            if kind == "sb3":
+                agent = policy.external.load_sb3(entrant.source, sampled=sampled, seed=seed, name=entrant.written)
+            elif kind == "torchscript":
+                agent = policy.external.load_torchscript(
+                    entrant.source, sampled=sampled, seed=seed, name=entrant.written
+                )
+            elif entrant.simulations is not None:
+                return policy.search.load_guided_agent(entrant.source, simulations=entrant.simulations, seed=seed)
+            else:
+                return policy.agent.load_agent(entrant.source, deterministic=not sampled, seed=seed)
+    if entrant.simulations is None:
+        return agent
+    if isinstance(agent, (ArrayAgent, PythonAgent)):
+        return guided_agent(agent, entrant, seed=seed)
+    if hasattr(agent, "model"):  # a plugin's network agent of this project (PolicyAgent): its own guided search
+        policy = _torch_side(entrant, "a guided search")
+        if isinstance(agent, policy.agent.PolicyAgent):
+            return policy.search.GuidedMCTSAgent(agent.model, simulations=entrant.simulations, seed=seed)
+    raise ValueError(f"{entrant}: {entrant.agent} gives no value to guide the search; play it without @mcts")
 
 
 def resolve_entrant(

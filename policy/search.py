@@ -27,7 +27,8 @@ know), runs one forward pass and returns
   :data:`policy.agent.DEFAULT_REWARD` (``win`` 1, ``island_shaping`` 1, what
   every shipped config trains with), and one warning line says so.
 
-:class:`GuidedMCTSAgent` is an :class:`~kahuna_env.agents.mcts.MCTSAgent` with
+:class:`GuidedMCTSAgent` is a :class:`~kahuna_env.agents.mcts.GuidedSearchAgent` (the guided
+search every evaluator shares, its settings :data:`~kahuna_env.agents.mcts.GUIDED_DEFAULTS`) with
 that evaluator and, at the root, sequential halving over the policy's top
 ``root_candidates`` (4) actions instead of PUCT
 (:class:`~kahuna_env.agents.selectors.SequentialHalving`); its
@@ -45,45 +46,23 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 from kahuna_env.actions import NUM_ACTIONS
-from kahuna_env.agents.mcts import DEFAULT_FIRST_PLAY_PENALTY, DEFAULT_SIMULATIONS, MCTSAgent
+from kahuna_env.agents.mcts import (
+    DEFAULT_PRIOR_TEMPERATURE,
+    DEFAULT_SIMULATIONS,
+    GuidedSearchAgent,
+)
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
 from policy.agent import load_agent
 from policy.model import ActorCritic
 from policy.reward import DEFAULT_REWARD, island_potentials
 
-DEFAULT_VALUE_WEIGHT = 1.0
-"""Weight of the network's value in a leaf's value (the rest: the baseline's rollout and evaluation)."""
-DEFAULT_BATCH_SIZE = 4
-"""Leaves per forward pass (virtual loss)."""
-DEFAULT_PRIOR_TEMPERATURE = 20.0
-"""Temperature of the softmax that turns the network's logits into the PUCT prior (> 1 flattens it).
-
-The trained policies are peaked (the champion puts more than 0.99 on one
-action in about a third of its decisions), so with the raw softmax the search
-hardly looks past the policy's choice; a flat prior lets the network's value
-decide (measured in docs/EVALUATION.md, "Tuning the guided search")."""
-DEFAULT_OPPONENT_PRIOR_TEMPERATURE = 5.0
-"""Prior temperature at the nodes where the searching player's opponent moves.
-
-Sharper than at the searcher's own nodes: the few simulations that reach an
-opponent node go to the replies the network expects, so its value is that of
-a good reply rather than an average over many (measured in docs/EVALUATION.md,
-"Tuning the guided search")."""
-DEFAULT_ROOT_CANDIDATES = 4
-"""Root actions the guided search compares by sequential halving (the 4 the policy ranks highest).
-
-At 50 simulations, halving over the policy's top 4 instead of PUCT over all
-legal actions measured the largest gain of any setting; wider candidate sets
-spread too few simulations per action in the first phase and score far
-lower (docs/EVALUATION.md, "Tuning the guided search")."""
-DEFAULT_GUIDED_EXPLORATION = 0.5
-"""PUCT constant of the guided search (the baseline's is 1.0; tuned with the prior temperature)."""
 DEFAULT_ISLAND_SHAPING = DEFAULT_REWARD["island_shaping"]
 """The island-shaping coefficient assumed when none is given (every shipped config's ``reward.island_shaping``)."""
 
@@ -152,77 +131,32 @@ class NetworkEvaluator:
         return priors, wins.tolist()
 
 
-class GuidedMCTSAgent(MCTSAgent):
+class GuidedMCTSAgent(GuidedSearchAgent):
     """The ``mcts`` baseline's ISMCTS guided by a network (:class:`NetworkEvaluator`).
 
     Args:
         model: the :class:`ActorCritic`.
-        simulations: simulations per decision (default 200, the baseline's).
-        value_weight: weight of the network's value in a leaf's value, the rest
-            is the baseline's rollout + evaluation (1.0: the network alone).
-        batch_size: leaves per forward pass (default 4).
         island_shaping: see :class:`NetworkEvaluator`.
         win_reward: see :class:`NetworkEvaluator` (default 1).
-        exploration: the PUCT constant (default 0.5).
         prior_temperature: see :class:`NetworkEvaluator` (default 20).
-        first_play_penalty: an unvisited child counts as its parent's mean value
-            less this (the baseline's first-play urgency, default 0.05).
-        opponent_prior_temperature: the prior temperature at the nodes where the
-            opponent moves (default 5; None: ``prior_temperature`` everywhere).
-        lcb_weight: 0 (default) plays the most visited root move; ``w > 0`` the
-            visited one with the highest ``mean value - w / sqrt(visits)``.
-        root_candidates: ``m >= 2`` (default 4): sequential halving over the m
-            root actions the prior ranks highest
-            (:class:`kahuna_env.agents.mcts.MCTSAgent`); 0: PUCT at the root too.
-        rollout_depth: the baseline's rollout length, used only when ``value_weight < 1``.
-        seed: seeds the agent's generator (determinizations, rollouts).
-        name: the agent's name (default ``"guided:N"``).
+        options: the guided search's (:class:`kahuna_env.agents.mcts.GuidedSearchAgent`: ``simulations``,
+            ``value_weight``, ``batch_size``, ``exploration``, ``rollout_depth``, ``first_play_penalty``,
+            ``lcb_weight``, ``opponent_prior_temperature``, ``root_candidates``, ``seed``, ``name``; defaults
+            :data:`kahuna_env.agents.mcts.GUIDED_DEFAULTS`).
     """
 
     def __init__(
         self,
         model: ActorCritic,
-        simulations: int = DEFAULT_SIMULATIONS,
-        value_weight: float = DEFAULT_VALUE_WEIGHT,
-        batch_size: int = DEFAULT_BATCH_SIZE,
         island_shaping: float = DEFAULT_ISLAND_SHAPING,
-        exploration: float = DEFAULT_GUIDED_EXPLORATION,
-        rollout_depth: int = 0,
-        prior_temperature: float = DEFAULT_PRIOR_TEMPERATURE,
-        first_play_penalty: float = DEFAULT_FIRST_PLAY_PENALTY,
-        lcb_weight: float = 0.0,
-        opponent_prior_temperature: float | None = DEFAULT_OPPONENT_PRIOR_TEMPERATURE,
-        root_candidates: int = DEFAULT_ROOT_CANDIDATES,
-        seed: int | None = None,
-        name: str | None = None,
         win_reward: float = 1.0,
+        prior_temperature: float = DEFAULT_PRIOR_TEMPERATURE,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            simulations=simulations,
-            exploration=exploration,
-            rollout_depth=rollout_depth,
-            seed=seed,
-            evaluator=NetworkEvaluator(
-                model, island_shaping=island_shaping, win_reward=win_reward, prior_temperature=prior_temperature
-            ),
-            value_weight=value_weight,
-            batch_size=batch_size,
-            first_play_penalty=first_play_penalty,
-            lcb_weight=lcb_weight,
-            opponent_prior_power=_power(prior_temperature, opponent_prior_temperature),
-            root_candidates=root_candidates,
+        evaluator = NetworkEvaluator(
+            model, island_shaping=island_shaping, win_reward=win_reward, prior_temperature=prior_temperature
         )
-        self.name = name or f"guided:{simulations}"
-
-
-def _power(temperature: float, opponent_temperature: float | None) -> float:
-    """The power that turns ``softmax(x / temperature)`` into ``softmax(x / opponent_temperature)``."""
-    if opponent_temperature is None:
-        return 1.0
-    finite = isinstance(opponent_temperature, (int, float)) and not isinstance(opponent_temperature, bool)
-    if not finite or not 0 < opponent_temperature < float("inf"):
-        raise ValueError(f"opponent_prior_temperature must be a finite number > 0, got {opponent_temperature!r}")
-    return float(temperature) / float(opponent_temperature)
+        super().__init__(evaluator, prior_temperature=prior_temperature, **options)
 
 
 def load_guided_agent(

@@ -49,15 +49,48 @@ def test_every_canonical_form_parses_to_what_it_names_and_writes_back_as_itself(
     ("text", "canonical"),
     [
         ("mcts", f"mcts:{DEFAULT_SIMULATIONS}"),
-        ("mcts:0050", "mcts:50"),
         ("champion@mcts", f"champion@mcts:{DEFAULT_SIMULATIONS}"),
-        ("agent.pt@mcts:007", "agent.pt@mcts:7"),
+        ("py:my_agents:act@mcts", f"py:my_agents:act@mcts:{DEFAULT_SIMULATIONS}"),
     ],
 )
-def test_a_default_or_padded_budget_is_written_out_and_parses_back_to_the_same_spec(text, canonical):
+def test_a_default_budget_is_written_out_and_parses_back_to_the_same_spec(text, canonical):
     spec = EntrantSpec.parse(text, named=NAMED)
     assert str(spec) == canonical
     assert EntrantSpec.parse(canonical, named=NAMED) == spec
+
+
+@pytest.mark.parametrize("text", ["mcts:05", "mcts:0050", "champion@mcts:007", "py:my_agents:act@mcts:016"])
+def test_a_budget_with_leading_zeros_is_refused_so_one_agent_never_has_two_names(text):
+    with pytest.raises(ValueError, match="without leading zeros") as error:
+        EntrantSpec.parse(text, named=NAMED)
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "source"),
+    [("py:my_agents.kahuna:act", "my_agents.kahuna:act"), ("py:pkg:Agent.build", "pkg:Agent.build")],
+)
+def test_a_python_agent_names_a_module_and_an_attribute_without_importing_it(text, source):
+    spec = EntrantSpec.parse(text, named=NAMED)
+    assert (spec.kind, spec.source, spec.simulations, str(spec)) == ("python", source, None, text)
+    assert "my_agents" not in sys.modules
+
+
+@pytest.mark.parametrize("text", ["py:", "py:module", "py::act", "py:mod:1abc", "py:not a module:act", "py:m:act@x"])
+def test_a_malformed_python_agent_is_one_line(text):
+    with pytest.raises(ValueError) as error:
+        EntrantSpec.parse(text, named=NAMED)
+    assert "\n" not in str(error.value)
+
+
+def test_a_python_agent_file_must_exist_and_is_refused_where_code_may_not_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match="not found"):
+        EntrantSpec.parse("py:missing.py:act", named=NAMED)
+    (tmp_path / "mine.py").write_text("def act(observation, action_mask):\n    return 0\n")
+    assert EntrantSpec.parse("py:mine.py:act", named=NAMED).source == "mine.py:act"
+    with pytest.raises(EntrantRefused, match="not allowed"):
+        EntrantSpec.parse("py:mine.py:act", agents_dir=tmp_path, named=NAMED, python=False)
 
 
 def test_a_file_with_an_at_sign_in_its_name_is_a_file_not_a_search(tmp_path, monkeypatch):

@@ -54,6 +54,7 @@ RULES_RANK = {
     "kahuna_env.agents.mcts": 6,
     "kahuna_env.agents.spec": 6,
     "kahuna_env.agents.batched": 6.5,
+    "kahuna_env.agents.external": 6.6,
     "kahuna_env.agents": 7,
     "kahuna_env.match": 7.2,
     "kahuna_env.seated": 7.5,

@@ -76,9 +76,11 @@ __all__ = [
     "DEFAULT_ROLLOUT",
     "DEFAULT_ROLLOUT_DEPTH",
     "DEFAULT_SIMULATIONS",
+    "GUIDED_DEFAULTS",
     "ROLLOUTS",
     "CancelFlag",
     "Evaluator",
+    "GuidedSearchAgent",
     "LeafEvaluator",
     "MCTSAgent",
     "RootSelector",
@@ -275,3 +277,96 @@ class MCTSAgent(SeededAgent):
     def seconds_per_move(self) -> float:
         """Mean search time per searched decision so far (0.0 before any search)."""
         return self.search_seconds / self.searched_moves if self.searched_moves else 0.0
+
+
+# ---------------------------------------------------------------------------------------------- the guided search
+DEFAULT_VALUE_WEIGHT = 1.0
+"""Weight of the evaluator's value in a leaf's value (the rest: the baseline's rollout and evaluation)."""
+DEFAULT_BATCH_SIZE = 4
+"""Leaves per evaluator call (virtual loss)."""
+DEFAULT_PRIOR_TEMPERATURE = 20.0
+"""Temperature of the softmax that turns a policy's logits into the PUCT prior (> 1 flattens it).
+
+The trained policies are peaked (the champion puts more than 0.99 on one
+action in about a third of its decisions), so with the raw softmax the search
+hardly looks past the policy's choice; a flat prior lets the value decide
+(measured in docs/EVALUATION.md, "Tuning the guided search")."""
+DEFAULT_OPPONENT_PRIOR_TEMPERATURE = 5.0
+"""Prior temperature at the nodes where the searching player's opponent moves.
+
+Sharper than at the searcher's own nodes: the few simulations that reach an
+opponent node go to the replies the policy expects, so its value is that of
+a good reply rather than an average over many (measured in docs/EVALUATION.md,
+"Tuning the guided search")."""
+DEFAULT_ROOT_CANDIDATES = 4
+"""Root actions the guided search compares by sequential halving (the 4 the policy ranks highest).
+
+At 50 simulations, halving over the policy's top 4 instead of PUCT over all
+legal actions measured the largest gain of any setting; wider candidate sets
+spread too few simulations per action in the first phase and score far
+lower (docs/EVALUATION.md, "Tuning the guided search")."""
+DEFAULT_GUIDED_EXPLORATION = 0.5
+"""PUCT constant of the guided search (the baseline's is 1.0; tuned with the prior temperature)."""
+GUIDED_DEFAULTS: dict[str, float | int] = {
+    "value_weight": DEFAULT_VALUE_WEIGHT,
+    "batch_size": DEFAULT_BATCH_SIZE,
+    "exploration": DEFAULT_GUIDED_EXPLORATION,
+    "prior_temperature": DEFAULT_PRIOR_TEMPERATURE,
+    "opponent_prior_temperature": DEFAULT_OPPONENT_PRIOR_TEMPERATURE,
+    "root_candidates": DEFAULT_ROOT_CANDIDATES,
+}
+"""The guided search's settings, the same for every evaluator (a network, an ONNX file, a Python agent)."""
+
+
+def opponent_prior_power(temperature: float, opponent_temperature: float | None) -> float:
+    """The power that turns ``softmax(x / temperature)`` into ``softmax(x / opponent_temperature)``."""
+    if opponent_temperature is None:
+        return 1.0
+    finite = isinstance(opponent_temperature, (int, float)) and not isinstance(opponent_temperature, bool)
+    if not finite or not 0 < opponent_temperature < float("inf"):
+        raise ValueError(f"opponent_prior_temperature must be a finite number > 0, got {opponent_temperature!r}")
+    return float(temperature) / float(opponent_temperature)
+
+
+class GuidedSearchAgent(MCTSAgent):
+    """The ``mcts`` search guided by any :class:`LeafEvaluator`, with the guided search's settings.
+
+    ``SOURCE@mcts:N`` for every kind of agent that gives a value: the
+    project's networks (``policy/search.py`` plugs in the network), ONNX
+    files and Python agents (:mod:`kahuna_env.agents.external`).  The
+    evaluator applies ``prior_temperature`` to its own priors; here it only
+    sets, with ``opponent_prior_temperature``, how much sharper the priors are
+    at the opponent's nodes.  The other arguments are :class:`MCTSAgent`'s;
+    the defaults are :data:`GUIDED_DEFAULTS`.
+    """
+
+    def __init__(
+        self,
+        evaluator: LeafEvaluator,
+        simulations: int = DEFAULT_SIMULATIONS,
+        value_weight: float = DEFAULT_VALUE_WEIGHT,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        exploration: float = DEFAULT_GUIDED_EXPLORATION,
+        rollout_depth: int = 0,
+        prior_temperature: float = DEFAULT_PRIOR_TEMPERATURE,
+        first_play_penalty: float = DEFAULT_FIRST_PLAY_PENALTY,
+        lcb_weight: float = 0.0,
+        opponent_prior_temperature: float | None = DEFAULT_OPPONENT_PRIOR_TEMPERATURE,
+        root_candidates: int = DEFAULT_ROOT_CANDIDATES,
+        seed: int | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(
+            simulations=simulations,
+            exploration=exploration,
+            rollout_depth=rollout_depth,
+            seed=seed,
+            evaluator=evaluator,
+            value_weight=value_weight,
+            batch_size=batch_size,
+            first_play_penalty=first_play_penalty,
+            lcb_weight=lcb_weight,
+            opponent_prior_power=opponent_prior_power(prior_temperature, opponent_prior_temperature),
+            root_candidates=root_candidates,
+        )
+        self.name = name or f"guided:{simulations}"

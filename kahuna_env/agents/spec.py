@@ -9,7 +9,17 @@ form                        names
 ``PATH``                    an agent file or training checkpoint
 ``NAME@mcts[:N]``,          the search guided by that network, N simulations
 ``PATH@mcts[:N]``           (default 200)
+``py:MODULE:ATTR``          a Python agent: ``ATTR`` of the importable module
+``py:FILE.py:ATTR``         ``MODULE`` or of the file ``FILE.py`` (the agent protocol
+                            of :mod:`kahuna_env.agents.external`); ``@mcts[:N]``
+                            after it guides the search with its ``value``
 ==========================  ==========================================================
+
+An agent file is any file: its kind (a Kahuna agent file or checkpoint, a
+TorchScript or ONNX export, a Stable-Baselines3 ``.zip``) is read from its
+content when it is built (:func:`kahuna_env.agents.external.agent_file_kind`).
+A ``NAME`` is a shipped agent or one a package declares in the
+``kahuna_env.opponents`` entry-point group (:data:`kahuna_env.agents.external.PLUGINS`).
 
 :meth:`EntrantSpec.parse` is the one reader of that grammar, for the
 environment (``gymnasium.make("Kahuna-v0", opponent=...)``), the arena's
@@ -29,6 +39,11 @@ that folder once symbolic links and ``..`` are resolved; nothing outside it is
 even looked at), or ``None`` (no agent files at all); and the largest
 simulation budget accepted.
 
+A budget is written in one way only: ``mcts:05`` is refused (write
+``mcts:5``), so one agent never has two names in a results store.  ``py:``
+names code to run: the web server refuses it unless its operator named the
+entrant (``python=False``).
+
 Every bad spec raises one exception with a one-line message that never shows
 a file's content: ``ValueError`` (:class:`UnknownEntrant` for a name that is
 none of the forms, :class:`BadBudget` for a budget that is not a positive
@@ -39,6 +54,7 @@ integer); :class:`EntrantRefused` for a file outside the allowed folder;
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Collection
 from pathlib import Path
 from typing import Final
@@ -49,6 +65,8 @@ BASELINE_KINDS: tuple[str, ...] = ("random", "greedy", "mcts")
 """The baselines by name (:data:`kahuna_env.agents.BASELINES` builds each); only ``mcts`` takes a budget."""
 BASELINE_NAMES: tuple[str, ...] = (*BASELINE_KINDS, "mcts:N")
 """The baseline forms, for help texts and error messages."""
+PYTHON_PREFIX = "py:"
+"""``py:MODULE:ATTR`` / ``py:FILE.py:ATTR``: a Python agent (:mod:`kahuna_env.agents.external`)."""
 SEARCH_SUFFIX = "@mcts"
 """``SOURCE@mcts`` / ``SOURCE@mcts:N``: the search guided by the network ``SOURCE``."""
 MAX_SIMULATIONS = 10**6
@@ -87,9 +105,10 @@ class BadBudget(ValueError):
 def entrant_forms(named: Collection[str]) -> str:
     """What a spec may be, in one phrase, for the help texts and messages (``named``: the named agents)."""
     return (
-        f"a baseline ({', '.join(BASELINE_NAMES)}; N = simulations), the path of a checkpoint / policy file, "
-        f"a shipped agent ({', '.join(named)}), or one of those two followed by @mcts or @mcts:N "
-        f"(the search guided by that network, N simulations, default {DEFAULT_SIMULATIONS})"
+        f"a baseline ({', '.join(BASELINE_NAMES)}; N = simulations), the path of an agent file (a checkpoint, "
+        f"a TorchScript / ONNX export, an SB3 .zip), a named agent ({', '.join(named) or 'none installed'}), "
+        f"a Python agent (py:MODULE:ATTR or py:FILE.py:ATTR), or one of those followed by @mcts or @mcts:N "
+        f"(the search guided by that agent, N simulations, default {DEFAULT_SIMULATIONS})"
     )
 
 
@@ -98,9 +117,10 @@ class EntrantSpec:
     """What a spec names, checked, before anything is built or loaded (see the module docstring).
 
     Attributes:
-        kind: ``"baseline"``, ``"named"`` (a network such as ``champion``) or ``"file"``.
-        source: the baseline (``random``, ``greedy``, ``mcts``), the agent's name, or the path of the
-            file to load (inside the allowed folder, links resolved, when a folder was given).
+        kind: ``"baseline"``, ``"named"`` (a network such as ``champion``), ``"file"`` or ``"python"``.
+        source: the baseline (``random``, ``greedy``, ``mcts``), the agent's name, the path of the
+            file to load (inside the allowed folder, links resolved, when a folder was given), or for a
+            Python agent ``MODULE:ATTR`` / ``FILE.py:ATTR``.
         written: how messages and ``str()`` name the agent: its name, the file as the spec writes it,
             or for a file of a folder its path from the folder as the user named it (never absolute).
         simulations: the search budget: ``mcts``'s for the baseline search, the guided search's for
@@ -120,8 +140,9 @@ class EntrantSpec:
         max_simulations: int | None = MAX_SIMULATIONS,
         max_guided_simulations: int | None = None,
         named: Collection[str] = (),
+        python: bool = True,
     ) -> EntrantSpec:
-        """Check a spec and say what it names, without building it (no torch, no file read).
+        """Check a spec and say what it names, without building it (no torch, no file read, no import).
 
         Args:
             text: the spec.
@@ -133,6 +154,7 @@ class EntrantSpec:
             max_guided_simulations: the largest budget of a network-guided search
                 ``SOURCE@mcts:N`` (a simulation costs a forward pass); ``None``: ``max_simulations``.
             named: the named network agents the caller can build (``champion``, ...).
+            python: whether ``py:`` agents (code the caller chose to run) are accepted.
 
         Raises:
             EntrantRefused: an agent file outside ``agents_dir`` (or any file when it is ``None``).
@@ -147,6 +169,11 @@ class EntrantSpec:
         baseline = parse_baseline(text, max_simulations)
         if baseline is not None:
             return baseline
+        if text.startswith(PYTHON_PREFIX):
+            if not python:
+                raise EntrantRefused(f"Python agents (py:...) are not allowed here: {quoted(text)}")
+            guided_cap = max_simulations if max_guided_simulations is None else max_guided_simulations
+            return _python(text, guided_cap, agents_dir)
         if text in named:
             return cls("named", text, text, None)
         if "@" in text and not _names_a_file(text, agents_dir):  # a file may have '@' in its name
@@ -172,8 +199,13 @@ class EntrantSpec:
 
     @property
     def network(self) -> bool:
-        """Whether the agent needs a network (and torch): a named agent or a file, with or without search."""
+        """Whether the agent is built from outside this package: a named agent, a file or a Python agent."""
         return self.kind != "baseline"
+
+    @property
+    def agent(self) -> EntrantSpec:
+        """The agent itself, without a guided search (``x.pt@mcts:50`` -> ``x.pt``)."""
+        return dataclasses.replace(self, simulations=None) if self.kind != "baseline" else self
 
     def with_search(self, simulations: int) -> EntrantSpec:
         """The search with ``simulations`` guided by this network (``SOURCE@mcts:N``); budget checked by the caller."""
@@ -228,10 +260,15 @@ def quoted(text: str, limit: int = 60) -> str:
 
 
 def _budget(text: str, spec: str, max_simulations: int | None, form: str) -> int:
-    """The simulation budget ``text`` of ``spec``: ASCII digits, at least 1, at most ``max_simulations``."""
+    """The simulation budget ``text`` of ``spec``: ASCII digits, at least 1, at most ``max_simulations``.
+
+    Written without leading zeros: ``mcts:05`` and ``mcts:5`` would be one agent under two names.
+    """
     digits = text.lstrip("0")
     if not (text.isascii() and text.isdigit()) or not digits:  # int() would also take digits such as '²'
         raise BadBudget(f"bad simulation budget in {quoted(spec)}: expected {form} with N a positive integer", text)
+    if digits != text:
+        raise BadBudget(f"bad simulation budget in {quoted(spec)}: write N without leading zeros ({digits})", text)
     budget = int(digits) if len(digits) <= 20 else None  # thousands of digits are not worth converting
     if budget is None or (max_simulations is not None and budget > max_simulations):
         shown = f"{budget} simulations" if budget is not None else f"a {len(digits)}-digit number of simulations"
@@ -264,6 +301,33 @@ def _search(spec: str, max_simulations: int | None, named: Collection[str]) -> t
         names = " / ".join(named) or "a named agent"
         raise ValueError(f"bad entrant {quoted(spec)}: give a policy file or {names} before @mcts")
     return source, simulations
+
+
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+"""A dotted Python name: a module (``my_agents.kahuna``) or an attribute path (``Agent.build``)."""
+
+
+def _python(spec: str, max_simulations: int | None, agents_dir: AgentsDir) -> EntrantSpec:
+    """The spec of a Python agent ``py:MODULE:ATTR`` / ``py:FILE.py:ATTR`` (optionally ``@mcts[:N]``)."""
+    text, simulations = spec, None
+    _, _, after = spec.rpartition("@")
+    if "@" in spec and after.partition(":")[0] == SEARCH_SUFFIX[1:]:
+        text, simulations = _search(spec, max_simulations, ())
+    target, colon, attribute = text[len(PYTHON_PREFIX) :].rpartition(":")
+    if not colon or not target or not _MODULE.match(attribute):
+        raise ValueError(
+            f"bad Python agent {quoted(spec)}: expected py:MODULE:ATTR or py:FILE.py:ATTR (ATTR a Python name)"
+        )
+    if target.endswith(".py"):
+        if isinstance(agents_dir, _Anywhere):
+            if not _exists(Path(target), file=True):
+                raise FileNotFoundError(f"Python agent file not found: {quoted(target)}")
+            return EntrantSpec("python", f"{target}:{attribute}", text, simulations)
+        path = _locate(target, spec, agents_dir)
+        return EntrantSpec("python", f"{path}:{attribute}", text, simulations)
+    if not _MODULE.match(target):
+        raise ValueError(f"bad Python agent {quoted(spec)}: {quoted(target)} is neither a module name nor a .py file")
+    return EntrantSpec("python", f"{target}:{attribute}", text, simulations)
 
 
 def _exists(path: Path, file: bool = False) -> bool:
