@@ -9,7 +9,7 @@ route                                        what it does
 ``GET /api/games/{id}``                      the game from the person's seat
 ``POST /api/games/{id}/move``                ``{"action": id}``; then the agent's actions until it is your turn
 ``POST /api/games/{id}/stop``                the thinking agent plays its best move so far
-``POST /api/games/{id}/undo``                take back your last action and the agent's replies
+``POST /api/games/{id}/undo``                take back your last play or discard of your turn in progress
 ``POST /api/games/{id}/rematch``             ``{"swap_seats": bool}``: a new game, same opponent and rules
 ``GET /api/games/{id}/analysis``             the agent's probabilities, value and search for your turn
 ``POST /api/games/{id}/hint``                the agent's top move for your turn

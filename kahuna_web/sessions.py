@@ -20,8 +20,9 @@ agent opens, a move) and stops within a simulation once the game's
 server is stopping); the game is then abandoned.  Asked to stop
 (:meth:`PlaySession.stop`), its search ends at the next simulation instead
 and it plays its best move so far (:func:`kahuna_web.opponents.best_move_so_far`), for the rest
-of its turn.  The person may take back their last action and the agent's
-replies after it (:meth:`PlaySession.undo`).  A game rebuilt from the game
+of its turn.  The person may take back the actions of their own turn in progress, one at a time, never
+an end action (a draw, a take, a pass) nor anything across the agent's turn
+(:meth:`PlaySession.undo`): undoing shows them nothing they had not seen.  A game rebuilt from the game
 store replays its actions with the one replayer (:func:`arena.records.replay_actions`).
 The games held, their owners and caps are :mod:`kahuna_web.sessionstore`'s.
 """
@@ -324,17 +325,35 @@ class PlaySession:
         if self.game.is_over:
             raise WebError("the game is over; start a new game", 409)
 
-    def undo(self) -> None:
-        """Take back the person's last action and the agent's actions after it; 409 if there is none or the game ended.
+    def undoable(self) -> bool:
+        """Whether :meth:`undo` may take back the person's last action now (see there)."""
+        return (
+            not self.finished
+            and self.game.current_player == self.seat
+            and bool(self.summaries)
+            and self.summaries[-1]["player"] == self.seat
+        )
 
-        The taken-back actions are kept as an undo mark (:attr:`undos`), and
-        the record holds them (its ``undos`` field).
+    def undo(self) -> None:
+        """Take back the person's last action, one of their turn in progress; 409 when there is none.
+
+        Only an action of the person's own turn that is still theirs to play may be taken back: the
+        card phase's plays and discards, which show nothing hidden.  The end action that brings a hidden card
+        to light (a draw, or a take whose slot is refilled from the pile) or ends the turn (a pass) hands the turn
+        to the agent, whose replies would tell its cards: after it nothing is taken back.  So undoing never lets
+        the person see two outcomes of one decision (docs/WEB.md, "Analysis board, hint, undo").  The
+        taken-back action is kept as an undo mark (:attr:`undos`), and the record holds it (its ``undos`` field).
         """
         self._check_playable()
-        mine = [ply for ply, summary in enumerate(self.summaries) if summary["player"] == self.seat]
-        if not mine:
-            raise WebError("nothing to undo: you have not played yet", 409)
-        ply = mine[-1]
+        if not self.undoable():
+            if not any(summary["player"] == self.seat for summary in self.summaries):
+                raise WebError("nothing to undo: you have not played yet", 409)
+            raise WebError(
+                "nothing to undo: only the plays and discards of your turn in progress can be taken back, "
+                "not a draw, a take or a pass, nor anything before the opponent's turn",
+                409,
+            )
+        ply = len(self.summaries) - 1
         snapshot = self._snapshot()
         self.undos.append({"ply": ply, "actions": self.actions[ply:]})
         self._rebuild(self.actions[:ply])
@@ -416,7 +435,7 @@ class PlaySession:
         view["result_text"] = view["result"]["text"] if over else None
         view["record_ready"] = self.finished
         view["seed"] = str(self.seed) if self.finished else None  # text: JavaScript numbers hold 53 bits
-        view["can_undo"] = not self.finished and any(s["player"] == self.seat for s in self.summaries)
+        view["can_undo"] = self.undoable()
         view["undos"] = len(self.undos)
         return view
 

@@ -283,6 +283,11 @@ def first_move_that_is_not_a_discard(driver):
     return next(b for b in driver.find_elements(By.CSS_SELECTOR, "#moves button.move") if "discard" not in b.text)
 
 
+def a_play(driver):
+    """The first placement or removal button: a move of the card phase, which an undo may take back."""
+    return driver.find_elements(By.CSS_SELECTOR, "#moves button.move.place, #moves button.move.remove")[0]
+
+
 def turn_ending_move(driver):
     """The draw (or else the pass) button: a move that hands the turn to the opponent."""
     for kind in ("draw", "pass"):
@@ -691,20 +696,25 @@ def test_the_analysis_board_gives_probabilities_over_legal_moves_a_hint_and_undo
     hinted = browser.find_elements(By.CSS_SELECTOR, "#moves button.move.hinted")
     assert len(hinted) == 1 and int(hinted[0].get_attribute("data-action")) in legal
     assert message(browser).startswith("Hint from champion-v5: ") and browser.execute_script(board_top) == top
-    # Undo takes our move back.
+    # Undo takes our play back; after a draw (or a pass) it is off: the drawn card and the replies stay.
     before = log_texts(browser)
-    play_button(browser, first_move_that_is_not_a_discard(browser))
-    assert len(log_texts(browser)) > len(before)
-    browser.find_element(By.ID, "undo").click()
+    undo = browser.find_element(By.ID, "undo")
+    assert not undo.is_enabled()  # nothing played yet
+    play_button(browser, a_play(browser))
+    assert len(log_texts(browser)) > len(before) and undo.is_enabled()
+    undo.click()
     idle(browser)
     assert log_texts(browser) == before and set(legal_ids(browser)) == legal
+    play_button(browser, turn_ending_move(browser))
+    idle(browser)
+    assert len(log_texts(browser)) > len(before) + 1 and not undo.is_enabled()  # its replies came
     assert page_errors(browser) == []
 
 
 def test_moves_taken_back_are_told_beside_the_players_not_in_a_name(browser, server):
     open_page(browser, server)
     start_game(browser, "greedy", 5)
-    play_button(browser, first_move_that_is_not_a_discard(browser))
+    play_button(browser, a_play(browser))
     browser.find_element(By.ID, "undo").click()
     idle(browser)
     browser.find_element(By.ID, "abandon").click()

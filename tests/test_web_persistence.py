@@ -68,6 +68,24 @@ def play(client, data, rng, moves):
     return data
 
 
+def card_phase_moves(data):
+    """The person's legal plays and discards now: the actions an undo may take back (not a draw, take or pass)."""
+    return [move["id"] for move in data["state"]["legal"] if not DRAW <= move["id"] <= PASS]
+
+
+def play_a_card(client, data, rng, limit=60):
+    """Random moves until the person can play or discard a card, then one of those (which an undo may take back)."""
+    for _ in range(limit):
+        if card_phase_moves(data):
+            break
+        data = play(client, data, rng, 1)
+    moves = card_phase_moves(data)
+    assert moves, "no play or discard came within the limit"
+    response = client.post(f"/api/games/{data['id']}/move", json={"action": moves[int(rng.integers(len(moves)))]})
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
 def comparable(state):
     """A game's state without what changes between two answers of the same position (nothing, today)."""
     return json.loads(json.dumps(state))
@@ -154,10 +172,11 @@ def test_a_change_that_cannot_be_stored_is_refused_and_not_played(tmp_path):
     """Issue 65: nothing answers 2xx that was not written; after a restart every acknowledged move is there."""
     games = open_data_folder(tmp_path)
     with local_client(create_app(games=games)) as client:
-        data = play(client, new_game(client), np.random.default_rng(8), 4)
+        rng = np.random.default_rng(8)
+        data = play_a_card(client, play(client, new_game(client), rng, 4), rng)  # an undo may take it back
         game = f"/api/games/{data['id']}"
         games._db.execute("PRAGMA query_only = 1")  # every write now fails as on a read-only file
-        move = data["state"]["legal"][0]["id"]
+        move = card_phase_moves(data)[0]
         for answer in (
             client.post(f"{game}/move", json={"action": move}),
             client.post(f"{game}/undo"),
@@ -169,7 +188,9 @@ def test_a_change_that_cannot_be_stored_is_refused_and_not_played(tmp_path):
         assert client.get(game).json() == data | {"steps": []}  # nothing of it was played in memory either
         games._db.execute("PRAGMA query_only = 0")
         assert client.post(f"{game}/move", json={"action": move}).status_code == 200
-        last = client.post(f"{game}/undo").json()
+        last = client.post(f"{game}/undo")
+        assert last.status_code == 200, last.text
+        last = last.json()
     with local_client(create_app(games=open_data_folder(tmp_path))) as client:
         assert client.get(game).json()["state"] == last["state"]
 
@@ -327,16 +348,17 @@ def test_a_turn_summary_names_the_bridges_a_placement_throws_off():
 
 
 # ------------------------------------------------------------------------------------------------ undo, rematch
-def test_undo_takes_back_your_last_action_and_the_agents_replies_and_the_record_says_so():
+def test_undo_takes_back_your_last_play_of_the_turn_and_the_record_says_so():
     rng = np.random.default_rng(4)
     with local_client(create_app()) as client:
         data = new_game(client, seat=0)
         assert_one_line_4xx(client.post(f"/api/games/{data['id']}/undo"), 409)  # nothing played yet
         assert not data["state"]["can_undo"]
-        data = play(client, data, rng, 8)
+        data = play_a_card(client, play(client, data, rng, 8), rng)
+        assert data["state"]["can_undo"] and data["state"]["to_act"] == 0
         session = client.app.state.store.get(data["id"])
         before = list(session.actions)
-        mine = max(ply for ply, entry in enumerate(session.summaries) if entry["player"] == 0)
+        mine = len(before) - 1  # the play or discard just made, in the turn still in progress
         undone = client.post(f"/api/games/{data['id']}/undo")
         assert undone.status_code == 200, undone.text
         state = undone.json()["state"]
@@ -363,8 +385,10 @@ def test_undo_takes_back_your_last_action_and_the_agents_replies_and_the_record_
 def test_undo_survives_a_restart(tmp_path):
     rng = np.random.default_rng(6)
     with local_client(create_app(games=open_data_folder(tmp_path))) as client:
-        data = play(client, new_game(client), rng, 6)
-        undone = client.post(f"/api/games/{data['id']}/undo").json()
+        data = play_a_card(client, play(client, new_game(client), rng, 6), rng)
+        undone = client.post(f"/api/games/{data['id']}/undo")
+        assert undone.status_code == 200, undone.text
+        undone = undone.json()
     with local_client(create_app(games=open_data_folder(tmp_path))) as client:
         again = client.get(f"/api/games/{data['id']}").json()
         assert again["state"] == undone["state"]

@@ -561,10 +561,11 @@ function renderPlay(state, options = {}) {
   }
   document.getElementById("play-area").classList.toggle("inactive", Boolean(state.abandoned));
   const mine = moves.length > 0;
-  const mineBefore = (state.log || []).some((entry) => entry.player === game.seat);
   enable("hint", mine);
   enable("analyse", mine);
-  enable("undo", !thinking && !finished && (state.can_undo ?? (mine && mineBefore)));
+  // The server says when an undo is allowed (a play or discard of your turn in progress: it shows nothing
+  // hidden); a step's state, shown while the opponent's actions play, has no can_undo: off until the answer's.
+  enable("undo", !thinking && !finished && state.can_undo === true);
   enable("abandon", !finished);
 }
 
