@@ -76,6 +76,8 @@ from gymnasium import spaces
 
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import Agent, CallableAgent, make_agent
+from kahuna_env.agents.external import PLUGINS, load_plugin, plugin_names
+from kahuna_env.agents.spec import MAX_SIMULATIONS, parse_baseline
 from kahuna_env.engine import IllegalActionError, KahunaGame
 from kahuna_env.env import (
     OBSERVATION_MODES,
@@ -129,56 +131,55 @@ OpponentSpec = str | Agent | Callable[[np.ndarray, np.ndarray], int]
 """An opponent: a baseline name, an :class:`~kahuna_env.agents.Agent`, or ``(observation, mask) -> action``."""
 
 
-OPPONENT_PLUGINS = "kahuna_env.opponents"
-"""Entry-point group of named opponents beyond the baselines: ``NAME = "module:factory"``, ``factory(NAME)``
-returning an :class:`~kahuna_env.agents.Agent`.  kahuna-rl declares the shipped agents there
-(``champion = "policy.agent:load_agent"``), so ``gymnasium.make("Kahuna-v0", opponent="champion")``
-works without ``kahuna_env`` importing torch or ``training``: the group is read only when a name is not a
-baseline, and only that entry point is loaded."""
+OPPONENT_PLUGINS = PLUGINS
+"""Entry-point group of named opponents beyond the baselines (:data:`kahuna_env.agents.external.PLUGINS`)."""
+BUILDERS = "kahuna_env.builders"
+"""Entry-point group of the builder of every entrant that is not a baseline: kahuna-rl declares
+``kahuna-rl = "arena.entrants:resolve_entrant"``, the arena's one builder (agent files of every kind, Python
+agents, named agents, guided searches), so the environment takes any entrant the arena's tools take while
+``kahuna_env`` imports neither the arena nor torch: the group is read only for a name that is not a baseline."""
 
 
 def plugin_opponent_names() -> list[str]:
     """The names declared in the :data:`OPPONENT_PLUGINS` entry-point group (sorted)."""
-    return sorted({entry.name for entry in entry_points(group=OPPONENT_PLUGINS)})
+    return plugin_names()
 
 
-def _plugin_opponent(name: str, where: str) -> Agent | None:
-    """The opponent an entry point of :data:`OPPONENT_PLUGINS` names ``name`` builds, or ``None``."""
-    found = [entry for entry in entry_points(group=OPPONENT_PLUGINS) if entry.name == name]
-    if not found:
-        return None
+def _built_entrant(spec: str, where: str) -> Agent:
+    """The agent :data:`BUILDERS`'s builder makes of ``spec``; a one-line ``ValueError`` naming ``where``."""
+    found = list(entry_points(group=BUILDERS))
+    if not found:  # kahuna_env used without the rest of kahuna-rl: the named agents' own factories
+        return load_plugin(spec)
     try:
-        agent = found[0].load()(name)
-    except (ImportError, OSError, ValueError) as error:
+        agent = found[0].load()(spec)
+    except (FileNotFoundError, ValueError) as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ValueError(f"{where}: opponent {name!r} ({found[0].value}) cannot be loaded: {message}") from None
+        raise ValueError(f"{where}: opponent {message}") from None
     if not isinstance(agent, Agent):
-        raise ValueError(f"{where}: opponent {name!r} ({found[0].value}) did not build an Agent")
+        raise ValueError(f"{where}: opponent {spec!r} ({found[0].value}) did not build an Agent")
     return agent
 
 
 def make_opponent(opponent: object, where: str = "KahunaSingleAgentEnv") -> Agent:
     """An :class:`~kahuna_env.agents.Agent` from an opponent spec; anything else is a ``ValueError``.
 
-    A name is a baseline (``"random"``, ``"greedy"``, ``"mcts:200"``) or, failing that, a name declared in
-    the :data:`OPPONENT_PLUGINS` entry-point group (the shipped agents, ``"champion"``).
+    A string is an entrant, as every tool reads it (:mod:`kahuna_env.agents.spec`): a baseline
+    (``"random"``, ``"greedy"``, ``"mcts:200"``), a named agent (``"champion"``, or one a package declares
+    in :data:`OPPONENT_PLUGINS`), an agent file of any kind, a Python agent ``py:MODULE:ATTR``, or a
+    search guided by one of those; the ones that are not baselines are built by :data:`BUILDERS`.
     """
     if isinstance(opponent, str):
-        try:
-            return make_agent(opponent)
+        try:  # the limits every tool applies (a budget of at most MAX_SIMULATIONS)
+            baseline = parse_baseline(opponent, MAX_SIMULATIONS)
         except ValueError as error:
-            plugin = _plugin_opponent(opponent, where)
-            if plugin is not None:
-                return plugin
-            named = plugin_opponent_names()
-            also = f"; named agents: {', '.join(named)}" if named else ""
-            raise ValueError(f"{where}: opponent {error}{also}") from None
+            raise ValueError(f"{where}: opponent {error}") from None
+        return make_agent(baseline) if baseline is not None else _built_entrant(opponent, where)
     if isinstance(opponent, Agent):
         return opponent
     if callable(opponent):
         return CallableAgent(opponent)
     raise ValueError(
-        f"{where}: opponent must be a baseline name such as 'random', an Agent, "
+        f"{where}: opponent must be an entrant name such as 'random', 'champion' or 'py:my_agents:act', an Agent, "
         f"or a callable (observation, action_mask) -> action; got {opponent!r}"
     )
 

@@ -342,7 +342,7 @@ def test_a_shipped_agent_is_an_opponent_by_name() -> None:
 
 
 def test_an_unknown_opponent_name_lists_the_baselines_and_the_named_agents() -> None:
-    with pytest.raises(ValueError, match=r"opponent unknown agent 'nobody'.*named agents: champion"):
+    with pytest.raises(ValueError, match=r"opponent unknown entrant 'nobody'.*baseline.*named agent \(champion"):
         gymnasium.make("Kahuna-v0", opponent="nobody")
 
 
