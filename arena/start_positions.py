@@ -16,7 +16,9 @@ cards (the other player's hand, the pile) do not matter.
 
 Bad input (a record that is not valid or does not replay, a player in no record or on
 both seats of one, an existing output, no game kept) is one line
-``start_positions: error: ...`` and exit code 2, with nothing written.
+``start_positions: error: ...`` and exit code 2, with nothing written; the line shows at
+most :data:`MAX_REASON_CHARS` characters of the reason, so a hostile record's content
+(a 12,000-character field) is never echoed whole.
 """
 
 from __future__ import annotations
@@ -29,11 +31,14 @@ from typing import Any
 
 from arena.records import ReplayError, read_record, replay_record
 from kahuna_env.cli import OneLineParser, check_writable, exit_with_error, first_line, write_text_atomic
+from kahuna_env.config import clipped
 from kahuna_env.engine import KahunaGame
 
 PROG = "start_positions"
 MAX_RECORDS = 100_000
 """Most game records read in one call."""
+MAX_REASON_CHARS = 200
+"""The longest reason an error line gives for a record (the rest is cut, marked ``...``)."""
 
 
 def start_line(seat: int, game: KahunaGame) -> str:
@@ -94,7 +99,7 @@ def lost_positions(
         try:
             record = read_record(file)
         except (OSError, ValueError) as error:
-            raise ValueError(f"{source}: {first_line(error)}") from None
+            raise ValueError(f"{source}: {_reason(error)}") from None
         seat = seat_of(record, player, source)
         if seat is None:
             continue
@@ -107,13 +112,18 @@ def lost_positions(
             for game in turn_starts(record, seat, from_round):
                 lines.append(start_line(seat, game))
         except (ReplayError, ValueError) as error:
-            raise ValueError(f"{source}: {first_line(error)}") from None
+            raise ValueError(f"{source}: {_reason(error)}") from None
     counts["positions"] = len(lines)
     if not counts["played"]:
         raise ValueError(f"{player!r} plays in none of the {len(files)} records")
     if not lines:
         raise ValueError(f"no positions: {player!r} lost none of its {counts['played']} games from round {from_round}")
     return lines, counts
+
+
+def _reason(error: BaseException) -> str:
+    """The first line of ``error``'s message, cut to :data:`MAX_REASON_CHARS` characters."""
+    return clipped(first_line(error), MAX_REASON_CHARS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ import reprlib
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["DISCARD_RULES", "RULE_OPTIONS", "VARIANTS", "KahunaConfig", "as_config", "is_integer", "shown"]
+__all__ = ["DISCARD_RULES", "RULE_OPTIONS", "VARIANTS", "KahunaConfig", "as_config", "clipped", "is_integer", "shown"]
 
 VARIANTS = ("standard", "planning")
 DISCARD_RULES = ("instead_of_play", "hand_limit")
@@ -116,8 +116,12 @@ def shown(value: object) -> str:
     three levels (``[[[[...]]]]``), without building the whole ``repr`` first: a message about a
     hostile value (a 12,000-character card name, a list nested 100,000 deep) stays one short line.
     """
-    text = _SHOWN.repr(value)
-    return text if len(text) <= SHOWN_MAX_CHARS else text[: SHOWN_MAX_CHARS - 3] + "..."
+    return clipped(_SHOWN.repr(value), SHOWN_MAX_CHARS)
+
+
+def clipped(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the cut marked ``...`` (an error line never grows without bound)."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def as_config(config: KahunaConfig | Mapping[str, Any] | None) -> KahunaConfig:

@@ -50,7 +50,7 @@ from kahuna_env.agents import Agent
 from kahuna_env.engine import KahunaConfig, check_seed
 from kahuna_env.env import start_game
 from kahuna_env.gym_env import KahunaSingleAgentEnv
-from kahuna_env.vector import _is_sequence, _seed_list
+from kahuna_env.vector import _is_sequence, _seed_list, check_game_count
 from kahuna_env.vector_env import KahunaVectorEnv, VectorEnvType, is_batched_opponent
 
 BACKENDS: tuple[str, ...] = ("auto", "batch", "scalar")
@@ -120,7 +120,7 @@ def make_vector_env(
     """``num_envs`` single-agent Kahuna envs as one Gymnasium vector env (see the module docstring).
 
     Args:
-        num_envs: the number of sub-environments (at least 1).
+        num_envs: the number of sub-environments, 1 to :data:`~kahuna_env.vector.MAX_GAMES` (checked first).
         backend: ``"auto"`` (the batched engine for a ``"random"``/``"greedy"`` opponent in one
             process with same-step auto-reset and no rendering, else the scalar wrapper),
             ``"batch"`` (:class:`~kahuna_env.vector_env.KahunaVectorEnv`) or ``"scalar"``.
@@ -128,8 +128,10 @@ def make_vector_env(
         autoreset_mode: Gymnasium's auto-reset mode, same-step by default (the only one of ``"batch"``).
         env_options: keywords of :class:`KahunaSingleAgentEnv` (``opponent``, ``seat``, ...), the same for all.
     """
-    if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-        raise ValueError(f"make_vector_env: num_envs must be a positive int, got {num_envs!r}")
+    try:
+        num_envs = check_game_count(num_envs, "num_envs")
+    except ValueError as error:
+        raise ValueError(f"make_vector_env: {error}") from None
     if backend not in BACKENDS:
         raise ValueError(f"make_vector_env: backend must be one of {list(BACKENDS)}, got {backend!r}")
     same_step = AutoresetMode(autoreset_mode) == AutoresetMode.SAME_STEP
@@ -142,10 +144,10 @@ def make_vector_env(
                 "make_vector_env: backend='batch' runs in one process with same-step auto-reset "
                 f"(got asynchronous={asynchronous!r}, autoreset_mode={autoreset_mode!r}); use backend='scalar'"
             )
-        return KahunaVectorEnv(int(num_envs), **env_options)
+        return KahunaVectorEnv(num_envs, **env_options)
     probe = KahunaSingleAgentEnv(**env_options)  # a bad option fails here, in this process, with its message
     probe.close()
-    env_fns = [functools.partial(_sub_env, **env_options) for _ in range(int(num_envs))]
+    env_fns = [functools.partial(_sub_env, **env_options) for _ in range(num_envs)]
     envs: KahunaSyncVectorEnv | KahunaAsyncVectorEnv
     if asynchronous:
         envs = KahunaAsyncVectorEnv(env_fns, autoreset_mode=autoreset_mode)

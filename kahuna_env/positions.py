@@ -35,11 +35,12 @@ from kahuna_env.board import (
     NUM_ISLANDS,
     NUM_LINES,
 )
-from kahuna_env.config import KahunaConfig, as_config
+from kahuna_env.config import KahunaConfig, as_config, is_integer, shown
 from kahuna_env.schema import FIELDS, INTERIM_POINTS, MAX_POINTS, dims
 
 __all__ = [
     "INTERIM_POINTS",
+    "MAX_NESTING",
     "MAX_POINTS",
     "OPTIONAL_KEYS",
     "POSITION_FIELDS",
@@ -81,6 +82,11 @@ INTERIM_RESULTS: dict[int, frozenset[tuple[int, int]]] = {round_: _interim_resul
 """Round -> the scores possible before the final scoring: round 1 (0, 0); round 2 one point to
 at most one player; round 3 adds two points to at most one player."""
 
+
+MAX_NESTING = 8
+"""The deepest nesting of lists and objects a position may have (its format nests 3 deep: the position,
+a key's list, a player's list of cards; the config, its handicap pair).  Deeper input is refused in one
+line before anything reads it: nothing downstream recurses into a value nested 100,000 deep."""
 
 POSITION_FIELDS = tuple(field for field in FIELDS if field.position is not None)
 """The schema's fields a position holds (the config and the state), in the schema's order: :class:`Position`'s
@@ -179,12 +185,15 @@ def parse_position(position: object, parse_config: Callable[[Any], KahunaConfig]
     """
     if not isinstance(position, Mapping):
         raise ValueError(f"position must be a dict, got {type(position).__name__}")
+    _check_nesting(position)
     missing = [key for key in REQUIRED_KEYS if key not in position]
     if missing:
         raise ValueError(f"position is missing required key(s) {missing}")
-    unknown = sorted(set(position) - set(REQUIRED_KEYS) - set(OPTIONAL_KEYS), key=str)
+    unknown = sorted(shown(key) for key in position if key not in REQUIRED_KEYS and key not in OPTIONAL_KEYS)
     if unknown:
-        raise ValueError(f"position has unknown key(s) {unknown}; allowed keys: {list(REQUIRED_KEYS + OPTIONAL_KEYS)}")
+        raise ValueError(
+            f"position has unknown key(s) [{', '.join(unknown)}]; allowed keys: {list(REQUIRED_KEYS + OPTIONAL_KEYS)}"
+        )
     try:
         config = parse_config(position.get("config"))
     except (TypeError, ValueError) as error:
@@ -209,10 +218,12 @@ def _read_fields(position: Mapping[str, Any], config: KahunaConfig) -> Position:
     hand_cards, face_up, pile, discard = _read_cards(position)
     current = position["current_player"]
     if not _is_player(current):
-        raise ValueError(f"position 'current_player' must be 0 or 1, got {current!r}")
+        raise ValueError(f"position 'current_player' must be 0 or 1, got {shown(current)}")
+    current = int(current)
     round_ = position["round"]
-    if not _is_int(round_) or not _RANGE["round"][0] <= round_ <= _RANGE["round"][1]:
-        raise ValueError(f"position 'round' must be 1, 2 or 3, got {round_!r}")
+    if not is_integer(round_) or not _RANGE["round"][0] <= round_ <= _RANGE["round"][1]:
+        raise ValueError(f"position 'round' must be 1, 2 or 3, got {shown(round_)}")
+    round_ = int(round_)
     scores = _int_pair(position, "scores")
     final_points = _int_pair(position, "final_points") if position.get("final_points") is not None else [0, 0]
     face_down_cards, known_cards = _read_hidden(position, hand_cards, discard)
@@ -222,7 +233,7 @@ def _read_fields(position: Mapping[str, Any], config: KahunaConfig) -> Position:
         open_discard = [total - own for total, own in zip(open_discard, _counts(face_down_cards[player]), strict=True)]
     return Position(
         config=config,
-        owner=tuple(-1 if owner is None else owner for owner in owners),
+        owner=tuple(-1 if owner is None else int(owner) for owner in owners),
         hand=(_counts(hand_cards[0]), _counts(hand_cards[1])),
         face_up=tuple(face_up),
         pile=tuple(reversed(pile)),
@@ -249,7 +260,9 @@ def _read_bridges(position: Mapping[str, Any]) -> list[Any]:
     owners = _list(position, "bridges", _LENGTH["bridges"])
     for line, owner in enumerate(owners):
         if owner is not None and not _is_player(owner):
-            raise ValueError(f"position 'bridges'[{line}] ({LINE_NAMES[line]}) must be null, 0 or 1, got {owner!r}")
+            raise ValueError(
+                f"position 'bridges'[{line}] ({LINE_NAMES[line]}) must be null, 0 or 1, got {shown(owner)}"
+            )
     for player in (0, 1):
         placed = sum(1 for owner in owners if owner == player)
         if placed > BRIDGES_PER_PLAYER:
@@ -300,13 +313,18 @@ def _read_flags(position: Mapping[str, Any]) -> tuple[bool, bool, Any, Any]:
     over = _flag(position, "over")
     winner = position.get("winner")
     if winner is not None and not _is_player(winner):
-        raise ValueError(f"position 'winner' must be null, 0 or 1, got {winner!r}")
+        raise ValueError(f"position 'winner' must be null, 0 or 1, got {shown(winner)}")
     if winner is not None and not over:
         raise ValueError("position 'winner' is set but 'over' is not true")
     claim_line = position.get("claim_line")
-    if claim_line is not None and (not _is_int(claim_line) or not 0 <= claim_line < NUM_LINES):
-        raise ValueError(f"position 'claim_line' must be null or a line id 0..{NUM_LINES - 1}, got {claim_line!r}")
-    return must_draw, over, winner, claim_line
+    if claim_line is not None and (not is_integer(claim_line) or not 0 <= claim_line < NUM_LINES):
+        raise ValueError(f"position 'claim_line' must be null or a line id 0..{NUM_LINES - 1}, got {shown(claim_line)}")
+    return (
+        must_draw,
+        over,
+        None if winner is None else int(winner),
+        None if claim_line is None else int(claim_line),
+    )
 
 
 # ---------------------------------------------------------------------------------------------- rules
@@ -406,12 +424,43 @@ def _check_bridges(p: Position) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- helpers
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _check_nesting(position: Mapping[str, Any]) -> None:
+    """Refuse a position nested deeper than :data:`MAX_NESTING`, walking it without recursion."""
+    if _too_deep(list(position.values())):
+        key = next(key for key, value in position.items() if _too_deep([value]))
+        raise ValueError(
+            f"position key {shown(key)} nests lists or objects more than {MAX_NESTING} levels deep (the format nests 3)"
+        )
+
+
+def _too_deep(level: list[Any]) -> bool:
+    """Whether ``level``, values at depth 2 of a position, hold containers deeper than :data:`MAX_NESTING`."""
+    for _ in range(MAX_NESTING - 1):
+        # The containers one level down, each once: a list that holds itself many times (built in
+        # Python) is walked once per depth.
+        level = list({id(c): c for item in level for c in _children(item) if type(c) not in _SCALARS}.values())
+        if not level:
+            return False
+    return True
+
+
+_SCALARS = frozenset((str, int, bool, float, type(None)))
+"""Types that hold nothing (checked by exact type first: the walk visits every card name and number)."""
+
+
+def _children(item: object) -> Any:
+    """What ``item`` holds: its values, its items, or nothing (a scalar, a string)."""
+    if type(item) is list:  # what JSON gives; the abstract checks below are slower
+        return item
+    if isinstance(item, Mapping):
+        return item.values()
+    if isinstance(item, Sequence) and not isinstance(item, (str, bytes)):
+        return item
+    return ()
 
 
 def _is_player(value: object) -> bool:
-    return _is_int(value) and value in (0, 1)
+    return is_integer(value) and value in (0, 1)
 
 
 def _list(position: Mapping[str, Any], key: str, length: int | None = None) -> list[Any]:
@@ -425,13 +474,13 @@ def _list(position: Mapping[str, Any], key: str, length: int | None = None) -> l
 
 def _card(name: object, where: str) -> int:
     if not isinstance(name, str) or name not in ISLAND_ID:
-        raise ValueError(f"position '{where}': {name!r} is not an island name (one of {', '.join(ISLANDS)})")
+        raise ValueError(f"position '{where}': {shown(name)} is not an island name (one of {', '.join(ISLANDS)})")
     return ISLAND_ID[name]
 
 
 def _cards(names: object, where: str) -> list[int]:
     if isinstance(names, (str, bytes)) or not isinstance(names, Sequence):
-        raise ValueError(f"position '{where}' must be a list of island names, got {names!r}")
+        raise ValueError(f"position '{where}' must be a list of island names, got {shown(names)}")
     return [_card(name, f"{where}[{k}]") for k, name in enumerate(names)]
 
 
@@ -450,8 +499,8 @@ def _int_pair(position: Mapping[str, Any], key: str) -> list[int]:
     top = _RANGE[key][1]
     pair = _list(position, key, _LENGTH[key])
     for value in pair:
-        if not _is_int(value) or not 0 <= value <= top:
-            raise ValueError(f"position '{key}' must be two integers in 0..{top}, got {pair!r}")
+        if not is_integer(value) or not 0 <= value <= top:
+            raise ValueError(f"position '{key}' must be two integers in 0..{top}, got {shown(pair)}")
     return [int(pair[0]), int(pair[1])]
 
 
@@ -460,13 +509,13 @@ def _count(position: Mapping[str, Any], key: str) -> int:
     value = position.get(key)
     if value is None:
         return 0
-    if not _is_int(value) or not 0 <= value <= top:
-        raise ValueError(f"position '{key}' must be an integer in 0..{top}, got {value!r}")
+    if not is_integer(value) or not 0 <= value <= top:
+        raise ValueError(f"position '{key}' must be an integer in 0..{top}, got {shown(value)}")
     return int(value)
 
 
 def _flag(position: Mapping[str, Any], key: str) -> bool:
     value = position.get(key, False)
     if not isinstance(value, bool):
-        raise ValueError(f"position '{key}' must be true or false, got {value!r}")
+        raise ValueError(f"position '{key}' must be true or false, got {shown(value)}")
     return value

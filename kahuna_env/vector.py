@@ -101,16 +101,33 @@ from kahuna_env.arrays import (
     seed_generators,
 )
 from kahuna_env.board import NUM_CARDS, NUM_ISLANDS
+from kahuna_env.config import is_integer, shown
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame, as_config, check_seed
 from kahuna_env.observation import BLOCK_STARTS, NO_ROWS, OBSERVATION_SCALE, OBSERVATION_SIZE, STATE_SCALE
 from kahuna_env.positions import Position, position_json
 from kahuna_env.schema import FIELDS
 
-__all__ = ["MAX_GAMES", "KahunaBatch", "StepResult", "sample_set_bits"]
+__all__ = ["MAX_GAMES", "KahunaBatch", "StepResult", "check_game_count", "sample_set_bits"]
 
 MAX_GAMES = 2**20
 """The largest batch, 1,048,576 games: a game's state, mask, observation buffer and generators take about
-2.5 KB, so this many hold about 2.5 GB.  A larger ``n`` is a ``ValueError`` before anything is allocated."""
+2.5 KB, so this many hold about 2.5 GB.  A larger ``n`` is a ``ValueError`` before anything is allocated.
+It is also the most sub-environments of a vector env (``make_vec(num_envs=...)``), checked by the same
+:func:`check_game_count` before any space or sub-environment is built."""
+
+
+def check_game_count(count: object, name: str = "n") -> int:
+    """``count`` as an int if it is an integer in ``1..MAX_GAMES``; else a one-line ``ValueError`` naming ``name``.
+
+    The one bound of a number of games played together: :class:`KahunaBatch`'s ``n`` and the vector
+    envs' ``num_envs`` (:class:`~kahuna_env.vector_env.KahunaVectorEnv`,
+    :func:`~kahuna_env.gym_vector.make_vector_env`), so ``num_envs=2**40`` is refused in one line before
+    anything is allocated, never a ``MemoryError``.
+    """
+    if not is_integer(count) or not 1 <= count <= MAX_GAMES:  # type: ignore[operator]
+        raise ValueError(f"{name} must be an integer in 1..{MAX_GAMES} (MAX_GAMES), got {shown(count)}")
+    return int(count)  # type: ignore[call-overload]
+
 
 # --- the board's tables (kahuna_env.arrays, one set for the batch and the single game) -------------
 _SCALE = OBSERVATION_SCALE
@@ -204,12 +221,6 @@ def _is_sequence(value: object) -> bool:
     return isinstance(value, (Sequence, np.ndarray)) and not isinstance(value, (str, bytes, Mapping))
 
 
-def _short(value: object) -> str:
-    """``repr(value)``, cut to 60 characters (an error message never echoes a whole hostile value)."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _games(positions: Sequence[Any]) -> list[KahunaGame]:
     """Every position validated by ``KahunaGame.from_dict``; a bad one is a one-line ``ValueError`` naming it."""
     games = []
@@ -228,7 +239,7 @@ def _seed_list(values: object, count: int, name: str, allow_none: bool = False) 
     naming it (``seeds[1]: seed must be None or a non-negative integer, got 2.7``).
     """
     if not _is_sequence(values):
-        raise ValueError(f"{name} must be a sequence of {count} seeds, got {_short(values)}")
+        raise ValueError(f"{name} must be a sequence of {count} seeds, got {shown(values)}")
     seeds = list(values)  # type: ignore[call-overload]
     if len(seeds) != count:
         raise ValueError(f"{name} must be a sequence of {count} seeds (one per game), got {len(seeds)}")
@@ -273,9 +284,7 @@ class KahunaBatch:
     # ------------------------------------------------------------------ construction
     def _allocate(self, n: int, config: Any, seed: Any, auto_reset: bool) -> None:
         # Every argument is checked before anything is allocated or written.
-        if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_GAMES:
-            raise ValueError(f"n must be an integer in 1..{MAX_GAMES} (MAX_GAMES), got {_short(n)}")
-        n = int(n)
+        n = check_game_count(n)
         if config is None or isinstance(config, (KahunaConfig, Mapping)):
             configs = [as_config(config)] * n
         elif _is_sequence(config) and len(config) == n:
@@ -482,13 +491,13 @@ class KahunaBatch:
             rows = indices.astype(np.intp)
         elif _is_sequence(indices):
             for index in indices:  # type: ignore[union-attr]
-                if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)):
-                    raise ValueError(f"a game index must be an integer, got {_short(index)}")
+                if not is_integer(index):
+                    raise ValueError(f"a game index must be an integer, got {shown(index)}")
                 if not 0 <= index < self.n:
                     raise IndexError(f"game index {index} out of range 0..{self.n - 1}")
             rows = np.array(indices, dtype=np.intp).reshape(-1)
         else:
-            raise ValueError(f"indices must be a sequence of game indices, got {_short(indices)}")
+            raise ValueError(f"indices must be a sequence of game indices, got {shown(indices)}")
         if distinct and len(rows) > 1:
             ordered = np.sort(rows)
             twice = ordered[1:][ordered[1:] == ordered[:-1]]

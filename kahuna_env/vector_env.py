@@ -88,7 +88,7 @@ from kahuna_env.gym_env import (
     OpponentSpec,
 )
 from kahuna_env.seated import AWAIT, BaselinePolicy, BatchPolicy, PerGamePolicy, play_seated, seating_of
-from kahuna_env.vector import KahunaBatch, StepResult, _is_sequence, _seed_list
+from kahuna_env.vector import KahunaBatch, StepResult, _is_sequence, _seed_list, check_game_count
 
 __all__ = ["KahunaVectorEnv", "is_batched_opponent"]
 
@@ -159,7 +159,7 @@ class KahunaVectorEnv(VectorEnv, metaclass=VectorEnvType):
     """``num_envs`` single-agent Kahuna games on one :class:`KahunaBatch` (see the module docstring).
 
     Args:
-        num_envs: the number of sub-environments (at least 1).
+        num_envs: the number of sub-environments, 1 to :data:`~kahuna_env.vector.MAX_GAMES`.
         opponent: ``"random"`` or ``"greedy"`` (batched), or an Agent, a callable or another
             baseline name (asked per game).
         options: the keywords of :class:`~kahuna_env.gym_env.KahunaSingleAgentEnv` (``seat``,
@@ -170,8 +170,10 @@ class KahunaVectorEnv(VectorEnv, metaclass=VectorEnvType):
     metadata: ClassVar[dict[str, Any]] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
     def __init__(self, num_envs: int = 1, opponent: OpponentSpec = "random", **options: Any) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"{_WHERE}: num_envs must be a positive int, got {num_envs!r}")
+        try:
+            n = check_game_count(num_envs, "num_envs")
+        except ValueError as error:
+            raise ValueError(f"{_WHERE}: {error}") from None
         render_mode = options.get("render_mode")
         if render_mode is not None:
             raise ValueError(
@@ -180,7 +182,6 @@ class KahunaVectorEnv(VectorEnv, metaclass=VectorEnvType):
             )
         # The scalar wrapper validates every option (with its messages) and holds them parsed.
         template = KahunaSingleAgentEnv(opponent, **options)
-        n = int(num_envs)
         self.num_envs = n
         self.render_mode = None
         self.autoreset_mode = AutoresetMode.SAME_STEP

@@ -161,3 +161,19 @@ def test_a_bad_num_envs_or_option_is_a_clear_error(num_envs: object) -> None:
         gymnasium.make_vec("Kahuna-v0", num_envs=2, seat=3)
     with pytest.raises(ValueError, match="seat"):
         gymnasium.make_vec("Kahuna-v0", num_envs=2, seat=3, opponent=RandomAgent())
+
+
+@pytest.mark.parametrize("backend", ["auto", "scalar"])
+@pytest.mark.parametrize("num_envs", [2**40, 2**21])
+def test_make_vec_beyond_max_games_is_the_batchs_one_line_refusal(backend: str, num_envs: int) -> None:
+    from kahuna_env.vector import MAX_GAMES, KahunaBatch
+
+    with pytest.raises(ValueError, match=r"n must be an integer in 1\.\.1048576 \(MAX_GAMES\)") as batch_error:
+        KahunaBatch(num_envs)
+    with pytest.raises(ValueError) as error:
+        gymnasium.make_vec("Kahuna-v0", num_envs=num_envs, vectorization_mode="vector_entry_point", backend=backend)
+    assert (
+        str(error.value)
+        == f"make_vector_env: num_envs must be an integer in 1..{MAX_GAMES} (MAX_GAMES), got {num_envs}"
+    )
+    assert str(batch_error.value).partition(" must")[2] == str(error.value).partition(" must")[2]  # one message

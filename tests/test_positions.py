@@ -331,3 +331,64 @@ def test_numpy_and_large_integer_seeds_are_accepted():
     assert KahunaGame.from_dict(d, seed=np.int64(5)).to_dict() == KahunaGame.from_dict(d, seed=5).to_dict()
     assert KahunaGame(seed=np.uint32(7)).to_dict() == KahunaGame(seed=7).to_dict()
     KahunaGame(seed=2**80)
+
+
+def _nested(depth: int, leaf: object = 0) -> object:
+    """``leaf`` inside ``depth`` lists."""
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_position_nested_100000_deep_is_refused_in_one_line_before_anything_reads_it() -> None:
+    d = KahunaGame(seed=0).to_dict()
+    d["config"]["handicap"] = _nested(100_000)
+    with pytest.raises(ValueError, match=r"^position key 'config' nests lists or objects more than 8 levels deep"):
+        KahunaGame.from_dict(d)
+    d = KahunaGame(seed=0).to_dict()
+    d["pile"] = _nested(100_000)
+    with pytest.raises(ValueError, match=r"^position key 'pile' nests lists or objects more than 8 levels deep"):
+        KahunaGame.from_dict(d)
+
+
+def test_nesting_up_to_the_limit_reaches_the_ordinary_checks() -> None:
+    from kahuna_env.positions import MAX_NESTING
+
+    # The position is depth 1, its config depth 2, the handicap's lists depths 3 and on.
+    d = KahunaGame(seed=0).to_dict()
+    d["config"]["handicap"] = _nested(MAX_NESTING - 2)
+    with pytest.raises(
+        ValueError, match=r"handicap must be None or a pair \(player, bridges\), got \[\[\[\[\.\.\.\]\]\]\]"
+    ):
+        KahunaGame.from_dict(d)
+    d["config"]["handicap"] = _nested(MAX_NESTING - 1)
+    with pytest.raises(ValueError, match="more than 8 levels deep"):
+        KahunaGame.from_dict(d)
+
+
+def test_a_list_that_holds_itself_is_refused_without_a_hang() -> None:
+    loop: list = []
+    loop.extend([loop] * 1000)  # each level of the walk visits it once
+    d = KahunaGame(seed=0).to_dict()
+    d["discard"] = loop
+    with pytest.raises(ValueError, match="position key 'discard' nests"):
+        KahunaGame.from_dict(d)
+
+
+def test_a_12000_character_card_name_is_shown_as_a_short_excerpt() -> None:
+    d = KahunaGame(seed=0).to_dict()
+    d["hands"][0][0] = "X" * 12_000
+    with pytest.raises(ValueError, match=r"'hands\[0\]\[0\]': 'XXX+\.\.\.X+' is not an island name") as error:
+        KahunaGame.from_dict(d)
+    assert len(str(error.value)) < 250
+
+
+def test_numpy_integers_in_a_position_are_read_as_ints() -> None:
+    game = KahunaGame(seed=0)
+    d = game.to_dict()
+    d.update(current_player=np.int8(d["current_player"]), round=np.int64(1), scores=[np.int16(0), np.uint8(0)])
+    d["bridges"] = [None if owner is None else np.int8(owner) for owner in d["bridges"]]
+    restored = KahunaGame.from_dict(d).to_dict()
+    assert restored == game.to_dict()
+    assert json.loads(json.dumps(restored)) == restored  # plain ints, as JSON writes them

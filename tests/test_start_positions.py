@@ -294,3 +294,30 @@ def test_the_collector_refuses_inconsistent_start_settings(positions_file):
         SelfPlayCollector(4, start_share=0.5)
     with pytest.raises(ValueError, match="start_opponent must be an opponent kind other than past, got 'past'"):
         SelfPlayCollector(4, start_positions=starts, start_share=0.5, start_opponent="past")
+
+
+def test_a_huge_value_in_a_line_is_shown_as_a_short_excerpt(tmp_path):
+    position = _game().to_dict()
+    position["hands"][0][0] = "X" * 12_000  # a card name of 12,000 characters
+    path = tmp_path / "starts.jsonl"
+    path.write_text(json.dumps({"seat": 0, "position": position}) + "\n")
+    with pytest.raises(StartPositionsError) as error:
+        load_start_positions(path)
+    text = str(error.value)
+    assert "is not an island name" in text and "\n" not in text and len(text) < 400
+    unknown_key = tmp_path / "key.jsonl"
+    unknown_key.write_text(json.dumps({"seat": 0, "position": position, "Y" * 12_000: 1}) + "\n")
+    with pytest.raises(StartPositionsError, match="unknown key 'YYYY") as error:
+        load_start_positions(unknown_key)
+    assert len(str(error.value)) < 300
+
+
+def test_the_tool_cuts_a_records_reason_short(tmp_path, capsys):
+    record = tmp_path / "huge.json"
+    record.write_text(json.dumps({"format": "x" * 12_000}))
+    with pytest.raises(SystemExit):
+        tool_main([str(record), "--player", "random", "--out", str(tmp_path / "out.jsonl")])
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("start_positions: error: huge.json: ") and "xxx..." in error
+    assert "\n" not in error and len(error) < 400
+    assert not (tmp_path / "out.jsonl").exists()

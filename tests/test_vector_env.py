@@ -496,3 +496,17 @@ def test_maskable_ppo_on_make_vec_without_the_adapter_is_an_error_naming_it(opti
             MaskablePPO("MlpPolicy", envs)
     finally:
         envs.close()
+
+
+@pytest.mark.parametrize("num_envs", [2**40, 2**21, 0, True, 2.0])
+def test_a_vector_env_beyond_max_games_is_refused_before_anything_is_allocated(num_envs: object) -> None:
+    from kahuna_env.vector import MAX_GAMES
+
+    message = rf"^KahunaVectorEnv: num_envs must be an integer in 1\.\.{MAX_GAMES} \(MAX_GAMES\), got "
+    with pytest.raises(ValueError, match=message):
+        KahunaVectorEnv(num_envs)
+
+
+def test_a_vector_env_takes_a_numpy_integer_count() -> None:
+    envs = KahunaVectorEnv(np.int64(3))
+    assert envs.num_envs == 3 and type(envs.num_envs) is int

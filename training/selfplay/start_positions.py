@@ -21,7 +21,8 @@ game it came from.  Those games are kept out of the per-opponent win rates
 (``rollout/win_rate_vs_*``) and reported as ``rollout/win_rate_from_start``.
 
 Everything in the file is checked before training starts; a bad file is one
-line naming the line and what is wrong, never its content.
+line naming the line and what is wrong, never more of its content than a short
+excerpt of the bad value (at most 80 characters, :func:`kahuna_env.config.shown`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from kahuna_env.config import shown
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
 START_OPPONENTS = ("latest", "greedy", "random", "mcts")
@@ -129,7 +131,7 @@ def _parse_line(line: bytes, where: str) -> tuple[int, KahunaGame]:
     unknown = sorted(str(key) for key in entry if key not in START_KEYS)
     missing = [key for key in START_KEYS if key not in entry]
     if unknown or missing:
-        problem = f"unknown key {unknown[0]!r}" if unknown else f"missing key {missing[0]!r}"
+        problem = f"unknown key {shown(unknown[0])}" if unknown else f"missing key {missing[0]!r}"
         raise StartPositionsError(f"{where}: {problem} (each line has exactly {', '.join(START_KEYS)})")
     seat = entry["seat"]
     if type(seat) is not int or seat not in (0, 1):
