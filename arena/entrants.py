@@ -147,7 +147,7 @@ def _build(entrant: EntrantSpec, seed: int | None, sampled: bool) -> Agent:
         if kind == "onnx":
             agent = load_onnx(entrant.source, sampled=sampled, seed=seed, name=entrant.written)
         else:
-            policy = _torch_side(entrant, f"{FILE_KINDS[kind]}")
+            policy = _torch_side(entrant, "an agent file" if kind == "kahuna" else FILE_KINDS[kind])
             if kind == "sb3":
                 agent = policy.external.load_sb3(entrant.source, sampled=sampled, seed=seed, name=entrant.written)
             elif kind == "torchscript":
