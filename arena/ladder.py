@@ -5,7 +5,8 @@ draws half a win, :data:`arena.report.PRIOR_DRAWS` virtual draw per pairing)
 over every stored game under the chosen rules, a game repeated with the same
 seeds counted once, plus imported tallies (:func:`fit_ladder`).  Its scale
 is pinned by fixed *anchors*: by default the baselines of the ratings
-table of docs/RATINGS.md at their ratings there (:data:`DEFAULT_ANCHORS`), so that a
+table of docs/RATINGS.md at their ratings there (:data:`DEFAULT_ANCHORS`, the project's
+one Elo scale, :data:`arena.stats.ANCHOR_RATINGS`, which the trainer's ``elo/*`` metrics use too), so that a
 new entrant's rating means the same as in that table; the shift puts the
 anchors present at their ratings on average, and each ``±95%`` is the
 interval of the rating relative to that anchor mean.  Entrants not linked to
@@ -45,13 +46,14 @@ import numpy as np
 from arena.entrants import split_search
 from arena.match import MAX_BASE_SEED, MAX_GAMES
 from arena.report import PRIOR_DRAWS, EvaluationReport
-from arena.stats import Z95, expected_score, fit_bradley_terry
+from arena.stats import ANCHOR_RATINGS, Z95, expected_score, fit_bradley_terry
 from arena.store import Entrant, ImportedTally, ResultsStore, StoreError, baseline_entrant
 from kahuna_env.cli import first_line, terminal_safe
 from kahuna_env.engine import KahunaConfig
 
-DEFAULT_ANCHORS = {"greedy": 624.0, "mcts:50": 979.0, "mcts": 1146.0, "mcts:1000": 1301.0}
-"""The baselines of docs/RATINGS.md's table (docs/ratings.json) at their ratings there: the ladder's scale."""
+DEFAULT_ANCHORS = ANCHOR_RATINGS
+"""The ladder's default anchors: :data:`arena.stats.ANCHOR_RATINGS` itself (the baselines of docs/RATINGS.md's
+table at their ratings there), the scale of the trainer's ``elo/*`` metrics as well."""
 MAX_REPORT_BYTES = 16 * 1024 * 1024
 """The largest report ``--import-report`` reads."""
 

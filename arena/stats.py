@@ -14,6 +14,10 @@
 * Ratings are reported on the Elo scale, ``400 * log10(s_i)``, shifted so
   that the mean rating of the entrants is :data:`ELO_MEAN` (1000).  Only
   differences mean anything: a 400-point gap is 10:1 odds, 0 points is 50%.
+* :data:`ANCHOR_RATINGS` — the project's one Elo scale: fixed ratings of
+  baseline anchors.  ``kahuna-ratings``' ladder pins its fit by them, and the
+  trainer's ``elo/*`` metrics rate an evaluation against an anchor by them, so
+  a run's curve and the ladder read the same numbers.
 * Uncertainty comes from the observed Fisher information of the
   log-likelihood at the fit (including the virtual draws).  Ratings are
   identified only up to a shift, so the covariance is the pseudo-inverse of
@@ -26,6 +30,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -35,6 +41,13 @@ ELO_MEAN = 1000.0
 """Mean of the reported Elo ratings (the anchor)."""
 ELO_PER_NATURAL_LOG = 400.0 / math.log(10.0)
 """Elo points per unit of natural log-strength (about 173.7)."""
+ANCHOR_RATINGS: Mapping[str, float] = types.MappingProxyType(
+    {"greedy": 624.0, "mcts:50": 979.0, "mcts": 1146.0, "mcts:1000": 1301.0}
+)
+"""The Elo scale: baseline anchors at their ratings in docs/RATINGS.md's table (docs/ratings.json), read-only.
+
+``arena.ladder.DEFAULT_ANCHORS`` (the ladder's default pins) and ``training.ppo.metrics``' ``elo/*``
+estimates are this object; docs/RATINGS.md and docs/TRAINING.md quote it."""
 
 
 def wilson_interval(successes: float, trials: int, z: float = Z95) -> tuple[float, float]:

@@ -146,7 +146,7 @@ def test_elo_conversion_against_anchors():
     assert math.isfinite(sweep) and sweep == pytest.approx(1215.0 + 400 * math.log10(199))
     with pytest.raises(ValueError, match="at least one game"):
         elo_estimate(0.5, 0, 917.0)
-    assert ANCHOR_RATINGS == {"greedy": 917.0, "mcts:50": 1215.0, "mcts": 1426.0}
+    assert ANCHOR_RATINGS == {"greedy": 624.0, "mcts:50": 979.0, "mcts": 1146.0, "mcts:1000": 1301.0}
     results = {
         "greedy": QuickEvalResult(75, 0, 25, 0.0, opponent="greedy"),
         "mcts:50": QuickEvalResult(50, 0, 50, 0.0, opponent="mcts:50"),
@@ -154,8 +154,8 @@ def test_elo_conversion_against_anchors():
     }
     scalars = elo_scalars(results)
     assert set(scalars) == {"elo/vs_greedy", "elo/vs_mcts_50", "elo/mean"}
-    assert scalars["elo/vs_greedy"] == pytest.approx(917 + 400 * math.log10(3))
-    assert scalars["elo/vs_mcts_50"] == 1215.0
+    assert scalars["elo/vs_greedy"] == pytest.approx(624 + 400 * math.log10(3))
+    assert scalars["elo/vs_mcts_50"] == 979.0
 
 
 def tiny_run_args(run_dir, *overrides: str) -> list[str]:

@@ -10,11 +10,13 @@ names (CleanRL's: ``charts/SPS``, ``charts/episodic_return``,
 TensorBoard uses ``global_step`` as its step.  An opponent name in a key is
 written with ``:`` as ``_`` (``eval/win_rate_vs_mcts_50``, ``elo/vs_mcts_50``).
 
-Elo estimates: an evaluation against an anchor of :data:`ANCHOR_RATINGS`
+Elo estimates: an evaluation against an anchor of :data:`arena.stats.ANCHOR_RATINGS`
 (seat-balanced games, score ``s`` = (wins + draws / 2) / games) gives
 ``elo/vs_<anchor> = rating(anchor) + 400 * log10(s / (1 - s))``, with ``s``
 clipped to ``[1 / (2 n), 1 - 1 / (2 n)]`` for ``n`` games (so a clean sweep
-stays finite); ``elo/mean`` is their mean when there are several.
+stays finite); ``elo/mean`` is their mean when there are several.  The anchors
+are the ladder's (``kahuna-ratings``, docs/RATINGS.md): one table, so a run's
+``elo/*`` curve and the ladder are on the same scale.
 """
 
 from __future__ import annotations
@@ -25,15 +27,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from arena.stats import elo_difference
+from arena.stats import ANCHOR_RATINGS, elo_difference
 
 METRICS_FILE = "metrics.jsonl"
 PLOT_FILE = "learning_curves.png"
 TIME_KEYS = ("charts/SPS", "charts/actions_per_second", "time/")
 """Prefixes of metrics that measure wall time (they differ between otherwise identical runs)."""
-ANCHOR_RATINGS = {"greedy": 917.0, "mcts:50": 1215.0, "mcts": 1426.0}
-"""Fixed Elo ratings of the anchor opponents: the earlier README ratings table, kept in docs/EVALUATION.md
-(a Bradley-Terry fit of ``kahuna-eval`` games between 5 entrants, on the scale where their mean is 1000)."""
 
 
 def metric_name(opponent: str) -> str:
@@ -221,7 +220,7 @@ class MetricsLogger:
 _PANELS = (
     ("Evaluation win rate", ("eval/win_rate_vs_",)),
     ("Training games (learner's win rate)", ("rollout/win_rate_vs_",)),
-    ("Elo (anchored: greedy 917, mcts:50 1215, mcts 1426)", ("elo/",)),
+    ("Elo (anchored: " + ", ".join(f"{name} {elo:g}" for name, elo in ANCHOR_RATINGS.items()) + ")", ("elo/",)),
     ("League (PFSP): learner vs snapshots", ("league/min_snapshot_win_rate", "league/mean_snapshot_win_rate")),
     ("Losses", ("losses/policy_loss", "losses/value_loss")),
     ("Entropy and KL", ("losses/entropy", "losses/approx_kl", "losses/clipfrac")),
