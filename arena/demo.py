@@ -20,7 +20,7 @@ from arena.match import agent_chooser, play
 from kahuna_env.actions import describe_action
 from kahuna_env.agents import BASELINE_NAMES, make_agent
 from kahuna_env.board import ISLANDS
-from kahuna_env.cli import OneLineParser, non_negative_int
+from kahuna_env.cli import OneLineParser, non_negative_int, quiet_on_closed_pipe
 from kahuna_env.engine import VARIANTS, KahunaConfig, KahunaGame
 
 PROGRAM = "kahuna-demo"
@@ -79,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@quiet_on_closed_pipe
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``kahuna-demo``."""
     args = build_parser().parse_args(argv)

@@ -18,11 +18,14 @@ two, meet the same deals and the same opponent, game by game
 (:func:`arena.match.schedule`).
 Bad arguments, unknown entrants, unreadable checkpoints and unwritable
 output paths end the program before any game with exit code 2 and a
-one-line message.  Outputs never destroy what the tool did not write:
-``--json`` may not be one of the entrants' files and replaces an existing
-file only when it is an earlier ``kahuna-eval`` report, ``--record`` refuses
-a directory holding an earlier evaluation's records (their names would
-repeat); ``--force`` allows both (never an input).  ``--games`` and the
+one-line message.  Outputs never destroy what the tool reads or did not
+write (:func:`kahuna_env.cli.check_output_file`): ``--json`` is never one
+of the entrants' files nor the ``--db`` store, never a protected file of
+another kind (a store, an agent file, a record), and replaces an existing
+file only with ``--force``; ``--record`` refuses a directory holding an
+earlier evaluation's records (their names would repeat) unless ``--force``.
+Agent files that are a FIFO, a device or a directory are refused unopened.
+``--games`` and the
 games of all pairings together are at most :data:`arena.match.MAX_GAMES`,
 ``--workers`` at most :data:`arena.match.MAX_WORKERS`, ``--seed`` below
 ``2**63``.
@@ -34,7 +37,10 @@ dies, a results store or a record that cannot be written, e.g. on a full
 disk).  Each finished game's record and store row are written as it
 finishes, the table of the finished games is printed, ``--json`` is
 written with ``"partial": true`` (an output that fails itself is named),
-and the program ends with one line naming the cause and the games played.
+and the program ends with one line naming the cause, the games played and
+how many each output holds, counted from the outputs (``stopped after 285
+of 1000 games: 284 in --db r.sqlite, 285 in --json r.json, 285 records in
+games/``: the game whose store row failed is in the others).
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ from typing import TYPE_CHECKING, NoReturn
 from arena.entrants import ENTRANT_FORMS
 from arena.match import MAX_BASE_SEED, MAX_GAMES, MAX_WORKERS, check_evaluation_size, check_games
 from kahuna_env.cli import (
+    REPORT,
     OneLineParser,
     Terminated,
     add_force_argument,
@@ -59,21 +66,21 @@ from kahuna_env.cli import (
     even_games,
     exit_with_error,
     first_line,
-    json_format_is,
     non_negative_int,
     positive_int,
+    quiet_on_closed_pipe,
+    same_file,
     signals_as_interrupt,
     write_text_atomic,
 )
 from kahuna_env.engine import KahunaConfig
 
 if TYPE_CHECKING:
+    from arena.evaluation import WrittenGames
     from arena.report import EvaluationReport
     from arena.store import ResultsStore
 
 PROGRAM = "kahuna-eval"
-REPORT_FORMAT = "kahuna-eval-v1"
-"""The ``format`` of a ``--json`` report (:meth:`arena.report.EvaluationReport.to_dict`)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -167,6 +174,7 @@ STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if 
 """Signals that stop an evaluation as Ctrl-C does (a scheduler's ``kill``, a closed terminal)."""
 
 
+@quiet_on_closed_pipe
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``kahuna-eval``; returns the exit code (0 on success)."""
     args = build_parser().parse_args(argv)
@@ -181,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.sprt:
         return _main_sprt(args)
     from arena.entrants import is_checkpoint_spec
-    from arena.evaluation import EvaluationError, EvaluationInterrupted, check_entrants, run_evaluation
+    from arena.evaluation import EvaluationError, EvaluationInterrupted, WrittenGames, check_entrants, run_evaluation
 
     try:
         entrants = check_entrants(args.entrants, sampled=args.sampled)  # the one resolution of the entrants
@@ -195,6 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = KahunaConfig(variant=args.variant, discard_rule=args.discard_rule)
     store = _open_store(args)
     planned = args.games * len(args.entrants) * (len(args.entrants) - 1) // 2
+    written = WrittenGames()
     try:
         with signals_as_interrupt(*STOP_SIGNALS):
             report = run_evaluation(
@@ -208,13 +217,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 progress=not args.no_progress,
                 store=store,
                 common_deals=args.common_deals,
+                written=written,
             )
     except EvaluationInterrupted as interrupted:
         # Ctrl-C or SIGTERM: the finished games are not thrown away (their records are already written).
         cause = interrupted.__cause__ if isinstance(interrupted.__cause__, Terminated) else None
         what = f"terminated ({cause})" if cause is not None else "interrupted"
         code = 128 + cause.number if cause is not None else 130
-        _end_early(interrupted.report, args, f"{what} after {interrupted.report.total_games} of {planned} games", code)
+        played = f"{what} after {interrupted.report.total_games} of {planned} games"
+        _end_early(interrupted.report, args, played, code, store, written)
     except Terminated as terminated:
         fail(f"terminated ({terminated})", code=128 + terminated.number)
     except KeyboardInterrupt:
@@ -222,7 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EvaluationError as error:
         if error.report is None:
             fail(str(error), code=1)
-        _end_early(error.report, args, f"{error}; stopped after {error.report.total_games} of {planned} games", 1)
+        played = f"{error}; stopped after {error.report.total_games} of {planned} games"
+        _end_early(error.report, args, played, 1, store, written)
     except (FileNotFoundError, ValueError) as error:
         fail(str(error), code=1)
     except OSError as error:
@@ -231,16 +243,61 @@ def main(argv: Sequence[str] | None = None) -> int:
         if store is not None:
             store.close()
     print(report.table())
-    write_outputs(report, args)
+    write_outputs(report, args, written=written)
     return 0
 
 
-def _end_early(report: EvaluationReport, args: argparse.Namespace, message: str, code: int) -> NoReturn:
-    """After an early end: the finished games' table and outputs (``--json`` marked partial), then one line."""
+def _end_early(
+    report: EvaluationReport,
+    args: argparse.Namespace,
+    message: str,
+    code: int,
+    store: ResultsStore | None,
+    written: WrittenGames,
+) -> NoReturn:
+    """After an early end: the finished games' table and outputs (``--json`` marked partial), then one line.
+
+    The line ends with how many games each output holds, counted from the
+    outputs themselves (:func:`output_counts`): a game whose store row or
+    record failed is played, and in ``--json``, but not in that output.
+    """
     if report.total_games:
         print(report.table())
-    problem = write_outputs(report, args, partial=True)
-    fail(f"{message}; {problem}" if problem else message, code=code)
+    problem = write_outputs(report, args, partial=True, written=written)
+    counts = output_counts(args, store, written, json_games=None if problem else report.total_games)
+    if problem:
+        counts.append(problem)
+    fail(f"{message}: {', '.join(counts)}" if counts else message, code=code)
+
+
+def output_counts(
+    args: argparse.Namespace, store: ResultsStore | None, written: WrittenGames, json_games: int | None
+) -> list[str]:
+    """``N in --db FILE``, ``N in --json FILE``, ``N records in DIR/``: what each output of the run holds.
+
+    The store's rows of this run's session, the games of the ``--json``
+    written (``json_games``; None when it could not be written) and the
+    record files of this run on disk.
+    """
+    from arena.store import StoreError
+
+    counts = []
+    if store is not None and args.db is not None:
+        try:
+            stored = str(store.game_count(written.session)) if written.session is not None else "0"
+        except StoreError:  # the store that failed may fail to be read too
+            stored = "an unknown number"
+        counts.append(f"{stored} in --db {args.db}")
+    if args.json is not None and json_games is not None:
+        counts.append(f"{json_games} in --json {args.json}")
+    if args.record is not None:
+        counts.append(f"{recorded_games(written)} records in {args.record}/")
+    return counts
+
+
+def recorded_games(written: WrittenGames) -> int:
+    """How many of the run's game records are on disk (each written whole, or not at all)."""
+    return sum(1 for path in written.records if path.is_file())
 
 
 SPRT_MAX_GAMES = 2000
@@ -274,15 +331,7 @@ def _main_sprt(args: argparse.Namespace) -> int:
         from arena.evaluation import check_entrants
 
         entrants = check_entrants(args.entrants, sampled=args.sampled)  # the one resolution of the entrants
-        if args.json is not None:
-            check_output_file(
-                "--json",
-                args.json,
-                inputs=_entrant_files(args.entrants),
-                own_kind=lambda path: json_format_is(path, "kahuna-sprt-v1"),
-                kind="a kahuna-eval --sprt report",
-                force=args.force,
-            )
+        check_outputs(args)
     except (FileNotFoundError, ValueError) as error:
         fail(str(error))
     from arena.entrants import is_checkpoint_spec
@@ -324,7 +373,7 @@ def _main_sprt(args: argparse.Namespace) -> int:
     return 0
 
 
-def _entrant_files(entrants: Sequence[str]) -> list[Path]:
+def entrant_files(entrants: Sequence[str]) -> list[Path]:
     """The files among the entrants (policy files and checkpoints, also behind ``@mcts``): the evaluation's inputs."""
     from arena.entrants import parse_entrant
 
@@ -347,22 +396,24 @@ def earlier_records(directory: Path) -> list[Path]:
 
 
 def check_outputs(args: argparse.Namespace) -> None:
-    """``ValueError`` (one line) unless ``--json`` and ``--record`` may be written; nothing is created.
+    """``ValueError`` (one line) unless ``--json``, ``--db`` and ``--record`` may be written; nothing is created.
 
-    ``--json`` must not be one of the entrants' files, and an existing file is
-    replaced only when it is an earlier ``kahuna-eval`` report (or with
-    ``--force``); ``--record`` must not hold an earlier evaluation's records,
-    whose names would repeat (or with ``--force``).
+    The rule of :func:`kahuna_env.cli.check_output_file`: ``--json`` is
+    never one of the entrants' files nor the ``--db`` store (which holds
+    earlier games: an input too), never another kind of protected file, and
+    replaces an existing report only with ``--force``.  ``--db`` is never an
+    entrant's file (an existing store is added to).  ``--record`` must not
+    hold an earlier evaluation's records, whose names would repeat (or with
+    ``--force``).
     """
+    files = entrant_files(args.entrants)
+    if args.db is not None:
+        for source in files:
+            if same_file(args.db, source):
+                raise ValueError(f"--db {args.db} is one of the inputs ({source}); give another results store")
     if args.json is not None:
-        check_output_file(
-            "--json",
-            args.json,
-            inputs=_entrant_files(args.entrants),
-            own_kind=lambda path: json_format_is(path, REPORT_FORMAT),
-            kind="a kahuna-eval report",
-            force=args.force,
-        )
+        inputs = [*files, *([("--db", args.db)] if args.db is not None else [])]
+        check_output_file("--json", args.json, REPORT, inputs=inputs, force=args.force)
     if args.record is not None:
         check_writable("--record", args.record, directory=True)
         earlier = earlier_records(args.record)
@@ -373,7 +424,9 @@ def check_outputs(args: argparse.Namespace) -> None:
             )
 
 
-def write_outputs(report: EvaluationReport, args: argparse.Namespace, partial: bool = False) -> str | None:
+def write_outputs(
+    report: EvaluationReport, args: argparse.Namespace, partial: bool = False, written: WrittenGames | None = None
+) -> str | None:
     """Write ``--json`` (marked ``"partial": true`` after an early end) and say where the records went.
 
     A ``--json`` that cannot be written ends the program (exit code 1);
@@ -392,8 +445,8 @@ def write_outputs(report: EvaluationReport, args: argparse.Namespace, partial: b
                 return problem
             fail(problem, code=1)
         print(f"{'partial ' if partial else ''}results written to {args.json}")
-    if args.record is not None:
-        print(f"{report.total_games} game records written to {args.record}/")
+    if args.record is not None and written is not None:
+        print(f"{recorded_games(written)} game records written to {args.record}/")
     return None
 
 

@@ -64,6 +64,7 @@ __all__ = [
     "PairingResult",
     "Rating",
     "ResolvedEntrants",
+    "WrittenGames",
     "check_entrants",
     "entrant_identity",
     "game_record",
@@ -95,6 +96,19 @@ class EvaluationInterrupted(KeyboardInterrupt):
     def __init__(self, report: EvaluationReport) -> None:
         super().__init__("evaluation interrupted")
         self.report = report
+
+
+@dataclasses.dataclass
+class WrittenGames:
+    """Where an evaluation wrote its games, filled in as it runs (for the count of each output after an early end).
+
+    ``session`` is the results store's session of the evaluation (None
+    without a store); ``records`` the game records written, in the order
+    they were.  A game whose write failed is in neither.
+    """
+
+    session: int | None = None
+    records: list[Path] = dataclasses.field(default_factory=list)
 
 
 class WorkerError(RuntimeError):
@@ -298,6 +312,7 @@ def run_evaluation(
     store: ResultsStore | None = None,
     source: str = "kahuna-eval",
     common_deals: bool = False,
+    written: WrittenGames | None = None,
 ) -> EvaluationReport:
     """Play a seat-balanced round robin and summarize it.
 
@@ -316,6 +331,8 @@ def run_evaluation(
         common_deals: seed the deals from ``seed`` and the game number only, and each agent from its
             own name, so that every pairing (and every evaluation with this seed) plays the same deals
             against the same opponent behaviour (see :func:`arena.match.schedule`).
+        written: filled in with the store's session and each record file as it is written, so that a
+            caller can say, after an early end, how many games each output holds.
 
     Raises ``ValueError`` for bad arguments and entrants (before any game is
     played), ``FileNotFoundError`` for a missing checkpoint,
@@ -332,7 +349,8 @@ def run_evaluation(
         Path(record_dir).mkdir(parents=True, exist_ok=True)
     identities = [entrant_identity(spec, sampled) for spec in entrants]  # what each name holds as the games begin
     tasks = schedule(entrants, games, seed, common_deals=common_deals)
-    save = _store_writer(store, entrants, sampled, config, seed, source, common_deals, identities)
+    written = written if written is not None else WrittenGames()
+    save = _store_writer(store, entrants, sampled, config, seed, source, common_deals, identities, written)
 
     def keep(result: GameResult) -> None:
         """Store a finished game and write its record, as it finishes (a later failure never loses it).
@@ -350,6 +368,8 @@ def run_evaluation(
                 write_record(path, _record(entrants, result, config))
             except OSError as error:
                 failures.append(EvaluationError(f"cannot write the game record {path}: {failure_cause(error, path)}"))
+            else:
+                written.records.append(path)
         if failures:
             raise failures[0]
 
@@ -461,13 +481,14 @@ def _store_writer(
     source: str,
     common_deals: bool = False,
     identities: Sequence[Entrant] | None = None,
+    written: WrittenGames | None = None,
 ) -> Callable[[GameResult], None]:
     """A function writing one game to ``store`` (nothing without a store); the session starts now.
 
     The session's ``command`` is the entrants, followed by ``--common-deals`` when the seeds were those of
     common deals (:func:`arena.match.schedule`; every game's own seeds are stored with it either way).
     ``identities`` are the entrants' store identities when the caller already took them
-    (:func:`entrant_identity` of each, otherwise taken now).
+    (:func:`entrant_identity` of each, otherwise taken now); ``written.session`` is set to the session.
     """
     if store is None:
         return lambda result: None
@@ -475,6 +496,8 @@ def _store_writer(
         identities = [entrant_identity(spec, sampled) for spec in entrants]
     command = " ".join([*entrants, "--common-deals"] if common_deals else entrants)
     session = store.start_session(source, config.to_dict(), base_seed=seed, sampled=sampled, command=command)
+    if written is not None:
+        written.session = session
 
     def save(result: GameResult) -> None:
         seat0, seat1 = result.task.seats

@@ -20,9 +20,10 @@ know (:func:`kahuna_env.agents.choose_action`).
 
 ``--gif PATH`` saves the game as an animated GIF (one frame per action, the
 spectator's view) and ``--record PATH`` as a JSON record that
-``kahuna-replay`` re-renders.  Neither may be the opponent's file, and an
-existing file is replaced only when it is a GIF or a game record
-respectively (``--force`` replaces any other file).  Input is read from stdin, so a game can be
+``kahuna-replay`` re-renders.  Neither may be the opponent's file or the
+other output, an existing file is replaced only with ``--force``, and
+never when it is a protected file of another kind (an agent file, a
+results store: :func:`kahuna_env.cli.check_output_file`).  Input is read from stdin, so a game can be
 scripted: ``printf '147\\n...' | kahuna-play``.
 """
 
@@ -38,11 +39,12 @@ import numpy as np
 
 from arena.entrants import ENTRANT_FORMS, resolve_entrant
 from arena.match import Chooser, agent_chooser, play
-from arena.records import RECORD_FORMAT, game_record, game_result, write_record
+from arena.records import game_record, game_result, write_record
 from kahuna_env.actions import DISCARD, DRAW, describe_action, parse_action
 from kahuna_env.agents import Agent
 from kahuna_env.board import ISLANDS
 from kahuna_env.cli import (
+    RECORD,
     OneLineParser,
     add_force_argument,
     add_rule_arguments,
@@ -50,9 +52,8 @@ from kahuna_env.cli import (
     check_output_file,
     exit_with_error,
     first_line,
-    json_format_is,
     non_negative_int,
-    same_file,
+    quiet_on_closed_pipe,
     terminal_safe,
     write_gif,
 )
@@ -257,8 +258,8 @@ def check_outputs(args: argparse.Namespace) -> None:
     """``ValueError`` (one line) unless ``--record`` and ``--gif`` may be written (``cli.check_output_file``).
 
     Neither may be the opponent's file or the other output; an existing file
-    is replaced only when it is of the same kind (a game record, a GIF) or
-    with ``--force``.
+    is replaced only with ``--force``, and never when it is a protected file
+    of another kind (an agent file, a results store, ...).
     """
     from arena.entrants import split_search
 
@@ -271,20 +272,13 @@ def check_outputs(args: argparse.Namespace) -> None:
     except (OSError, ValueError):  # a name the system refuses (too long, a NUL): reported when the opponent is built
         inputs = []
     if args.record is not None:
-        check_output_file(
-            "--record",
-            args.record,
-            inputs=inputs,
-            own_kind=lambda path: json_format_is(path, RECORD_FORMAT),
-            kind="a game record",
-            force=args.force,
-        )
+        check_output_file("--record", args.record, RECORD, inputs=inputs, force=args.force)
     if args.gif is not None:
-        if args.record is not None and same_file(args.gif, args.record):
-            raise ValueError(f"--gif and --record name the same file {args.gif}")
-        check_gif_path(args.gif, inputs=inputs, force=args.force)
+        others = [("--record", args.record)] if args.record is not None else []
+        check_gif_path(args.gif, inputs=[*inputs, *others], force=args.force)
 
 
+@quiet_on_closed_pipe
 def main(argv: Sequence[str] | None = None, stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> int:
     """Run ``kahuna-play``; returns the exit code (0 when the game finished or was abandoned, 130 on Ctrl-C).
 
@@ -332,7 +326,6 @@ def main(argv: Sequence[str] | None = None, stdin: IO[str] | None = None, stdout
             play_seed=seed,
         )
         try:
-            args.record.parent.mkdir(parents=True, exist_ok=True)
             write_record(args.record, record)
         except OSError as error:
             _fail(f"cannot write --record {args.record}: {first_line(error)}", code=1)

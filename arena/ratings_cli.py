@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from arena.entrants import ENTRANT_FORMS
-from arena.eval_cli import games_argument, workers_argument
+from arena.eval_cli import entrant_files, games_argument, workers_argument
 from arena.ladder import (
     DEFAULT_ANCHORS,
     CheckedReport,
@@ -63,14 +63,21 @@ from arena.ladder import (
 from arena.match import MAX_GAMES, MAX_WORKERS
 from arena.store import Entrant, ResultsStore, StoreError, StoreFailure, StoreOutdated
 from kahuna_env.cli import (
+    PNG,
+    REPORT,
     OneLineParser,
+    add_force_argument,
     add_rule_arguments,
-    check_writable,
+    check_input_file,
+    check_output_file,
     exit_with_error,
     first_line,
     positive_int,
+    quiet_on_closed_pipe,
+    replacing,
     require_extra,
     terminal_safe,
+    write_text_atomic,
 )
 from kahuna_env.engine import KahunaConfig
 
@@ -141,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--all-rules", action="store_true", help="rate games under every rule set together")
     add_rule_arguments(parser)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar of --play")
+    add_force_argument(parser)
     return parser
 
 
@@ -149,6 +157,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
     exit_with_error(PROGRAM, message, code)
 
 
+@quiet_on_closed_pipe
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``kahuna-ratings``; returns the exit code (0 on success)."""
     args = build_parser().parse_args(argv)
@@ -240,15 +249,28 @@ def _import_text(path: Path, outcome: ImportOutcome) -> str:
 
 
 def _check_arguments(args: argparse.Namespace, anchors: dict[str, float]) -> list[Entrant]:
-    """Every check before the store is opened (output paths, entrants, the store's existence); the newcomers."""
-    for name, path in (("--json", args.json), ("--plot", args.plot)):
-        if path is not None:
-            check_writable(name, path)
+    """Every check before the store is opened (output paths, entrants, the store's existence); the newcomers.
+
+    The outputs follow :func:`kahuna_env.cli.check_output_file`: neither
+    ``--json`` nor ``--plot`` may be the store (``--db``, read and written),
+    the report to import, an entrant's file or the other output; an
+    existing file is replaced only with ``--force``, and never when it is a
+    protected file of another kind (a store, an agent file, a record).
+    """
     if args.plot is not None and args.plot.suffix.lower() != ".png":
         raise ValueError(f"--plot must name a .png file, got {args.plot}")
     for spec in anchors:
         checked_entrant(spec)
     newcomers = [checked_entrant(spec) for spec in args.entrant]
+    if args.import_report is not None:
+        check_input_file(args.import_report, "a kahuna-eval report")
+    inputs: list = [("--db", args.db), *([("--import-report", args.import_report)] if args.import_report else [])]
+    inputs += entrant_files([*args.entrant, *anchors])
+    if args.json is not None:
+        check_output_file("--json", args.json, REPORT, inputs=inputs, force=args.force)
+        inputs.append(("--json", args.json))
+    if args.plot is not None:
+        check_output_file("--plot", args.plot, PNG, inputs=inputs, force=args.force)
     writable = args.import_report is not None or args.play
     if not writable and not args.db.exists():
         raise ValueError(f"{args.db}: no such results store (kahuna-eval --db {args.db} creates one)")
@@ -259,14 +281,14 @@ def _write_outputs(args: argparse.Namespace, ladder: Ladder) -> None:
     """``--json`` (the ladder) and ``--plot`` (Elo per training run); a write failure ends with exit code 1."""
     if args.json is not None:
         try:
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps(ladder.to_dict(), indent=2) + "\n", encoding="utf-8")
+            write_text_atomic(args.json, json.dumps(ladder.to_dict(), indent=2) + "\n")
         except OSError as error:
             fail(f"cannot write --json {args.json}: {first_line(error)}", code=1)
         print(f"ladder written to {args.json}")
     if args.plot is not None:
         try:
-            runs = plot_runs(ladder, args.plot)
+            with replacing(args.plot) as temporary:
+                runs = plot_runs(ladder, temporary)
         except OSError as error:
             fail(f"cannot write --plot {args.plot}: {first_line(error)}", code=1)
         print(f"Elo of {runs} training run(s) drawn in {args.plot}")

@@ -37,15 +37,13 @@ analyses and games rebuilt from its game store all replay the same way.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from arena.match import OnAction, play
 from kahuna_env.actions import NUM_ACTIONS, describe_action
-from kahuna_env.cli import first_line, mode_as_created
+from kahuna_env.cli import check_input_file, first_line, write_text_atomic
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
 RECORD_FORMAT = "kahuna-record-v1"
@@ -98,26 +96,20 @@ def game_record(
 def write_record(path: str | Path, record: Mapping[str, Any]) -> Path:
     """Write ``record`` as one line of JSON at ``path``, atomically; return the path.  ``OSError`` on failure.
 
-    The file gets the mode any file the user creates gets (0666 less the umask), not the temporary file's 0600.
+    Through :func:`kahuna_env.cli.write_text_atomic`: its folder is created, and the file gets the mode any
+    file the user creates gets (0666 less the umask).
     """
     path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            mode_as_created(file.fileno())
-            file.write(json.dumps(record) + "\n")
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, json.dumps(record) + "\n")
     return path
 
 
 def read_record(path: str | Path) -> dict[str, Any]:
     """Read and validate a record; ``FileNotFoundError`` or a one-line ``ValueError`` saying what is wrong."""
     path = Path(path)
+    check_input_file(path, "a game record")  # a FIFO would block the read below
     if not path.is_file():
-        raise FileNotFoundError(f"record not found: {path}" + (" (a directory)" if path.is_dir() else ""))
+        raise FileNotFoundError(f"record not found: {path}")
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:

@@ -41,6 +41,7 @@ from kahuna_env.cli import (
     add_force_argument,
     check_gif_path,
     exit_with_error,
+    quiet_on_closed_pipe,
     terminal_safe,
     write_gif,
 )
@@ -121,6 +122,7 @@ def replay(
     return replay_record(record, show, on_deal=deal)
 
 
+@quiet_on_closed_pipe
 def main(argv: Sequence[str] | None = None, stdout: IO[str] | None = None) -> int:
     """Run ``kahuna-replay``; returns the exit code (0 when the replay reproduces the record)."""
     args = build_parser().parse_args(argv)

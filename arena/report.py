@@ -22,6 +22,9 @@ from arena.match import GameResult
 from arena.stats import Z95, Tally, fit_bradley_terry
 from kahuna_env.cli import terminal_safe
 
+REPORT_FORMAT = "kahuna-eval-v1"
+"""The ``format`` of a ``kahuna-eval --json`` report (:meth:`EvaluationReport.to_dict`)."""
+
 PRIOR_DRAWS = 1.0
 """Virtual drawn games per pairing in the ratings fit (keeps ratings finite after a clean sweep)."""
 
@@ -207,7 +210,7 @@ class EvaluationReport:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (what ``--json`` writes)."""
         return {
-            "format": "kahuna-eval-v1",
+            "format": REPORT_FORMAT,
             "entrants": list(self.entrants),
             "games_per_pairing": self.games_per_pairing,
             "seed": self.seed,

@@ -76,6 +76,7 @@ from pathlib import Path
 from typing import Any
 
 from kahuna_env.agents.spec import parse_baseline
+from kahuna_env.cli import check_input_file
 
 SCHEMA_VERSION = 3
 """The layout this module writes; older stores are migrated on opening."""
@@ -307,6 +308,10 @@ class ResultsStore:
         self.readonly = readonly
         if self.path.is_dir():
             raise StoreError(f"{self.path}: is a directory, expected a results store file")
+        try:  # a FIFO or a device: SQLite would block on it, or read a device as a database
+            check_input_file(self.path, "a results store")
+        except ValueError as error:
+            raise StoreError(str(error)) from None
         if readonly and not self.path.is_file():
             raise StoreError(f"{self.path}: no such results store")
         if not readonly and not (self.path.exists() or self.path.is_symlink()):
@@ -643,9 +648,11 @@ class ResultsStore:
         )
         return [ImportedTally(Entrant(*row[0:3]), Entrant(*row[3:6]), *row[6:9], games_key, *row[9:11]) for row in rows]
 
-    def game_count(self) -> int:
-        """Games stored (imported tallies not included)."""
-        return int(self._read("SELECT COUNT(*) FROM games")[0][0])
+    def game_count(self, session: int | None = None) -> int:
+        """Games stored (imported tallies not included); with ``session``, those of that session only."""
+        if session is None:
+            return int(self._read("SELECT COUNT(*) FROM games")[0][0])
+        return int(self._read("SELECT COUNT(*) FROM games WHERE session = ?", (session,))[0][0])
 
     def pair_counts(self, rules: dict[str, Any] | None = None) -> list[PairCount]:
         """Summed results per ordered (seat 0, seat 1) pairing of entrant keys, imported tallies included.

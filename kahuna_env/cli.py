@@ -2,17 +2,29 @@
 
 Every tool reports bad input the same way: one line ``PROGRAM: error: MESSAGE``
 on stderr and a nonzero exit code (2 for bad arguments, 1 for a failure while
-running), never a traceback.
+running), never a traceback; a closed output pipe ends it quietly
+(:func:`quiet_on_closed_pipe`).
+
+Files: every user-named input is checked by :func:`check_input_file` before
+it is opened (a FIFO, a device or a directory is refused unopened); every
+user-named output by the one guard :func:`check_output_file` (never an
+input, never a file of another protected kind, an existing file only with
+``--force``; the kinds are :data:`FILE_KINDS`, recognised by their first
+bytes) and written whole through a temporary file (:func:`replacing`).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import functools
 import os
 import re
 import signal
+import stat
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -147,18 +159,101 @@ def mode_as_created(descriptor: int) -> None:
     os.fchmod(descriptor, 0o666 & ~umask())
 
 
-def write_gif(program: str, frames: list, path: Path, out: IO[str]) -> None:
-    """Save ``frames`` as an animated GIF at ``path`` (creating its folder); a write error ends ``program``."""
-    from kahuna_env.render import save_gif
+# ---------------------------------------------------------------------------------------------- files read
+def check_input_file(path: str | Path, what: str) -> None:
+    """Raise ``ValueError`` (one line) when the input ``path`` is a directory, a FIFO, a device or a socket.
 
+    Every reader of a user-named file (an agent file, a config, a record, a
+    report to import, a results store) calls this before it opens the file:
+    opening a FIFO blocks until something writes into it and a device may
+    never end, so such a file is refused by its type, unopened.  ``what``
+    names the file the reader expects (``"an agent file"``).  A missing or
+    unreadable path passes: the open that follows reports it.
+    """
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_gif(frames, path)
-    except (OSError, ValueError) as error:
-        exit_with_error(program, f"cannot write --gif {path}: {first_line(error)}", code=1)
-    out.write(f"GIF ({len(frames)} frames) written to {path}\n")
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):  # missing, a link loop, a name the system refuses
+        return
+    if stat.S_ISDIR(mode):
+        raise ValueError(f"{path} is a directory, not {what}")
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{path} is not a regular file (a device, pipe or socket), not {what}")
 
 
+def is_special_file(path: Path) -> bool:
+    """Whether ``path`` exists and is neither a regular file nor a directory (a FIFO, a device, a socket)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+# ---------------------------------------------------------------------------------------------- file kinds
+HEAD_BYTES = 4096
+"""How much of a file :func:`file_kind` reads to recognise it."""
+EXPORT_PRODUCER = "kahuna-export"
+"""The mark ``kahuna-export`` leaves in its files (the ONNX ``producer_name``), by which they are recognised."""
+_TORCH_ARCHIVE = re.compile(
+    rb"PK\x03\x04.{26}[^/\x00]{1,200}/(data\.pkl|data/|extra/|code/|constants\.pkl|version|\.data/)", re.DOTALL
+)
+_KAHUNA_ONNX = re.compile(  # field 1 (ir_version, a varint), then field 2 (producer_name)
+    rb"\x08.{1,9}?\x12" + bytes([len(EXPORT_PRODUCER)]) + re.escape(EXPORT_PRODUCER.encode()), re.DOTALL
+)
+
+
+def _json_format(pattern: bytes) -> Callable[[bytes], bool]:
+    """A test of a file's head: JSON whose first key is ``"format"`` with a value matching ``pattern``."""
+    head = re.compile(rb'\s*\{\s*"format"\s*:\s*"' + pattern + rb'"')
+    return lambda data: head.match(data) is not None
+
+
+@dataclasses.dataclass(frozen=True)
+class FileKind:
+    """A kind of file the tools write, recognised by its first bytes (:data:`FILE_KINDS`, :func:`file_kind`).
+
+    ``name`` says what it is in messages (``"a results store"``).  A
+    ``protected`` kind holds what a user cannot make again cheaply (games,
+    a trained network): an output of another kind never replaces it, not
+    even with ``--force`` (:func:`check_output_file`).
+    """
+
+    name: str
+    protected: bool
+    matches: Callable[[bytes], bool] = dataclasses.field(repr=False)
+
+
+STORE = FileKind("a results store", True, lambda head: head.startswith(b"SQLite format 3\x00"))
+AGENT = FileKind(
+    "an agent file",  # torch.save / torch.jit.save archives (agents, checkpoints), and kahuna-export's ONNX
+    True,
+    lambda head: _TORCH_ARCHIVE.match(head) is not None or _KAHUNA_ONNX.match(head) is not None,
+)
+RECORD = FileKind("a game record", True, _json_format(rb"kahuna-record-v\d+"))
+REPORT = FileKind("a kahuna report", True, _json_format(rb"kahuna-[a-z-]+-v\d+"))
+GIF = FileKind("a GIF", False, lambda head: head.startswith((b"GIF87a", b"GIF89a")))
+PNG = FileKind("a PNG image", False, lambda head: head.startswith(b"\x89PNG\r\n\x1a\n"))
+MODEL_CARD = FileKind("a model card", False, lambda head: head.startswith(b"# Model card: "))
+FILE_KINDS: tuple[FileKind, ...] = (STORE, AGENT, RECORD, REPORT, GIF, PNG, MODEL_CARD)
+"""Every kind of file the tools recognise, in the order they are tried (a record before the other reports)."""
+
+
+def file_kind(path: Path) -> FileKind | None:
+    """The kind of the regular file ``path`` (:data:`FILE_KINDS`, by its first :data:`HEAD_BYTES` bytes), or None.
+
+    None also for a missing, unreadable or special file (never opened: a FIFO would block).
+    """
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open(path, "rb") as handle:
+            head = handle.read(HEAD_BYTES)
+    except (OSError, ValueError):
+        return None
+    return next((kind for kind in FILE_KINDS if kind.matches(head)), None)
+
+
+# ---------------------------------------------------------------------------------------------- files written
 def check_writable(option: str, path: Path, directory: bool = False) -> None:
     """Raise ``ValueError`` (one line) unless the file (or, with ``directory``, the folder) ``path`` can be written.
 
@@ -172,6 +267,8 @@ def check_writable(option: str, path: Path, directory: bool = False) -> None:
             raise ValueError(f"{option} {path} is a file; give a directory")
     elif path.is_dir():
         raise ValueError(f"{option} {path} is a directory; give a file path")
+    elif is_special_file(path):
+        raise ValueError(f"{option} {path} is not a regular file (a device, pipe or socket); give a file path")
     elif path.exists() and not os.access(path, os.W_OK):
         raise ValueError(f"{option} {path}: the file is not writable")
     folder = path if directory else path.parent
@@ -184,98 +281,158 @@ def check_writable(option: str, path: Path, directory: bool = False) -> None:
         raise ValueError(f"{option} {path}: the directory {folder} is not writable")
 
 
-def check_gif_path(path: Path, inputs: Sequence[Path] = (), force: bool = False) -> None:
-    """Raise ``ValueError`` (one line) unless ``--gif path`` names a writable ``.gif`` file.
-
-    The rule of :func:`check_output_file`: never one of ``inputs``, and an
-    existing file only when it is a GIF (or with ``force``).
-    """
-    if path.suffix.lower() != ".gif":
-        raise ValueError(f"--gif {path}: the file name must end in .gif")
-    check_output_file(
-        "--gif", path, inputs=inputs, own_kind=lambda file: file_starts_with(file, b"GIF8"), kind="a GIF", force=force
-    )
-
-
 def same_file(first: Path, second: Path) -> bool:
     """Whether two paths name the same file (through links, ``..`` and relative paths alike)."""
     try:
         if first.exists() and second.exists():
             return os.path.samefile(first, second)
         return first.resolve() == second.resolve()
-    except (OSError, RuntimeError):  # unreadable paths, symlink loops
+    except (OSError, RuntimeError, ValueError):  # unreadable paths, symlink loops, names the system refuses
         return first.absolute() == second.absolute()
 
 
-def file_starts_with(path: Path, pattern: bytes | re.Pattern[bytes], size: int = 4096) -> bool:
-    """Whether the file ``path`` starts with ``pattern`` (bytes, or a regex over its first ``size`` bytes).
-
-    False if unreadable.  Reads a bounded head only, so sniffing a huge file costs nothing.
-    """
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(size)
-    except OSError:
-        return False
-    if isinstance(pattern, bytes):
-        return head.startswith(pattern)
-    return pattern.match(head) is not None
-
-
-def json_format_is(path: Path, format_name: str) -> bool:
-    """Whether ``path`` is a JSON file whose first key is ``"format": format_name`` (how the tools write theirs)."""
-    return file_starts_with(path, re.compile(rb'\s*\{\s*"format"\s*:\s*"' + re.escape(format_name.encode()) + rb'"'))
+Source = Path | str | tuple[str, Path | str]
+"""An input of a command: a path, or ``(option, path)`` to name it in messages (``("--db", "r.sqlite")``)."""
 
 
 def check_output_file(
     option: str,
     path: Path,
+    kind: FileKind | None,
     *,
-    inputs: Sequence[Path] = (),
-    own_kind: Callable[[Path], bool] | None = None,
-    kind: str = "",
+    inputs: Sequence[Source] = (),
     force: bool = False,
 ) -> None:
-    """Raise ``ValueError`` (one line) unless a tool may write its output ``path``; nothing is created.
+    """Raise ``ValueError`` (one line) unless a command may write its output ``path`` of ``kind``; nothing is created.
 
-    The rule every tool that writes a user-named file follows: the path must be
-    writable (:func:`check_writable`); it must not be one of the tool's
-    ``inputs`` (refused even with ``--force``: the tool would destroy what it
-    reads); and an existing file is overwritten only when it is of the tool's
-    own kind of output (``own_kind(path)``, e.g. an earlier report of the same
-    tool, named ``kind`` in the message) or with ``force`` (``--force``).
+    The one rule of every tool that writes a user-named file, in this order:
+
+    1. the path must be writable, and not a directory or special file (:func:`check_writable`);
+    2. it must not be one of the command's ``inputs`` (agent files, a results store it reads or adds to,
+       a report it imports, a record it replays, another of its outputs): refused even with ``--force``,
+       the command would destroy what it reads;
+    3. an existing file of a protected kind (:data:`FILE_KINDS`: a results store, an agent file, a game
+       record, a kahuna report) is replaced only by an output of that same ``kind``, never by another
+       even with ``--force``;
+    4. any other existing file is replaced only with ``force`` (``--force``).
+
+    The file is then written with :func:`write_text_atomic` / :func:`replacing`.
     """
     check_writable(option, path)
     for source in inputs:
-        if same_file(path, Path(source)):
-            raise ValueError(f"{option} {path} is one of the inputs ({source}); give another output path")
-    if (path.exists() or path.is_symlink()) and not force and not (own_kind is not None and own_kind(path)):
-        what = f"not {kind}" if kind else "not written by this tool"
-        raise ValueError(f"{option} {path} exists and is {what}; give another path, or --force to overwrite it")
+        label, source_path = source if isinstance(source, tuple) else (None, source)
+        if same_file(path, Path(source_path)):
+            what = f"also {label} {source_path}" if label else f"one of the inputs ({source_path})"
+            raise ValueError(f"{option} {path} is {what}; give another output path")
+    if not (path.exists() or path.is_symlink()):
+        return
+    found = file_kind(path)
+    if found is not None and found.protected and found != kind:
+        writes = f"{option} writes {kind.name}" if kind is not None else f"{option} is not one"
+        raise ValueError(f"{option} {path} is {found.name} ({writes}); give another path")
+    if not force:
+        what = f" ({found.name})" if found is not None else ""
+        raise ValueError(f"{option} {path} exists{what}; give another path, or --force to replace it")
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in its folder (created), so it is never half-written.
+def add_force_argument(parser: argparse.ArgumentParser) -> None:
+    """``--force``: allow replacing an existing output file (:func:`check_output_file`'s rule)."""
+    protected = ", ".join(kind.name for kind in FILE_KINDS if kind.protected)
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help=f"replace an existing output file (never one of the inputs, nor {protected} of another kind)",
+    )
 
-    ``OSError`` if that fails; the temporary file is removed and an earlier ``path`` is kept.
+
+@contextlib.contextmanager
+def replacing(path: Path) -> Iterator[Path]:
+    """A temporary file beside ``path`` (its folder created) to write to; renamed onto ``path`` when the block ends.
+
+    So an output is never half written: if the block raises, the temporary
+    file is removed and an earlier ``path`` is kept.  The temporary name ends
+    in ``path``'s suffix (writers that choose the format by it, a GIF or a
+    PNG, see the right one) and the file gets the mode a plain ``open``
+    would give it (:func:`mode_as_created`).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}")
+    temporary = Path(name)
     try:
-        temporary.write_text(text, encoding="utf-8")
+        try:
+            mode_as_created(descriptor)
+        finally:
+            os.close(descriptor)
+        yield temporary
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
 
 
-def add_force_argument(parser: argparse.ArgumentParser) -> None:
-    """``--force``: allow overwriting an existing output file that is not of the tool's own kind."""
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help="overwrite an existing output file even if this tool did not write it (never one of the inputs)",
-    )
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through :func:`replacing`; ``OSError`` if that fails (an earlier ``path`` is kept)."""
+    with replacing(path) as temporary:
+        temporary.write_bytes(data)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through :func:`replacing`; ``OSError`` if that fails."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_gif(program: str, frames: list, path: Path, out: IO[str]) -> None:
+    """Save ``frames`` as an animated GIF at ``path`` (through :func:`replacing`); a write error ends ``program``."""
+    from kahuna_env.render import save_gif
+
+    try:
+        with replacing(path) as temporary:
+            save_gif(frames, temporary)
+    except (OSError, ValueError) as error:
+        exit_with_error(program, f"cannot write --gif {path}: {first_line(error)}", code=1)
+    out.write(f"GIF ({len(frames)} frames) written to {path}\n")
+
+
+def check_gif_path(path: Path, inputs: Sequence[Source] = (), force: bool = False) -> None:
+    """Raise ``ValueError`` (one line) unless ``--gif path`` names a ``.gif`` file it may write.
+
+    The rule of :func:`check_output_file` for an output of kind :data:`GIF`.
+    """
+    if path.suffix.lower() != ".gif":
+        raise ValueError(f"--gif {path}: the file name must end in .gif")
+    check_output_file("--gif", path, GIF, inputs=inputs, force=force)
+
+
+# ---------------------------------------------------------------------------------------------- closed pipes
+SIGPIPE_EXIT = 128 + 13
+"""The exit status of a command whose output pipe was closed (``| head``): a shell's for death by ``SIGPIPE``."""
+
+
+def quiet_on_closed_pipe(main: Callable[..., int]) -> Callable[..., int]:
+    """``main`` made to end quietly, with :data:`SIGPIPE_EXIT`, when its output is piped into a reader that quits.
+
+    ``kahuna-ratings ... | head -2`` closes the pipe after two lines; the
+    next print raises ``BrokenPipeError``.  Every entry point is wrapped in
+    this, so that ends the command without a traceback; standard output is
+    pointed at ``/dev/null`` so that the interpreter's last flush cannot
+    raise it again.
+    """
+
+    @functools.wraps(main)
+    def run(*args: Any, **kwargs: Any) -> int:
+        try:
+            try:
+                return main(*args, **kwargs)
+            finally:  # a pipe closed early shows here, not in the interpreter's last flush
+                sys.stdout.flush()
+        except BrokenPipeError:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
+            return SIGPIPE_EXIT
+
+    return run
 
 
 def _integer_at_least(text: str, low: int, kind: str) -> int:

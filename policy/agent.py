@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.resources
 import pickle
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import torch
 
 from kahuna_env.agents.base import SeededAgent
 from kahuna_env.agents.spec import looks_like_path
-from kahuna_env.cli import first_line
+from kahuna_env.cli import check_input_file, first_line
 from kahuna_env.engine import KahunaGame
 from policy.model import ActorCritic, model_from_payload, sample_from_logits
 from policy.registry import SHIPPED_AGENTS, SHIPPED_AGENTS_DIR, shipped_agent_names
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_REWARD",
     "SHIPPED_AGENTS",
     "PolicyAgent",
+    "agent_file",
     "is_agent_name",
     "load_agent",
     "read_policy_file",
@@ -108,15 +110,20 @@ def read_policy_file(path: str | Path) -> dict[str, Any]:
         raise ValueError(f"{file} is a directory; give a checkpoint file (e.g. {file}/checkpoints/latest.pt)")
     if not file.exists():
         raise FileNotFoundError(f"checkpoint not found: {file}")
+    check_input_file(file, "an agent file")  # a FIFO would block the open below
     try:
         with open(file, "rb") as handle:
             head = handle.read(16)
+            # torch.save writes a zip archive: its directory is at the end, so a cut-off file has none.
+            complete = zipfile.is_zipfile(handle)
     except OSError as error:
         raise ValueError(f"{file} cannot be read: {error.strerror or error}") from None
     if not head.startswith(b"PK\x03\x04"):
         # torch.save writes a zip archive; text, CSV and other files would fail deep inside torch.load.
         # The file's bytes are never echoed: the message may reach a web page or a log.
         raise ValueError(f"{file} is not a readable checkpoint: not a torch file (those are zip archives)")
+    if not complete:  # torch's own message is a paragraph of advice about its zip reader
+        raise ValueError(f"{file} is not a readable checkpoint: truncated or corrupt (an incomplete zip archive)")
     try:
         payload = torch.load(file, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError:
@@ -129,11 +136,17 @@ def read_policy_file(path: str | Path) -> dict[str, Any]:
         raise ValueError(f"{file} is not a readable checkpoint: it declares more data than fits in memory") from None
     except Exception as error:  # torch.load fails on foreign bytes in many ways (KeyError, IndexError, ...)
         raise ValueError(
-            f"{file} is not a readable checkpoint (corrupt or not a torch file): {first_line(error)}"
+            f"{file} is not a readable checkpoint (corrupt or not a torch file): {_first_sentence(error)}"
         ) from None
     if not isinstance(payload, dict):
         raise ValueError(f"{file} is not a Kahuna agent file (holds a {type(payload).__name__})")
     return payload
+
+
+def _first_sentence(error: BaseException, limit: int = 120) -> str:
+    """The first sentence of ``error``'s first line, at most ``limit`` characters (torch appends advice)."""
+    text = first_line(error).split(". ")[0]
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def is_agent_name(spec: object) -> bool:
@@ -146,6 +159,13 @@ def shipped_agent_source(name: str) -> Path:
     if name not in SHIPPED_AGENTS:
         raise ValueError(f"unknown shipped agent {name!r}; shipped agents: {', '.join(shipped_agent_names())}")
     return Path(__file__).resolve().parent / SHIPPED_AGENTS_DIR / SHIPPED_AGENTS[name]
+
+
+def agent_file(spec: str | Path) -> Path:
+    """The file :func:`load_agent` reads for ``spec``: a shipped agent's file for its name, else the path itself."""
+    if isinstance(spec, str) and spec in SHIPPED_AGENTS:
+        return shipped_agent_source(spec)
+    return Path(spec)
 
 
 def _load_shipped(name: str, deterministic: bool, seed: int | None) -> PolicyAgent:

@@ -148,11 +148,13 @@ def test_eval_keeps_the_finished_games_as_ctrl_c_does_when_a_worker_is_killed(tm
     assert done.returncode == 1
     found = re.fullmatch(
         r"kahuna-eval: error: a worker process died unexpectedly \(killed, or out of memory\?\); "
-        r"stopped after (\d+) of 16 games\n",
+        rf"stopped after (\d+) of 16 games: (\d+) in --db {re.escape(str(db))}, (\d+) in --json "
+        rf"{re.escape(str(report))}, (\d+) records in {re.escape(str(records))}/\n",
         done.stderr,
     )
     assert found, done.stderr
     played = int(found[1])
+    assert [int(count) for count in found.groups()] == [played] * 4  # what each output holds
     data = json.loads(report.read_text())
     assert data["partial"] is True and data["total_games"] == played and 4 <= played < 16
     assert len(list(records.glob("*.json"))) == played

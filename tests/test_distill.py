@@ -106,7 +106,7 @@ def test_the_cli_writes_a_loadable_agent_with_its_provenance(tmp_path, capsys, s
     assert meta["reward"] == load_agent(student).reward == {"win": 1.0, "island_shaping": 1.0}
     assert agent.reward == meta["reward"]
     # An existing agent is never overwritten.
-    assert_refused(capsys, [*args], "exists already; choose another --out, or --force to overwrite it", out)
+    assert_refused(capsys, [*args], f"--out {out / 'agent.pt'} exists (an agent file); give another path", out)
 
 
 def assert_refused(capsys, args: list[str], message: str, out: Path | None = None) -> None:
@@ -146,7 +146,7 @@ def test_an_earlier_distillations_data_is_not_overwritten_without_force(tmp_path
     out = tmp_path / "distilled"
     out.mkdir()
     (out / "data.npz").write_bytes(b"earlier data")
-    assert_refused(capsys, ["--workers", "0", "--out", str(out)], f"{out / 'data.npz'} exists already", out)
+    assert_refused(capsys, ["--workers", "0", "--out", str(out)], f"--out {out / 'data.npz'} exists; give another", out)
     assert (out / "data.npz").read_bytes() == b"earlier data"
 
 

@@ -15,6 +15,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import kahuna_env  # noqa: E402
+from kahuna_env.cli import AGENT, file_kind  # noqa: E402
+from policy.agent import shipped_agent_source  # noqa: E402
 from policy.model import ActorCritic, ModelConfig  # noqa: E402
 from training.tools import export as export_module  # noqa: E402
 
@@ -67,7 +69,7 @@ def test_torchscript_export_is_verified_and_marked(tmp_path: Path, capsys: pytes
     assert re.search(
         r"verified with torch.jit.load on 16 sampled observations: max abs difference logits 0, value 0", line
     )
-    assert export_module.written_by_this_tool(out)
+    assert file_kind(out) is AGENT
     loaded = torch.jit.load(str(out))
     observations, masks = export_module.sample_inputs(4, seed=3)
     logits, values = loaded(torch.from_numpy(observations), torch.from_numpy(masks))
@@ -85,26 +87,44 @@ def test_onnx_export_is_verified_with_onnxruntime(tmp_path: Path, capsys: pytest
     )
     assert found, line
     assert float(found.group(1)) <= 1e-3 and float(found.group(2).rstrip(";")) <= 1e-3
-    assert export_module.written_by_this_tool(out)
-    # Its own file may be exported over again without --force.
-    assert export_module.main(["champion", "--format", "onnx", "--out", str(out), "--samples", "4"]) == 0
+    assert file_kind(out) is AGENT  # recognised by its mark, the producer kahuna-export
+    # Its own earlier file is replaced only with --force, as any existing file.
+    with pytest.raises(SystemExit):
+        export_module.main(["champion", "--format", "onnx", "--out", str(out), "--samples", "4"])
+    assert "exists (an agent file); give another path, or --force" in capsys.readouterr().err
+    assert export_module.main(["champion", "--format", "onnx", "--out", str(out), "--samples", "4", "--force"]) == 0
 
 
-def test_an_existing_file_the_tool_did_not_write_is_kept_without_force(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_an_existing_file_is_kept_without_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "notes.ts"
     out.write_text("my notes")
     with pytest.raises(SystemExit) as exit_info:
         export_module.main(["champion", "--format", "torchscript", "--out", str(out)])
     assert exit_info.value.code == 2
     error = capsys.readouterr().err
-    assert error.count("\n") == 1 and "was not written by kahuna-export; give --force" in error
+    assert error.count("\n") == 1 and f"--out {out} exists; give another path, or --force to replace it" in error
     assert out.read_text() == "my notes"
     assert (
         export_module.main(["champion", "--format", "torchscript", "--out", str(out), "--samples", "4", "--force"]) == 0
     )
-    assert export_module.written_by_this_tool(out)
+    assert file_kind(out) is AGENT
+
+
+def test_the_output_is_never_the_agent_it_exports_even_with_force(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 76: `kahuna-export ./agent.pt --format torchscript --out agent.pt --force` replaced its own input.
+    agent = tmp_path / "agent.pt"
+    agent.write_bytes(shipped_agent_source("champion").read_bytes())
+    before = agent.read_bytes()
+    for name in (str(agent), "champion"):
+        target = agent if name != "champion" else shipped_agent_source("champion")
+        with pytest.raises(SystemExit) as exit_info:
+            export_module.main([name, "--format", "torchscript", "--out", str(target), "--force"])
+        assert exit_info.value.code == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and f"--out {target} is one of the inputs" in error
+    assert agent.read_bytes() == before
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,10 @@
-"""Tools never overwrite a file they did not create without ``--force`` (issue 34, items 3 and 7).
+"""Tools never overwrite a file without ``--force`` (issue 34, items 3 and 7; issue 76).
 
 Every tool that writes a user-named file checks it with
-:func:`kahuna_env.cli.check_output_file`: never one of its inputs, and an existing
-file only when it is the tool's own kind of output (or with ``--force``).
+:func:`kahuna_env.cli.check_output_file`: never one of its inputs, never a
+protected file of another kind (a results store, an agent file, a record, a
+report), and an existing file only with ``--force``.  ``test_output_guard.py``
+runs every such command against each of those cases.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import yaml
 
 from arena.eval_cli import main as eval_main
 from arena.play import main as play_main
-from kahuna_env.cli import check_output_file, json_format_is
+from kahuna_env.cli import AGENT, RECORD, REPORT, STORE, check_output_file, file_kind
 from policy.model import ActorCritic, ModelConfig
 from training.ppo.checkpoint import build_checkpoint, export_agent, save_checkpoint
 from training.tools import ship as ship_module
@@ -59,17 +61,36 @@ def test_an_output_that_is_an_input_is_refused_even_with_force(tmp_path):
     for path in (source, tmp_path / "link.pt", tmp_path / "sub" / ".." / "a.pt"):
         (tmp_path / "sub").mkdir(exist_ok=True)
         with pytest.raises(ValueError, match="is one of the inputs"):
-            check_output_file("--out", path, inputs=[source], force=True)
+            check_output_file("--out", path, None, inputs=[source], force=True)
+    with pytest.raises(ValueError, match=r"^--json r.sqlite is also --db r.sqlite; give another output path$"):
+        check_output_file("--json", Path("r.sqlite"), REPORT, inputs=[("--db", Path("r.sqlite"))], force=True)
 
 
-def test_an_existing_file_of_another_kind_needs_force(tmp_path):
+def test_any_existing_file_is_replaced_only_with_force(tmp_path):
     notes = tmp_path / "notes.json"
     notes.write_text('{"mine": 1}')
-    with pytest.raises(ValueError, match=r"exists and is not a report; give another path, or --force"):
-        check_output_file("--json", notes, own_kind=lambda p: json_format_is(p, "x-v1"), kind="a report")
-    check_output_file("--json", notes, own_kind=lambda p: json_format_is(p, "x-v1"), kind="a report", force=True)
-    notes.write_text('{\n  "format": "x-v1", "rest": 2}')
-    check_output_file("--json", notes, own_kind=lambda p: json_format_is(p, "x-v1"), kind="a report")
+    with pytest.raises(ValueError, match=r"exists; give another path, or --force to replace it"):
+        check_output_file("--json", notes, REPORT)
+    check_output_file("--json", notes, REPORT, force=True)
+    notes.write_text('{\n  "format": "kahuna-eval-v1", "rest": 2}')  # an earlier report of the same kind
+    with pytest.raises(ValueError, match=r"exists \(a kahuna report\); give another path, or --force"):
+        check_output_file("--json", notes, REPORT)
+    check_output_file("--json", notes, REPORT, force=True)
+
+
+def test_a_protected_file_of_another_kind_is_never_replaced(tmp_path):
+    agent = agent_file(tmp_path / "agent.pt")
+    record = tmp_path / "game.json"
+    record.write_text('{"format": "kahuna-record-v1", "players": []}')
+    store = tmp_path / "results.sqlite"
+    store.write_bytes(b"SQLite format 3\x00" + bytes(100))
+    assert [file_kind(path) for path in (agent, record, store)] == [AGENT, RECORD, STORE]
+    for path, kind in ((agent, "an agent file"), (record, "a game record"), (store, "a results store")):
+        with pytest.raises(
+            ValueError, match=rf"^--json {path} is {kind} \(--json writes a kahuna report\); give another"
+        ):
+            check_output_file("--json", path, REPORT, force=True)
+    check_output_file("--out", agent, AGENT, force=True)  # its own kind, with --force
 
 
 # ---------------------------------------------------------------------------------------------- kahuna-eval
@@ -86,15 +107,17 @@ def test_eval_refuses_to_write_its_json_over_the_agent_it_evaluates(tmp_path, ca
     assert "is one of the inputs" in line and victim.read_bytes() == before
 
 
-def test_eval_replaces_only_its_own_reports_unless_forced(tmp_path, capsys):
+def test_eval_replaces_an_existing_file_only_with_force(tmp_path, capsys):
     report = tmp_path / "report.json"
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes\n")
     base = ["random", "greedy", "--games", "2", "--no-progress"]
     line = refused(capsys, "kahuna-eval", lambda: eval_main([*base, "--json", str(notes)]))
-    assert "exists and is not a kahuna-eval report" in line and notes.read_text() == "my notes\n"
+    assert "exists; give another path, or --force to replace it" in line and notes.read_text() == "my notes\n"
     assert eval_main([*base, "--json", str(report)]) == 0
-    assert eval_main([*base, "--json", str(report), "--seed", "5"]) == 0  # an earlier report: replaced
+    line = refused(capsys, "kahuna-eval", lambda: eval_main([*base, "--json", str(report), "--seed", "5"]))
+    assert "exists (a kahuna report); give another path, or --force" in line  # even an earlier report
+    assert eval_main([*base, "--json", str(report), "--seed", "5", "--force"]) == 0
     assert json.loads(report.read_text())["seed"] == 5
     assert eval_main([*base, "--json", str(notes), "--force"]) == 0
     assert json.loads(notes.read_text())["format"] == "kahuna-eval-v1"
@@ -156,11 +179,13 @@ def test_ctrl_c_during_eval_keeps_the_finished_games(tmp_path, sent, code, said)
     err = (seen + err).decode().replace("\r", "\n")
     assert process.returncode == code, f"{dispositions}\n{err}"
     last = err.strip().splitlines()[-1]
-    assert re.fullmatch(rf"kahuna-eval: error: {re.escape(said)} after \d+ of 200 games", last), last
+    counts = rf"(\d+) in --json {re.escape(str(report))}, (\d+) records in {re.escape(str(records))}/"
+    found = re.fullmatch(rf"kahuna-eval: error: {re.escape(said)} after (\d+) of 200 games: {counts}", last)
+    assert found, last
     data = json.loads(report.read_text())
     played = data["total_games"]
     assert data["partial"] is True and 3 <= played < 200
-    assert f"{said} after {played} of 200 games" in last
+    assert [int(number) for number in found.groups()] == [played] * 3  # each output holds what it says
     assert len(list(records.glob("*.json"))) == played
     assert b"partial results written to" in out
 
@@ -178,11 +203,16 @@ def test_play_refuses_to_record_over_its_opponent_or_a_foreign_file(tmp_path, ca
     notes = tmp_path / "notes.gif"
     notes.write_text("not a gif")
     line = refused(capsys, "kahuna-play", lambda: play_main(["--gif", str(notes)], stdin=StringIO("quit\n")))
-    assert "exists and is not a GIF" in line and notes.read_text() == "not a gif"
+    assert "exists; give another path, or --force" in line and notes.read_text() == "not a gif"
     record = tmp_path / "game.json"
-    for _ in range(2):  # a record replaces an earlier record
-        assert play_main(["--record", str(record), "--seed", "1"], stdin=StringIO("quit\n"), stdout=StringIO()) == 0
-    assert json_format_is(record, "kahuna-record-v1")
+    arguments = ["--record", str(record), "--seed", "1"]
+    assert play_main(arguments, stdin=StringIO("quit\n"), stdout=StringIO()) == 0
+    line = refused(capsys, "kahuna-play", lambda: play_main(arguments, stdin=StringIO("quit\n")))
+    assert "exists (a game record); give another path, or --force" in line
+    assert play_main([*arguments, "--force"], stdin=StringIO("quit\n"), stdout=StringIO()) == 0
+    assert file_kind(record) is RECORD
+    line = refused(capsys, "kahuna-play", lambda: play_main(["--record", str(opponent), "--force"], stdin=StringIO("")))
+    assert "is an agent file (--record writes a game record)" in line and opponent.read_bytes() == before
 
 
 # ---------------------------------------------------------------------------------------------- kahuna-ship
@@ -267,14 +297,18 @@ def test_ship_never_writes_over_its_inputs_or_a_foreign_file(tmp_path, capsys):
     notes = tmp_path / "notes.pt"
     notes.write_text("notes")
     line = refused(capsys, "kahuna-ship", lambda: ship_module.main([str(run), "--out", str(notes)]))
-    assert "exists and is not an agent file" in line and notes.read_text() == "notes"
+    assert "exists; give another path, or --force" in line and notes.read_text() == "notes"
     out = tmp_path / "shipped.pt"
     assert ship_module.main([str(run), "--out", str(out)]) == 0
-    assert ship_module.main([str(run), "--out", str(out)]) == 0  # an earlier shipped agent and card: replaced
-    # The model card goes beside the agent (NAME.md): a foreign file of that name is not replaced either.
+    line = refused(capsys, "kahuna-ship", lambda: ship_module.main([str(run), "--out", str(out)]))
+    assert "exists (an agent file); give another path, or --force" in line  # even an earlier shipped agent
+    assert ship_module.main([str(run), "--out", str(out), "--force"]) == 0
+    # The model card goes beside the agent (NAME.md): a file of that name is not replaced either.
     (tmp_path / "other.md").write_text("my notes")
     line = refused(capsys, "kahuna-ship", lambda: ship_module.main([str(run), "--out", str(tmp_path / "other.pt")]))
-    assert "other.md exists and is not a model card" in line and (tmp_path / "other.md").read_text() == "my notes"
+    assert (
+        "other.md exists; give another path, or --force" in line and (tmp_path / "other.md").read_text() == "my notes"
+    )
     assert not (tmp_path / "other.pt").exists()
 
 
@@ -303,6 +337,6 @@ def test_replay_gif_never_overwrites_its_record_or_a_foreign_file(tmp_path, caps
     notes = tmp_path / "notes.gif"
     notes.write_text("not a gif")
     line = refused(capsys, "kahuna-replay", lambda: replay_main([str(record), "--gif", str(notes), "--quiet"]))
-    assert "exists and is not a GIF" in line and notes.read_text() == "not a gif"
+    assert "exists; give another path, or --force" in line and notes.read_text() == "not a gif"
     assert replay_main([str(record), "--gif", str(notes), "--quiet", "--force"], stdout=StringIO()) == 0
     assert notes.read_bytes().startswith(b"GIF8")

@@ -82,7 +82,9 @@ def test_a_store_that_fills_up_mid_evaluation_is_one_line_and_every_other_output
     assert done.returncode == 1, done.stderr
     found = re.fullmatch(
         r"kahuna-eval: error: results store (\S+): not saved: (disk I/O error|database or disk is full) "
-        r"\(the file size limit \(ulimit -f\) is 65536 bytes\); stopped after (\d+) of 4000 games\n",
+        r"\(the file size limit \(ulimit -f\) is 65536 bytes\); stopped after (\d+) of 4000 games: "
+        rf"(\d+) in --db {re.escape(str(db))}, (\d+) in --json {re.escape(str(report))}, "
+        rf"(\d+) records in {re.escape(str(records))}/\n",
         done.stderr,
     )
     assert found, done.stderr
@@ -92,6 +94,8 @@ def test_a_store_that_fills_up_mid_evaluation_is_one_line_and_every_other_output
     assert data["partial"] is True and data["total_games"] == played and 0 < played < 4000
     assert len(list(records.glob("*.json"))) == played  # the game the store failed on has its record too
     assert _games(db) == played - 1  # every game before it is in the store
+    # Issue 76: the line says what each output holds (it said "stopped after 285" with 284 in the store).
+    assert [int(found[4]), int(found[5]), int(found[6])] == [played - 1, played, played]
     assert f"partial results written to {report}" in done.stdout
 
 

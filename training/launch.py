@@ -3,7 +3,8 @@
 ``pip install kahuna-rl`` installs the environment alone; the trainer and its tools need the ``train``
 extra (torch).  Each entry point here checks that first, so a missing extra is one line and exit
 code 2 (:func:`kahuna_env.cli.require_extra`) instead of a traceback, then imports the tool and runs
-its ``main``.  This module imports nothing above the environment itself.
+its ``main`` (a closed output pipe ends it quietly: :func:`kahuna_env.cli.quiet_on_closed_pipe`).
+This module imports nothing above the environment itself.
 """
 
 from __future__ import annotations
@@ -12,12 +13,12 @@ import importlib
 import os
 from collections.abc import MutableMapping, Sequence
 
-from kahuna_env.cli import require_extra
+from kahuna_env.cli import quiet_on_closed_pipe, require_extra
 
 
 def _launch(argv: Sequence[str] | None, module: str, program: str, extra: str, *needs: str) -> int:
     require_extra(program, extra, *needs)
-    return importlib.import_module(module).main(argv)
+    return quiet_on_closed_pipe(importlib.import_module(module).main)(argv)
 
 
 WAIT_POLICY = "OMP_WAIT_POLICY"

@@ -18,7 +18,6 @@ import dataclasses
 import inspect
 import math
 import re
-import stat
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -28,6 +27,7 @@ from typing import Any, Union
 import yaml
 
 from kahuna_env.agents.spec import parse_baseline
+from kahuna_env.cli import check_input_file
 from kahuna_env.config import KahunaConfig
 from policy.model import ModelConfig
 from policy.reward import TRAINING_REWARD_DEFAULTS
@@ -864,15 +864,15 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     """
     file = Path(path)
     try:
-        mode = file.stat().st_mode
+        file.stat()
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {file}") from None
     except OSError as error:
         raise ConfigError(f"{file}: cannot read: {error.strerror or error}") from None
-    if stat.S_ISDIR(mode):
-        raise ConfigError(f"{file} is a directory, not a config file")
-    if not stat.S_ISREG(mode):
-        raise ConfigError(f"{file} is not a regular file (a device, pipe or socket), not a config file")
+    try:
+        check_input_file(file, "a config file")  # a FIFO or a device, refused unopened
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
     try:
         with open(file, "rb") as handle:
             data = handle.read(MAX_CONFIG_BYTES + 1)

@@ -8,8 +8,8 @@ Usage::
     kahuna-rllib export RLLIB_CHECKPOINT_DIR OUT.pt [--module learner]
     kahuna-rllib --export RLLIB_CHECKPOINT_DIR OUT.pt [--module learner]
 
-An existing ``OUT.pt`` is replaced only when it is an exported agent file
-(``--force`` replaces any other file).
+An existing ``OUT.pt`` is replaced only with ``--force``, never when it is a
+results store, a game record or a report (:func:`kahuna_env.cli.check_output_file`).
 
 Known problems (bad config, ray not installed, unreachable cluster,
 incompatible checkpoint) end with a one-line ``kahuna-rllib: error: ...``
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from kahuna_env.cli import OneLineParser, add_force_argument, check_output_file, exit_with_error, same_file
+from kahuna_env.cli import AGENT, OneLineParser, add_force_argument, check_output_file, exit_with_error
 from training.cli import add_override_argument, exit_status
 from training.recipes import config_help, resolve_config
 from training.rllib.config import ConfigError, config_to_yaml, load_rllib_config
@@ -88,14 +88,11 @@ def _export_parser() -> argparse.ArgumentParser:
 def _check_export_output(checkpoint: str, out: str, force: bool) -> None:
     """One line and exit 2 unless ``OUT`` may be written (:func:`kahuna_env.cli.check_output_file`).
 
-    An existing ``OUT`` is replaced only when it is an exported agent file (or with ``--force``).
+    Never the checkpoint itself; an existing ``OUT`` only with ``--force``, and never a protected file
+    of another kind than an agent file (a results store, a record, a report).
     """
-    from training.tools.ship import is_agent_file
-
     try:
-        check_output_file("OUT", Path(out), own_kind=is_agent_file, kind="an agent file", force=force)
-        if Path(checkpoint).is_file() and same_file(Path(out), Path(checkpoint)):
-            raise ValueError(f"OUT {out} is the checkpoint to export; give another output path")
+        check_output_file("OUT", Path(out), AGENT, inputs=[("CHECKPOINT", checkpoint)], force=force)
     except ValueError as error:
         exit_with_error(PROGRAM, str(error), code=2)
 

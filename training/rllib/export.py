@@ -24,7 +24,8 @@ import torch
 
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.observation import OBSERVATION_SIZE
-from policy.model import ActorCritic, ModelConfig, agent_payload
+from policy.model import ActorCritic, ModelConfig
+from training.ppo.checkpoint import export_agent
 from training.rllib.errors import IncompatibleCheckpointError, require_ray
 
 MODULE_PATH = ("learner_group", "learner", "rl_module")
@@ -150,10 +151,7 @@ def export_weights(
 ) -> Path:
     """Write module weights (``net.*`` keys) as an agent file at ``out``; returns the path."""
     model = weights_to_model(weights, model_config)
-    out_path = Path(out)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(agent_payload(model, meta), out_path)
-    return out_path
+    return export_agent(out, model, meta)  # through a temporary file: never a half-written agent
 
 
 def export_checkpoint(checkpoint: str | Path, out: str | Path, module_id: str = "learner") -> Path:
@@ -175,7 +173,4 @@ def export_checkpoint(checkpoint: str | Path, out: str | Path, module_id: str = 
         "num_actions": NUM_ACTIONS,
     }
     model = weights_to_model(state, model_config, source)
-    out_path = Path(out)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(agent_payload(model, meta), out_path)
-    return out_path
+    return export_agent(out, model, meta)  # through a temporary file: never a half-written agent

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from kahuna_env.cli import check_input_file
 from kahuna_env.config import shown
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
@@ -92,8 +93,10 @@ def load_start_positions(path: str | Path, config: KahunaConfig | None = None) -
     name = path.name
     try:
         size = path.stat().st_size
-        if not path.is_file():
-            raise StartPositionsError(f"start positions {name}: not a regular file")
+        try:
+            check_input_file(path, "a start-positions file")
+        except ValueError:  # the message names the file only (its path may be a server's)
+            raise StartPositionsError(f"start positions {name}: not a regular file") from None
         if size > MAX_FILE_BYTES:
             raise StartPositionsError(f"start positions {name}: {size} bytes, more than {MAX_FILE_BYTES}")
         raw = path.read_bytes()

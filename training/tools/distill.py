@@ -56,14 +56,17 @@ from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import Agent, make_agent
 from kahuna_env.agents.spec import parse_baseline
 from kahuna_env.cli import (
+    AGENT,
+    FileKind,
     OneLineParser,
     add_force_argument,
+    check_output_file,
     check_writable,
     exit_with_error,
     first_line,
     non_negative_int,
     positive_int,
-    same_file,
+    replacing,
     write_text_atomic,
 )
 from kahuna_env.engine import KahunaGame
@@ -370,24 +373,23 @@ def _opponents(text: str, simulations: int) -> list[str]:
     return resolved
 
 
-OUTPUTS = ("agent.pt", "data.npz", "distill.json")
-"""The files ``kahuna-distill`` writes in ``--out``."""
+OUTPUTS: dict[str, FileKind | None] = {"agent.pt": AGENT, "data.npz": None, "distill.json": None}
+"""The files ``kahuna-distill`` writes in ``--out``, with their kinds (:data:`kahuna_env.cli.FILE_KINDS`)."""
 
 
 def check_outputs(out: Path, student: str, force: bool) -> None:
     """``ValueError`` (one line) unless ``--out`` may receive :data:`OUTPUTS`; nothing is created.
 
-    The folder must be writable, must not hold the student's file, and an
-    existing output is overwritten only with ``force`` (an earlier
-    distillation is never replaced by accident).
+    The folder must be writable; each output follows
+    :func:`kahuna_env.cli.check_output_file`: never the student's file, never
+    a protected file of another kind, an existing one only with ``force``
+    (an earlier distillation is never replaced by accident).
     """
+    from policy.agent import agent_file
+
     check_writable("--out", out, directory=True)
-    for name in OUTPUTS:
-        target = out / name
-        if Path(student).is_file() and same_file(target, Path(student)):
-            raise ValueError(f"--out {out}: {target} is the student's file; give another --out")
-        if (target.exists() or target.is_symlink()) and not force:
-            raise ValueError(f"{target} exists already; choose another --out, or --force to overwrite it")
+    for name, kind in OUTPUTS.items():
+        check_output_file("--out", out / name, kind, inputs=[agent_file(student)], force=force)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -408,7 +410,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     generate_seconds = time.perf_counter() - started
     print(f"{PROGRAM}: {args.games} games, {len(data):,} teacher decisions in {generate_seconds:.0f} s", flush=True)
     try:
-        np.savez_compressed(out / "data.npz", **dataclasses.asdict(data))
+        with replacing(out / "data.npz") as temporary:
+            np.savez_compressed(temporary, **dataclasses.asdict(data))
     except OSError as error:
         exit_with_error(PROGRAM, f"cannot write {out / 'data.npz'}: {error.strerror or first_line(error)}", code=1)
     started = time.perf_counter()

@@ -28,44 +28,50 @@ difference above ``--tolerance`` is an error and nothing is written.
 ``examples/onnx_play.py`` plays a game from the ONNX file with onnxruntime and
 numpy alone.
 
-The file is written to a temporary name and renamed.  An existing ``--out``
-is replaced only when this tool wrote it (its ``kahuna-export`` mark) or with
-``--force``.  Bad input is one line ``kahuna-export: error: ...``, exit code
+The file is written to a temporary name and renamed.  ``--out`` follows the
+rule of every tool (:func:`kahuna_env.cli.check_output_file`): never the
+agent's own file (refused even with ``--force``), never a protected file of
+another kind (a results store, a game record, a report), and an existing
+file is replaced only with ``--force``.  Bad input is one line ``kahuna-export: error: ...``, exit code
 2; a failed verification or write is exit code 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import io
 import json
-import os
 import sys
-import tempfile
 import warnings
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from kahuna_env.cli import OneLineParser, check_writable, exit_with_error, first_line, mode_as_created, positive_int
+from kahuna_env.cli import (
+    AGENT,
+    EXPORT_PRODUCER,
+    OneLineParser,
+    add_force_argument,
+    check_output_file,
+    exit_with_error,
+    first_line,
+    positive_int,
+    write_bytes_atomic,
+)
 from kahuna_env.version import __version__
 
 PROGRAM = "kahuna-export"
 FORMATS: tuple[str, ...] = ("onnx", "torchscript")
 """Values of ``--format``."""
-PRODUCER = "kahuna-export"
+PRODUCER = EXPORT_PRODUCER
 """The mark this tool leaves in its files: the ONNX ``producer_name``, a TorchScript extra file's ``producer``."""
 TORCHSCRIPT_EXTRA = "kahuna_export.json"
 """The extra file of a TorchScript export: the producer, the version and the agent's name."""
 INPUT_NAMES = ("observation", "action_mask")
 OUTPUT_NAMES = ("logits", "value")
 ONNX_OPSET = 17
-MARK_BYTES = 4096
-"""How much of an existing ONNX file is read to look for the mark (the producer comes first)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("agent", metavar="AGENT", help="a shipped agent's name (champion) or a policy file")
     parser.add_argument("--format", required=True, choices=FORMATS, help="onnx or torchscript")
     parser.add_argument("--out", required=True, type=Path, metavar="FILE", help="the file to write")
-    parser.add_argument("--force", action="store_true", help="replace an existing --out this tool did not write")
+    add_force_argument(parser)
     parser.add_argument(
         "--samples", type=positive_int, default=256, help="sampled observations to verify on (default 256)"
     )
@@ -88,27 +94,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="largest absolute difference to torch allowed on legal logits and values (default 1e-3)",
     )
     return parser
-
-
-# ---------------------------------------------------------------------------------------------- the mark
-def written_by_this_tool(path: Path) -> bool:
-    """Whether ``path`` holds a ``kahuna-export`` mark (read boundedly: the ONNX header or a zip's directory)."""
-    try:
-        if zipfile.is_zipfile(path):
-            with zipfile.ZipFile(path) as archive:
-                return any(name.endswith(f"extra/{TORCHSCRIPT_EXTRA}") for name in archive.namelist())
-        with path.open("rb") as file:
-            head = file.read(MARK_BYTES)
-    except (OSError, zipfile.BadZipFile):
-        return False
-    return PRODUCER.encode() in head
-
-
-def check_out(path: Path, force: bool) -> None:
-    """One-line ``ValueError`` unless ``--out`` may be written (and replaced, when it exists)."""
-    check_writable("--out", path)
-    if path.exists() and not force and not written_by_this_tool(path):
-        raise ValueError(f"--out {path} exists and was not written by {PROGRAM}; give --force to replace it")
 
 
 # ---------------------------------------------------------------------------------------------- samples
@@ -239,7 +224,7 @@ def export(
     a failed write.  In phases: check the arguments, load the agent, convert, verify, write.
     """
     path = Path(out)
-    _check_arguments(fmt, tolerance, path, force)
+    _check_arguments(fmt, tolerance, path, force, agent)
     model = _load_network(agent)
     observations, masks = sample_inputs(samples, seed)
     data, checker, expected, got = _convert_and_run(model, fmt, agent, observations, masks)
@@ -261,13 +246,15 @@ def export(
     }
 
 
-def _check_arguments(fmt: str, tolerance: float, path: Path, force: bool) -> None:
+def _check_arguments(fmt: str, tolerance: float, path: Path, force: bool, agent: str) -> None:
     """One-line ``ValueError`` for a bad format, tolerance or output, or a missing ``export`` extra."""
     if fmt not in FORMATS:
         raise ValueError(f"--format must be one of {list(FORMATS)}, got {fmt!r}")
     if not np.isfinite(tolerance) or tolerance < 0:
         raise ValueError(f"--tolerance must be a finite number >= 0, got {tolerance!r}")
-    check_out(path, force)
+    from policy.agent import agent_file
+
+    check_output_file("--out", path, AGENT, inputs=[agent_file(agent)], force=force)
     if fmt == "onnx":
         _require_export_extra()
 
@@ -299,16 +286,9 @@ def _convert_and_run(
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        mode_as_created(handle)  # mkstemp creates the file 0600; it gets the mode of any file the user creates
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-        os.replace(temporary, path)
+        write_bytes_atomic(path, data)
     except OSError as error:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
         raise OSError(f"cannot write --out {path}: {first_line(error)}") from None
 
 

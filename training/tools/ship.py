@@ -45,8 +45,9 @@ registered name (:data:`policy.agent.SHIPPED_AGENTS`), the package data that
 ``load_agent(name)`` reads.  Bad input (a missing or incomplete run directory,
 a ``config.yaml`` that does not describe the network of ``final_agent.pt``,
 an unregistered name without ``--out``, an evaluation file that is not a
-complete ``kahuna-eval`` report, an output that is one of the inputs or an
-existing file that is not an agent file, unless ``--force``) is one line
+complete ``kahuna-eval`` report, an output that is one of the inputs or a
+protected file of another kind, an existing file without ``--force``: the
+rule of :func:`kahuna_env.cli.check_output_file`) is one line
 ``kahuna-ship: error: ...`` and exit code 2, before anything is written; a
 failed write is one line and exit code 1.
 """
@@ -65,11 +66,12 @@ from pathlib import Path
 from typing import Any
 
 from kahuna_env.cli import (
+    AGENT,
+    MODEL_CARD,
     OneLineParser,
     add_force_argument,
     check_output_file,
     exit_with_error,
-    file_starts_with,
     first_line,
 )
 from training.ppo.provenance import COUNTERS, START_FILE, read_start_record, start_record, weights_key
@@ -431,8 +433,8 @@ def ship(
 
     ``ValueError`` (one line) for bad input, before anything is written:
     among others an output that is one of the inputs, or an existing file
-    that is not an agent file (without ``force``); ``OSError`` naming the
-    file when the write fails.
+    (replaced only with ``force``, and never a protected file of another
+    kind); ``OSError`` naming the file when the write fails.
     """
     from policy.agent import SHIPPED_AGENTS, shipped_agent_names, shipped_agent_source
     from policy.model import model_from_payload
@@ -453,17 +455,11 @@ def ship(
     run = Path(run_dir)
     inputs = [run / "final_agent.pt", run / "config.yaml", run / "final_eval.json", *map(Path, reports)]
     inputs += list((run / "checkpoints").glob("*.pt")) if (run / "checkpoints").is_dir() else []
-    check_output_file("--out", target, inputs=inputs, own_kind=is_agent_file, kind="an agent file", force=force)
+    check_output_file("--out", target, AGENT, inputs=inputs, force=force)
     from training.tools.model_card import card_path
 
-    check_output_file(  # the model card written beside the agent
-        "--out's model card",
-        card_path(target),
-        inputs=inputs,
-        own_kind=lambda path: file_starts_with(path, b"# Model card: "),
-        kind="a model card",
-        force=force,
-    )
+    # The model card written beside the agent.
+    check_output_file("--out's model card", card_path(target), MODEL_CARD, inputs=inputs, force=force)
     payload, meta = build_meta(run, name, [Path(report) for report in reports], commit)
     model = model_from_payload(payload, source=str(run / "final_agent.pt"))
     path = export_agent(target, model, meta)
@@ -471,18 +467,6 @@ def ship(
 
     write_model_card(path, meta, name)  # NAME.md beside the agent file (training/tools/model_card.py)
     return path
-
-
-def is_agent_file(path: Path) -> bool:
-    """Whether ``path`` is an exported agent file (the agent format, not a training checkpoint): ship's own kind."""
-    from policy.agent import read_policy_file
-    from policy.model import AGENT_FORMAT
-
-    try:
-        payload = read_policy_file(path)
-    except (OSError, ValueError):
-        return False
-    return payload.get("format") == AGENT_FORMAT and "checkpoint_format" not in payload
 
 
 def main(argv: Sequence[str] | None = None) -> int:
