@@ -1,4 +1,5 @@
-"""One Elo scale: the trainer's ``elo/*`` metrics and the ``kahuna-ratings`` ladder use one table of anchors."""
+"""One number, one scale: the trainer's ``elo/*`` metrics and the ``kahuna-ratings`` ladder use one table of
+anchors, and the README's figures for ``champion`` are the ones its agent file's ``meta`` holds."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from arena.store import ResultsStore, baseline_entrant
 from training.ppo import metrics
 from training.selfplay.quick_eval import QuickEvalResult
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
 RULES = {"variant": "standard", "handicap": None, "discard_rule": "instead_of_play", "first_player": 0}
 
 
@@ -57,3 +59,36 @@ def test_the_docs_quote_the_one_anchor_table() -> None:
     assert not re.search(r"\b(917|1215|1426)\b", training)
     for name in stats.ANCHOR_RATINGS:
         assert f"elo/vs_{metrics.metric_name(name)}" in training
+
+
+# ---------------------------------------------------------------------------------------------- the README
+def _champion_meta() -> dict:
+    from policy.agent import load_agent
+
+    return load_agent("champion").meta
+
+
+def test_the_readme_snippets_figure_is_what_the_snippet_prints() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    printed = re.search(r'print\(champion\.meta\["final_eval"\]\["greedy"\]\["score"\]\)\s+# ([0-9.]+)', readme)
+    assert printed, "the README's snippet no longer says what it prints"
+    final = _champion_meta()["final_eval"]["greedy"]
+    assert printed.group(1) == f"{final['score']:.3f}"
+    assert f"**{final['score']:.3f}** against `greedy`" in " ".join(readme.split())
+
+
+def test_the_readmes_kahuna_eval_figures_are_the_metas_recorded_evaluations() -> None:
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    figure = r"\*\*([0-9.]+)\*\* \(([0-9.]+)–([0-9.]+)\) against `([^`]+)`"  # **0.971** (0.959–0.980) against `greedy`
+    quoted = {opponent: (score, low, high) for score, low, high, opponent in re.findall(figure, readme)}
+    assert {"greedy", "mcts:1000"} <= set(quoted)
+    recorded = {
+        pairing["b"]: pairing
+        for report in _champion_meta()["evaluation"]
+        for pairing in report["pairings"]
+        if pairing["a"].endswith("final_agent.pt")
+    }
+    for opponent, (score, low, high) in quoted.items():
+        pairing = recorded[opponent]
+        assert score == f"{pairing['score']:.3f}", opponent
+        assert (low, high) == tuple(f"{bound:.3f}" for bound in pairing["score_ci95"]), opponent
