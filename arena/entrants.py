@@ -92,11 +92,11 @@ def parse_entrant(
     agents_dir: AgentsDir = ANYWHERE,
     max_simulations: int = MAX_SIMULATIONS,
     max_guided_simulations: int | None = None,
-    python: bool = True,
+    python: bool | None = None,
 ) -> EntrantSpec:
     """:meth:`EntrantSpec.parse` with :data:`NAMED_AGENTS` as the named ones: the arena's and the web's reader.
 
-    ``python=False`` refuses ``py:`` agents (the web, unless its operator named them).  Raises
+    ``py:`` agents are read only with :data:`ANYWHERE` unless ``python`` says otherwise.  Raises
     :class:`EntrantRefused`, ``FileNotFoundError`` or a one-line ``ValueError`` as :meth:`EntrantSpec.parse` does.
     """
     return EntrantSpec.parse(spec, agents_dir, max_simulations, max_guided_simulations, NAMED_AGENTS, python)

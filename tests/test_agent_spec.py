@@ -181,3 +181,12 @@ def test_parsing_a_spec_imports_no_torch():
         "assert 'torch' not in sys.modules, 'torch imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("agents_dir", [None, "folder"])
+def test_a_python_agent_is_refused_where_agent_files_must_come_from_a_folder(agents_dir, tmp_path):
+    """The web's readers pass a folder (or None): code is never run there unless asked for explicitly."""
+    folder = None if agents_dir is None else tmp_path
+    with pytest.raises(EntrantRefused, match="not allowed"):
+        EntrantSpec.parse("py:os.path:join", agents_dir=folder, named=NAMED)
+    assert EntrantSpec.parse("py:os.path:join", agents_dir=folder, named=NAMED, python=True).kind == "python"

@@ -41,8 +41,9 @@ simulation budget accepted.
 
 A budget is written in one way only: ``mcts:05`` is refused (write
 ``mcts:5``), so one agent never has two names in a results store.  ``py:``
-names code to run: the web server refuses it unless its operator named the
-entrant (``python=False``).
+names code to run: it is read only where any path may be named
+(:data:`ANYWHERE`, the command-line tools); the web server refuses it unless
+its operator named the entrant.
 
 Every bad spec raises one exception with a one-line message that never shows
 a file's content: ``ValueError`` (:class:`UnknownEntrant` for a name that is
@@ -140,7 +141,7 @@ class EntrantSpec:
         max_simulations: int | None = MAX_SIMULATIONS,
         max_guided_simulations: int | None = None,
         named: Collection[str] = (),
-        python: bool = True,
+        python: bool | None = None,
     ) -> EntrantSpec:
         """Check a spec and say what it names, without building it (no torch, no file read, no import).
 
@@ -154,7 +155,9 @@ class EntrantSpec:
             max_guided_simulations: the largest budget of a network-guided search
                 ``SOURCE@mcts:N`` (a simulation costs a forward pass); ``None``: ``max_simulations``.
             named: the named network agents the caller can build (``champion``, ...).
-            python: whether ``py:`` agents (code the caller chose to run) are accepted.
+            python: whether ``py:`` agents (code to run) are accepted; ``None`` (the default): only with
+                :data:`ANYWHERE`, where the user names what runs (the command-line tools), never where files
+                must come from a folder (the web server, whose operator names its Python agents itself).
 
         Raises:
             EntrantRefused: an agent file outside ``agents_dir`` (or any file when it is ``None``).
@@ -170,7 +173,7 @@ class EntrantSpec:
         if baseline is not None:
             return baseline
         if text.startswith(PYTHON_PREFIX):
-            if not python:
+            if not (isinstance(agents_dir, _Anywhere) if python is None else python):
                 raise EntrantRefused(f"Python agents (py:...) are not allowed here: {quoted(text)}")
             guided_cap = max_simulations if max_guided_simulations is None else max_guided_simulations
             return _python(text, guided_cap, agents_dir)
