@@ -10,7 +10,7 @@ and never discards; reload and a server restart keeping the game; a store
 that cannot be written (a ``kahuna-serve`` process whose files may not grow)
 said at once in an alert, no unsaved move shown played; the phone layout (the
 turn line, the board and your hand together, 44 px tap targets, stones clear
-of the island names); the analysis board, a hint that moves nothing and an
+of the island names, a tap on a line's middle choosing that line); the analysis board, a hint that moves nothing and an
 undo told beside the players; a move played by keyboard from the skip link,
 the focus kept on the board; a new game's opening named and stopped; a search
 stopped; the contrast of the board's marks and of the text; the players'
@@ -54,6 +54,7 @@ from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.common.actions.action_builder import ActionBuilder
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -657,6 +658,87 @@ def test_on_a_phone_the_turn_line_board_and_hand_fit_together_with_44_px_targets
             covered = [island for island, stone, *labels in stones if any(overlap(stone, label) for label in labels)]
             assert not covered, (size, covered)
     assert page_errors(browser) == []
+
+
+LINE_MIDDLES = """
+document.getElementById('play-board').scrollIntoView({block: 'nearest'});
+return [...document.querySelectorAll('#play-board g.playable line.hit')].map((hit) => {
+  const m = hit.getScreenCTM();
+  const a = new DOMPoint(hit.x1.baseVal.value, hit.y1.baseVal.value).matrixTransform(m);
+  const b = new DOMPoint(hit.x2.baseVal.value, hit.y2.baseVal.value).matrixTransform(m);
+  return [Number(hit.parentNode.dataset.line), (a.x + b.x) / 2, (a.y + b.y) / 2];
+});
+"""
+"""Each playable line of the game's board (scrolled into view): its id and its segment's middle in the window."""
+
+
+def tap(driver, x, y):
+    """A pointer's click at the window's point ``(x, y)``, on whatever lies there."""
+    actions = ActionBuilder(driver)
+    actions.pointer_action.move_to_location(round(x), round(y))
+    actions.pointer_action.click()
+    actions.perform()
+
+
+def tapped_line(driver, line_names, played_before):
+    """The line a tap chose: the chooser's line (then closed), or the line of the one move it played (then undone)."""
+    chooser = driver.find_element(By.ID, "chooser")
+    if chooser.is_displayed():
+        title = chooser.find_element(By.CSS_SELECTOR, ".chooser-title").text
+        chooser.find_element(By.CSS_SELECTOR, "button.cancel").click()
+        return title.removesuffix(": choose")
+    played = actions_logged(driver)
+    assert len(played) == len(played_before) + 1, (played_before, played)  # one move, the tapped line's
+    named = [name for name in line_names if f" {name} " in f" {played[-1]} "]
+    driver.find_element(By.ID, "undo").click()
+    idle(driver)
+    assert actions_logged(driver) == played_before
+    return named[0] if len(named) == 1 else named
+
+
+def actions_logged(driver):
+    """The log's actions without their effects (which the page notes only for the moves it animated), also folded."""
+    texts = driver.execute_script("return [...document.querySelectorAll('#play-log li')].map((li) => li.textContent)")
+    return [text.split(" — ")[0] for text in texts]
+
+
+@pytest.mark.parametrize(
+    ("size", "positions"),
+    [((390, 844), ((2, 0, 0), (2, 1, 0), (7, 0, 3))), ((1400, 900), ((7, 0, 3),))],
+    ids=["phone", "desktop"],
+)
+def test_a_tap_on_the_middle_of_a_playable_line_chooses_that_line(browser, server, size, positions):
+    """Issue 76: at a phone's scale the 48 px tap areas overlap; a tap goes to the line nearest to it.
+
+    In several positions (a deal from either seat, another a few turns in: ``(seed, seat, turns)``), every
+    playable line's middle is tapped: the chooser opens for that line, or its one move is played (and taken
+    back to go on).  On a desktop, where the areas do not overlap at the middles, the same holds as before.
+    """
+    width, height = size
+    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600}
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        open_page(browser, server)
+        line_names = browser.execute_script("return BOARD.lines.map((line) => line.name)")
+        wrong, tapped = [], 0
+        for seed, seat, turns in positions:
+            start_game(browser, "greedy", seed, seat)
+            for _ in range(turns):
+                play_button(browser, turn_ending_move(browser))
+            for line, *_ in browser.execute_script(LINE_MIDDLES):
+                middles = {item[0]: item[1:] for item in browser.execute_script(LINE_MIDDLES)}
+                assert line in middles  # still playable: each tap was taken back
+                before = actions_logged(browser)
+                tap(browser, *middles[line])
+                idle(browser)
+                chosen = tapped_line(browser, line_names, before)
+                tapped += 1
+                if chosen != line_names[line]:
+                    wrong.append((seed, seat, turns, line_names[line], chosen))
+        assert tapped >= 10 * len(positions) and not wrong, (tapped, wrong)
+        assert page_errors(browser) == []
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
 
 
 def test_the_analysis_board_gives_probabilities_over_legal_moves_a_hint_and_undo(browser, server):

@@ -304,7 +304,7 @@ function drawBoard(node, state, options = {}) {
       hit.append(svg("line", { ...ends, class: "hit" }));
       hit.append(svg("line", { ...ends, class: "focus-ring" }));
       hit.append(svg("title", { text: label }));
-      hit.addEventListener("click", (event) => options.onLine && options.onLine(line.id, event));
+      hit.addEventListener("click", (event) => options.onLine && options.onLine(nearestPlayable(node, event, playable, line.id), event));
       hit.addEventListener("keydown", (event) => lineKey(event, node, line.id, options));
       layerHits.append(hit);
     }
@@ -349,6 +349,31 @@ function drawBoard(node, state, options = {}) {
     node.append(svg("rect", { x: 0, y: 0, width, height, class: "inactive-veil" }));
     node.append(svg("text", { x: width / 2, y: height / 2, class: "inactive-text", text: options.inactive }));
   }
+}
+
+// The playable line nearest to a click on the board: at a phone's scale the lines' 48 px tap areas overlap near the
+// islands, and the area drawn on top would take a tap on the middle of its neighbour.  Each point of the tap areas
+// so belongs to the line nearest to it (distance to the segment, in the board's units).  A click that has no
+// pointer position (detail 0: sent by the keyboard or a script) stays with the line it was sent to.
+function nearestPlayable(node, event, playable, line) {
+  const matrix = node.getScreenCTM();
+  if (!matrix || event.detail === 0) return line;
+  const point = new DOMPoint(event.clientX, event.clientY).matrixTransform(matrix.inverse());
+  let nearest = line;
+  let best = Infinity;
+  for (const candidate of playable.keys()) {
+    const { a, b } = BOARD.lines[candidate];
+    const distance = segmentDistance(point, BOARD.islands[a], BOARD.islands[b]);
+    if (distance < best) [nearest, best] = [candidate, distance];
+  }
+  return nearest;
+}
+
+// The distance from the point p to the segment from a to b.
+function segmentDistance(p, a, b) {
+  const [dx, dy] = [b.x - a.x, b.y - a.y];
+  const t = Math.max(0, Math.min(1, ((p.x - a.x) * dx + (p.y - a.y) * dy) / (dx * dx + dy * dy)));
+  return Math.hypot(p.x - (a.x + t * dx), p.y - (a.y + t * dy));
 }
 
 // Keyboard on a playable line: Enter or Space chooses it, the arrow keys go to the next or previous one.
