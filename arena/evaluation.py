@@ -52,6 +52,7 @@ from arena.match import (
 from arena.records import RECORD_FORMAT, game_record, write_record
 from arena.report import EvaluationReport, PairingResult, Rating, summarize
 from arena.store import Entrant, ResultsStore, StoredGame, StoreError, baseline_entrant, failure_cause
+from kahuna_env.agents.search import DEFAULT_SIMULATIONS
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.workers import WorkerFailed, Workers, one_line
 from policy.registry import SHIPPED_AGENTS, SHIPPED_AGENTS_DIR
@@ -66,6 +67,7 @@ __all__ = [
     "ResolvedEntrants",
     "WrittenGames",
     "check_entrants",
+    "deal_label",
     "entrant_identity",
     "game_record",
     "play_tasks",
@@ -198,16 +200,67 @@ def entrant_identity(spec: str, sampled: bool = False) -> Entrant:
     """The results store's identity of an entrant: its content, with ``spec`` as the label.
 
     A baseline is ``baseline:SPEC`` (``mcts`` and ``mcts:200`` are one
-    entrant); an agent file or a shipped agent is ``sha256:`` of the file's
-    bytes (the same file under two paths is one entrant); a search guided by
-    a network appends ``@mcts:N``; a policy that samples its moves appends
+    entrant); an agent file (of any kind) or a shipped agent is ``sha256:`` of
+    the file's bytes (the same file under two paths is one entrant); a Python
+    agent is ``py:MODULE:ATTR``, or ``py:sha256:<hex of the file>:ATTR`` for
+    a file; another package's named agent is ``plugin:NAME``; a search guided by
+    an agent appends ``@mcts:N``; a policy that samples its moves appends
     ``#sampled``.  Raises ``FileNotFoundError`` for a missing file.
     """
     entrant = parse_entrant(spec)
     if entrant.kind == "baseline":
         return baseline_entrant(spec)
+    if entrant.kind == "python" or (entrant.kind == "named" and entrant.source not in SHIPPED_AGENTS):
+        if entrant.kind == "named":
+            key = f"plugin:{entrant.source}"
+        else:
+            target, _, attribute = entrant.source.rpartition(":")
+            key = f"py:sha256:{file_sha256(target)}:{attribute}" if target.endswith(".py") else f"py:{entrant.source}"
+        if entrant.simulations is not None:
+            return Entrant(key=f"{key}@mcts:{entrant.simulations}", label=spec, kind="search")
+        return Entrant(key=f"{key}#sampled" if sampled else key, label=spec, kind="file")
     path = _named_agent_file(entrant.source) if entrant.kind == "named" else Path(entrant.source)
     return content_entrant(spec, file_sha256(path), sampled)
+
+
+def deal_label(identity: Entrant) -> str:
+    """What an entrant's games are seeded from (:func:`arena.match.schedule`): what it is, never how it is written.
+
+    Derived from the store's identity (:func:`entrant_identity`): ``x.pt``,
+    ``./x.pt`` and a renamed copy of it play the same games.  A baseline is
+    its name with the search's default budget left out (``mcts``, ``mcts:50``),
+    a shipped agent's file its name (``champion``, whatever path it is read
+    from), any other file ``sha256:<hex>``, a Python agent its key; a guided
+    search appends ``@mcts`` (``@mcts:N`` for another budget than the
+    default).  Whether a policy samples its moves does not change its deals.
+    """
+    key, _, _ = identity.key.partition("#")
+    if key.startswith("baseline:"):
+        return _short_budget(key.removeprefix("baseline:"))
+    agent, at, search = key.partition("@")
+    digest = agent.removeprefix("sha256:")
+    agent = _shipped_digests().get(digest, agent)
+    return agent + (_short_budget(at + search) if at else "")
+
+
+def _short_budget(spec: str) -> str:
+    """``mcts:200`` (the default budget) written ``mcts``; ``@mcts:200`` as ``@mcts``; any other unchanged."""
+    default = f"mcts:{DEFAULT_SIMULATIONS}"
+    return spec[: -len(default)] + "mcts" if spec.endswith(default) else spec
+
+
+_SHIPPED_DIGESTS: dict[str, str] = {}
+
+
+def _shipped_digests() -> dict[str, str]:
+    """sha256 -> name of each shipped agent's file (read once per process)."""
+    if not _SHIPPED_DIGESTS:
+        for name in SHIPPED_AGENTS:
+            try:
+                _SHIPPED_DIGESTS[file_sha256(_named_agent_file(name))] = name
+            except OSError:
+                continue
+    return _SHIPPED_DIGESTS
 
 
 def entrant_kind(spec: str) -> str:
@@ -348,7 +401,7 @@ def run_evaluation(
     if record:
         Path(record_dir).mkdir(parents=True, exist_ok=True)
     identities = [entrant_identity(spec, sampled) for spec in entrants]  # what each name holds as the games begin
-    tasks = schedule(entrants, games, seed, common_deals=common_deals)
+    tasks = schedule([deal_label(identity) for identity in identities], games, seed, common_deals=common_deals)
     written = written if written is not None else WrittenGames()
     save = _store_writer(store, entrants, sampled, config, seed, source, common_deals, identities, written)
 

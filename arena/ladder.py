@@ -546,6 +546,7 @@ def _stored_one_by_one(
     store: ResultsStore, report: ReportGames, identities: dict[str, Entrant], a: str, b: str
 ) -> dict[int, float]:
     """Game number -> ``a``'s points, for the games of the pairing's schedule the store holds one by one."""
+    from arena.evaluation import deal_label
     from arena.match import schedule
 
     keys = (identities[a].key, identities[b].key)
@@ -562,7 +563,8 @@ def _stored_one_by_one(
         return {}  # nothing to look for: no seeds drawn
     stored = {tuple(row[:5]): row[5] for row in rows}
     found = {}
-    for task in schedule([a, b], report.games_per_pairing, report.seed or 0, common_deals=report.common_deals):
+    labels = [deal_label(identities[a]), deal_label(identities[b])]
+    for task in schedule(labels, report.games_per_pairing, report.seed or 0, common_deals=report.common_deals):
         seeds = (task.game_seed, *task.agent_seeds, task.choice_seed)
         result = stored.get((keys[task.seats[0]], *(str(seed) for seed in seeds)))
         if result is not None:

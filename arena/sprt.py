@@ -351,7 +351,7 @@ def run_sprt(
     what :func:`arena.evaluation.run_evaluation` raises for bad entrants or a
     failed game.
     """
-    from arena.evaluation import _store_writer, check_run, play_tasks, progress_bar
+    from arena.evaluation import _store_writer, check_run, deal_label, entrant_identity, play_tasks, progress_bar
     from kahuna_env.engine import KahunaConfig
 
     resolved = check_run((a, b) if resolved is None else resolved, max_games, seed, workers, sampled)
@@ -359,8 +359,9 @@ def run_sprt(
         raise ValueError("the resolved entrants are not the ones named")
     entrants = resolved.specs
     config = config or KahunaConfig()
-    tasks = schedule(entrants, max_games, seed, common_deals=common_deals)
-    save = _store_writer(store, entrants, sampled, config, seed, "kahuna-sprt", common_deals)
+    identities = [entrant_identity(spec, sampled) for spec in entrants]
+    tasks = schedule([deal_label(identity) for identity in identities], max_games, seed, common_deals=common_deals)
+    save = _store_writer(store, entrants, sampled, config, seed, "kahuna-sprt", common_deals, identities)
     pairs = _PairCounts(test)
     started = time.perf_counter()
     with progress_bar(max_games, progress) as bar:

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -206,8 +207,8 @@ def test_every_package_has_the_version_of_pyproject() -> None:
 
 
 def test_every_console_script_answers_version(capsys: pytest.CaptureFixture[str]) -> None:
-    entries = re.findall(r'^(kahuna-[\w-]+) = "([\w.:]+)"', PYPROJECT, re.M)
-    scripts = {name: target.split(":") for name, target in entries}
+    declared = tomllib.loads(PYPROJECT)["project"]["scripts"]  # the console scripts, not other entry points
+    scripts = {name: target.split(":") for name, target in declared.items()}
     assert {"kahuna-train", "kahuna-eval", "kahuna-export", "kahuna-serve"} <= set(scripts)
     for program, (module, function) in scripts.items():
         if program == "kahuna-rllib" and importlib.util.find_spec("ray") is None:
