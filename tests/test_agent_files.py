@@ -8,11 +8,17 @@ refused at once.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import threading
 import time
 
 import pytest
 import torch
 
+from arena.eval_cli import main as eval_main
+from arena.play import main as play_main
 from policy.model import ActorCritic, ModelConfig, agent_payload
 from training import load_agent
 
@@ -306,3 +312,62 @@ def test_the_default_reward_warning_is_said_once_across_an_evaluations_workers(t
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("does not record the reward settings") == 1, done.stderr
+
+
+# ---------------------------------------------------------------------------------------------- issue 76
+@contextlib.contextmanager
+def never_blocking(fifo):
+    """While inside: a writer waits on ``fifo``, so a reader that opens it (a regression) reads an empty file
+    and fails, instead of hanging the test.  On leaving, the writer is released (and joined) either way."""
+    writer = threading.Thread(target=lambda: os.close(os.open(fifo, os.O_WRONLY)), daemon=True)
+    writer.start()
+    try:
+        yield
+    finally:
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # lets the writer's open return if nobody read
+        writer.join()
+        os.close(reader)
+
+
+def fifo_at(path):
+    os.mkfifo(path)
+    return path
+
+
+def test_an_agent_file_that_is_a_fifo_is_refused_before_it_is_opened(tmp_path):
+    fifo = fifo_at(tmp_path / "fifo.pt")
+    with never_blocking(fifo):
+        message = refusal(fifo)
+    assert message == f"{fifo} is not a regular file (a device, pipe or socket), not an agent file"
+
+
+@pytest.mark.parametrize(
+    ("program", "run"),
+    [
+        ("kahuna-eval", lambda: eval_main(["./fifo.pt", "random", "--games", "2"])),
+        ("kahuna-play", lambda: play_main(["--opponent", "./fifo.pt"], stdin=io.StringIO("quit\n"))),
+    ],
+)
+def test_the_tools_refuse_a_fifo_agent_in_one_line(tmp_path, monkeypatch, capsys, program, run):
+    # `mkfifo fifo.pt; kahuna-eval ./fifo.pt random` and `kahuna-play --opponent ./fifo.pt` hung until killed.
+    monkeypatch.chdir(tmp_path)
+    fifo = fifo_at(tmp_path / "fifo.pt")
+    with never_blocking(fifo), pytest.raises(SystemExit) as stop:
+        run()
+    assert stop.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{program}: error: ") and "not a regular file" in lines[0]
+
+
+def test_a_truncated_agent_file_is_one_short_line(tmp_path, capsys):
+    # Its error line was ~600 characters of torch's advice about its zip reader.
+    whole = saved(tmp_path, payload(), "whole.pt").read_bytes()
+    cut = tmp_path / "cut.pt"
+    for size in (len(whole) // 2, len(whole) - 10):
+        cut.write_bytes(whole[:size])
+        message = refusal(cut)
+        assert message == f"{cut} is not a readable checkpoint: truncated or corrupt (an incomplete zip archive)"
+    with pytest.raises(SystemExit):
+        eval_main([str(cut), "random", "--games", "2"])
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line and len(line) < len(str(cut)) + 120 and "truncated or corrupt" in line

@@ -624,3 +624,31 @@ def test_the_entrant_help_names_every_form_from_the_one_grammar(program, capsys)
     text = "".join(capsys.readouterr().out.split())  # argparse wraps lines, at spaces and hyphens
     assert "".join(ENTRANT_FORMS.split()) in text
     assert "champion" in ENTRANT_FORMS and "@mcts:N" in ENTRANT_FORMS and "mcts:N" in ENTRANT_FORMS
+
+
+# ---------------------------------------------------------------------------------------------- special input files
+@pytest.mark.parametrize(
+    ("program", "arguments", "what"),
+    [
+        ("kahuna-replay", ["{fifo}"], "a game record"),
+        ("kahuna-eval", ["random", "greedy", "--games", "2", "--db", "{fifo}"], "a results store"),
+        ("kahuna-ratings", ["--db", "{store}", "--import-report", "{fifo}"], "a kahuna-eval report"),
+        ("kahuna-ratings", ["--db", "{fifo}"], "a results store"),
+    ],
+    ids=["replay record", "eval --db", "ratings --import-report", "ratings --db"],
+)
+def test_an_input_that_is_a_fifo_is_refused_unopened(tmp_path, capsys, program, arguments, what):
+    # Issue 76: special files given as inputs are refused in one line before anything opens them.
+    from test_agent_files import fifo_at, never_blocking
+
+    from arena.ratings_cli import main as ratings_main
+
+    fifo = fifo_at(tmp_path / "fifo")
+    store = tmp_path / "r.sqlite"
+    ResultsStore(store).close()
+    main = {"kahuna-replay": replay_main, "kahuna-eval": eval_main, "kahuna-ratings": ratings_main}[program]
+    with never_blocking(fifo), pytest.raises(SystemExit) as stop:
+        main([part.format(fifo=fifo, store=store) for part in arguments])
+    assert stop.value.code == 2
+    line = capsys.readouterr().err.strip()
+    assert line == f"{program}: error: {fifo} is not a regular file (a device, pipe or socket), not {what}"

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from arena.eval_cli import main as eval_main
 from arena.ratings_cli import main as ratings_main
 from arena.store import (
     _SCHEMA_V1,
@@ -97,6 +98,48 @@ def test_a_store_that_fills_up_mid_evaluation_is_one_line_and_every_other_output
     # Issue 76: the line says what each output holds (it said "stopped after 285" with 284 in the store).
     assert [int(found[4]), int(found[5]), int(found[6])] == [played - 1, played, played]
     assert f"partial results written to {report}" in done.stdout
+
+
+def _fail_from(call: int, error: BaseException, real: Callable) -> Callable:
+    """``real``, except that its ``call``-th call and every later one raise ``error`` (a disk that fills up)."""
+    calls = [0]
+
+    def write(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] >= call:
+            raise error
+        return real(*args, **kwargs)
+
+    return write
+
+
+@pytest.mark.parametrize(
+    ("failing", "stored", "recorded"),
+    [("record", 3, 2), ("store", 2, 3)],
+    ids=["the third record fails", "the third store row fails"],
+)
+def test_the_stop_line_counts_what_each_output_holds(tmp_path, monkeypatch, capsys, failing, stored, recorded):
+    # Issue 76: "stopped after 285 of 1000 games" with 284 in the store; "51 game records written" with 50 files.
+    import arena.evaluation
+
+    db, report, records = tmp_path / "r.sqlite", tmp_path / "r.json", tmp_path / "games"
+    full = OSError(28, "No space left on device")
+    if failing == "record":
+        monkeypatch.setattr(arena.evaluation, "write_record", _fail_from(3, full, arena.evaluation.write_record))
+    else:
+        failure = StoreFailure(f"results store {db}: not saved: database or disk is full")
+        monkeypatch.setattr(ResultsStore, "add_game", _fail_from(3, failure, ResultsStore.add_game))
+    arguments = ["random", "greedy", "--games", "8", "--no-progress", "--db", str(db), "--json", str(report)]
+    with pytest.raises(SystemExit) as stop:
+        eval_main([*arguments, "--record", str(records)])
+    assert stop.value.code == 1
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line and line.endswith(
+        f"stopped after 3 of 8 games: {stored} in --db {db}, 3 in --json {report}, {recorded} records in {records}/"
+    ), line
+    assert _games(db) == stored  # each number is what the output holds
+    assert json.loads(report.read_text())["total_games"] == 3
+    assert len(list(records.glob("*.json"))) == recorded
 
 
 @pytest.mark.parametrize("existing", [False, True], ids=["new store", "existing store"])
