@@ -30,6 +30,7 @@ command line tools print as ``PROG: error: MESSAGE``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,15 @@ def is_checkpoint_spec(spec: str) -> bool:
         return parse_entrant(spec).network
     except ValueError:
         return looks_like_path(spec)
+
+
+def one_torch_thread(specs: Iterable[str]) -> None:
+    """One torch thread in this process when an entrant needs a network: the worker processes are the
+    parallelism, and two torch threads per worker on two cores slow every decision down."""
+    if any(is_checkpoint_spec(spec) for spec in specs):
+        import torch
+
+        torch.set_num_threads(1)
 
 
 def _torch_side(entrant: EntrantSpec, what: str) -> Any:

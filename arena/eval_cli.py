@@ -53,8 +53,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from arena.entrants import ENTRANT_FORMS
+from arena.entrants import ENTRANT_FORMS, one_torch_thread
 from arena.match import MAX_BASE_SEED, MAX_GAMES, MAX_WORKERS, check_evaluation_size, check_games
+from arena.protocol import PROTOCOLS
 from kahuna_env.cli import (
     REPORT,
     OneLineParser,
@@ -130,7 +131,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--alpha", type=float, default=0.05, help="--sprt: false-H1 rate (default 0.05)")
     parser.add_argument("--beta", type=float, default=0.05, help="--sprt: false-H0 rate (default 0.05)")
+    parser.add_argument(
+        "--protocol",
+        choices=sorted(PROTOCOLS),
+        help="play one agent through a benchmark protocol (fixed opponents, games, rules and seed: a score "
+        "comparable with anyone's; docs/EVALUATION.md) and print its table; --json writes its result",
+    )
     return parser
+
+
+PROTOCOL_OPTIONS = ("--json", "--workers", "--no-progress", "--force")
+"""The options that apply with ``--protocol``: everything else a score depends on is the protocol's."""
 
 
 def _checked(check: Callable[[int], None], parse: Callable[[str], int]) -> Callable[[str], int]:
@@ -178,6 +189,8 @@ STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``kahuna-eval``; returns the exit code (0 on success)."""
     args = build_parser().parse_args(argv)
+    if args.protocol is not None:
+        return _main_protocol(args, sys.argv[1:] if argv is None else list(argv))
     if len(args.entrants) < 2:
         fail(f"give at least two entrants, got {len(args.entrants)}")
     if args.games is None:
@@ -188,7 +201,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         fail(str(error))
     if args.sprt:
         return _main_sprt(args)
-    from arena.entrants import is_checkpoint_spec
     from arena.evaluation import EvaluationError, EvaluationInterrupted, WrittenGames, check_entrants, run_evaluation
 
     try:
@@ -196,10 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_outputs(args)
     except (FileNotFoundError, ValueError) as error:
         fail(str(error))
-    if any(is_checkpoint_spec(spec) for spec in args.entrants):
-        import torch
-
-        torch.set_num_threads(1)
+    one_torch_thread(args.entrants)
     config = KahunaConfig(variant=args.variant, discard_rule=args.discard_rule)
     store = _open_store(args)
     planned = args.games * len(args.entrants) * (len(args.entrants) - 1) // 2
@@ -244,6 +253,57 @@ def main(argv: Sequence[str] | None = None) -> int:
             store.close()
     print(report.table())
     write_outputs(report, args, written=written)
+    return 0
+
+
+def given_options(argv: Sequence[str]) -> set[str]:
+    """The destinations of the options ``argv`` gives explicitly (a default does not count)."""
+    parser = build_parser()
+    for action in parser._actions:
+        action.default = argparse.SUPPRESS
+    return set(vars(parser.parse_args(argv)))
+
+
+def _main_protocol(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """``kahuna-eval AGENT --protocol NAME``: the protocol's games for one agent (:mod:`arena.protocol`)."""
+    from arena.entrants import resolve_entrant
+    from arena.evaluation import EvaluationError, EvaluationInterrupted
+    from arena.protocol import run_protocol, table
+
+    if len(args.entrants) != 1:
+        fail(f"--protocol plays one agent against the protocol's opponents, got {len(args.entrants)} entrants")
+    parser = build_parser()
+    allowed = {"entrants", "protocol"} | {
+        action.dest for action in parser._actions if set(action.option_strings) & set(PROTOCOL_OPTIONS)
+    }
+    extra = sorted(given_options(argv) - allowed)
+    if extra:
+        option = next(a for a in parser._actions if a.dest == extra[0]).option_strings[0]
+        fail(f"{option} does not apply with --protocol (its opponents, games, seed and rules are fixed)")
+    try:
+        built = resolve_entrant(args.entrants[0], seed=0)  # a bad agent is one line before any game
+        check_outputs(args)
+    except (FileNotFoundError, ValueError) as error:
+        fail(str(error))
+    one_torch_thread(args.entrants)
+    try:
+        with signals_as_interrupt(*STOP_SIGNALS):
+            protocol = PROTOCOLS[args.protocol]
+            outcome = run_protocol(args.entrants[0], protocol, args.workers, not args.no_progress, built)
+    except (EvaluationInterrupted, KeyboardInterrupt):
+        fail("interrupted: a protocol's result is only reported whole; nothing written", code=130)
+    except Terminated as terminated:
+        whole = "a protocol's result is only reported whole; nothing written"
+        fail(f"terminated ({terminated}): {whole}", 128 + terminated.number)
+    except (EvaluationError, FileNotFoundError, ValueError) as error:
+        fail(str(error), code=1)
+    print(table(outcome))
+    if args.json is not None:
+        try:
+            write_text_atomic(args.json, json.dumps(outcome, indent=2) + "\n")
+        except OSError as error:
+            fail(f"cannot write --json {args.json}: {error.strerror or first_line(error)}", code=1)
+        print(f"results written to {args.json}")
     return 0
 
 
@@ -334,12 +394,7 @@ def _main_sprt(args: argparse.Namespace) -> int:
         check_outputs(args)
     except (FileNotFoundError, ValueError) as error:
         fail(str(error))
-    from arena.entrants import is_checkpoint_spec
-
-    if any(is_checkpoint_spec(spec) for spec in args.entrants):
-        import torch
-
-        torch.set_num_threads(1)
+    one_torch_thread(args.entrants)
     store = _open_store(args)
     try:
         with signals_as_interrupt(*STOP_SIGNALS):

@@ -35,7 +35,7 @@ from typing import Any
 from arena.entrants import (
     UnknownEntrant,
     entrant_label,
-    is_checkpoint_spec,
+    one_torch_thread,
     parse_entrant,
     resolve_entrant,
     split_search,
@@ -126,17 +126,10 @@ class ResolvedEntrants:
     agents: tuple[Any, ...]
     sampled: bool = False
 
-    @property
-    def needs_torch(self) -> bool:
-        return any(is_checkpoint_spec(spec) for spec in self.specs)
-
 
 def _setup_worker(state: dict[str, Any], entrants: ResolvedEntrants, config: dict[str, Any], record: bool) -> None:
     """A worker's state: the entrants' agents as the parent built them (unpickled once), the rules, recording."""
-    if entrants.needs_torch:
-        import torch
-
-        torch.set_num_threads(1)
+    one_torch_thread(entrants.specs)
     state["agents"] = entrants.agents
     state["config"] = KahunaConfig.from_dict(config)
     state["record"] = record

@@ -348,13 +348,10 @@ def play_pairings(
     :func:`arena.evaluation.run_evaluation`'s error; the games finished
     before it are in the store.
     """
-    from arena.entrants import is_checkpoint_spec
+    from arena.entrants import one_torch_thread
     from arena.evaluation import run_evaluation
 
-    if any(is_checkpoint_spec(spec) for pair in specs for spec in pair):
-        import torch
-
-        torch.set_num_threads(1)
+    one_torch_thread(spec for pair in specs for spec in pair)
     shared_seed = fresh_seed(store) if common_deals else None
     for a, b in specs:
         report = run_evaluation(
