@@ -55,7 +55,7 @@ import logging
 import math
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -201,7 +201,7 @@ def _page_routes(
         return JSONResponse(
             {
                 **board_geometry(),
-                "opponents": offered_opponents(store.max_simulations, store.max_guided_simulations),
+                "opponents": [*offered_opponents(store.max_simulations, store.max_guided_simulations), *store.entrants],
                 "max_simulations": store.max_simulations,
                 "max_guided_simulations": store.max_guided_simulations,
                 "agent_files": await run_in_threadpool(list_agent_files, agents),
@@ -737,6 +737,7 @@ def create_app(
     ladder_db: str | Path | None = None,
     games: GameStore | None = None,
     caps: Caps = DEFAULT_CAPS,
+    entrants: Mapping[str, Any] | None = None,
 ) -> Starlette:
     """The application.
 
@@ -756,6 +757,8 @@ def create_app(
         games: where games are kept (``kahuna-serve --data DIR``: :func:`kahuna_web.gamestore.open_data_folder`;
             default: in memory, lost when the server stops).
         caps: what an owner and an address may start (:class:`kahuna_web.sessionstore.Caps`), for the default store.
+        entrants: the operator's named entrants (``kahuna-serve --entrant NAME=SPEC``:
+            :func:`kahuna_web.opponents.operator_entrant`), offered by name, for the default store.
 
     ``app.state.cancel_all()`` stops every agent's thinking at once (the server
     calls it from its signal handler); the application's shutdown does the
@@ -764,7 +767,7 @@ def create_app(
     records = Path(records_dir) if records_dir is not None else None
     agents = Path(agents_dir) if agents_dir is not None else None
     if store is None:
-        store = _default_store(agents, max_simulations, max_guided_simulations, games, caps)
+        store = _default_store(agents, max_simulations, max_guided_simulations, games, caps, entrants)
     queue = bots if bots is not None else BotQueue(DEFAULT_WORKERS, DEFAULT_WAITING)
     routes = _routes(store, queue, records, agents, list(results), max_upload, ladder_db)
     app = Starlette(
@@ -785,9 +788,15 @@ def create_app(
 
 
 def _default_store(
-    agents: Path | None, max_simulations: int, max_guided_simulations: int, games: GameStore | None, caps: Caps
+    agents: Path | None,
+    max_simulations: int,
+    max_guided_simulations: int,
+    games: GameStore | None,
+    caps: Caps,
+    entrants: Mapping[str, Any] | None,
 ) -> SessionStore:
-    """The games of an application given no store: the default limits, the agents folder and caps, ``games``."""
+    """The games of an application given no store: the default limits, the agents folder, caps and named
+    entrants, ``games``."""
     return SessionStore(
         agents_dir=agents,
         limit=DEFAULT_GAME_LIMIT,
@@ -796,6 +805,7 @@ def _default_store(
         max_guided_simulations=max_guided_simulations,
         games=games,
         caps=caps,
+        entrants=entrants,
     )
 
 

@@ -11,14 +11,18 @@ far (:func:`best_move_so_far`).  Every refusal is a one-line
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from arena.entrants import EntrantRefused, EntrantSpec, resolve_entrant
+from arena.entrants import NAMED_AGENTS, EntrantRefused, EntrantSpec, parse_entrant, resolve_entrant
 from kahuna_env.agents import Agent
+from kahuna_env.agents import spec as entrant_forms
 from kahuna_env.agents.mcts import action_priors
+from kahuna_env.agents.spec import ANYWHERE, looks_like_path
 from kahuna_env.cli import first_line
 from kahuna_env.engine import KahunaGame
 from kahuna_web.validate import WebError, lone_surrogate, short
@@ -31,8 +35,54 @@ DEFAULT_MAX_GUIDED_SIMULATIONS = 25
 """Largest ``SOURCE@mcts:N`` budget by default (a guided simulation costs a forward pass; same measure)."""
 MAX_AGENT_FILES = 200
 """At most this many agent files are listed from the allowed directory."""
-AGENT_SUFFIXES = (".pt",)
-"""Files listed as agent files (any file inside the directory can still be named)."""
+AGENT_SUFFIXES = (".pt", ".zip", ".onnx")
+"""Files listed as agent files: the project's and TorchScript's ``.pt``, SB3's ``.zip``, ``.onnx`` (any file
+inside the directory can still be named; its kind is read from its content)."""
+OPERATOR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}\Z")
+"""A name the operator gives an entrant (``kahuna-serve --entrant NAME=SPEC``): what the page offers and sends."""
+
+
+def operator_entrant(text: str) -> tuple[str, EntrantSpec]:
+    """``(NAME, spec)`` of ``kahuna-serve --entrant NAME=SPEC``; a one-line ``ValueError`` if it is not one.
+
+    The operator names the entrant, so any form is accepted, ``py:`` agents
+    (code to run) and files anywhere included: the page's users only pick
+    the name.  NAME must not already be an entrant (a baseline or a shipped
+    agent) nor look like a path.
+    """
+    name, equals, spec = text.partition("=")
+    if not equals or not OPERATOR_NAME.match(name):
+        raise ValueError(
+            f"--entrant must be NAME=SPEC with NAME a letter and up to 39 letters, digits, - or _, got {text!r:.80}"
+        )
+    try:
+        parse_entrant(name)
+    except ValueError:
+        pass
+    else:
+        raise ValueError(f"--entrant {name}: {name!r} is already an entrant's name; choose another")
+    if looks_like_path(name):
+        raise ValueError(f"--entrant {name}: a name, not a path")
+    try:
+        return name, parse_entrant(spec, ANYWHERE, python=True)
+    except ValueError as error:
+        raise ValueError(f"--entrant {name}: {first_line(error)}") from None
+
+
+def _named(spec: str, named: Mapping[str, EntrantSpec], max_guided_simulations: int) -> EntrantSpec | None:
+    """The operator-named entrant ``spec`` is (``NAME`` or ``NAME@mcts:N``), or ``None`` for another form."""
+    name = spec.partition("@")[0]
+    if name not in named:
+        return None
+    if name == spec:
+        return named[name]
+    try:
+        _, simulations = entrant_forms.split_search(spec, (*NAMED_AGENTS, *named))
+        if simulations > max_guided_simulations:
+            raise ValueError(f"simulation budget too large in {spec!r:.60}: at most {max_guided_simulations}")
+        return named[name].with_search(simulations)
+    except ValueError as error:
+        raise WebError(first_line(error)) from None
 
 
 def list_agent_files(agents_dir: Path | None) -> list[str]:
@@ -57,6 +107,7 @@ def resolve_opponent(
     seed: int | None,
     max_simulations: int = DEFAULT_MAX_SIMULATIONS,
     max_guided_simulations: int = DEFAULT_MAX_GUIDED_SIMULATIONS,
+    named: Mapping[str, EntrantSpec] | None = None,
 ) -> Agent:
     """Build the agent an entrant string names, with :func:`arena.entrants.resolve_entrant`; :class:`WebError` if bad.
 
@@ -66,11 +117,16 @@ def resolve_opponent(
     ``max_guided_simulations`` (``SOURCE@mcts:N``), 400 for anything else
     that is wrong.  Messages never show a file's content or an absolute path.
     ``spec`` may also be an :class:`~arena.entrants.EntrantSpec` parsed already (the analysis board's).
+    ``named``: the operator's entrants (:func:`operator_entrant`), by name; ``NAME`` and ``NAME@mcts:N``
+    build them as the operator wrote them, ``py:`` agents and files outside ``agents_dir`` included.
     """
     if isinstance(spec, str) and spec.strip():
         spec = spec.strip()
         if len(spec) > MAX_SPEC_LENGTH:
             raise WebError(f"'opponent' is too long ({len(spec)} characters, at most {MAX_SPEC_LENGTH})")
+        operator = _named(spec, named or {}, max_guided_simulations)
+        if operator is not None:
+            spec, agents_dir = operator, ANYWHERE
     elif not isinstance(spec, EntrantSpec):  # a spec parsed already (the analysis board's) is built as it is
         raise WebError(f"'opponent' must be a non-empty string, got {short(spec)}")
     try:

@@ -107,6 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"largest budget of a network-guided search such as champion@mcts:N "
         f"(default {DEFAULT_MAX_GUIDED_SIMULATIONS}: a turn within about 2 s)",
     )
+    parser.add_argument(
+        "--entrant",
+        action="append",
+        default=[],
+        metavar="NAME=SPEC",
+        help="offer an entrant under NAME: any form the command-line tools take, py: agents (code this server "
+        "runs) and files outside --agents included; repeat for more (docs/AGENTS.md)",
+    )
     _add_caps(parser)
     return parser
 
@@ -216,6 +224,28 @@ def _check_arguments(args: argparse.Namespace) -> None:
         exit_with_error(PROGRAM, "--forwarded-allow-ips is used only with --proxy-headers")
 
 
+def _operator_entrants(given: Sequence[str]) -> dict[str, Any]:
+    """The ``--entrant NAME=SPEC`` entrants by name, each built once now, so that a bad one ends the
+    program in one line before the server listens."""
+    from arena.entrants import resolve_entrant
+    from kahuna_web.opponents import operator_entrant
+
+    entrants: dict[str, Any] = {}
+    for text in given:
+        try:
+            name, entrant = operator_entrant(text)
+        except ValueError as error:
+            exit_with_error(PROGRAM, first_line(error))
+        if name in entrants:
+            exit_with_error(PROGRAM, f"--entrant {name} is given twice")
+        try:
+            resolve_entrant(entrant, seed=0)
+        except (FileNotFoundError, ImportError, ValueError) as error:
+            exit_with_error(PROGRAM, f"--entrant {name}: {first_line(error)}")
+        entrants[name] = entrant
+    return entrants
+
+
 def uvicorn_config(app: Any, proxy_headers: bool = False, forwarded_allow_ips: str = "127.0.0.1") -> Any:
     """How ``kahuna-serve`` runs uvicorn: warnings only, a one-second graceful shutdown, and client addresses
     from the socket unless ``proxy_headers`` (then a proxy of ``forwarded_allow_ips`` may name them)."""
@@ -318,6 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError as error:
         exit_with_error(PROGRAM, missing_extra("web", error))
     _check_arguments(args)
+    entrants = _operator_entrants(args.entrant)
     agents, results = _read_inputs(args)
     sock, games = _open_port_and_data(args)
     loopback = is_loopback(args.host)
@@ -332,6 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_simulations=args.max_simulations,
         max_guided_simulations=args.max_guided_simulations,
         caps=limits(args)[1],
+        entrants=entrants,
     )
     _announce(args, sock.getsockname()[1], loopback, agents)
     try:

@@ -30,7 +30,7 @@ import secrets
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +101,10 @@ class SessionStore:
         clock: Callable[[], float] = time.monotonic,
         games: GameStore | None = None,
         caps: Caps = DEFAULT_CAPS,
+        entrants: Mapping[str, Any] | None = None,
     ) -> None:
         self.agents_dir = agents_dir
+        self.entrants = dict(entrants or {})  # the operator's named entrants (kahuna-serve --entrant NAME=SPEC)
         self.limit = limit
         self.idle_seconds = idle_seconds
         self.max_simulations = max_simulations
@@ -118,6 +120,12 @@ class SessionStore:
         self._lock = threading.Lock()
         self._loading = threading.Lock()
         self._admitting: dict[str, tuple[threading.Lock, list[int]]] = {}  # per owner: its lock, its users
+
+    def _opponent(self, spec: Any, seed: int | None) -> Any:
+        """The agent ``spec`` names on this server (its folder, caps and named entrants; :class:`WebError` if bad)."""
+        return resolve_opponent(
+            spec, self.agents_dir, seed, self.max_simulations, self.max_guided_simulations, self.entrants
+        )
 
     def open_game(self, params: Any, client: str, owner: str) -> PlaySession:
         """Check a new-game request (opponent, seat, seed, variant, discard_rule, handicap) and hold the game.
@@ -136,7 +144,7 @@ class SessionStore:
         """A new game of ``owner`` against ``spec``, within the caps, held and stored, locked (:meth:`open_game`)."""
         with self._admission(owner):  # the cap checked and made good as one step (the module docstring)
             playing = self._admit(owner, client)  # first: a refused flood loads no agent
-            opponent = resolve_opponent(spec, self.agents_dir, seed, self.max_simulations, self.max_guided_simulations)
+            opponent = self._opponent(spec, seed)
             session = PlaySession(
                 secrets.token_urlsafe(12),
                 opponent,
@@ -380,12 +388,8 @@ class SessionStore:
             config = KahunaConfig.from_dict(stored.config)
         except (TypeError, ValueError):
             raise WebError(f"stored game {session_id[:40]!r} has rules this server does not know", 422) from None
-        if stored.status == "playing":
-            opponent = resolve_opponent(
-                stored.opponent, self.agents_dir, stored.seed, self.max_simulations, self.max_guided_simulations
-            )
-        else:  # a finished game never asks its agent again: no network to load, and a file since removed is no matter
-            opponent = RandomAgent()
+        # A finished game never asks its agent again: no network to load, and a file since removed is no matter.
+        opponent = self._opponent(stored.opponent, stored.seed) if stored.status == "playing" else RandomAgent()
         session = PlaySession(
             stored.id,
             opponent,

@@ -354,3 +354,98 @@ def first_legal_factory(name: str):
             return int(np.flatnonzero(action_mask)[0])
 
     return First()
+
+
+# ---------------------------------------------------------------------------------------------- the web server
+def _web_client(**options):
+    pytest.importorskip("starlette", reason='needs the web extra: pip install -e ".[web]"')
+    pytest.importorskip("httpx2", reason='needs the web extra: pip install -e ".[web]"')
+    from starlette.testclient import TestClient
+
+    from kahuna_web.app import create_app
+
+    return TestClient(create_app(**options), base_url="http://127.0.0.1", cookies={"kahuna_owner": "x" * 32})
+
+
+def _play_out(client, game: dict, moves: int) -> dict:
+    """Play ``moves`` of the person's moves (the first legal one) against the server's agent."""
+    for _ in range(moves):
+        if game["state"]["over"]:
+            break
+        action = game["state"]["legal"][0]["id"]
+        response = client.post(f"/api/games/{game['id']}/move", json={"action": action})
+        assert response.status_code == 200, response.text
+        game = response.json()
+    return game
+
+
+def test_the_web_plays_an_sb3_checkpoint_of_its_agents_folder_and_lists_it(sb3_model, tmp_path):
+    folder = tmp_path / "models"
+    folder.mkdir()
+    shutil.copy(sb3_model, folder / "mine.zip")
+    with _web_client(agents_dir=folder) as client:
+        assert "mine.zip" in client.get("/api/board").json()["agent_files"]
+        response = client.post("/api/games", json={"opponent": "mine.zip", "seat": 1, "seed": 3})
+        assert response.status_code == 201, response.text
+        game = _play_out(client, response.json(), 30)
+        assert len(game["state"]["log"]) > 30  # the agent answered every move
+
+
+def test_the_web_plays_a_python_agent_only_when_its_operator_named_it(tmp_path):
+    from kahuna_web.opponents import operator_entrant
+
+    spec = f"py:{EXAMPLES / 'rule_based.py'}:act"
+    with _web_client() as client:  # not named: a page cannot make the server run code
+        response = client.post("/api/games", json={"opponent": spec, "seat": 0, "seed": 1})
+        assert response.status_code in (400, 403) and "\n" not in response.json()["error"]
+    named = dict([operator_entrant(f"mine={spec}")])
+    with _web_client(entrants=named) as client:
+        assert "mine" in client.get("/api/board").json()["opponents"]
+        response = client.post("/api/games", json={"opponent": "mine", "seat": 0, "seed": 1})
+        assert response.status_code == 201, response.text
+        game = _play_out(client, response.json(), 30)
+        assert game["opponent"] == "mine" and len(game["state"]["log"]) > 30
+        # Its name with a search: a Python agent without value() guides none (one line, 400).
+        response = client.post("/api/games", json={"opponent": "mine@mcts:5", "seat": 0, "seed": 1})
+        assert response.status_code == 400 and "\n" not in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ("mine", "--entrant must be NAME=SPEC"),
+        ("greedy=random", "--entrant greedy: 'greedy' is already an entrant's name"),
+        ("x.pt=random", "--entrant must be NAME=SPEC"),
+        ("mine=py:no_such_module_here:act", "--entrant mine: "),
+        ("mine=missing.zip", "--entrant mine: "),
+    ],
+)
+def test_a_bad_operator_entrant_ends_kahuna_serve_in_one_line_before_it_listens(capsys, given, message):
+    pytest.importorskip("uvicorn", reason='needs the web extra: pip install -e ".[web]"')
+    from kahuna_web.server import main as serve_main
+
+    with pytest.raises(SystemExit) as stop:
+        serve_main(["--port", "0", "--entrant", given])
+    assert stop.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"kahuna-serve: error: {message}") and "\n" not in error
+
+
+def test_an_sb3_network_the_reader_does_not_know_is_one_line(sb3_model, tmp_path):
+    """A features extractor with weights (a CNN, say) is refused by name, not guessed at."""
+    import io
+
+    changed = tmp_path / "cnn.zip"
+    with zipfile.ZipFile(sb3_model) as source, zipfile.ZipFile(changed, "w") as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == "policy.pth":
+                weights = torch.load(io.BytesIO(data), weights_only=True)
+                weights["features_extractor.cnn.0.weight"] = torch.zeros(4, 4)
+                buffer = io.BytesIO()
+                torch.save(weights, buffer)
+                data = buffer.getvalue()
+            target.writestr(item, data)
+    with pytest.raises(ValueError, match="features extractor or recurrent layers") as refused:
+        resolve_entrant(str(changed))
+    assert "\n" not in str(refused.value)
