@@ -22,7 +22,6 @@ import functools
 import os
 import re
 import signal
-import stat
 import sys
 import tempfile
 import threading
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import IO, Any, NoReturn
 
 from kahuna_env.config import DISCARD_RULES, VARIANTS, KahunaConfig
+from kahuna_env.files import file_type
 from kahuna_env.version import __version__
 
 
@@ -164,29 +164,21 @@ def check_input_file(path: str | Path, what: str) -> None:
     """Raise ``ValueError`` (one line) when the input ``path`` is a directory, a FIFO, a device or a socket.
 
     Every reader of a user-named file (an agent file, a config, a record, a
-    report to import, a results store) calls this before it opens the file:
-    opening a FIFO blocks until something writes into it and a device may
-    never end, so such a file is refused by its type, unopened.  ``what``
-    names the file the reader expects (``"an agent file"``).  A missing or
-    unreadable path passes: the open that follows reports it.
+    report to import, a results store) calls this before it opens the file
+    (:mod:`kahuna_env.files`).  ``what`` names the file the reader expects
+    (``"an agent file"``).  A missing or unreadable path passes: the open
+    that follows reports it.
     """
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):  # missing, a link loop, a name the system refuses
-        return
-    if stat.S_ISDIR(mode):
+    kind = file_type(path)
+    if kind == "directory":
         raise ValueError(f"{path} is a directory, not {what}")
-    if not stat.S_ISREG(mode):
+    if kind == "special":
         raise ValueError(f"{path} is not a regular file (a device, pipe or socket), not {what}")
 
 
 def is_special_file(path: Path) -> bool:
     """Whether ``path`` exists and is neither a regular file nor a directory (a FIFO, a device, a socket)."""
-    try:
-        mode = os.stat(path).st_mode
-    except (OSError, ValueError):
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+    return file_type(path) == "special"
 
 
 # ---------------------------------------------------------------------------------------------- file kinds
@@ -243,9 +235,9 @@ def file_kind(path: Path) -> FileKind | None:
 
     None also for a missing, unreadable or special file (never opened: a FIFO would block).
     """
+    if file_type(path) != "file":
+        return None
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
         with open(path, "rb") as handle:
             head = handle.read(HEAD_BYTES)
     except (OSError, ValueError):

@@ -35,6 +35,7 @@ PACKAGES = ("kahuna_env", "policy", "training", "arena", "kahuna_web")
 RULES_RANK = {
     "kahuna_env.version": -1,
     "kahuna_env.workers": -1,
+    "kahuna_env.files": -1,
     "kahuna_env.board": 0,
     "kahuna_env.config": 0,
     "kahuna_env.schema": 0.5,
@@ -67,6 +68,7 @@ RULES_RANK = {
     "kahuna_env.gym_vector": 11,
     "kahuna_env.kahuna_v0": 11,
     "kahuna_env.sb3": 11.5,
+    "kahuna_env.openspiel": 11.5,
     "kahuna_env": 12,
 }
 """Rank of each module of the rules layer: a module imports only modules of a lower rank.

@@ -61,7 +61,6 @@ import importlib
 import importlib.util
 import inspect
 import math
-import stat
 import sys
 import zipfile
 from collections.abc import Callable, Sequence
@@ -76,6 +75,7 @@ from kahuna_env.agents.base import Agent, SeededAgent
 from kahuna_env.agents.mcts import DEFAULT_PRIOR_TEMPERATURE, GuidedSearchAgent
 from kahuna_env.agents.spec import PYTHON_PREFIX, EntrantSpec, quoted
 from kahuna_env.engine import KahunaGame
+from kahuna_env.files import file_type
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
 
 __all__ = [
@@ -138,15 +138,18 @@ def regular_file(path: str | Path, what: str = "agent file") -> Path:
     or stream forever, a folder is not a file.
     """
     file = Path(path)
-    try:
-        mode = file.stat().st_mode
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{what} not found: {quoted(str(path))}") from None
-    except OSError as error:
-        raise ValueError(f"cannot read {what} {quoted(str(path))}: {error.strerror or error}") from None
-    if stat.S_ISDIR(mode):
+    kind = file_type(file)
+    if kind is None:
+        try:
+            file.stat()
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{what} not found: {quoted(str(path))}") from None
+        except OSError as error:
+            raise ValueError(f"cannot read {what} {quoted(str(path))}: {error.strerror or error}") from None
+        raise ValueError(f"cannot read {what} {quoted(str(path))}")  # a name the system refuses (a NUL in it)
+    if kind == "directory":
         raise ValueError(f"{what} {quoted(str(path))} is a directory; give a file")
-    if not stat.S_ISREG(mode):
+    if kind == "special":
         raise ValueError(f"{what} {quoted(str(path))} is not a regular file (a FIFO, device or socket); give a file")
     return file
 
