@@ -53,6 +53,7 @@ from arena.records import RECORD_FORMAT, game_record, write_record
 from arena.report import EvaluationReport, PairingResult, Rating, summarize
 from arena.store import Entrant, ResultsStore, StoredGame, StoreError, baseline_entrant, failure_cause
 from kahuna_env.agents.search import DEFAULT_SIMULATIONS
+from kahuna_env.agents.spec import budget_spec, search_spec
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.workers import WorkerFailed, Workers, one_line
 from policy.registry import SHIPPED_AGENTS, SHIPPED_AGENTS_DIR
@@ -210,7 +211,7 @@ def entrant_identity(spec: str, sampled: bool = False) -> Entrant:
             target, _, attribute = entrant.source.rpartition(":")
             key = f"py:sha256:{file_sha256(target)}:{attribute}" if target.endswith(".py") else f"py:{entrant.source}"
         if entrant.simulations is not None:
-            return Entrant(key=f"{key}@mcts:{entrant.simulations}", label=spec, kind="search")
+            return Entrant(key=search_spec(key, entrant.simulations), label=spec, kind="search")
         return Entrant(key=f"{key}#sampled" if sampled else key, label=spec, kind="file")
     path = _named_agent_file(entrant.source) if entrant.kind == "named" else Path(entrant.source)
     return content_entrant(spec, file_sha256(path), sampled)
@@ -238,7 +239,7 @@ def deal_label(identity: Entrant) -> str:
 
 def _short_budget(spec: str) -> str:
     """``mcts:200`` (the default budget) written ``mcts``; ``@mcts:200`` as ``@mcts``; any other unchanged."""
-    default = f"mcts:{DEFAULT_SIMULATIONS}"
+    default = budget_spec(DEFAULT_SIMULATIONS)
     return spec[: -len(default)] + "mcts" if spec.endswith(default) else spec
 
 
@@ -275,7 +276,7 @@ def content_entrant(spec: str, digest: str, sampled: bool = False) -> Entrant:
     key = f"sha256:{digest}"
     simulations = split_search(spec)[1]
     if simulations is not None:
-        return Entrant(key=f"{key}@mcts:{simulations}", label=spec, kind="search")
+        return Entrant(key=search_spec(key, simulations), label=spec, kind="search")
     return Entrant(key=f"{key}#sampled" if sampled else key, label=spec, kind="file")
 
 

@@ -57,6 +57,7 @@ from kahuna_env.agents.mcts import (
     DEFAULT_SIMULATIONS,
     GuidedSearchAgent,
 )
+from kahuna_env.agents.spec import search_spec
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
 from policy.agent import load_agent
@@ -186,7 +187,7 @@ def load_guided_agent(
                 file=sys.stderr,
             )
     options = {"island_shaping": reward["island_shaping"], "win_reward": reward["win"], **options}
-    name = f"{Path(str(source)).stem or source}@mcts:{simulations}"
+    name = search_spec(Path(str(source)).stem or str(source), simulations)
     return GuidedMCTSAgent(policy.model, simulations=simulations, seed=seed, name=name, **options)
 
 

@@ -53,7 +53,7 @@ RULES_RANK = {
     "kahuna_env.agents.selectors": 5.6,
     "kahuna_env.agents.greedy": 6,
     "kahuna_env.agents.mcts": 6,
-    "kahuna_env.agents.spec": 6,
+    "kahuna_env.agents.spec": 5.7,
     "kahuna_env.agents.batched": 6.5,
     "kahuna_env.agents.external": 6.6,
     "kahuna_env.agents": 7,

@@ -68,6 +68,7 @@ from kahuna_env.agents.search import (
     SearchResult,
 )
 from kahuna_env.agents.selectors import PUCTRoot, SequentialHalving, most_visited
+from kahuna_env.agents.spec import budget_spec
 from kahuna_env.engine import KahunaGame
 
 __all__ = [
@@ -190,7 +191,7 @@ class MCTSAgent(SeededAgent):
             raise ValueError("mcts root_selector and root_candidates both choose at the root: give one of them")
         self.config = config
         self.evaluator = evaluator
-        self.name = f"mcts:{simulations}"
+        self.name = budget_spec(simulations)
         super().__init__(seed)
         self.search_seconds = 0.0
         self.searched_moves = 0

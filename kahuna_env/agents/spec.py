@@ -70,6 +70,18 @@ PYTHON_PREFIX = "py:"
 """``py:MODULE:ATTR`` / ``py:FILE.py:ATTR``: a Python agent (:mod:`kahuna_env.agents.external`)."""
 SEARCH_SUFFIX = "@mcts"
 """``SOURCE@mcts`` / ``SOURCE@mcts:N``: the search guided by the network ``SOURCE``."""
+
+
+def search_spec(source: str, simulations: int) -> str:
+    """``SOURCE@mcts:N``: the one writer of a guided search's spec (and of the keys built like it)."""
+    return f"{source}@{budget_spec(simulations)}"
+
+
+def budget_spec(simulations: int, baseline: str = "mcts") -> str:
+    """``mcts:N``: the one writer of a budgeted search's name (the baseline's, and after a guided search's ``@``)."""
+    return f"{baseline}:{simulations}"
+
+
 MAX_SIMULATIONS = 10**6
 """Largest simulation budget any tool accepts (about an hour per decision for the guided search here)."""
 
@@ -197,8 +209,8 @@ class EntrantSpec:
     def __str__(self) -> str:
         """The spec in its canonical form (a budget always written): it parses back to this spec."""
         if self.kind == "baseline":
-            return self.source if self.simulations is None else f"{self.source}:{self.simulations}"
-        return self.written if self.simulations is None else f"{self.written}{SEARCH_SUFFIX}:{self.simulations}"
+            return self.source if self.simulations is None else budget_spec(self.simulations, self.source)
+        return self.written if self.simulations is None else search_spec(self.written, self.simulations)
 
     @property
     def network(self) -> bool:

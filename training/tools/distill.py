@@ -54,7 +54,7 @@ import torch.nn.functional as F
 
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import Agent, make_agent
-from kahuna_env.agents.spec import parse_baseline
+from kahuna_env.agents.spec import parse_baseline, search_spec
 from kahuna_env.cli import (
     AGENT,
     FileKind,
@@ -429,7 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     distill = {
         "student": str(args.student),
-        "teacher": f"{args.student}@mcts:{args.simulations}",
+        "teacher": search_spec(str(args.student), args.simulations),
         "games": args.games,
         "opponents": opponents,
         "seed": args.seed,
