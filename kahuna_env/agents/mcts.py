@@ -38,7 +38,10 @@ protocols, the defaults) are re-exported from the modules that now hold them.
 
 from __future__ import annotations
 
+import dataclasses
+import operator
 import time
+from typing import Any
 
 import numpy as np
 
@@ -79,6 +82,7 @@ __all__ = [
     "DEFAULT_SIMULATIONS",
     "GUIDED_DEFAULTS",
     "ROLLOUTS",
+    "SEARCH_OPTIONS",
     "CancelFlag",
     "Evaluator",
     "GuidedSearchAgent",
@@ -92,6 +96,7 @@ __all__ = [
     "action_logits",
     "action_priors",
     "evaluate",
+    "search_config",
 ]
 
 
@@ -99,39 +104,24 @@ class MCTSAgent(SeededAgent):
     """Determinized (information-set) MCTS; see the module docstring for the algorithm.
 
     Args:
-        simulations: simulations (determinize, select, expand, evaluate,
-            back up) per decision; at least 1.
-        exploration: PUCT exploration constant, > 0.
-        rollout: ``"heuristic"`` (actions sampled from the prior) or
-            ``"random"`` (uniform over legal actions).
-        rollout_depth: actions played by the rollout policy after a new leaf
-            before the position is evaluated; 0 evaluates the leaf directly.
+        simulations: simulations per decision; at least 1.
         seed: seeds the agent's own generator (determinizations, rollouts).
         evaluator: a :class:`LeafEvaluator` guiding the search (priors and
             leaf values; see the module docstring), or ``None`` for the
             baseline search.
-        value_weight: guided search: weight of the evaluator's value in a
-            leaf's value, in [0, 1]; the rest is the baseline's rollout and
-            :func:`evaluate` (1: the evaluator alone, no rollout).
-        batch_size: leaves evaluated together (virtual loss), at least 1.
-        first_play_penalty: an unvisited child's value is its parent's mean
-            value less this (first-play urgency), in [0, 1].
-        opponent_prior_power: guided search: the evaluator's priors at nodes where
-            the searching player's opponent moves are raised to this power and
-            renormalised (> 0; 1 keeps them, above 1 sharpens them).
-        lcb_weight: how the move is chosen: 0 (default) the most visited root
-            child; ``w > 0`` the visited root child with the highest lower bound
-            ``mean value - w / sqrt(visits)`` (most visits break ties).
-        root_candidates: guided search: 0 (default) selects by PUCT at the root;
-            ``m >= 2`` runs sequential halving over the m root actions with the
-            highest prior (module docstring) and plays the best by mean value.
         root_selector: a :class:`RootSelector` of one's own (e.g. a Gumbel
             root) instead of the one the options name; it chooses the root
             actions and the move (``root_candidates`` must then be 0, and
             ``lcb_weight`` is not read).
+        options: the other fields of :class:`SearchConfig`, by name
+            (``exploration``, ``rollout``, ``rollout_depth``, ``value_weight``,
+            ``batch_size``, ``first_play_penalty``, ``lcb_weight``,
+            ``opponent_prior_power``, ``root_candidates``; their meaning and
+            defaults are there).
 
     The options are checked by :class:`SearchConfig` (one-line ``ValueError``
-    naming the option) and readable as attributes (``agent.simulations``...).
+    naming the option, or an unknown one) and readable as attributes
+    (``agent.simulations``...).
 
     Attributes:
         config: the options.
@@ -153,31 +143,13 @@ class MCTSAgent(SeededAgent):
     def __init__(
         self,
         simulations: int = DEFAULT_SIMULATIONS,
-        exploration: float = DEFAULT_EXPLORATION,
-        rollout: str = DEFAULT_ROLLOUT,
-        rollout_depth: int = DEFAULT_ROLLOUT_DEPTH,
         seed: int | None = None,
         evaluator: LeafEvaluator | None = None,
-        value_weight: float = 1.0,
-        batch_size: int = 1,
-        first_play_penalty: float = DEFAULT_FIRST_PLAY_PENALTY,
-        lcb_weight: float = 0.0,
-        opponent_prior_power: float = 1.0,
-        root_candidates: int = 0,
         root_selector: RootSelector | None = None,
+        **options: Any,
     ) -> None:
-        config = SearchConfig(
-            simulations=simulations,
-            exploration=exploration,
-            rollout=rollout,
-            rollout_depth=rollout_depth,
-            value_weight=value_weight,
-            batch_size=batch_size,
-            first_play_penalty=first_play_penalty,
-            lcb_weight=lcb_weight,
-            opponent_prior_power=opponent_prior_power,
-            root_candidates=root_candidates,
-        )
+        config = search_config(simulations=simulations, **options)
+        root_candidates = config.root_candidates
         if evaluator is not None and not callable(getattr(evaluator, "evaluate", None)):
             raise ValueError(f"mcts evaluator must have an evaluate(states, legal) method, got {evaluator!r:.80}")
         if root_candidates and evaluator is None:
@@ -216,17 +188,6 @@ class MCTSAgent(SeededAgent):
         tie_break = "value" if self.evaluator is None else "prior"
         return PUCTRoot(config.exploration, config.first_play_penalty, config.lcb_weight, tie_break)
 
-    # The options, read from the config (the search reads them there too).
-    simulations = property(lambda self: self.config.simulations, doc="Simulations per decision.")
-    exploration = property(lambda self: self.config.exploration, doc="PUCT exploration constant.")
-    rollout = property(lambda self: self.config.rollout, doc="Rollout policy.")
-    rollout_depth = property(lambda self: self.config.rollout_depth, doc="Rollout length.")
-    value_weight = property(lambda self: self.config.value_weight, doc="Weight of the evaluator's value.")
-    batch_size = property(lambda self: self.config.batch_size, doc="Leaves evaluated together.")
-    first_play_penalty = property(lambda self: self.config.first_play_penalty, doc="First-play urgency.")
-    lcb_weight = property(lambda self: self.config.lcb_weight, doc="Lower-bound weight of the move choice.")
-    opponent_prior_power = property(lambda self: self.config.opponent_prior_power, doc="Opponent prior power.")
-    root_candidates = property(lambda self: self.config.root_candidates, doc="Halving candidates (0: PUCT).")
     root_selector = property(lambda self: self._search.selector, doc="The root selector plugged into the search.")
 
     def act(self, observation: np.ndarray | None, action_mask: np.ndarray, game: KahunaGame | None = None) -> int:
@@ -308,6 +269,29 @@ spread too few simulations per action in the first phase and score far
 lower (docs/EVALUATION.md, "Tuning the guided search")."""
 DEFAULT_GUIDED_EXPLORATION = 0.5
 """PUCT constant of the guided search (the baseline's is 1.0; tuned with the prior temperature)."""
+for _option in dataclasses.fields(SearchConfig):  # each option readable as an attribute, from the config
+    setattr(
+        MCTSAgent,
+        _option.name,
+        property(
+            operator.attrgetter(f"config.{_option.name}"),
+            doc=f"The search's ``{_option.name}`` (:class:`SearchConfig`).",
+        ),
+    )
+del _option
+
+SEARCH_OPTIONS = frozenset(option.name for option in dataclasses.fields(SearchConfig))
+"""The options of a search, by name (the fields of :class:`SearchConfig`)."""
+
+
+def search_config(**options: Any) -> SearchConfig:
+    """A :class:`SearchConfig` of ``options``; an unknown option is a one-line ``ValueError`` naming it."""
+    unknown = sorted(set(options) - SEARCH_OPTIONS)
+    if unknown:
+        raise ValueError(f"mcts has no option {unknown[0]!r}; its options: {', '.join(sorted(SEARCH_OPTIONS))}")
+    return SearchConfig(**options)
+
+
 GUIDED_DEFAULTS: dict[str, float | int] = {
     "value_weight": DEFAULT_VALUE_WEIGHT,
     "batch_size": DEFAULT_BATCH_SIZE,
@@ -345,29 +329,11 @@ class GuidedSearchAgent(MCTSAgent):
         self,
         evaluator: LeafEvaluator,
         simulations: int = DEFAULT_SIMULATIONS,
-        value_weight: float = DEFAULT_VALUE_WEIGHT,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        exploration: float = DEFAULT_GUIDED_EXPLORATION,
-        rollout_depth: int = 0,
-        prior_temperature: float = DEFAULT_PRIOR_TEMPERATURE,
-        first_play_penalty: float = DEFAULT_FIRST_PLAY_PENALTY,
-        lcb_weight: float = 0.0,
-        opponent_prior_temperature: float | None = DEFAULT_OPPONENT_PRIOR_TEMPERATURE,
-        root_candidates: int = DEFAULT_ROOT_CANDIDATES,
         seed: int | None = None,
         name: str | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            simulations=simulations,
-            exploration=exploration,
-            rollout_depth=rollout_depth,
-            seed=seed,
-            evaluator=evaluator,
-            value_weight=value_weight,
-            batch_size=batch_size,
-            first_play_penalty=first_play_penalty,
-            lcb_weight=lcb_weight,
-            opponent_prior_power=opponent_prior_power(prior_temperature, opponent_prior_temperature),
-            root_candidates=root_candidates,
-        )
+        settings = {"rollout_depth": 0, **GUIDED_DEFAULTS, **options}
+        power = opponent_prior_power(settings.pop("prior_temperature"), settings.pop("opponent_prior_temperature"))
+        super().__init__(simulations, seed, evaluator, opponent_prior_power=power, **settings)
         self.name = name or f"guided:{simulations}"
