@@ -25,7 +25,6 @@ Every game's store row and record are written as it finishes.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import importlib.util
 import time
 from collections.abc import Callable, Sequence
@@ -38,7 +37,6 @@ from arena.entrants import (
     one_torch_thread,
     parse_entrant,
     resolve_entrant,
-    split_search,
 )
 from arena.match import (
     MAX_BASE_SEED,
@@ -51,9 +49,18 @@ from arena.match import (
 )
 from arena.records import RECORD_FORMAT, game_record, write_record
 from arena.report import EvaluationReport, PairingResult, Rating, summarize
-from arena.store import Entrant, ResultsStore, StoredGame, StoreError, baseline_entrant, failure_cause
+from arena.store import (
+    Entrant,
+    ResultsStore,
+    StoredGame,
+    StoreError,
+    content_entrant,
+    failure_cause,
+    file_sha256,
+)
+from arena.store import entrant_identity as store_identity
 from kahuna_env.agents.search import DEFAULT_SIMULATIONS
-from kahuna_env.agents.spec import budget_spec, search_spec
+from kahuna_env.agents.spec import budget_spec
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.workers import WorkerFailed, Workers, one_line
 from policy.registry import SHIPPED_AGENTS, SHIPPED_AGENTS_DIR
@@ -68,6 +75,7 @@ __all__ = [
     "ResolvedEntrants",
     "WrittenGames",
     "check_entrants",
+    "content_entrant",
     "deal_label",
     "entrant_identity",
     "game_record",
@@ -173,15 +181,6 @@ def _play_in_workers(
 
 
 # ---------------------------------------------------------------------------------------------- the store
-def file_sha256(path: str | Path) -> str:
-    """Hex sha256 of a file's bytes (read in chunks: an agent file of any size in bounded memory)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _named_agent_file(name: str) -> Path:
     """Where the shipped agent ``name`` lies, found without importing torch (:mod:`policy.registry`)."""
     spec = importlib.util.find_spec("policy")
@@ -191,30 +190,9 @@ def _named_agent_file(name: str) -> Path:
 
 
 def entrant_identity(spec: str, sampled: bool = False) -> Entrant:
-    """The results store's identity of an entrant: its content, with ``spec`` as the label.
-
-    A baseline is ``baseline:SPEC`` (``mcts`` and ``mcts:200`` are one
-    entrant); an agent file (of any kind) or a shipped agent is ``sha256:`` of
-    the file's bytes (the same file under two paths is one entrant); a Python
-    agent is ``py:MODULE:ATTR``, or ``py:sha256:<hex of the file>:ATTR`` for
-    a file; another package's named agent is ``plugin:NAME``; a search guided by
-    an agent appends ``@mcts:N``; a policy that samples its moves appends
-    ``#sampled``.  Raises ``FileNotFoundError`` for a missing file.
-    """
-    entrant = parse_entrant(spec)
-    if entrant.kind == "baseline":
-        return baseline_entrant(spec)
-    if entrant.kind == "python" or (entrant.kind == "named" and entrant.source not in SHIPPED_AGENTS):
-        if entrant.kind == "named":
-            key = f"plugin:{entrant.source}"
-        else:
-            target, _, attribute = entrant.source.rpartition(":")
-            key = f"py:sha256:{file_sha256(target)}:{attribute}" if target.endswith(".py") else f"py:{entrant.source}"
-        if entrant.simulations is not None:
-            return Entrant(key=search_spec(key, entrant.simulations), label=spec, kind="search")
-        return Entrant(key=f"{key}#sampled" if sampled else key, label=spec, kind="file")
-    path = _named_agent_file(entrant.source) if entrant.kind == "named" else Path(entrant.source)
-    return content_entrant(spec, file_sha256(path), sampled)
+    """:func:`arena.store.entrant_identity` of ``spec``, the store's key of what it holds (the shipped agents' files
+    found here, without torch)."""
+    return store_identity(spec, {name: _named_agent_file(name) for name in SHIPPED_AGENTS}, sampled)
 
 
 def deal_label(identity: Entrant) -> str:
@@ -269,15 +247,6 @@ def entrant_kind(spec: str) -> str:
     if entrant.kind == "baseline":
         return "baseline"
     return "file" if entrant.simulations is None else "search"
-
-
-def content_entrant(spec: str, digest: str, sampled: bool = False) -> Entrant:
-    """The identity of a network entrant written ``spec`` whose agent file's bytes have the sha256 ``digest``."""
-    key = f"sha256:{digest}"
-    simulations = split_search(spec)[1]
-    if simulations is not None:
-        return Entrant(key=search_spec(key, simulations), label=spec, kind="search")
-    return Entrant(key=f"{key}#sampled" if sampled else key, label=spec, kind="file")
 
 
 def stored_game(result: GameResult) -> StoredGame:

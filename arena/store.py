@@ -66,16 +66,18 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import hashlib
 import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kahuna_env.agents.spec import parse_baseline
+from kahuna_env.agents.external import plugin_names
+from kahuna_env.agents.spec import EntrantSpec, parse_baseline, search_spec, split_search
 from kahuna_env.cli import check_input_file
 
 SCHEMA_VERSION = 3
@@ -267,6 +269,55 @@ def baseline_entrant(spec: str) -> Entrant:
     if canonical is None:
         raise ValueError(f"not a baseline: {spec!r:.60}")
     return Entrant(key=f"baseline:{canonical}", label=spec, kind="baseline")
+
+
+def entrant_identity(spec: str, shipped: Mapping[str, str | Path], sampled: bool = False) -> Entrant:
+    """The results store's identity of an entrant: its content, with ``spec`` as the label.
+
+    A baseline is ``baseline:SPEC`` (``mcts`` and ``mcts:200`` are one
+    entrant); an agent file (of any kind) or a shipped agent is ``sha256:`` of
+    the file's bytes (the same file under two paths is one entrant); a Python
+    agent is ``py:MODULE:ATTR``, or ``py:sha256:<hex of the file>:ATTR`` for
+    a file; another package's named agent is ``plugin:NAME``; a search guided by
+    an agent appends ``@mcts:N``; a policy that samples its moves appends
+    ``#sampled``.  ``shipped``: the agents shipped with the package by name, and
+    their files (:data:`policy.registry.SHIPPED_AGENTS`: the store imports only
+    :mod:`kahuna_env`, so its callers pass them); the other named agents are the
+    plugins' (:data:`kahuna_env.agents.external.PLUGINS`).  Raises
+    ``FileNotFoundError`` for a missing file.
+    """
+    entrant = EntrantSpec.parse(spec, named=tuple(dict.fromkeys([*shipped, *plugin_names()])))
+    if entrant.kind == "baseline":
+        return baseline_entrant(spec)
+    if entrant.kind == "python" or (entrant.kind == "named" and entrant.source not in shipped):
+        if entrant.kind == "named":
+            key = f"plugin:{entrant.source}"
+        else:
+            target, _, attribute = entrant.source.rpartition(":")
+            key = f"py:sha256:{file_sha256(target)}:{attribute}" if target.endswith(".py") else f"py:{entrant.source}"
+        if entrant.simulations is not None:
+            return Entrant(key=search_spec(key, entrant.simulations), label=spec, kind="search")
+        return Entrant(key=f"{key}#sampled" if sampled else key, label=spec, kind="file")
+    path = Path(shipped[entrant.source]) if entrant.kind == "named" else Path(entrant.source)
+    return content_entrant(spec, file_sha256(path), sampled)
+
+
+def content_entrant(spec: str, digest: str, sampled: bool = False) -> Entrant:
+    """The identity of a network entrant written ``spec`` whose agent file's bytes have the sha256 ``digest``."""
+    key = f"sha256:{digest}"
+    simulations = split_search(spec)[1]
+    if simulations is not None:
+        return Entrant(key=search_spec(key, simulations), label=spec, kind="search")
+    return Entrant(key=f"{key}#sampled" if sampled else key, label=spec, kind="file")
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex sha256 of a file's bytes (read in chunks: an agent file of any size in bounded memory)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _seed_text(seed: int | None) -> str | None:
