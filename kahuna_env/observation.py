@@ -152,12 +152,32 @@ def encode_observation(game: KahunaGame, player: int, out: np.ndarray | None = N
     return target
 
 
+def state_rows(
+    raw: np.ndarray,
+    hand: np.ndarray,
+    pile: np.ndarray,
+    pile_len: np.ndarray,
+    face_down: np.ndarray,
+    current: np.ndarray,
+) -> np.ndarray:
+    """The one encoder of the full state: ``(N, STATE_SIZE)`` float32 rows of :data:`STATE_BLOCKS` after
+    player 0's observation.
+
+    ``raw``: player 0's raw observations ``(N, 246)``; ``hand``, ``face_down``: ``(N, 2, 12)`` counts;
+    ``pile``: ``(N, cards)`` island codes, of which the first ``pile_len`` ``(N,)`` are the pile;
+    ``current``: ``(N,)``.  :func:`encode_state` and :meth:`kahuna_env.vector.KahunaBatch.states` call it.
+    """
+    in_pile = np.arange(pile.shape[1]) < pile_len[:, None]
+    counts = ((pile[:, :, None] == np.arange(NUM_ISLANDS, dtype=pile.dtype)) & in_pile[:, :, None]).sum(1)
+    extra = np.concatenate([hand[:, 1], counts, face_down[:, 1], current[:, None]], 1)
+    return np.concatenate([raw, extra.astype(np.uint8)], 1) * _STATE_SCALE
+
+
 def encode_state(game: KahunaGame) -> np.ndarray:
     """The full state (both hands, pile composition) as a ``float32`` vector of :data:`STATE_SIZE`."""
-    record = game._state[0]
-    pile = np.bincount(record["pile"][: record["pile_len"]], minlength=NUM_ISLANDS)
-    extra = np.concatenate([record["hand"][1], pile, record["face_down"][1], [record["current"]]])
-    return np.concatenate([_raw_observation(game, 0), extra.astype(np.uint8)]) * _STATE_SCALE
+    record = game._state
+    fields = (record[name] for name in ("hand", "pile", "pile_len", "face_down", "current"))
+    return state_rows(_raw_observation(game, 0)[None], *fields)[0]
 
 
 def describe_layout(layout: dict[str, slice] = OBSERVATION_LAYOUT) -> str:

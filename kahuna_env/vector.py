@@ -100,10 +100,10 @@ from kahuna_env.arrays import (
     position_values,
     seed_generators,
 )
-from kahuna_env.board import NUM_CARDS, NUM_ISLANDS
+from kahuna_env.board import NUM_CARDS
 from kahuna_env.config import is_integer, shown
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame, as_config, check_seed
-from kahuna_env.observation import BLOCK_STARTS, NO_ROWS, OBSERVATION_SCALE, OBSERVATION_SIZE, STATE_SCALE
+from kahuna_env.observation import BLOCK_STARTS, NO_ROWS, OBSERVATION_SCALE, OBSERVATION_SIZE, state_rows
 from kahuna_env.positions import Position, position_json
 from kahuna_env.schema import FIELDS
 
@@ -131,7 +131,6 @@ def check_game_count(count: object, name: str = "n") -> int:
 
 # --- the board's tables (kahuna_env.arrays, one set for the batch and the single game) -------------
 _SCALE = OBSERVATION_SCALE
-_STATE_SCALE = STATE_SCALE
 _TABLES: dict[str, Any] = {
     **TABLES,
     "scale": _SCALE,
@@ -753,11 +752,7 @@ class KahunaBatch:
         Player 0's observation, then player 1's hand, the pile's cards per
         island and player 1's face-down discards (each / 2), then the player to act.
         """
-        raw = self._raw_observations(0)
-        in_pile = np.arange(NUM_CARDS) < self.pile_len[:, None]
-        pile = ((self.pile[:, :, None] == np.arange(NUM_ISLANDS, dtype=np.int8)) & in_pile[:, :, None]).sum(1)
-        extra = np.concatenate([self.hand[:, 1], pile, self.face_down[:, 1], self.current[:, None]], 1)
-        return np.concatenate([raw, extra.astype(np.uint8)], 1) * _STATE_SCALE
+        return state_rows(self._raw_observations(0), self.hand, self.pile, self.pile_len, self.face_down, self.current)
 
     def _raw_observations(
         self, player: int | Sequence[int] | np.ndarray | None, subset: np.ndarray | None = None, scaled: bool = False
