@@ -1,7 +1,7 @@
 """A readable reference of Kahuna's rules: one small pure function per rule of docs/RULES.md.
 
-The engine (:class:`kahuna_env.engine.KahunaGame`) decides legality with
-bitmask arithmetic tuned for speed.  This module states the same rules the
+The loops (:mod:`kahuna_env.kernels`, which :class:`kahuna_env.engine.KahunaGame`
+and the batch run) decide legality with bitmask arithmetic tuned for speed.  This module states the same rules the
 way the rulebook does, one named condition per function, in the style of
 pgx: every function is pure, reads the game only through the engine's public
 queries (``current_player``, ``hand_counts``, ``owner``, ``controller``,

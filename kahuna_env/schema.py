@@ -28,8 +28,9 @@ fields (its legal actions, its generator) is :mod:`kahuna_env.arrays`'s, never i
 an observation.
 
 The observation layout (name, size, scaling of every block) is stated here
-too, once, for the scalar encoder (:mod:`kahuna_env.observation`) and the
-batched one (:meth:`kahuna_env.vector.KahunaBatch.observations`).
+too, once, for the one encoder (:func:`kahuna_env.kernels.observations`),
+which a game (:func:`kahuna_env.observation.encode_observation`) and a batch
+(:meth:`kahuna_env.vector.KahunaBatch.observations`) both run.
 
 This module imports only the board.
 """
