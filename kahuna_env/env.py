@@ -63,8 +63,9 @@ naming the keyword, the value given and the values allowed; an unknown keyword
 is a `TypeError`.  `kahuna_env.env()` stacks PettingZoo's
 `TerminateIllegalWrapper` (an illegal action ends the game with -1 for the
 offender and 0 for the other player), `AssertOutOfBoundsWrapper` and
-`OrderEnforcingWrapper` over `raw_env`.  They are thin subclasses of
-PettingZoo's classes (`isinstance` holds, their logic is unchanged) that read
+`OrderEnforcingWrapper` over `raw_env`: the env's own versions of them, on
+PettingZoo's public `BaseWrapper`, with PettingZoo's checks and messages
+(tests/test_fast_paths.py holds them equal to PettingZoo's classes), that read
 `agent_selection`, `terminations`, `rewards`, ... straight from the raw env
 instead of through one `__getattr__` call per layer, which alone cost more
 than a Kahuna step.  The raw environment raises the engine's
@@ -235,8 +236,8 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle, seeding
 from pettingzoo import AECEnv
-from pettingzoo.utils import wrappers
-from pettingzoo.utils.wrappers import order_enforcing
+from pettingzoo.utils import BaseWrapper
+from pettingzoo.utils.env_logger import EnvLogger
 
 from kahuna_env.actions import NUM_ACTIONS, PASS, check_viewer
 from kahuna_env.config import RULE_OPTIONS, is_integer, shown
@@ -331,65 +332,75 @@ class DirectAttributes:
         return self._raw.action_space(agent)
 
 
-class TerminateIllegalWrapper(DirectAttributes, wrappers.TerminateIllegalWrapper):
-    """PettingZoo's ``TerminateIllegalWrapper`` with :class:`DirectAttributes`.
+class TerminateIllegalWrapper(DirectAttributes, BaseWrapper):
+    """PettingZoo's ``TerminateIllegalWrapper`` (the same behaviour, on PettingZoo's public API only).
 
-    On a closing step (``closing_step=True``) the game is already over and the action is
-    ignored, so it is passed through unchecked: no action can turn the result into a forfeit.
+    An action the mask of the selected agent's last observation forbids ends the game:
+    ``illegal_reward`` for the offender, 0 for the other player, PettingZoo's warning line
+    (:meth:`raw_env.forfeit`).  On a closing step (``closing_step=True``) the game is already over
+    and the action is ignored, so it is passed through unchecked: no action can turn the result
+    into a forfeit.  ``tests/test_fast_paths.py`` holds it equal to PettingZoo's own class.
     """
 
+    def __init__(self, env: AECEnv, illegal_reward: float) -> None:
+        super().__init__(env)
+        self.illegal_reward = illegal_reward
+        """The offender's reward for an illegal action."""
+        self._kept: tuple[Any, Any] | None = None  # the selected agent's last observation and info
+        self._forfeited = False  # the game was ended by an illegal action
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Reset the game and forget the kept observation."""
+        self._forfeited = False
+        self._kept = None
+        self.env.reset(seed=seed, options=options)
+
     def observe(self, agent: str) -> Any:
-        """PettingZoo's ``TerminateIllegalWrapper.observe`` (the selected agent's observation and info are kept
-        for :meth:`step`'s check), calling the wrapped env directly rather than through ``BaseWrapper``."""
+        """The wrapped env's observation of ``agent``; the selected agent's is kept (with its info) for
+        :meth:`step`'s check."""
         observation = self.env.observe(agent)
         raw = self._raw
         if agent == raw.agent_selection:
-            self._prev_obs = observation
-            self._prev_info = raw.infos.get(agent, {})
+            self._kept = (observation, raw.infos.get(agent, {}))
         return observation
 
     def step(self, action: Any) -> None:
-        """PettingZoo's checked step, or the raw step unchecked on a closing step.
-
-        The common case, an action of a live agent that the mask of the observation it was given
-        allows, takes a short path with the same effect as PettingZoo's ``step`` (forget the kept
-        observation, step the wrapped env); everything else goes through PettingZoo's own ``step``.
-        """
+        """Step the wrapped env, or end the game on an action the kept mask forbids (see the class)."""
         raw = self._raw
         selected = raw.agent_selection
         if raw.closing_agent is not None and selected == raw.closing_agent:
-            self._prev_obs = None
-            self._prev_info = None
+            self._kept = None
             self.env.step(action)
             return
-        observation = self._prev_obs
-        if (
-            observation is not None
-            and action.__class__ is int
-            and 0 <= action < NUM_ACTIONS
-            and not raw.terminations[selected]
-            and not raw.truncations[selected]
-        ):
-            if observation.__class__ is dict:  # PettingZoo reads a dict observation's mask, else the info's
-                mask = observation.get("action_mask")
-            elif not isinstance(observation, dict) and self._prev_info.__class__ is dict:
-                mask = self._prev_info.get("action_mask")
-            else:
-                mask = None
-            if mask.__class__ is np.ndarray and mask.shape == (NUM_ACTIONS,) and mask[action]:
-                self._prev_obs = None
-                self._prev_info = None
-                self.env.step(action)
-                return
-        super().step(action)
+        if self._kept is None:
+            self.observe(selected)
+        observation, info = self._kept
+        self._kept = None
+        if isinstance(observation, dict):
+            assert "action_mask" in observation, f"`action_mask` not found in dictionary observation: {observation}"
+            mask = observation["action_mask"]
+        else:
+            assert info is not None and "action_mask" in info, f"`action_mask` not found in info: {info}"
+            mask = info["action_mask"]
+        done = raw.terminations[selected] or raw.truncations[selected]
+        if self._forfeited and done:
+            raw.dead_step(action)
+        elif not done and not mask[action]:
+            raw.forfeit(selected, float(self.illegal_reward))
+            self._forfeited = True
+        else:
+            self.env.step(action)
+
+    def __str__(self) -> str:
+        return str(self.env)
 
 
-class AssertOutOfBoundsWrapper(DirectAttributes, wrappers.AssertOutOfBoundsWrapper):
-    """PettingZoo's ``AssertOutOfBoundsWrapper`` with :class:`DirectAttributes`.
+class AssertOutOfBoundsWrapper(DirectAttributes, BaseWrapper):
+    """PettingZoo's ``AssertOutOfBoundsWrapper`` (the same check, on PettingZoo's public API only)."""
 
-    Its check is PettingZoo's, written out so that the step and the observation reach the wrapped
-    env in one call each instead of through ``super()`` and ``BaseWrapper``.
-    """
+    def __init__(self, env: AECEnv) -> None:
+        assert isinstance(env, AECEnv), "AssertOutOfBoundsWrapper is only compatible with AEC environments"
+        super().__init__(env)
 
     def observe(self, agent: str) -> Any:
         """The wrapped env's observation of ``agent`` (this wrapper checks actions only)."""
@@ -404,17 +415,30 @@ class AssertOutOfBoundsWrapper(DirectAttributes, wrappers.AssertOutOfBoundsWrapp
         ).contains(action), "action is not in action space"
         self.env.step(action)
 
+    def __str__(self) -> str:
+        return str(self.env)
 
-class OrderEnforcingWrapper(DirectAttributes, wrappers.OrderEnforcingWrapper):
-    """PettingZoo's ``OrderEnforcingWrapper`` with :class:`DirectAttributes` (same errors before reset).
 
-    The guarded attributes are read through ``_reset_raw``, which is ``None``
-    until the first reset: the lookup then fails and PettingZoo's
-    ``__getattr__`` raises its "cannot be accessed before reset" error.
+ORDER_GUARDED = frozenset(
+    {"rewards", "terminations", "truncations", "infos", "agent_selection", "num_agents", "agents"}
+)
+"""The attributes :class:`OrderEnforcingWrapper` refuses before the first reset (PettingZoo's list)."""
+
+
+class OrderEnforcingWrapper(DirectAttributes, BaseWrapper):
+    """PettingZoo's ``OrderEnforcingWrapper`` (the same checks and messages, on PettingZoo's public API only).
+
+    Before the first reset the attributes of :data:`ORDER_GUARDED` raise ``AttributeError`` and
+    ``step``, ``observe``, ``state``, ``render`` and ``agent_iter`` raise PettingZoo's errors; a step
+    after the game ended warns; ``agent_iter()`` asserts a ``step()`` or ``reset()`` between two agents.
+    The guarded attributes are read through ``_reset_raw``, which is ``None`` until the first reset:
+    the lookup then fails and :meth:`__getattr__` raises the "cannot be accessed before reset" error.
     """
 
     def __init__(self, env: AECEnv) -> None:
+        assert isinstance(env, AECEnv), "OrderEnforcingWrapper is only compatible with AEC environments"
         self._reset_raw: raw_env | None = None
+        self._stepped = False  # a step() or reset() since agent_iter() last gave an agent
         super().__init__(env)
 
     agent_selection = _forwarded("agent_selection", holder="_reset_raw")
@@ -424,33 +448,52 @@ class OrderEnforcingWrapper(DirectAttributes, wrappers.OrderEnforcingWrapper):
     truncations = _forwarded("truncations", holder="_reset_raw")
     infos = _forwarded("infos", holder="_reset_raw")
 
-    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        """Reset the game (PettingZoo's ``OrderEnforcingWrapper.reset``) and open the guarded attributes."""
-        self._reset_raw = self._raw
-        super().reset(seed=seed, options=options)
+    def __getattr__(self, name: str) -> Any:
+        """PettingZoo's refusal before reset of :data:`ORDER_GUARDED`; else the wrapped env's attribute."""
+        if name in ORDER_GUARDED and self._reset_raw is None:
+            raise AttributeError(f"{name} cannot be accessed before reset")
+        return super().__getattr__(name)
 
-    # PettingZoo's checks, written out so that each call reaches the wrapped env directly; before the
-    # first reset (``_reset_raw`` is None) every call goes through PettingZoo's methods and their errors.
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Reset the game and open the guarded attributes."""
+        self._reset_raw = self._raw
+        self._stepped = True
+        self.env.reset(seed=seed, options=options)
+
     def step(self, action: Any) -> None:
-        """PettingZoo's ``OrderEnforcingWrapper.step``: step the wrapped env once reset and while agents are left."""
+        """Step the wrapped env once reset and while agents are left (else PettingZoo's error or warning)."""
         raw = self._reset_raw
-        if raw is None or not raw.agents:
-            super().step(action)
+        if raw is None:
+            EnvLogger.error_step_before_reset()
+        self._stepped = True
+        if not raw.agents:
+            EnvLogger.warn_step_after_terminated_truncated()
             return
-        self._has_updated = True
         self.env.step(action)
 
     def observe(self, agent: str) -> Any:
-        """PettingZoo's ``OrderEnforcingWrapper.observe``: the wrapped env's observation once reset."""
+        """The wrapped env's observation of ``agent`` once reset."""
         if self._reset_raw is None:
-            return super().observe(agent)
+            EnvLogger.error_observe_before_reset()
         return self.env.observe(agent)
+
+    def state(self) -> np.ndarray:
+        """The wrapped env's full state once reset."""
+        if self._reset_raw is None:
+            EnvLogger.error_state_before_reset()
+        return self.env.state()
+
+    def render(self) -> Any:
+        """The wrapped env's rendering once reset."""
+        if self._reset_raw is None:
+            EnvLogger.error_render_before_reset()
+        return self.env.render()
 
     def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
         """``AECEnv.last``: the selected agent's observation, cumulative reward, termination, truncation, info."""
         raw = self._reset_raw
         if raw is None:
-            return super().last(observe)
+            return super().last(observe)  # AECEnv's, whose first read is refused before reset
         agent = raw.agent_selection
         assert agent is not None
         observation = self.env.observe(agent) if observe else None
@@ -462,25 +505,36 @@ class OrderEnforcingWrapper(DirectAttributes, wrappers.OrderEnforcingWrapper):
             raw.infos[agent],
         )
 
-    def agent_iter(self, max_iter: int = 2**63) -> order_enforcing.AECOrderEnforcingIterable:
-        """PettingZoo's order-enforcing ``agent_iter``, whose iterator reads the raw env's attributes directly."""
+    def agent_iter(self, max_iter: int = 2**63) -> AgentIterable:
+        """The agents in turn, until the game ends or ``max_iter`` (a ``step()`` or ``reset()`` between two)."""
         if self._reset_raw is None:
-            return super().agent_iter(max_iter)  # PettingZoo's error: agent_iter() before reset()
-        return _AgentIterable(self, max_iter)
+            EnvLogger.error_agent_iter_before_reset()
+        return AgentIterable(self, max_iter)
 
     def __str__(self) -> str:
         return str(self.env)
 
 
-class _AgentIterable(order_enforcing.AECOrderEnforcingIterable):
-    """``agent_iter()`` of :class:`OrderEnforcingWrapper` (PettingZoo's iterable, with :class:`_AgentIterator`)."""
+class AgentIterable:
+    """What :meth:`OrderEnforcingWrapper.agent_iter` returns: each ``iter()`` is a new :class:`AgentIterator`."""
 
-    def __iter__(self) -> _AgentIterator:
-        return _AgentIterator(self.env, self.max_iter)
+    def __init__(self, env: OrderEnforcingWrapper, max_iter: int) -> None:
+        self.env = env
+        self.max_iter = max_iter
+
+    def __iter__(self) -> AgentIterator:
+        return AgentIterator(self.env, self.max_iter)
 
 
-class _AgentIterator(order_enforcing.AECOrderEnforcingIterator):
-    """PettingZoo's ``AECOrderEnforcingIterator.__next__`` (and ``AECIterator``'s) in one call on the raw env."""
+class AgentIterator:
+    """PettingZoo's order-enforcing agent iterator, reading the raw env's attributes directly."""
+
+    def __init__(self, env: OrderEnforcingWrapper, max_iter: int) -> None:
+        self.env = env
+        self.iters_til_term = max_iter
+
+    def __iter__(self) -> AgentIterator:
+        return self
 
     def __next__(self) -> str:
         env = self.env
@@ -488,8 +542,8 @@ class _AgentIterator(order_enforcing.AECOrderEnforcingIterator):
         if not raw.agents or self.iters_til_term <= 0:
             raise StopIteration
         self.iters_til_term -= 1
-        assert env._has_updated, "need to call step() or reset() in a loop over `agent_iter`"
-        env._has_updated = False
+        assert env._stepped, "need to call step() or reset() in a loop over `agent_iter`"
+        env._stepped = False
         return raw.agent_selection
 
 
@@ -811,6 +865,26 @@ class raw_env(AECEnv, EzPickle):
             self._set_info_masks()
         if self.render_mode == "human":
             self.render()
+
+    def forfeit(self, agent: str, reward: float) -> None:
+        """End the game on ``agent``'s illegal action (what :class:`TerminateIllegalWrapper` asks): ``reward``
+        for ``agent``, 0 for the other, every agent terminated and truncated, PettingZoo's warning line.
+
+        The sequence of PettingZoo's ``TerminateIllegalWrapper``, written with this env's own ``AECEnv``
+        helpers; the engine's game is left as it was before the action.
+        """
+        EnvLogger.warn_on_illegal_move()
+        self._cumulative_rewards[agent] = 0
+        self.terminations = dict.fromkeys(self.agents, True)
+        self.truncations = dict.fromkeys(self.agents, True)
+        self.rewards = dict.fromkeys(self.truncations, 0)
+        self.rewards[agent] = reward
+        self._accumulate_rewards()
+        self._deads_step_first()
+
+    def dead_step(self, action: None) -> None:
+        """The step of an agent that is done (``AECEnv``'s ``_was_dead_step``): it leaves the game."""
+        self._was_dead_step(action)
 
     def _finish(self, game: KahunaGame) -> None:
         first, second = final_rewards(game, self.reward_mode)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import copy
 import itertools
 import pickle
+import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -121,16 +123,22 @@ def test_pettingzoo_seed_test_passes(variant: str) -> None:
     seed_test(lambda: kahuna_env.env(variant=variant), num_cycles=API_CYCLES)
 
 
-def test_env_stacks_the_standard_wrappers() -> None:
+def test_env_stacks_the_standard_wrappers_on_pettingzoos_public_api() -> None:
+    """The three standard wrappers, as BaseWrapper subclasses of the env's own (tests/test_fast_paths.py
+    holds them equal to PettingZoo's classes): env.py names nothing private of PettingZoo."""
+    module = sys.modules["kahuna_env.env"]  # the module (kahuna_env.env is also the function)
+
     environment = kahuna_env.env()
     layers = []
     while isinstance(environment, wrappers.BaseWrapper):
-        layers.append(environment)
+        layers.append(type(environment))
         environment = environment.env
-    assert isinstance(layers[0], wrappers.OrderEnforcingWrapper)
-    assert isinstance(layers[1], wrappers.AssertOutOfBoundsWrapper)
-    assert isinstance(layers[2], wrappers.TerminateIllegalWrapper)
+    assert layers == [module.OrderEnforcingWrapper, module.AssertOutOfBoundsWrapper, module.TerminateIllegalWrapper]
     assert isinstance(environment, raw_env)
+    source = Path(module.__file__).read_text(encoding="utf-8")
+    names = set(re.findall(r"(?:pettingzoo[\w.]*|wrappers|order_enforcing)\.(\w+)", source))
+    assert [name for name in names if name.startswith("_")] == []
+    assert "order_enforcing" not in source and "_prev_obs" not in source and "_has_updated" not in source
 
 
 def test_metadata_follows_the_classic_conventions() -> None:
