@@ -44,7 +44,7 @@ from arena.match import (
     GameResult,
     GameTask,
     check_evaluation_size,
-    play_game,
+    play_task,
     schedule,
 )
 from arena.records import RECORD_FORMAT, game_record, write_record
@@ -147,7 +147,7 @@ def _setup_worker(state: dict[str, Any], entrants: ResolvedEntrants, config: dic
 def _play_task(agents: Sequence[Any], task: GameTask, config: KahunaConfig, record: bool) -> GameResult:
     """Play ``task`` between ``agents`` (indexed by entrant); a failure is a one-line :class:`WorkerError`."""
     try:
-        return play_game((agents[task.seats[0]], agents[task.seats[1]]), task, config, record)
+        return play_task((agents[task.seats[0]], agents[task.seats[1]]), task, config, record)
     except Exception as error:  # one line for the user (sent to the parent from a worker)
         raise WorkerError(f"game {task.index} of pairing {task.pairing} failed: {one_line(error)}") from None
 

@@ -6,7 +6,7 @@ to move for an action, applies it with the rules engine and reports it to a
 callback, until the game is over or a chooser gives up (returns ``None``).  The
 tools differ only in their choosers and callbacks:
 
-* ``kahuna-eval`` — agents (:func:`agent_chooser`), timed; :func:`play_game`.
+* ``kahuna-eval`` — agents (:func:`agent_chooser`), timed; :func:`play_task`.
 * ``kahuna-play`` — a human reading stdin in one seat, an agent in the other.
 * ``kahuna-replay`` — the recorded actions (:func:`arena.replay.replay`).
 * ``kahuna-demo`` — two baselines, one printed line per turn.
@@ -195,7 +195,7 @@ def schedule(entrants: Sequence[str], games: int, seed: int, common_deals: bool 
     return tasks
 
 
-def play_game(
+def play_task(
     agents: Sequence[Agent],
     task: GameTask,
     config: KahunaConfig | None = None,

@@ -200,7 +200,7 @@ class GameInterrupted(KeyboardInterrupt):
         self.actions = actions
 
 
-def play_game(
+def play_against_human(
     opponent: Agent,
     seat: int,
     seed: int,
@@ -308,7 +308,7 @@ def main(argv: Sequence[str] | None = None, stdin: IO[str] | None = None, stdout
     out = sys.stdout if stdout is None else stdout
     code = 0
     try:
-        game, actions, finished = play_game(
+        game, actions, finished = play_against_human(
             opponent, args.seat, seed, config, stdin=stdin, out=out, opponent_name=args.opponent, frames=frames
         )
     except GameInterrupted as interrupted:  # what was played is still saved below

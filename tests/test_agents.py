@@ -114,14 +114,14 @@ def test_agents_never_read_information_their_seat_cannot_see(name):
 
 def _outcome_by_stepping_a_copy(game, action):
     """Reference for play_outcome: apply the action to a copy and score the result."""
-    from kahuna_env.agents.greedy import evaluate
+    from kahuna_env.agents.greedy import position_key
 
     player = game.current_player
     child = game.clone()
     child.step(action)
     if child.is_over:
         return (1 if child.winner == player else -1, 0, 0, 0)
-    return (0, *evaluate(child, player))
+    return (0, *position_key(child, player))
 
 
 def test_greedy_play_outcome_equals_stepping_a_copy_of_the_game():

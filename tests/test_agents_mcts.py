@@ -12,7 +12,7 @@ from helpers import LINE, check_invariants, game_at
 
 from kahuna_env import actions as A
 from kahuna_env.agents import GreedyAgent, MCTSAgent, choose_action
-from kahuna_env.agents.mcts import action_priors, evaluate
+from kahuna_env.agents.mcts import action_priors, win_probability
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import encode_observation
 
@@ -205,10 +205,10 @@ def test_action_priors_favour_taking_control_over_discarding():
 
 def test_evaluation_is_exact_for_finished_games_and_symmetric_otherwise():
     game = KahunaGame(seed=1)
-    assert evaluate(game) == pytest.approx(1.0 - evaluate(_swapped(game)))
+    assert win_probability(game) == pytest.approx(1.0 - win_probability(_swapped(game)))
     while not game.is_over:
         game.step(game.legal_actions()[-1])
-    assert evaluate(game) == (0.5 if game.winner is None else float(game.winner == 0))
+    assert win_probability(game) == (0.5 if game.winner is None else float(game.winner == 0))
 
 
 def _swapped(game: KahunaGame) -> KahunaGame:

@@ -27,7 +27,7 @@ from arena import evaluation
 from arena.demo import main as demo_main
 from arena.eval_cli import main as eval_main
 from arena.evaluation import EvaluationError, WorkerError, run_evaluation
-from arena.match import GameTask, agent_chooser, play, play_game
+from arena.match import GameTask, agent_chooser, play, play_task
 from arena.play import main as play_main
 from arena.records import RECORD_FORMAT, check_record, game_record, game_result, read_record, write_record
 from arena.replay import main as replay_main
@@ -482,7 +482,7 @@ def test_evaluation_games_go_through_the_play_loop(monkeypatch):
 
     monkeypatch.setattr(arena.match, "play", spy)
     agents = (make_agent("random", seed=0), make_agent("greedy", seed=0))
-    result = play_game(agents, GameTask(0, 0, (0, 1), 7, (1, 2), 3))
+    result = play_task(agents, GameTask(0, 0, (0, 1), 7, (1, 2), 3))
     assert len(calls) == 1 and result.moves > 0
 
 

@@ -22,7 +22,7 @@ from kahuna_env.agents.batched import (
     greedy_best_masks,
     make_batched_agent,
 )
-from kahuna_env.agents.greedy import best_actions, evaluate, play_outcome
+from kahuna_env.agents.greedy import best_actions, play_outcome, position_key
 from kahuna_env.engine import KahunaGame
 from kahuna_env.vector import KahunaBatch, sample_set_bits
 
@@ -36,7 +36,7 @@ def kind_of_choice(game: KahunaGame, best: list[int]) -> str:
         outcome = play_outcome(game, best[0])
         if outcome[0] > 0:
             return "winning play"
-        if outcome[0] == 0 and outcome[1:] > evaluate(game, game.current_player):
+        if outcome[0] == 0 and outcome[1:] > position_key(game, game.current_player):
             return "improving play"
         return "forced play"
     return "discard" if best[0] < A.DRAW else "end of turn"

@@ -8,10 +8,10 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 torch = pytest.importorskip("torch")
 

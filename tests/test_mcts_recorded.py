@@ -23,7 +23,7 @@ import pytest
 from helpers import THIRD_CHAMPION, midgame_positions
 
 from kahuna_env.agents import MCTSAgent, choose_action
-from kahuna_env.agents.mcts import action_priors, evaluate
+from kahuna_env.agents.mcts import action_priors, win_probability
 
 RECORD = Path(__file__).with_name("mcts_recorded.json")
 
@@ -33,7 +33,9 @@ class HeuristicLeafEvaluator:
 
     def evaluate(self, states, legal):
         priors = [action_priors(state, actions) for state, actions in zip(states, legal, strict=True)]
-        values = [evaluate(state) if state.current_player == 0 else 1.0 - evaluate(state) for state in states]
+        values = [
+            win_probability(state) if state.current_player == 0 else 1.0 - win_probability(state) for state in states
+        ]
         return priors, values
 
 

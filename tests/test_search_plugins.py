@@ -8,7 +8,7 @@ from helpers import midgame_positions
 
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import MCTSAgent, choose_action
-from kahuna_env.agents.evaluators import GuidedEvaluator, RolloutEvaluator, action_priors, evaluate
+from kahuna_env.agents.evaluators import GuidedEvaluator, RolloutEvaluator, action_priors, win_probability
 from kahuna_env.agents.search import Search, SearchCancelled, SearchConfig
 from kahuna_env.agents.selectors import PUCTRoot, SequentialHalving, most_visited, visit_policy
 from kahuna_env.engine import KahunaGame
@@ -23,7 +23,7 @@ class HeuristicLeaves:
     def evaluate(self, states, legal):
         self.batches.append(len(states))
         priors = [action_priors(state, actions) for state, actions in zip(states, legal, strict=True)]
-        return priors, [evaluate(s) if s.current_player == 0 else 1.0 - evaluate(s) for s in states]
+        return priors, [win_probability(s) if s.current_player == 0 else 1.0 - win_probability(s) for s in states]
 
 
 class FlagAfter:

@@ -18,7 +18,7 @@ import torch
 import yaml
 
 import kahuna_env  # noqa: F401  (registers Kahuna-v0)
-from arena.match import play_game, schedule
+from arena.match import play_task, schedule
 from kahuna_env.agents import make_agent
 from kahuna_env.gym_env import KahunaSingleAgentEnv
 from policy.agent import SHIPPED_AGENTS, PolicyAgent, load_agent, shipped_agent_source
@@ -86,7 +86,7 @@ def test_champion_beats_greedy_in_a_small_seat_balanced_match() -> None:
     points = 0.0
     tasks = schedule(["champion", "greedy"], games=20, seed=11)
     for task in tasks:
-        result = play_game([agents[task.seats[0]], agents[task.seats[1]]], task)
+        result = play_task([agents[task.seats[0]], agents[task.seats[1]]], task)
         if result.winner is None:
             points += 0.5
         elif task.seats[result.winner] == 0:

@@ -45,10 +45,10 @@ def _init(agent: str, options: dict, opponent: str) -> None:
 
 
 def _play(task):
-    from arena.match import play_game
+    from arena.match import play_task
 
     agents = _WORKER["agents"]
-    result = play_game((agents[task.seats[0]], agents[task.seats[1]]), task)
+    result = play_task((agents[task.seats[0]], agents[task.seats[1]]), task)
     seat = task.seats.index(0)
     return result.winner, seat, result.think_seconds[seat], result.decisions[seat]
 

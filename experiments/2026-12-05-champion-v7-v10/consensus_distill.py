@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from arena.entrants import resolve_entrant
-from arena.match import play_game, schedule
+from arena.match import play_task, schedule
 from kahuna_env.agents import Agent
 from policy.agent import load_agent
 from policy.search import load_guided_agent
@@ -75,7 +75,7 @@ def _play(task: tuple[str, int, int, int, list[int]]) -> tuple[list, list[int], 
         task_ = tasks[index]
         seat = task_.seats.index(0)
         labeller.rows = []
-        result = play_game([labeller, greedy] if seat == 0 else [greedy, labeller], task_)
+        result = play_task([labeller, greedy] if seat == 0 else [greedy, labeller], task_)
         wins += result.winner == seat
         rows += labeller.rows
         game_ids += [index] * len(labeller.rows)

@@ -51,7 +51,7 @@ import numpy as np
 import torch
 
 from arena.entrants import resolve_entrant
-from arena.match import play_game, schedule
+from arena.match import play_task, schedule
 from kahuna_env.agents import Agent
 from kahuna_env.cli import OneLineParser, even_games, exit_with_error, first_line, non_negative_int, positive_int
 from policy.agent import load_agent
@@ -148,7 +148,7 @@ def _play(task: tuple[dict, list[int], Path]) -> int:
         game = tasks[index]
         seat = game.seats.index(0)
         labeller.rows = []
-        result = play_game([labeller, greedy] if seat == 0 else [greedy, labeller], game)
+        result = play_task([labeller, greedy] if seat == 0 else [greedy, labeller], game)
         rows += labeller.rows
         game_ids += [index] * len(labeller.rows)
         won.append((index, int(result.winner == seat)))

@@ -62,7 +62,7 @@ _PADDED = 192
 # Keys as uint16 gains over the position now.  Every paid or free bridge adds a bridge of the player's and
 # every removal takes one of the opponent's, and neither lowers the island difference or the progress (a
 # placement only adds to the player's counts and majorities and only clears opponent bridges; a removal
-# only clears one), so a card action that does not end the game improves on evaluate() in every entry
+# only clears one), so a card action that does not end the game improves on position_key() in every entry
 # but never worsens one: the scalar key ordered after the position is, for such an action, the gains
 # (islands 0..12, progress 0..35, bridges 1..26) in that order, then fewer cards paid (rank 2 for a free
 # bridge, 1 for one card, 0 for two).  A win is above every gain, the end of the game otherwise below.

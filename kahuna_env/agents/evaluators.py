@@ -9,7 +9,7 @@ protocol):
   the turn by drawing; discards and passes last), computed as the walk
   passes; a leaf is valued by a short rollout with the ``"heuristic"``
   (prior-sampled) or ``"random"`` policy, ``rollout_depth`` actions long (0:
-  no rollout), then by :func:`evaluate`, a logistic model of the win
+  no rollout), then by :func:`win_probability`, a logistic model of the win
   probability from scores, controlled islands, progress to majorities,
   bridges and hand sizes.
 * :class:`GuidedEvaluator` -- any :class:`LeafEvaluator` (a network:
@@ -138,7 +138,7 @@ def _features(game: KahunaGame) -> tuple[float, ...]:
     )
 
 
-def evaluate(game: KahunaGame) -> float:
+def win_probability(game: KahunaGame) -> float:
     """Estimated probability that player 0 wins (draws count half); exact once the game is over."""
     if game.is_over:
         return outcome(game)
@@ -150,7 +150,7 @@ def evaluate(game: KahunaGame) -> float:
 
 # ---------------------------------------------------------------------------------------------- the baseline
 class RolloutEvaluator:
-    """The ``mcts`` baseline's evaluator: inline heuristic priors, a short rollout then :func:`evaluate`.
+    """The ``mcts`` baseline's evaluator: inline heuristic priors, a short rollout then :func:`win_probability`.
 
     Args:
         rollout: ``"heuristic"`` (actions sampled from the prior) or ``"random"`` (uniform over legal actions).
@@ -176,7 +176,7 @@ class RolloutEvaluator:
         return None, [self.value(state, rng) for state in states]
 
     def value(self, state: KahunaGame, rng: random.Random) -> float:
-        """Player 0's value of ``state``: a rollout of :attr:`depth` actions, then :func:`evaluate`."""
+        """Player 0's value of ``state``: a rollout of :attr:`depth` actions, then :func:`win_probability`."""
         uniform = self.rollout == "random"
         for _ in range(self.depth):
             if state.is_over:
@@ -194,7 +194,7 @@ class RolloutEvaluator:
                         action = candidate
                         break
             state.step(action)
-        return evaluate(state)
+        return win_probability(state)
 
 
 # ---------------------------------------------------------------------------------------------- guided search

@@ -59,7 +59,7 @@ def _progress(counts: list[int], opponent_control: int) -> int:
     return sum(min(counts[i], MAJORITY[i]) for i in range(NUM_ISLANDS) if not opponent_control >> i & 1)
 
 
-def evaluate(game: KahunaGame, player: int) -> tuple[int, int, int]:
+def position_key(game: KahunaGame, player: int) -> tuple[int, int, int]:
     """(controlled-island difference, progress towards majorities, bridges on board difference)."""
     opponent = 1 - player
     difference = game.control_mask(player).bit_count() - game.control_mask(opponent).bit_count()
@@ -76,7 +76,7 @@ def play_outcome(game: KahunaGame, action: int) -> tuple[int, int, int, int]:
     :func:`control_kept`): ``terminal`` is 1 when the
     action ends the game with a win (the opponent's last bridge gone from
     round 2 on), -1 when it ends it otherwise, else 0 (and then the other
-    entries are :func:`evaluate` of the resulting position).  Equal to
+    entries are :func:`position_key` of the resulting position).  Equal to
     stepping a copy of the game (``tests/test_agents.py`` checks it against
     that), several times faster.
     """
@@ -113,13 +113,13 @@ def best_actions(game: KahunaGame) -> list[int]:
 
     The card actions (placements, removals, free bridges) with the best key
     ``(*play_outcome, -cards paid)`` when that outcome is a win or improves on
-    :func:`evaluate` of the position; otherwise the first legal of draw, take
+    :func:`position_key` of the position; otherwise the first legal of draw, take
     slot 0, 1, 2, pass; otherwise the best card actions even though they do not
     improve; otherwise every legal discard.  One action when the choice is
     forced (an end of turn, a single best play).
     """
     legal = game.legal_actions()
-    current = evaluate(game, game.current_player)
+    current = position_key(game, game.current_player)
     best_key = None
     best: list[int] = []
     for action in legal:

@@ -52,7 +52,7 @@ from kahuna_env.agents.evaluators import (
     RolloutEvaluator,
     action_logits,
     action_priors,
-    evaluate,
+    win_probability,
 )
 from kahuna_env.agents.search import (
     DEFAULT_EXPLORATION,
@@ -95,8 +95,8 @@ __all__ = [
     "SearchResult",
     "action_logits",
     "action_priors",
-    "evaluate",
     "search_config",
+    "win_probability",
 ]
 
 
