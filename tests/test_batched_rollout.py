@@ -9,6 +9,7 @@ import torch
 from kahuna_env.agents.greedy import best_actions
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import encode_observation
+from kahuna_env.seated import PerGamePolicy
 from kahuna_env.vector import KahunaBatch
 from policy.model import ActorCritic, ModelConfig
 from training.league.pool import KIND_GREEDY, KIND_LATEST, KIND_MCTS, KIND_PAST, KIND_RANDOM, KINDS, OpponentPool
@@ -187,13 +188,13 @@ def test_argmax_snapshots_play_their_most_likely_action(monkeypatch):
 
 def test_mcts_opponent_games_are_played_through_choose_action(monkeypatch):
     asked = []
-    original = batched_rollout.PerGamePolicy.act
+    original = PerGamePolicy.act
 
     def act(policy, batch, rows):
         asked.append(rows.tolist())
         return original(policy, batch, rows)
 
-    monkeypatch.setattr(batched_rollout.PerGamePolicy, "act", act)
+    monkeypatch.setattr(PerGamePolicy, "act", act)
     model, _ = _models(5)
     batch = _batch([KIND_MCTS, KIND_MCTS], seed=13, mcts_simulations=2)
     played = play_function("vector")(batch, model, [], KahunaConfig())

@@ -115,7 +115,7 @@ def test_a_snapshot_of_another_architecture_keeps_its_config_in_the_state():
 
 def test_config_has_the_mcts_share_and_checks_pfsp_keys():
     config = load_config(overrides=["pool.mcts=0.1", "pool.mcts_simulations=7"])
-    assert set(config.pool.shares()) == {"latest", "past", "greedy", "random", "mcts"}
+    assert set(config.pool.shares()) == {"latest", "past", "greedy", "random", "mcts", "entrant"}
     assert math.isclose(sum(config.pool.shares().values()), 1.0)
     assert config.pool.mcts_simulations == 7
     for override, message in [

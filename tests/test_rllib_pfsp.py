@@ -225,7 +225,7 @@ def old_uniform_slots(seeds: range, slots: int) -> list[int]:
         rng = np.random.default_rng(seed)
         rng.integers(2)  # first player
         rng.integers(2**63)  # deal
-        rng.choice(len(KINDS), p=[0.0, 1.0, 0.0, 0.0, 0.0])  # opponent kind
+        rng.choice(len(KINDS), p=[float(kind == "past") for kind in KINDS])  # opponent kind
         rng.integers(2)  # learner's seat
         drawn.append(int(rng.integers(slots)))
     return drawn

@@ -45,7 +45,7 @@ def test_reward_and_pool_are_the_native_trainers_sections():
     assert env_config["island_shaping"] == 0.5 and env_config["gamma"] == rllib.ppo.gamma
     assert env_config["snapshot_slots"] == rllib.pool.max_snapshots
     assert load_rllib_config(CONFIG, ["pool.past=0"]).env_config()["snapshot_slots"] == 0
-    with pytest.raises(ConfigError, match=r"pool: shares latest\+past\+greedy\+random\+mcts must be > 0"):
+    with pytest.raises(ConfigError, match=r"pool: shares latest\+past\+greedy\+random\+mcts\+entrant must be > 0"):
         load_rllib_config(CONFIG, ["pool.latest=0", "pool.past=0", "pool.greedy=0"])
     assert {field.name for field in dataclasses.fields(RLlibConfig)} >= {"reward", "pool", "fault_tolerance"}
 

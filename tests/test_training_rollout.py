@@ -176,7 +176,7 @@ def test_masked_logits_get_no_gradient_from_the_ppo_loss():
 
 def test_split_counts_follows_the_shares_and_sums_to_the_total():
     counts = split_counts(10, {"latest": 0.6, "past": 0.2, "greedy": 0.2, "random": 0.0})
-    assert counts == {"latest": 6, "past": 2, "greedy": 2, "random": 0, "mcts": 0}
+    assert counts == {"latest": 6, "past": 2, "greedy": 2, "random": 0, "mcts": 0, "entrant": 0}
     assert sum(split_counts(7, {"latest": 1, "past": 1, "greedy": 1, "random": 0}).values()) == 7
 
 

@@ -11,7 +11,16 @@ Every training game has an opponent *kind*:
   the public state and its own cards or the legal actions; played batched, :mod:`kahuna_env.agents.batched`);
 * ``mcts`` — one seat is the current policy, the other the ``mcts`` search baseline (budget
   ``pool.mcts_simulations``), which gets a determinization through ``choose_action`` like every
-  search agent; one game at a time, so it is expensive: keep its share small.
+  search agent; one game at a time, so it is expensive: keep its share small;
+* ``entrant`` — one seat is the current policy, the other any entrant (``pool.entrant_agent``: an
+  agent file of any kind, a ``py:`` agent, a named agent, a guided search ``X@mcts:N``, a baseline;
+  :mod:`kahuna_env.agents.spec`), built once by the arena's one builder
+  (:func:`kahuna_env.gym_env.make_opponent`).  An agent with ``act_batch`` answers all its games of
+  a tick in one call; any other (a search) is asked game by game through ``choose_action``
+  (:class:`~training.selfplay.policies.EntrantPolicy`).
+
+The ``mcts`` and ``entrant`` opponents are :data:`AGENT_KINDS`: an agent of the arena in a seat,
+reseeded for every batch of games from the batch's generator, so the same seed gives the same games.
 
 The games of an update are split by the configured shares (largest remainder, so the split is the
 same every update); in one-learner games the learner's seat alternates, so both the first and the
@@ -45,10 +54,17 @@ from policy.model import ActorCritic, ModelConfig, model_config_from_dict
 if TYPE_CHECKING:
     from training.ppo.config import PoolConfig
 
-KINDS = ("latest", "past", "greedy", "random", "mcts")
-"""Opponent kinds, in the order of their integer codes."""
-KIND_LATEST, KIND_PAST, KIND_GREEDY, KIND_RANDOM, KIND_MCTS = range(5)
+KINDS = ("latest", "past", "greedy", "random", "mcts", "entrant")
+"""Opponent kinds, in the order of their integer codes (each has its share ``pool.KIND``).
+
+A new kind goes at the end: no code is saved (checkpoints and metrics name the kinds), but the
+largest-remainder split of :func:`split_counts` and the order of an update's games follow this
+order, so a kind appended with a zero share leaves every existing config's games as they were."""
+KIND_LATEST, KIND_PAST, KIND_GREEDY, KIND_RANDOM, KIND_MCTS, KIND_ENTRANT = range(len(KINDS))
 """Integer codes of the opponent kinds (``KINDS[code]`` is the name)."""
+AGENT_KINDS = (KIND_MCTS, KIND_ENTRANT)
+"""The kinds whose opponent is an :class:`~kahuna_env.agents.Agent` of the arena (the ``mcts`` baseline, the
+config's entrant), played by :class:`~training.selfplay.policies.EntrantPolicy`; in this order they draw their seeds."""
 PFSP_WEIGHTINGS = ("uniform", "hard", "variance")
 """How ``past`` games weight the snapshots: uniformly, ``(1 - p) ** exponent``, or ``p * (1 - p)``."""
 

@@ -26,11 +26,12 @@ from typing import Any, Union
 
 import yaml
 
-from kahuna_env.agents.spec import parse_baseline
-from kahuna_env.cli import check_input_file
+from kahuna_env.agents.spec import EntrantSpec, UnknownEntrant, parse_baseline
+from kahuna_env.cli import check_input_file, first_line
 from kahuna_env.config import KahunaConfig
 from policy.model import ModelConfig
 from policy.reward import TRAINING_REWARD_DEFAULTS
+from training.league.pool import KINDS
 from training.ppo.device import DEVICES
 from training.selfplay.start_positions import START_OPPONENTS
 
@@ -302,6 +303,11 @@ class PoolConfig:
         random: share of games against the ``random`` baseline.
         mcts: share of games against the ``mcts`` search baseline (slow: one search per move; keep it small).
         mcts_simulations: search budget of the ``mcts`` opponent (``mcts:N``).
+        entrant: share of games against ``entrant_agent``.
+        entrant_agent: the opponent of the ``entrant`` games: any entrant, as ``kahuna-eval`` takes one
+            (an agent file of any kind: ``model.zip``, ``model.onnx``, a checkpoint; ``py:FILE.py:ATTR``;
+            ``champion``; ``X@mcts:N``; a baseline); built when the run starts (a bad one stops it
+            before anything is written); null: none.
         snapshot_every: add a snapshot of the policy to the pool every this many updates.
         max_snapshots: pool capacity; the oldest snapshot is dropped when it is full.
         snapshots_per_update: null: every ``past`` game draws its snapshot from the whole pool;
@@ -323,6 +329,8 @@ class PoolConfig:
     random: float = 0.0
     mcts: float = 0.0
     mcts_simulations: int = 50
+    entrant: float = 0.0
+    entrant_agent: str | None = None
     snapshot_every: int = 10
     max_snapshots: int = 20
     snapshots_per_update: int | None = None
@@ -333,10 +341,17 @@ class PoolConfig:
     pfsp_decay: float = 0.98
 
     def __post_init__(self) -> None:
-        for name in SHARE_KINDS:
+        for name in KINDS:
             check_value(getattr(self, name) >= 0, f"pool.{name}", "must be >= 0", getattr(self, name))
-        total = sum(getattr(self, name) for name in SHARE_KINDS)
-        check_value(total > 0, "pool", "shares latest+past+greedy+random+mcts must be > 0", total)
+        total = sum(getattr(self, name) for name in KINDS)
+        check_value(total > 0, "pool", f"shares {'+'.join(KINDS)} must be > 0", total)
+        check_entrant_spec(self.entrant_agent, "pool.entrant_agent")
+        check_value(
+            self.entrant == 0 or self.entrant_agent is not None,
+            "pool.entrant_agent",
+            "must name the opponent of the pool.entrant games when pool.entrant > 0 (e.g. model.zip)",
+            self.entrant_agent,
+        )
         check_value(
             1 <= self.mcts_simulations <= MAX_SIMULATIONS,
             "pool.mcts_simulations",
@@ -368,13 +383,27 @@ class PoolConfig:
         check_value(0 < self.pfsp_decay <= 1, "pool.pfsp_decay", "must be in (0, 1]", self.pfsp_decay)
 
     def shares(self) -> dict[str, float]:
-        """Normalised shares by opponent kind."""
-        total = sum(getattr(self, name) for name in SHARE_KINDS)
-        return {kind: getattr(self, kind) / total for kind in SHARE_KINDS}
+        """Normalised shares by opponent kind (:data:`training.league.pool.KINDS`, in its order)."""
+        total = sum(getattr(self, name) for name in KINDS)
+        return {kind: getattr(self, kind) / total for kind in KINDS}
 
 
-SHARE_KINDS = ("latest", "past", "greedy", "random", "mcts")
-"""The opponent kinds with a share in :class:`PoolConfig` (``training.league.pool.KINDS``, in its order)."""
+def check_entrant_spec(spec: str | None, key: str) -> None:
+    """A :class:`ConfigError` naming ``key`` for an entrant written wrong (``x.pt@mcts:0``, ``py:x``, ``mcts:abc``).
+
+    Read by the one spec reader (:meth:`~kahuna_env.agents.spec.EntrantSpec.parse`), as text only: what
+    depends on this machine (a file that is not there, a name no installed package declares, a module
+    that does not import) is found when the run starts and builds the entrant, so a config read back
+    elsewhere (a checkpoint's, by ``kahuna-ship``) still loads.  ``None`` passes.
+    """
+    if spec is None:
+        return
+    try:
+        EntrantSpec.parse(spec, max_simulations=MAX_SIMULATIONS)
+    except (UnknownEntrant, FileNotFoundError):
+        pass  # a name or a file of this machine: checked when the run builds it
+    except ValueError as error:
+        raise ConfigError(f"{key}: {first_line(error)}") from None
 
 
 @dataclasses.dataclass(frozen=True)

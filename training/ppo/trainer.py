@@ -104,7 +104,7 @@ from training.ppo.provenance import start_record, weights_key, write_start_recor
 from training.ppo.rundir import RunLock, check_new_run_dir, check_writable
 from training.ppo.schedule import Plan, Schedule
 from training.selfplay.batched_rollout import play_games_batched
-from training.selfplay.collector import SelfPlayCollector
+from training.selfplay.collector import SelfPlayCollector, build_entrant
 from training.selfplay.quick_eval import FinishedGame, QuickEvalResult, evaluate_policy
 from training.selfplay.rollout import GameBatch, Rollout
 from training.selfplay.start_positions import load_start_positions
@@ -374,6 +374,23 @@ def start_settings(config: TrainConfig) -> dict[str, Any]:
     }
 
 
+def entrant_settings(config: TrainConfig) -> dict[str, Any]:
+    """The collector's league-entrant arguments: the spec and the agent built from it (nothing without its games).
+
+    Built once here, before anything is written: an entrant that cannot be built (a missing file,
+    an unknown name, a module that does not import) is a one-line :class:`ConfigError` naming
+    ``pool.entrant_agent``.
+    """
+    spec = config.pool.entrant_agent
+    if config.pool.entrant == 0 or spec is None:
+        return {}
+    try:
+        agent = build_entrant(spec)
+    except ValueError as error:
+        raise ConfigError(first_line(error)) from None
+    return {"entrant_agent": spec, "entrant": agent}
+
+
 def make_optimizer(model: nn.Module, ppo: PPOConfig) -> torch.optim.Adam:
     """The update's Adam (``ppo.lr``, ``ppo.adam_eps``), on torch's fused kernel where this torch has one.
 
@@ -495,7 +512,8 @@ def train(
     restart = not resume or not has_checkpoint(run_dir)  # a new run, or one stopped before its first checkpoint
     start = initial_agent(config) if config.init_from is not None and restart else None
     initial = None if start is None else start.model
-    starts = start_settings(config)  # a bad start-positions file stops the run before anything is written
+    # A bad start-positions file or league entrant stops the run before anything is written.
+    collection = {**start_settings(config), **entrant_settings(config)}
     lock = _claim_run_dir(run_dir, resume)
     try:
         # 1-2. Setup and resume: network, optimizer, league, schedule, counters; the results store.
@@ -503,7 +521,7 @@ def train(
         if not resume:  # before the warm-up (a compile of about 20 s): stopped there, --resume starts it again
             _record_config(config, run_dir, start)
         _warm_up(config, run, log)  # before the session's clock: a first run's compile is not in its budget
-        session = _Session(config, run, run_dir, resume, starts)
+        session = _Session(config, run, run_dir, resume, collection)
         try:
             if resume:  # after _Session's check of metrics.jsonl: a refused resume changes nothing
                 _record_config(config, run_dir, start)
@@ -851,7 +869,7 @@ class _Session:
     """The outputs and clocks of this process's part of the run: collector, metrics, progress bar."""
 
     def __init__(
-        self, config: TrainConfig, run: _RunState, run_dir: Path, resume: bool, starts: dict[str, Any]
+        self, config: TrainConfig, run: _RunState, run_dir: Path, resume: bool, collection: dict[str, Any]
     ) -> None:
         from tqdm import tqdm
 
@@ -879,7 +897,7 @@ class _Session:
             model_config=config.model,
             backend=config.rollout.backend,
             mcts_simulations=config.pool.mcts_simulations,
-            **starts,
+            **collection,
         )
         if not resume:
             self.logger.add_text("config", "```\n" + config_to_yaml(config) + "```")

@@ -413,6 +413,12 @@ class RLlibConfig:
             "is not supported by the RLlib trainer (only by kahuna-train); must be 0",
             self.reward.margin,
         )
+        check_value(
+            self.pool.entrant == 0,
+            "pool.entrant",
+            "is not supported by the RLlib trainer (only by kahuna-train); must be 0",
+            self.pool.entrant,
+        )
 
     @property
     def snapshot_slots(self) -> int:

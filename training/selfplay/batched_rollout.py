@@ -16,7 +16,14 @@ policies asked in this order:
    (:class:`~kahuna_env.agents.batched.BatchedGreedy` picks among exactly the
    scalar greedy's best actions), array work over all their games at once;
 5. ``mcts``: one game at a time through ``choose_action`` (a determinization of
-   the game, as everywhere; :class:`~kahuna_env.seated.PerGamePolicy`).
+   the game, as everywhere; :class:`~kahuna_env.seated.PerGamePolicy`);
+6. ``entrant``: the config's entrant (:class:`~training.selfplay.policies.EntrantPolicy`):
+   all its games of the tick in one ``act_batch`` call when it has one, else one
+   game at a time as ``mcts``.
+
+The ``mcts`` search and the entrant (:data:`~training.league.pool.AGENT_KINDS`), when
+the batch has games against them, are seeded in that order from the batch's generator
+after the baselines, so a batch without them draws exactly what it drew before they existed.
 
 When the games are over, each learner seat's last decision gets the game's
 result (see :mod:`training.selfplay.rollout` for the learning semantics).
@@ -27,21 +34,24 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from kahuna_env.agents import make_agent
+from kahuna_env.agents import Agent, make_agent
 from kahuna_env.agents.batched import BatchedGreedy, BatchedRandom
 from kahuna_env.engine import KahunaConfig
-from kahuna_env.seated import BaselinePolicy, PerGamePolicy, play_seated, seating_of
+from kahuna_env.seated import BaselinePolicy, BatchPolicy, play_seated, seating_of
 from kahuna_env.vector import KahunaBatch
 from policy.model import ActorCritic, StackedNetworks
-from training.league.pool import KIND_GREEDY, KIND_LATEST, KIND_MCTS, KIND_PAST, KIND_RANDOM, KINDS
-from training.selfplay.policies import LearnerRecord, NetworkPolicy, SnapshotPolicy, TickObservations
+from training.league.pool import AGENT_KINDS, KIND_GREEDY, KIND_LATEST, KIND_MCTS, KIND_PAST, KIND_RANDOM, KINDS
+from training.selfplay.policies import EntrantPolicy, LearnerRecord, NetworkPolicy, SnapshotPolicy, TickObservations
 from training.selfplay.rollout import CollectionStats, GameBatch, PlayedGames
 
 LEARNER = 0
 """The learner's policy index in the seating; the opponents' follow (:data:`POLICY_OF_KIND`)."""
 POLICY_OF_KIND = np.zeros(len(KINDS), dtype=np.intp)
-"""The policy index of each opponent kind's seat (a self-play game's second seat is the learner's too)."""
-for _kind, _index in {KIND_LATEST: LEARNER, KIND_PAST: 1, KIND_GREEDY: 2, KIND_RANDOM: 3, KIND_MCTS: 4}.items():
+"""The policy index of each opponent kind's seat (a self-play game's second seat is the learner's too).
+
+The agent kinds (:data:`~training.league.pool.AGENT_KINDS`) are seated only in a batch with games against
+them, after the baselines in their order: :func:`play_games_batched` numbers them per batch."""
+for _kind, _index in {KIND_LATEST: LEARNER, KIND_PAST: 1, KIND_GREEDY: 2, KIND_RANDOM: 3}.items():
     POLICY_OF_KIND[_kind] = _index
 
 
@@ -54,12 +64,15 @@ def play_games_batched(
     record_potentials: bool = False,
     record_logits: bool = False,
     margin_reward: float = 0.0,
+    entrant: Agent | None = None,
 ) -> PlayedGames:
     """Play the games of ``batch`` to the end; see the module docstring.
 
     ``record_potentials``: keep each decision's shaping potential; ``record_logits``: keep the masked
     logits of every learner decision (``PlayedGames.logits``); ``margin_reward``: the
-    terminal reward's term per point of final margin (``reward.margin``).
+    terminal reward's term per point of final margin (``reward.margin``); ``entrant``: the
+    opponent of the ``entrant`` games (built once by its owner, reseeded here; a ``ValueError``
+    when the batch has such games and no entrant).
     """
     n = len(batch.games)
     rng = np.random.default_rng(batch.rng_seed)
@@ -74,21 +87,34 @@ def play_games_batched(
     kinds = np.asarray(batch.kinds)
     record = LearnerRecord(batch.games, potentials=record_potentials, logits=record_logits)
     observations = TickObservations()  # one encoding per tick for the learner and the snapshots
-    policies = [
+    policies: list[BatchPolicy] = [
         NetworkPolicy(model, generator, record=record, observations=observations),
         _snapshot_policy(batch, snapshots, generator, observations),
         BaselinePolicy(BatchedGreedy(seed=int(rng.integers(2**63)))),
         BaselinePolicy(BatchedRandom(seed=int(rng.integers(2**63)))),
     ]
-    if (kinds == KIND_MCTS).any():
-        search = make_agent("mcts", seed=int(rng.integers(2**63)), simulations=batch.mcts_simulations)
-        policies.append(PerGamePolicy(search, rng))
+    policy_of_kind = POLICY_OF_KIND.copy()
+    for code in AGENT_KINDS:
+        if (kinds == code).any():
+            agent = _seated_agent(code, batch, entrant, seed=int(rng.integers(2**63)))
+            policy_of_kind[code] = len(policies)
+            policies.append(EntrantPolicy(agent, rng, observations))
     learner_seats = np.asarray(batch.learner_seats, dtype=bool)
-    seating = seating_of(learner_seats, LEARNER, POLICY_OF_KIND[kinds])
+    seating = seating_of(learner_seats, LEARNER, policy_of_kind[kinds])
     actions = play_seated(games, policies, seating, on_step=observations.clear)
     winners = games.winner.astype(np.int8)
     stats = CollectionStats.of_games(batch.games, kinds, learner_seats, winners, actions, record.size, started)
     return record.played(winners, win_reward, stats, scores=games.scores, margin_reward=margin_reward)
+
+
+def _seated_agent(code: int, batch: GameBatch, entrant: Agent | None, seed: int) -> Agent:
+    """The agent of an agent kind for this batch, seeded with ``seed``: the ``mcts`` search, or the entrant."""
+    if code == KIND_MCTS:
+        return make_agent("mcts", seed=seed, simulations=batch.mcts_simulations)
+    if entrant is None:
+        raise ValueError(f"the batch has {KINDS[code]} games but no entrant to play them (pool.entrant_agent)")
+    entrant.reset(seed)
+    return entrant
 
 
 def _snapshot_policy(

@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from kahuna_env.agents import Agent
 from kahuna_env.engine import KahunaConfig
+from kahuna_env.gym_env import make_opponent
 from kahuna_env.workers import WorkerFailed, Workers
 from policy.model import ActorCritic, ModelConfig
 from training.league.pool import KIND_LATEST, KINDS, GameAssignment, OpponentPool
@@ -41,6 +43,19 @@ def play_function(backend: str) -> Any:
     raise ValueError(f"unknown rollout backend {backend!r}; known: {', '.join(BACKENDS)}")
 
 
+ENTRANT_KEY = "pool.entrant_agent"
+"""The config key of the league's entrant: its messages name it."""
+
+
+def build_entrant(spec: str) -> Agent:
+    """The agent of the ``entrant`` games: what the arena's one builder makes of ``spec`` (any entrant).
+
+    A one-line ``ValueError`` naming :data:`ENTRANT_KEY` for an entrant that cannot be built (a
+    missing file, an unknown name, a module that does not import), as ``kahuna-eval`` would refuse it.
+    """
+    return make_opponent(spec, ENTRANT_KEY)
+
+
 def _numpy_state(model: ActorCritic) -> dict[str, np.ndarray]:
     return {key: value.detach().cpu().numpy().copy() for key, value in model.state_dict().items()}
 
@@ -52,7 +67,10 @@ def _load_numpy_state(model: ActorCritic, state: dict[str, np.ndarray]) -> None:
 def _setup_worker(
     state: dict[str, Any], game_config: dict[str, Any], model_config: dict[str, Any], settings: dict
 ) -> None:
-    """A collection worker's state (:class:`kahuna_env.workers.Workers`): the rules, the learner, its snapshots."""
+    """A collection worker's state (:class:`kahuna_env.workers.Workers`): the rules, the learner, its snapshots.
+
+    The league's entrant is built here from its spec, as in the main process (an agent need not pickle).
+    """
     from policy.model import model_config_from_dict
 
     torch.set_num_threads(1)
@@ -61,6 +79,8 @@ def _setup_worker(
     state["settings"] = settings
     state["model"] = ActorCritic(model_config_from_dict(model_config)).eval()
     state["snapshots"] = {}
+    spec = settings["entrant_agent"]
+    state["entrant"] = None if spec is None else build_entrant(spec)
 
 
 def _play_batch(
@@ -90,6 +110,7 @@ def _play_batch(
         settings["win_reward"],
         settings["potentials"],
         margin_reward=settings["margin_reward"],
+        entrant=state["entrant"],
     )
 
 
@@ -102,6 +123,9 @@ class SelfPlayCollector:
     batch's generators are fixed by the update's ``rng``, so results are
     deterministic for a given number of workers.  Call :meth:`close` (or use
     the collector as a context manager) to stop the workers.
+
+    ``entrant_agent``: the spec of the opponent of the ``entrant`` games (``pool.entrant_agent``),
+    built once here (``entrant``: already built from it) and once in each worker; None: no such games.
     """
 
     def __init__(
@@ -120,6 +144,8 @@ class SelfPlayCollector:
         start_positions: StartPositions | None = None,
         start_share: float = 0.0,
         start_opponent: str = "greedy",
+        entrant_agent: str | None = None,
+        entrant: Agent | None = None,
     ) -> None:
         if (start_positions is None) != (start_share == 0.0) or not 0.0 <= start_share <= 1.0:
             raise ValueError("start_share must be in (0, 1] with start_positions, and 0 without them")
@@ -139,6 +165,11 @@ class SelfPlayCollector:
         self.island_shaping = island_shaping
         self.workers = workers
         self.margin_reward = margin_reward
+        if entrant is not None and entrant_agent is None and workers:
+            raise ValueError("a collector with workers needs the entrant's spec (entrant_agent): each worker builds it")
+        if entrant is None and entrant_agent is not None:
+            entrant = build_entrant(entrant_agent)
+        self.entrant = entrant
         self._workers: Workers | None = None
         self._sent_snapshots: list[set[int]] = []  # per worker: the snapshots it holds
         if workers:
@@ -147,6 +178,7 @@ class SelfPlayCollector:
                 "potentials": island_shaping != 0.0,
                 "backend": backend,
                 "margin_reward": margin_reward,
+                "entrant_agent": entrant_agent,
             }
             model_fields = dataclasses.asdict(model_config or ModelConfig())
             self._workers = Workers(workers, _setup_worker, (self.game_config.to_dict(), model_fields, settings))
@@ -218,6 +250,7 @@ class SelfPlayCollector:
                     self.win_reward,
                     self.island_shaping != 0.0,
                     margin_reward=self.margin_reward,
+                    entrant=self.entrant,
                 )
             ]
         finally:

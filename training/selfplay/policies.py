@@ -7,7 +7,10 @@
 * :class:`SnapshotPolicy`: the pool's snapshots, each game against its own; all
   of them in one stacked forward pass (:class:`~policy.model.StackedNetworks`)
   or one pass per snapshot, each snapshot drawing its noise as one pass of its
-  own would.
+  own would;
+* :class:`EntrantPolicy`: any agent of the arena (the ``mcts`` baseline, an
+  entrant of the league or a target of ``kahuna-exploit``): one ``act_batch``
+  call per tick over its games when it has one, else game by game.
 
 :mod:`kahuna_env.seated` has the baselines and the per-game adapter for any
 scalar agent; this module is where torch enters.
@@ -19,7 +22,9 @@ import numpy as np
 import torch
 
 from kahuna_env.actions import NUM_ACTIONS
+from kahuna_env.agents import Agent
 from kahuna_env.observation import OBSERVATION_SIZE
+from kahuna_env.seated import PerGamePolicy
 from kahuna_env.vector import KahunaBatch
 from policy.model import ActorCritic, StackedNetworks, network_outputs, sample_actions, sample_from_logits
 from policy.reward import island_potentials
@@ -228,6 +233,48 @@ class SnapshotPolicy:
             positions = [self.stack_position[snapshot] for snapshot in in_use.tolist()]
             stacked_actions(self.stacked, positions, groups, observations, masks, self.generator, self.argmax, actions)
         return actions
+
+
+class EntrantPolicy:
+    """Any :class:`~kahuna_env.agents.Agent` as a seat: batched through ``act_batch`` when it has one.
+
+    An agent with ``act_batch(observations, masks)`` that does not ask for the game (an agent file
+    of any kind, a ``py:`` agent, a network of this project) gets the observations ``(rows, 246)``
+    float32 and masks ``(rows, 179)`` int8 of all its games of the tick in one call: the same
+    vectors :func:`~kahuna_env.agents.choose_action` would hand it game by game.  Any other (a
+    search, which needs a determinized game) is asked game by game
+    (:class:`~kahuna_env.seated.PerGamePolicy`, determinizations from ``rng``).  The actions are
+    not corrected: an illegal one stops the games (:meth:`~kahuna_env.vector.KahunaBatch.step`).
+
+    Args:
+        agent: the agent (seeded by its owner: ``agent.reset(seed)``).
+        rng: the generator of the determinizations of a per-game agent.
+        observations: the tick's observations, shared with the networks (cleared by the driver's
+            ``on_step``); None: each call encodes its own rows.
+    """
+
+    def __init__(self, agent: Agent, rng: np.random.Generator, observations: TickObservations | None = None) -> None:
+        self.agent = agent
+        self.batched = callable(getattr(agent, "act_batch", None)) and not agent.uses_game
+        self.per_game = PerGamePolicy(agent, rng)
+        self.observations = observations
+
+    def act(self, batch: KahunaBatch, rows: np.ndarray) -> np.ndarray:
+        if not self.batched:
+            return self.per_game.act(batch, rows)
+        observations = _observations(batch, rows, self.observations)
+        masks = batch.legal_masks(rows).astype(np.int8)
+        actions = np.asarray(self.agent.act_batch(observations, masks)).reshape(-1)  # type: ignore[attr-defined]
+        if len(actions) != len(rows):
+            raise ValueError(
+                f"agent {self.agent.name}: act_batch gave {len(actions)} actions for {len(rows)} positions"
+            )
+        whole = actions.dtype.kind in "iu" or (
+            actions.dtype.kind == "f" and bool(np.all(np.isfinite(actions) & (actions == np.floor(actions))))
+        )
+        if not whole:  # never rounded into some action: the agent answered something else
+            raise ValueError(f"agent {self.agent.name}: act_batch gave {actions[:3]!r:.60}, not action numbers")
+        return actions.astype(np.intp)
 
 
 def _observations(batch: KahunaBatch, rows: np.ndarray, shared: TickObservations | None) -> np.ndarray:

@@ -4,9 +4,11 @@ All games run side by side on the seated-play driver
 (:func:`kahuna_env.seated.play_seated`): the policy's moves of all games are
 one forward pass per tick; a baseline named ``"greedy"`` or ``"random"`` plays
 all its games at once (:mod:`kahuna_env.agents.batched`; greedy decides from
-the public state and its own hand only), any other opponent (an
-:class:`~kahuna_env.agents.Agent`, ``mcts``) game by game through
-:func:`kahuna_env.agents.choose_action` on a determinization.
+the public state and its own hand only), an :class:`~kahuna_env.agents.Agent`
+with ``act_batch`` (an agent file, a ``py:`` agent) all its games of a tick in
+one call, any other opponent (``mcts``, a guided search) game by game through
+:func:`kahuna_env.agents.choose_action` on a determinization
+(:class:`~training.selfplay.policies.EntrantPolicy`).
 Games are seat-balanced: games ``2k`` and ``2k+1`` share a deal, with the
 policy first in one and second in the other.  The same ``seed`` gives the
 same games, so evaluations during a run are comparable.
@@ -24,10 +26,10 @@ from arena.stats import Tally
 from kahuna_env.agents import Agent, make_agent
 from kahuna_env.agents.batched import BATCHED_BASELINES, make_batched_agent
 from kahuna_env.engine import KahunaConfig
-from kahuna_env.seated import BaselinePolicy, BatchPolicy, PerGamePolicy, play_seated, seating_of
+from kahuna_env.seated import BaselinePolicy, BatchPolicy, play_seated, seating_of
 from kahuna_env.vector import KahunaBatch, StepResult
 from policy.model import ActorCritic
-from training.selfplay.policies import NetworkPolicy, TickObservations
+from training.selfplay.policies import EntrantPolicy, NetworkPolicy, TickObservations
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,7 +116,7 @@ def evaluate_policy(
     observations = TickObservations()
     policies = [
         NetworkPolicy(model, generator, argmax=deterministic, observations=observations),
-        _opponent_policy(opponent, seed if opponent_seed is None else opponent_seed, rng),
+        _opponent_policy(opponent, seed if opponent_seed is None else opponent_seed, rng, observations),
     ]
     seating = seating_of(np.arange(2)[None, :] == policy_seat[:, None], 0, 1)
     # Play: every game to its end, counting each game's actions.
@@ -139,9 +141,11 @@ def evaluate_policy(
     return QuickEvalResult(tally.wins, tally.draws, tally.losses, tally.margin_sum, opponent=name)
 
 
-def _opponent_policy(opponent: str | Agent, seed: int, rng: np.random.Generator) -> BatchPolicy:
-    """The opponent as a seat of the driver: a batched baseline for its name, else asked game by game."""
+def _opponent_policy(
+    opponent: str | Agent, seed: int, rng: np.random.Generator, observations: TickObservations
+) -> BatchPolicy:
+    """The opponent as a seat of the driver: a batched baseline for its name, else an :class:`EntrantPolicy`."""
     if isinstance(opponent, str) and opponent in BATCHED_BASELINES:
         return BaselinePolicy(make_batched_agent(opponent, seed=seed))
     agent = make_agent(opponent, seed=seed) if isinstance(opponent, str) else opponent
-    return PerGamePolicy(agent, rng)
+    return EntrantPolicy(agent, rng, observations)

@@ -37,9 +37,10 @@ import numpy as np
 from kahuna_env.cli import check_input_file
 from kahuna_env.config import shown
 from kahuna_env.engine import KahunaConfig, KahunaGame
+from training.league.pool import KINDS
 
-START_OPPONENTS = ("latest", "greedy", "random", "mcts")
-"""Opponent kinds whose games may start from a position (``rollout.start_opponent``; not ``past``,
+START_OPPONENTS = tuple(kind for kind in KINDS if kind != "past")
+"""Opponent kinds whose games may start from a position (``rollout.start_opponent``; every kind but ``past``,
 whose results steer the snapshot weighting)."""
 START_KEYS = ("seat", "position")
 """The keys of one line of a start-positions file."""
