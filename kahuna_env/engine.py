@@ -25,7 +25,9 @@ Rules as implemented (details and the reasons in ``docs/RULES.md``):
 Reading the state.  Other modules read a game only through its public,
 read-only queries (the properties and methods without a leading underscore:
 ``current_player``, ``hand_counts``, ``bridge_lines``, ``control_mask``, …)
-and change it only through :meth:`KahunaGame.step`.  One module is a
+and change it only through :meth:`KahunaGame.step` and :meth:`KahunaGame.put_on_top`
+(which chooses the next card to leave the hidden pile: a chance outcome, for a
+binding with explicit chance).  One module is a
 declared *friend* that may read (never write) the record directly, because it
 is a hot path where copies would cost: :mod:`kahuna_env.observation` (one
 observation per decision in training).  Positions come in through
@@ -199,10 +201,13 @@ class KahunaGame:
       ``bridge_counts(player)``;
     * cards: ``hand(player)``, ``hand_counts(player)``, ``hand_size(player)``,
       ``known_cards(player)``, ``face_up``, ``pile_size``,
-      ``open_discards()``, ``face_down_discards(player)``;
+      ``open_discards()``, ``face_down_discards(player)``, ``pile_counts()`` (hidden);
     * actions: ``legal_actions()``, ``action_mask()``, ``is_legal(action)``,
       ``describe(action)``; copies: ``clone()``, ``determinize(player, rng)``,
       ``to_dict()``.
+
+    One method changes the game besides :meth:`step`: :meth:`put_on_top`, which chooses the next
+    card to leave the pile (a chance outcome; nothing a player sees changes).
     """
 
     __slots__ = ("_buffer", "_bytes", "_code", "_halves", "_legal", "_state", "config")
@@ -399,6 +404,11 @@ class KahunaGame:
         """``player``'s face-down discards in the current discard pile, a count per island."""
         return self._row(_AT["face_down"], player)
 
+    def pile_counts(self) -> list[int]:
+        """The cards of the face-down pile, a count per island (hidden from both players: the pile's content
+        is what a player cannot place, and its order nobody sees)."""
+        return np.bincount(self._state["pile"][0, : self.pile_size], minlength=NUM_ISLANDS).tolist()
+
     def describe(self, action: int) -> str:
         """Text of an action, as :func:`kahuna_env.actions.describe_action`."""
         return A.describe_action(action)
@@ -519,6 +529,22 @@ class KahunaGame:
             return "a free bridge is only offered in handicap setup or right after a removal (planning variant)"
         return f"the free claim is for line {LINE_NAMES[claim]} only"
 
+    def put_on_top(self, island: int) -> None:
+        """Put a card of ``island`` on top of the face-down pile: the next card a draw or a refill takes.
+
+        It swaps places with the card that was on top.  No rule reads the pile's order but this one,
+        which card leaves it next, and no player sees it, so this only decides a chance outcome: what
+        a binding with explicit chance (:mod:`kahuna_env.openspiel`) does before the action that takes
+        the top card.  ``ValueError`` (nothing changed) when the pile holds no card of ``island``.
+        """
+        index = _island_index(island)
+        pile = self._state["pile"][0]
+        top = self.pile_size - 1
+        where = np.flatnonzero(pile[: top + 1] == index)
+        if where.size == 0:
+            raise ValueError(f"the pile holds no {ISLANDS[index]} card (its cards: {self.pile_counts()} per island)")
+        pile[where[-1]], pile[top] = pile[top], pile[where[-1]]
+
     # ------------------------------------------------------------------ copies and positions
     def clone(self) -> KahunaGame:
         """An independent copy (the random generator is copied too, so both replay the same chance)."""
@@ -569,7 +595,7 @@ class KahunaGame:
         pile_len = self.pile_size
         # Pool the hidden cards in a canonical order (by island), so that the sample depends on
         # the public information and ``rng`` only, not on the true pile order.
-        hidden_counts = np.bincount(self._state["pile"][0, :pile_len], minlength=NUM_ISLANDS).tolist()
+        hidden_counts = self.pile_counts()
         hidden = []
         for island in range(NUM_ISLANDS):
             hidden += [island] * (hidden_counts[island] + hand[island] - known[island] + face_down[island])
