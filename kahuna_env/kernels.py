@@ -66,6 +66,7 @@ __all__ = [
     "observations",
     "permutations",
     "play_random",
+    "reshuffle_sizes",
     "running",
     "sample_bits",
     "seed_generators",
@@ -971,6 +972,18 @@ def seed_generators(rows: np.ndarray, words: np.ndarray, offsets: np.ndarray, pc
 
 
 @_loop
+def reshuffle_sizes(games: np.ndarray, sizes: np.ndarray, open_discard: np.ndarray, face_down: np.ndarray) -> None:
+    """``sizes[k]``: the cards an interim scoring of game ``games[k]`` shuffles into the pile (the rule's one
+    statement: every card of the discard pile, open and face down, of both players)."""
+    for k in range(games.shape[0]):
+        i = games[k]
+        size = np.int64(0)
+        for island in range(open_discard.shape[1]):
+            size += np.int64(open_discard[i, island]) + np.int64(face_down[i, 0, island] + face_down[i, 1, island])
+        sizes[k] = size
+
+
+@_loop
 def permutations(rows: np.ndarray, sizes: np.ndarray, pcg: np.ndarray, out: np.ndarray) -> None:
     """``default_rng(...).permutation(sizes[k])`` from game ``rows[k]``'s generator, one after the other in ``out``."""
     start = 0
@@ -1127,9 +1140,7 @@ def play_random(
                 return INTERIM_UNSEEDED, used, played
             games = scratch[:g].copy()
             sizes = np.zeros(g, dtype=np.int64)
-            for k in range(g):
-                for island in range(open_discard.shape[1]):
-                    sizes[k] += open_discard[games[k], island] + face_down[games[k], :, island].sum()
+            reshuffle_sizes(games, sizes, open_discard, face_down)
             orders = np.empty(sizes.sum(), dtype=np.int64)
             permutations(games, sizes, pcg, orders)
             interim_scoring(games, orders, *interim_args)
@@ -1213,11 +1224,10 @@ def game_step(state: np.ndarray, tables: np.ndarray, action: np.int64) -> np.int
         t.discard_base, t.take_base,
     )  # fmt: skip
     if state.interim[0]:
-        size = 0
-        for island in range(state.open_discard.shape[1]):
-            size += state.open_discard[0, island] + state.face_down[0, 0, island] + state.face_down[0, 1, island]
-        orders = np.empty(size, dtype=np.int64)
-        permutations(state.row, np.full(1, size, dtype=np.int64), state.pcg, orders)
+        sizes = np.zeros(1, dtype=np.int64)
+        reshuffle_sizes(state.row, sizes, state.open_discard, state.face_down)
+        orders = np.empty(sizes[0], dtype=np.int64)
+        permutations(state.row, sizes, state.pcg, orders)
         interim_scoring(
             state.row, orders, state.count, state.bridges, state.scores, state.round, state.open_discard,
             state.face_down, state.face_up, state.pile, state.pile_len, state.over, state.winner, t.majority,

@@ -162,6 +162,7 @@ _BOUND = {
     "legal_words": _bind("legal_words", 2),  # rows, words
     "step": _bind("step", 3),  # actions, kinds, interim
     "interim_scoring": _bind("interim_scoring", 2),  # games, orders
+    "reshuffle_sizes": _bind("reshuffle_sizes", 2),  # games, sizes
     "observations": _bind("observations", 4),  # rows, seats, out, scaled
     "deal": _bind("deal", 2),  # rows, orders
 }
@@ -730,7 +731,8 @@ class KahunaBatch:
 
     def _interim_scoring(self, games: np.ndarray) -> None:
         """The interim scoring of ``games``: the shuffles here, from each game's generator; the rest in the loop."""
-        sizes = self.open_discard[games].sum(1, dtype=np.intp) + self.face_down[games].sum((1, 2), dtype=np.intp)
+        sizes = np.zeros(len(games), dtype=np.int64)
+        self._kernels.reshuffle_sizes(games, sizes, *self._arguments("reshuffle_sizes"))
         orders = self._permutations(games, sizes)
         self._kernels.interim_scoring(games, orders, *self._arguments("interim_scoring"))
 

@@ -207,7 +207,15 @@ def test_a_games_calls_of_the_loops_pass_every_argument_under_its_parameters_nam
                     assert named, f"{function.name}: {node.func.id}({parameter}=...{argument.attr})"
                     checked.add((node.func.id, parameter))
     loops = {loop for loop, _ in checked}
-    assert loops == {"legal_words", "step", "permutations", "interim_scoring", "deal", "observations"}
+    assert loops == {
+        "legal_words",
+        "step",
+        "permutations",
+        "interim_scoring",
+        "deal",
+        "observations",
+        "reshuffle_sizes",
+    }
     assert len(checked) >= 80
 
 
