@@ -660,8 +660,7 @@ class KahunaGame:
         state["over"] = False
         state["winner"] = -1
         _loops().game_legal(state, TABLE_RECORD)  # the derived control masks the outcome reads
-        if position.ended_prematurely:
-            _loops().game_end_prematurely(state)
+        _loops().game_end_prematurely(state)  # over, if a player has no bridge from round 2 on
         if position.over:
             game._check_outcome(position)
         _seed_pcg(state, seed)
@@ -673,9 +672,10 @@ class KahunaGame:
         return game
 
     def _final_difference(self) -> list[int]:
-        """Final-scoring points now: the difference of controlled islands, to the player with more."""
-        difference = len(self.controlled_islands(0)) - len(self.controlled_islands(1))
-        return [max(difference, 0), max(-difference, 0)]
+        """Final-scoring points now (the loops' final scoring of the position as it stands)."""
+        points = np.zeros(2, dtype=self._state["final_points"].dtype)
+        _loops().game_final_points(self._state, TABLE_RECORD, points)
+        return points.tolist()
 
     def _check_outcome(self, position: Position) -> None:
         """A position marked over must be a premature end or the final scoring, with their result."""

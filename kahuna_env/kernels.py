@@ -56,6 +56,7 @@ __all__ = [
     "enabled",
     "game_deal",
     "game_end_prematurely",
+    "game_final_points",
     "game_final_winner",
     "game_legal",
     "game_observation",
@@ -414,6 +415,22 @@ def _premature(i: int, bridges: np.ndarray, over: np.ndarray, winner: np.ndarray
 
 
 @_loop
+def _final_points(i: int, count: np.ndarray, majority: np.ndarray, final_points: np.ndarray) -> None:
+    """The final scoring of game ``i``: the difference of controlled islands (a majority of their lines),
+    to the player with more."""
+    ctrl0 = 0
+    ctrl1 = 0
+    for island in range(count.shape[2]):
+        if count[i, 0, island] >= majority[island]:
+            ctrl0 += 1
+        if count[i, 1, island] >= majority[island]:
+            ctrl1 += 1
+    diff = ctrl0 - ctrl1
+    final_points[i, 0] = max(diff, 0)
+    final_points[i, 1] = max(-diff, 0)
+
+
+@_loop
 def _final_winner(i: int, scores: np.ndarray, final_points: np.ndarray, bridges: np.ndarray) -> np.int64:
     """The winner of game ``i`` after its final scoring: the higher total; if tied, more final-scoring points;
     if tied, more bridges on the board; else -1, a draw."""
@@ -570,16 +587,7 @@ def step(
                 left -= 1
                 final_turns[i] = left
             if in_final and left == 0:  # the final scoring
-                ctrl0 = 0
-                ctrl1 = 0
-                for island in range(count.shape[2]):
-                    if count[i, 0, island] >= majority[island]:
-                        ctrl0 += 1
-                    if count[i, 1, island] >= majority[island]:
-                        ctrl1 += 1
-                diff = ctrl0 - ctrl1
-                final_points[i, 0] = max(diff, 0)
-                final_points[i, 1] = max(-diff, 0)
+                _final_points(i, count, majority, final_points)
                 scores[i, 0] += final_points[i, 0]
                 scores[i, 1] += final_points[i, 1]
                 over[i] = True
@@ -1237,8 +1245,15 @@ def game_step(state: np.ndarray, tables: np.ndarray, action: np.int64) -> np.int
 
 @_loop
 def game_end_prematurely(state: np.ndarray) -> None:
-    """:func:`_premature` for the game: a position of round 2 or 3 in which a player has no bridge is over."""
-    _premature(0, state.bridges, state.over, state.winner)
+    """A position of round 2 or 3 in which a player has no bridge is over (:func:`_premature`); else unchanged."""
+    if state.round[0] >= 2 and (state.bridges[0, 0] == 0 or state.bridges[0, 1] == 0):
+        _premature(0, state.bridges, state.over, state.winner)
+
+
+@_loop
+def game_final_points(state: np.ndarray, tables: np.ndarray, out: np.ndarray) -> None:
+    """The final scoring's points of the game as it stands (:func:`_final_points`) into ``out`` (2,)."""
+    _final_points(0, state.count, tables[0].majority, out.reshape(1, 2))
 
 
 @_loop

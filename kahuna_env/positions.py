@@ -120,11 +120,6 @@ class _PositionRules:
         """The JSON form, every key of :data:`REQUIRED_KEYS` and :data:`OPTIONAL_KEYS` (see :func:`position_json`)."""
         return position_json(vars(self))
 
-    @property
-    def ended_prematurely(self) -> bool:
-        """From round 2 on, a player without a bridge on the board has ended the game."""
-        return self.round >= 2 and not (self.bridges(0) and self.bridges(1))
-
 
 Position = dataclasses.make_dataclass(
     "Position",
