@@ -9,7 +9,10 @@ games on the batched engine, 80% of the games against ``greedy``, 10%
 self-play, 10% against snapshots; docs/RLLIB.md) with the settings of
 docs/RLLIB.md's 30-minute measurement (``iterations=800``: the learning rate
 anneals over 800 iterations; ``max_minutes`` ends the run).  The trainer
-stops when its own clock passes ``max_minutes``.
+stops when its own clock passes ``max_minutes``, or after 800 iterations:
+kahuna-rllib has no time-shaped schedule, so on a machine where 800
+iterations take less than the budget the run ends early (its final
+snapshot's minutes say when).
 
 Snapshots (:mod:`baseline_run`): ``kahuna-rllib`` keeps a checkpoint every 10
 iterations (``checkpoints/iter_NNNNNN``); training time is the sum of its
