@@ -28,7 +28,7 @@ PY_AGENT = '''"""The benchmark's py: agent: the native network's torch module be
 import numpy as np
 import torch
 
-from policy.agent import load_agent
+from kahuna_policy.agent import load_agent
 
 class Agent:
     def __init__(self):
@@ -63,14 +63,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=200, help="games per entrant against random (even)")
     args = parser.parse_args()
-    from policy.agent import load_agent
+    from kahuna_policy.agent import load_agent
 
     champion = load_agent("champion").model
     hidden = list(champion.config.hidden_sizes)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         native = folder / "native.pt"
-        from policy.model import agent_payload
+        from kahuna_policy.model import agent_payload
 
         torch.save(agent_payload(champion), native)
         for fmt, name in (("onnx", "export.onnx"), ("torchscript", "export.ts.pt")):
@@ -105,7 +105,7 @@ def main() -> None:
                 [
                     sys.executable,
                     "-m",
-                    "arena.eval_cli",
+                    "kahuna_arena.eval_cli",
                     spec,
                     "random",
                     "--games",

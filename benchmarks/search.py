@@ -2,7 +2,7 @@
 
     python benchmarks/search.py mcts:200 champion@mcts:50 --positions 20 --repeat 3
 
-Each entrant (``mcts:N``, ``SOURCE@mcts:N``; :func:`arena.entrants.resolve_entrant`)
+Each entrant (``mcts:N``, ``SOURCE@mcts:N``; :func:`kahuna_arena.entrants.resolve_entrant`)
 decides each position once per repeat with a fresh agent (seed = position number),
 through :func:`kahuna_env.agents.choose_action`; the positions are reached by seeded
 random play (a spread of rounds and turn states, each with more than one legal
@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from arena.entrants import resolve_entrant
+from kahuna_arena.entrants import resolve_entrant
 from kahuna_env.agents import choose_action
 from kahuna_env.engine import KahunaGame
 

@@ -5,7 +5,7 @@
 Each simulated test plays pairs of independent games won with the true
 expected score (``elo0`` for the false-H1 rate alpha, ``elo1`` for the
 false-H0 rate beta) and stops exactly as ``kahuna-eval --sprt`` does
-(:func:`arena.sprt.simulate`); tests/test_sprt.py asserts the same figures.
+(:func:`kahuna_arena.sprt.simulate`); tests/test_sprt.py asserts the same figures.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import argparse
 
 import numpy as np
 
-from arena.sprt import SPRT, simulate
+from kahuna_arena.sprt import SPRT, simulate
 
 
 def main() -> None:

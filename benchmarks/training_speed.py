@@ -16,7 +16,7 @@ a fifth of the actions legal): the same shapes and the same work as one
 update of that config, whose rollouts hold about 38,000 learner decisions
 with ``configs/default.yaml``.  One warm-up update, then ``--repeats`` timed ones.
 
-Forward: ``policy.model.sample_actions`` on one thread (as each collection
+Forward: ``kahuna_policy.model.sample_actions`` on one thread (as each collection
 process runs it) for each ``--rows`` batch size: 16 is about a snapshot's
 games in one tick of the default config, 256 about the learner's.
 
@@ -54,7 +54,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.observation import OBSERVATION_SIZE
-from policy.model import ActorCritic, model_from_payload, sample_actions
+from kahuna_policy.model import ActorCritic, model_from_payload, sample_actions
 from training.cli import add_override_argument
 from training.league.pool import OpponentPool
 from training.ppo.checkpoint import load_checkpoint

@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 
-from arena.entrants import resolve_entrant
-from arena.match import Chooser, agent_chooser, play
+from kahuna_arena.entrants import resolve_entrant
+from kahuna_arena.match import Chooser, agent_chooser, play
 from kahuna_env.agents import make_agent
 from kahuna_env.engine import KahunaGame
 

@@ -135,7 +135,7 @@ OPPONENT_PLUGINS = PLUGINS
 """Entry-point group of named opponents beyond the baselines (:data:`kahuna_env.agents.external.PLUGINS`)."""
 BUILDERS = "kahuna_env.builders"
 """Entry-point group of the builder of every entrant that is not a baseline: kahuna-rl declares
-``kahuna-rl = "arena.entrants:resolve_entrant"``, the arena's one builder (agent files of every kind, Python
+``kahuna-rl = "kahuna_arena.entrants:resolve_entrant"``, the arena's one builder (agent files of every kind, Python
 agents, named agents, guided searches), so the environment takes any entrant the arena's tools take while
 ``kahuna_env`` imports neither the arena nor torch: the group is read only for a name that is not a baseline."""
 

@@ -3,7 +3,7 @@
 Every place that plays one game at a time goes through :func:`play`; they differ
 only in their choosers, where they stop and what they do after each action:
 
-* the arena's matches (:mod:`arena.match`: ``kahuna-eval``, ``kahuna-play``,
+* the arena's matches (:mod:`kahuna_arena.match`: ``kahuna-eval``, ``kahuna-play``,
   ``kahuna-replay``, ``kahuna-demo``);
 * the opponent of the Gymnasium wrapper (:class:`~kahuna_env.gym_env.KahunaSingleAgentEnv`)
   and the baseline seat of RLlib's env (``training/rllib/env.py``): the learner's seat

@@ -6,7 +6,7 @@
   (``{"<action id>": p}``, summing to 1; no other action appears);
 * ``value``: its win probability for that seat (draws count half): the
   critic's value as the guided search reads it
-  (:meth:`policy.agent.PolicyAgent.probabilities_and_value`);
+  (:meth:`kahuna_policy.agent.PolicyAgent.probabilities_and_value`);
 * ``search``: ``None``, or with ``simulations`` N > 0 the top moves of the
   search that network guides (``AGENT@mcts:N``, the opponents' search):
   ``[{"action", "text", "visits", "value"}]``, most visited first, ``value``
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from arena.entrants import EntrantRefused, EntrantSpec, parse_entrant
+from kahuna_arena.entrants import EntrantRefused, EntrantSpec, parse_entrant
 from kahuna_env.agents.base import Agent
 from kahuna_env.cli import first_line
 from kahuna_env.engine import KahunaGame

@@ -70,8 +70,8 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from arena.entrants import folder_label, parse_entrant
-from arena.records import read_record
+from kahuna_arena.entrants import folder_label, parse_entrant
+from kahuna_arena.records import read_record
 from kahuna_env.cli import first_line
 from kahuna_env.engine import DISCARD_RULES, VARIANTS
 from kahuna_web.analysis import AnalysisAgents, analyse, analysis_options, top_move
@@ -653,7 +653,7 @@ LADDER_REFRESH_SECONDS = 10.0
 
 
 def _ladder_routes(ladder_db: Path | None) -> list[BaseRoute]:
-    """``GET /api/ladder``: the ladder of ``kahuna-serve --db`` (``arena.ladder.ladder_summary``), cached."""
+    """``GET /api/ladder``: the ladder of ``kahuna-serve --db`` (``kahuna_arena.ladder.ladder_summary``), cached."""
     cache: dict[str, Any] = {"at": -math.inf, "answer": None}
     lock = asyncio.Lock()
 
@@ -662,7 +662,7 @@ def _ladder_routes(ladder_db: Path | None) -> list[BaseRoute]:
             return _error("no results store (kahuna-serve --db FILE shows one)", 404)
         async with lock:  # one fit at a time, whatever the number of requests
             if time.monotonic() - cache["at"] >= LADDER_REFRESH_SECONDS:
-                from arena.ladder import ladder_summary
+                from kahuna_arena.ladder import ladder_summary
 
                 try:
                     cache["answer"] = (await run_in_threadpool(ladder_summary, ladder_db), 200)

@@ -10,7 +10,7 @@ deterministic, so replaying the actions from the seed gives the game back
 exactly (:class:`kahuna_web.sessions.PlaySession` does it); the server holds
 a few games in memory and reloads any other from here when it is asked for.
 
-Habits of :mod:`arena.store`, the results store: the file is in WAL mode;
+Habits of :mod:`kahuna_arena.store`, the results store: the file is in WAL mode;
 every write is one short ``BEGIN IMMEDIATE`` transaction (a killed server
 loses at most the move it was writing, never leaves half a row); a
 ``schema_version`` table names the layout, and a file that is not SQLite, an
@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.store import transaction
+from kahuna_arena.store import transaction
 
 try:
     import resource
@@ -126,7 +126,7 @@ class StoredGame:
         client: the address of the client that started it.
         opponent: the opponent's entrant string.
         seat: the person's seat.
-        seed: the play seed (:func:`arena.play.game_seeds` derives the deal's and the agent's).
+        seed: the play seed (:func:`kahuna_arena.play.game_seeds` derives the deal's and the agent's).
         config: the rule options (:meth:`kahuna_env.engine.KahunaConfig.to_dict`).
         actions: every action of the line played, in order (taken-back actions are not in it).
         undos: the undo marks: ``{"ply": k, "actions": [...]}``, the actions taken back from ply ``k`` on.

@@ -1,6 +1,6 @@
 """The opponents the server allows: entrant strings built into agents, agent files listed, a stopped search's move.
 
-Opponents resolve through :func:`arena.entrants.resolve_entrant`, the one
+Opponents resolve through :func:`kahuna_arena.entrants.resolve_entrant`, the one
 entrant parser of every tool, with the allowed agents folder and this
 server's simulation caps: an agent file counts only inside the folder (links
 and ``..`` resolved; nothing outside it is looked at), anything else that
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from arena.entrants import NAMED_AGENTS, EntrantRefused, EntrantSpec, parse_entrant, resolve_entrant
+from kahuna_arena.entrants import NAMED_AGENTS, EntrantRefused, EntrantSpec, parse_entrant, resolve_entrant
 from kahuna_env.agents import Agent
 from kahuna_env.agents import spec as entrant_forms
 from kahuna_env.agents.mcts import action_priors
@@ -109,14 +109,15 @@ def resolve_opponent(
     max_guided_simulations: int = DEFAULT_MAX_GUIDED_SIMULATIONS,
     named: Mapping[str, EntrantSpec] | None = None,
 ) -> Agent:
-    """Build the agent an entrant string names, with :func:`arena.entrants.resolve_entrant`; :class:`WebError` if bad.
+    """Build the agent an entrant string names (:func:`kahuna_arena.entrants.resolve_entrant`); :class:`WebError`
+    if bad.
 
     Agent files only from ``agents_dir`` (403 for anything outside it, or for
     any file when it is ``None``; 404 for a file of the folder that is not
     there), search budgets at most ``max_simulations`` (``mcts:N``) and
     ``max_guided_simulations`` (``SOURCE@mcts:N``), 400 for anything else
     that is wrong.  Messages never show a file's content or an absolute path.
-    ``spec`` may also be an :class:`~arena.entrants.EntrantSpec` parsed already (the analysis board's).
+    ``spec`` may also be an :class:`~kahuna_arena.entrants.EntrantSpec` parsed already (the analysis board's).
     ``named``: the operator's entrants (:func:`operator_entrant`), by name; ``NAME`` and ``NAME@mcts:N``
     build them as the operator wrote them, ``py:`` agents and files outside ``agents_dir`` included.
     """

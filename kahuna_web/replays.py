@@ -1,6 +1,6 @@
 """Records on the page: every position of a record, a position before any of its actions, the undo notes.
 
-Records replay with the one replayer (:func:`arena.records.replay_record`,
+Records replay with the one replayer (:func:`kahuna_arena.records.replay_record`,
 ``kahuna-replay``'s rules); a record that is malformed, holds a string that
 is not text (a lone surrogate) or does not replay is a one-line
 :class:`~kahuna_web.validate.WebError` (422).  No HTTP here.
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from arena.match import OnAction
-from arena.records import ReplayError, check_record, replay_record
+from kahuna_arena.match import OnAction
+from kahuna_arena.records import ReplayError, check_record, replay_record
 from kahuna_env.cli import first_line
 from kahuna_env.engine import KahunaGame
 from kahuna_web.validate import WebError, digits_to_int, lone_surrogate
@@ -93,7 +93,7 @@ def _replayed(
     plies: int | None = None,
     on_deal: Callable[[KahunaGame], None] | None = None,
 ) -> KahunaGame:
-    """:func:`arena.records.replay_record`, its errors as one-line :class:`WebError` (422) naming ``source``."""
+    """:func:`kahuna_arena.records.replay_record`, its errors as one-line :class:`WebError` (422) naming ``source``."""
     try:
         return replay_record(record, on_action, plies=plies, source=source, on_deal=on_deal)
     except ReplayError as error:

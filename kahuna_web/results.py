@@ -1,6 +1,6 @@
 """``kahuna-eval --json`` files for the page: checked, and cut down to the two tables it shows.
 
-:func:`results_tables` accepts what :meth:`arena.report.EvaluationReport.to_dict`
+:func:`results_tables` accepts what :meth:`kahuna_arena.report.EvaluationReport.to_dict`
 writes (``format: kahuna-eval-v1``) and returns the pairings (W-D-L, score,
 95% interval, margin, games per second) and the ratings (Elo, ±95%, games,
 score); anything else is a :class:`kahuna_web.validate.WebError` naming the

@@ -227,7 +227,7 @@ def _check_arguments(args: argparse.Namespace) -> None:
 def _operator_entrants(given: Sequence[str]) -> dict[str, Any]:
     """The ``--entrant NAME=SPEC`` entrants by name, each built once now, so that a bad one ends the
     program in one line before the server listens."""
-    from arena.entrants import resolve_entrant
+    from kahuna_arena.entrants import resolve_entrant
     from kahuna_web.opponents import operator_entrant
 
     entrants: dict[str, Any] = {}
@@ -297,7 +297,7 @@ def _read_inputs(args: argparse.Namespace) -> tuple[Path | None, list[dict[str, 
         except ValueError as error:
             exit_with_error(PROGRAM, f"--results: {first_line(error)}")
     if args.db is not None:  # read once now: a file that is not a results store is one line here
-        from arena.ladder import ladder_summary
+        from kahuna_arena.ladder import ladder_summary
 
         try:
             ladder_summary(args.db)

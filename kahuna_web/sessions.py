@@ -3,9 +3,9 @@
 A :class:`PlaySession` is one game of a person (``seat``) against an agent
 (any entrant: ``random``, ``greedy``, ``mcts:N``, or an agent file inside
 the allowed directory, :mod:`kahuna_web.opponents`).  It is set up exactly as ``kahuna-play`` sets up a
-game (:func:`arena.play.game_seeds`: the same seed gives the same deal, the
+game (:func:`kahuna_arena.play.game_seeds`: the same seed gives the same deal, the
 same agent seed and the same determinizations), and every action goes
-through the one play loop :func:`arena.match.play`: the person's action
+through the one play loop :func:`kahuna_arena.match.play`: the person's action
 first, then the agent's actions until the person is to act again or the game
 is over.  The page receives only :func:`kahuna_web.views.seat_view` of the
 person's seat, and the record (which holds the deal's seed) only once the
@@ -23,7 +23,7 @@ and it plays its best move so far (:func:`kahuna_web.opponents.best_move_so_far`
 of its turn.  The person may take back the actions of their own turn in progress, one at a time, never
 an end action (a draw, a take, a pass) nor anything across the agent's turn
 (:meth:`PlaySession.undo`): undoing shows them nothing they had not seen.  A game rebuilt from the game
-store replays its actions with the one replayer (:func:`arena.records.replay_actions`).
+store replays its actions with the one replayer (:func:`kahuna_arena.records.replay_actions`).
 The games held, their owners and caps are :mod:`kahuna_web.sessionstore`'s.
 """
 
@@ -36,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from arena.match import Chooser, agent_chooser, play
-from arena.play import game_seeds
-from arena.records import ReplayError, game_record, replay_actions
-from arena.records import game_result as game_result_of
+from kahuna_arena.match import Chooser, agent_chooser, play
+from kahuna_arena.play import game_seeds
+from kahuna_arena.records import ReplayError, game_record, replay_actions
+from kahuna_arena.records import game_result as game_result_of
 from kahuna_env.actions import check_action, describe_action
 from kahuna_env.agents import Agent, MCTSAgent
 from kahuna_env.agents.mcts import SearchCancelled
@@ -482,7 +482,7 @@ class PlaySession:
         self._frozen = frozen
 
     def record(self) -> dict[str, Any]:
-        """The game as an ``arena.records`` record (as ``kahuna-play --record`` writes); 409 while in progress."""
+        """The game as a ``kahuna_arena.records`` record (as ``kahuna-play --record`` writes); 409 in progress."""
         if not self.finished:
             raise WebError(
                 "the record is available once the game is over or abandoned (it holds the deal's seed, "

@@ -17,9 +17,9 @@ import time
 import pytest
 import torch
 
-from arena.eval_cli import main as eval_main
-from arena.play import main as play_main
-from policy.model import ActorCritic, ModelConfig, agent_payload
+from kahuna_arena.eval_cli import main as eval_main
+from kahuna_arena.play import main as play_main
+from kahuna_policy.model import ActorCritic, ModelConfig, agent_payload
 from training import load_agent
 
 SMALL = ModelConfig(hidden_sizes=(8,))
@@ -118,17 +118,17 @@ def test_a_declared_architecture_beyond_the_bounds_is_refused_before_anything_is
     tmp_path, monkeypatch, model_config, message
 ):
     # Issue 34, item 4: [2] * 60000 took 41 s and 672 MB; line_width 10**12 was a RuntimeError traceback.
-    import policy.model
+    import kahuna_policy.model
 
     path = saved(tmp_path, payload(model_config=model_config))
-    monkeypatch.setattr(policy.model, "ActorCritic", _NothingBuilt)
+    monkeypatch.setattr(kahuna_policy.model, "ActorCritic", _NothingBuilt)
     text = refusal(path)
     assert message in text
     assert len(text) < 300  # the 60,000 sizes are not echoed
 
 
 def test_the_parameter_bound_is_computed_exactly_without_building_the_network():
-    from policy.model import MAX_PARAMETERS, parameter_count
+    from kahuna_policy.model import MAX_PARAMETERS, parameter_count
 
     for config in (
         ModelConfig(hidden_sizes=(8,)),
@@ -158,8 +158,8 @@ def test_a_foreign_file_is_refused_without_echoing_its_bytes(tmp_path):
 
 @pytest.mark.parametrize("program", ["kahuna-eval", "kahuna-play"])
 def test_crafted_files_are_one_line_in_the_command_line_tools(tmp_path, program, capsys):
-    from arena.eval_cli import main as eval_main
-    from arena.play import main as play_main
+    from kahuna_arena.eval_cli import main as eval_main
+    from kahuna_arena.play import main as play_main
 
     crafted = [
         payload(model_config={"hidden_sizes": [2] * 60000}),
@@ -224,7 +224,7 @@ def test_a_valid_file_still_loads_and_samples_only_legal_actions(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- value semantics
 def _guided(path, **options):
-    from policy.search import load_guided_agent
+    from kahuna_policy.search import load_guided_agent
 
     return load_guided_agent(path, simulations=4, seed=0, **options)
 
@@ -252,7 +252,7 @@ def test_the_guided_search_reads_the_reward_settings_the_file_records(tmp_path):
 
 
 def test_a_checkpoint_records_its_reward_settings_in_its_config():
-    from policy.agent import recorded_reward
+    from kahuna_policy.agent import recorded_reward
 
     config = {"reward": {"win": 1.0, "island_shaping": 0.25}}
     assert recorded_reward({"config": config}) == {"win": 1.0, "island_shaping": 0.25}
@@ -261,7 +261,7 @@ def test_a_checkpoint_records_its_reward_settings_in_its_config():
 
 
 def test_an_old_file_gets_the_documented_default_said_once(tmp_path, capsys, monkeypatch):
-    from policy.search import _WARNED_ENVIRONMENT
+    from kahuna_policy.search import _WARNED_ENVIRONMENT
 
     monkeypatch.delenv(_WARNED_ENVIRONMENT, raising=False)  # restored after the test
     path = saved(tmp_path, payload(meta={"run": "old"}), "old.pt")
@@ -297,11 +297,21 @@ def test_the_default_reward_warning_is_said_once_across_an_evaluations_workers(t
     import sys
     from pathlib import Path
 
-    from policy.search import _WARNED_ENVIRONMENT
+    from kahuna_policy.search import _WARNED_ENVIRONMENT
 
     path = saved(tmp_path, payload(meta={"run": "old"}), "old.pt")
     environment = {key: value for key, value in os.environ.items() if key != _WARNED_ENVIRONMENT}
-    command = [sys.executable, "-m", "arena.eval_cli", f"{path}@mcts:2", "random", "--games", "2", "--workers", "2"]
+    command = [
+        sys.executable,
+        "-m",
+        "kahuna_arena.eval_cli",
+        f"{path}@mcts:2",
+        "random",
+        "--games",
+        "2",
+        "--workers",
+        "2",
+    ]
     done = subprocess.run(
         [*command, "--no-progress"],
         cwd=Path(__file__).resolve().parent.parent,

@@ -166,9 +166,9 @@ def test_a_path_is_written_with_a_separator_or_a_suffix():
 
 
 def test_the_arena_reads_entrants_with_this_type_and_the_shipped_names():
-    from arena.entrants import NAMED_AGENTS, parse_entrant
-    from arena.entrants import EntrantSpec as ArenaSpec
-    from policy.registry import SHIPPED_AGENTS
+    from kahuna_arena.entrants import NAMED_AGENTS, parse_entrant
+    from kahuna_arena.entrants import EntrantSpec as ArenaSpec
+    from kahuna_policy.registry import SHIPPED_AGENTS
 
     assert ArenaSpec is EntrantSpec and set(NAMED_AGENTS) == set(SHIPPED_AGENTS)
     assert parse_entrant("champion@mcts:4") == EntrantSpec("named", "champion", "champion", 4)

@@ -14,8 +14,8 @@ search), then ``arena``, then ``training``.  Each module may import only what li
 * ``arena`` never imports ``training``; of ``policy`` it imports the registry at module
   level and the network modules (and through them torch) only inside functions, when an
   entrant is an agent file, so importing any arena module loads no torch;
-* ``training`` imports of the arena only its leaf modules, ``arena.stats`` and
-  ``arena.store`` (which themselves import only ``kahuna_env``);
+* ``training`` imports of the arena only its leaf modules, ``kahuna_arena.stats`` and
+  ``kahuna_arena.store`` (which themselves import only ``kahuna_env``);
 * the graph of imports between the project's modules has no cycle.
 """
 
@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("kahuna_env", "policy", "training", "arena", "kahuna_web")
+PACKAGES = ("kahuna_env", "kahuna_policy", "training", "kahuna_arena", "kahuna_web")
 
 RULES_RANK = {
     "kahuna_env.version": -1,
@@ -76,12 +76,12 @@ RULES_RANK = {
 Modules not listed (a new one) get the rank of the layer they import from: the test
 below fails and asks for a rank, so that adding a module is a decision about its place.
 """
-ARENA_LEAVES = ("arena.stats", "arena.store")
+ARENA_LEAVES = ("kahuna_arena.stats", "kahuna_arena.store")
 """The arena modules ``training`` may import: statistics and the results store."""
-FOREIGN_FORBIDDEN_IN_RULES = ("torch", "ray", "policy", "training", "arena", "kahuna_web")
-POLICY_WITHOUT_TORCH = ("policy", "policy.registry", "policy.reward")
+FOREIGN_FORBIDDEN_IN_RULES = ("torch", "ray", "kahuna_policy", "training", "kahuna_arena", "kahuna_web")
+POLICY_WITHOUT_TORCH = ("kahuna_policy", "kahuna_policy.registry", "kahuna_policy.reward")
 """The policy modules the arena and the web may import at module level: they never load torch."""
-WEB_MAY_IMPORT = ("kahuna_env", "policy", "arena", "kahuna_web")
+WEB_MAY_IMPORT = ("kahuna_env", "kahuna_policy", "kahuna_arena", "kahuna_web")
 """What the web app (``kahuna_web``, docs/WEB.md) may import of the project; nothing imports it."""
 
 
@@ -143,7 +143,7 @@ def project_module(imported: str) -> str | None:
 
 
 def test_the_module_list_is_not_empty() -> None:
-    assert {"kahuna_env.engine", "training.ppo.trainer", "arena.stats"} <= set(MODULES)
+    assert {"kahuna_env.engine", "training.ppo.trainer", "kahuna_arena.stats"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", sorted(n for n in MODULES if n.split(".")[0] == "kahuna_env"))
@@ -169,7 +169,7 @@ def test_kahuna_env_modules_import_only_lower_layers(name: str) -> None:
 def test_training_imports_only_the_arena_leaves(name: str) -> None:
     for imported, _ in imports_of(name):
         target = project_module(imported)
-        if target is not None and target.split(".")[0] == "arena":
+        if target is not None and target.split(".")[0] == "kahuna_arena":
             assert target in ARENA_LEAVES, f"{name} imports {target}; training may import only {ARENA_LEAVES}"
 
 
@@ -181,26 +181,26 @@ def test_arena_leaves_import_only_the_rules(name: str) -> None:
         assert imported.split(".")[0] != "torch", f"{name} imports torch"
 
 
-@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.split(".")[0] == "policy"))
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.split(".")[0] == "kahuna_policy"))
 def test_policy_imports_only_the_rules(name: str) -> None:
     for imported, _top in imports_of(name):
         target = project_module(imported)
-        assert target is None or target.split(".")[0] in ("kahuna_env", "policy"), f"{name} imports {target}"
+        assert target is None or target.split(".")[0] in ("kahuna_env", "kahuna_policy"), f"{name} imports {target}"
         if name in POLICY_WITHOUT_TORCH:
             assert imported.split(".")[0] != "torch", f"{name} imports torch"
-            assert target is None or target.split(".")[0] != "policy" or target in POLICY_WITHOUT_TORCH, (
+            assert target is None or target.split(".")[0] != "kahuna_policy" or target in POLICY_WITHOUT_TORCH, (
                 f"{name} imports {target}, which loads torch"
             )
 
 
-@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.split(".")[0] == "arena"))
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.split(".")[0] == "kahuna_arena"))
 def test_arena_loads_the_network_and_torch_only_inside_functions(name: str) -> None:
     for imported, top in imports_of(name):
         target = project_module(imported) or ""
         assert target.split(".")[0] != "training", f"{name} imports {target}: the arena lies below training"
         if top:
             assert imported.split(".")[0] not in ("torch", "ray"), f"{name} imports {imported} at module level"
-            assert target.split(".")[0] != "policy" or target in POLICY_WITHOUT_TORCH, (
+            assert target.split(".")[0] != "kahuna_policy" or target in POLICY_WITHOUT_TORCH, (
                 f"{name} imports {target} at module level"
             )
 
@@ -213,7 +213,7 @@ def test_kahuna_web_imports_only_the_rules_and_the_arena(name: str) -> None:
         assert imported.split(".")[0] not in ("ray", "training"), f"{name} imports {imported}"
         if top:  # a network (and torch) loads only inside the function that needs it, like the arena's
             assert imported.split(".")[0] != "torch", f"{name} imports torch at module level"
-            assert target is None or target.split(".")[0] != "policy" or target in POLICY_WITHOUT_TORCH, (
+            assert target is None or target.split(".")[0] != "kahuna_policy" or target in POLICY_WITHOUT_TORCH, (
                 f"{name} imports {target} at module level, which loads torch"
             )
 
@@ -257,7 +257,7 @@ def test_importing_the_rules_and_every_arena_module_loads_no_torch() -> None:
     names = [
         "kahuna_env",
         *POLICY_WITHOUT_TORCH,
-        *sorted(n for n in MODULES if n.split(".")[0] in ("arena", "kahuna_web")),
+        *sorted(n for n in MODULES if n.split(".")[0] in ("kahuna_arena", "kahuna_web")),
     ]
     if importlib.util.find_spec("starlette") is None:  # the web extra is not installed
         names.remove("kahuna_web.app")

@@ -22,16 +22,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import arena.match
-from arena import evaluation
-from arena.demo import main as demo_main
-from arena.eval_cli import main as eval_main
-from arena.evaluation import EvaluationError, WorkerError, run_evaluation
-from arena.match import GameTask, agent_chooser, play, play_task
-from arena.play import main as play_main
-from arena.records import RECORD_FORMAT, check_record, game_record, game_result, read_record, write_record
-from arena.replay import main as replay_main
-from arena.store import ResultsStore
+import kahuna_arena.match
+from kahuna_arena import evaluation
+from kahuna_arena.demo import main as demo_main
+from kahuna_arena.eval_cli import main as eval_main
+from kahuna_arena.evaluation import EvaluationError, WorkerError, run_evaluation
+from kahuna_arena.match import GameTask, agent_chooser, play, play_task
+from kahuna_arena.play import main as play_main
+from kahuna_arena.records import RECORD_FORMAT, check_record, game_record, game_result, read_record, write_record
+from kahuna_arena.replay import main as replay_main
+from kahuna_arena.store import ResultsStore
 from kahuna_env.agents import make_agent
 from kahuna_env.engine import KahunaConfig, KahunaGame
 
@@ -69,7 +69,7 @@ def _write(tmp_path: Path, record: dict, name: str = "record.json") -> Path:
 def _policy_file(path: Path) -> Path:
     import torch
 
-    from policy.model import ActorCritic, ModelConfig, agent_payload
+    from kahuna_policy.model import ActorCritic, ModelConfig, agent_payload
 
     torch.manual_seed(0)
     torch.save(agent_payload(ActorCritic(ModelConfig(hidden_sizes=(16,))), {"run": "test"}), path)
@@ -79,8 +79,8 @@ def _policy_file(path: Path) -> Path:
 VANISHING_FILE_SCRIPT = textwrap.dedent(
     """
     import os, sys
-    import arena.evaluation as evaluation
-    from arena.eval_cli import main
+    import kahuna_arena.evaluation as evaluation
+    from kahuna_arena.eval_cli import main
 
     path = sys.argv[1]
     start_workers = evaluation._play_in_workers
@@ -120,8 +120,8 @@ def test_eval_with_two_workers_plays_the_agents_the_parent_loaded_when_a_file_va
 DYING_WORKER_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
-    import arena.evaluation as evaluation
-    from arena.eval_cli import main
+    import kahuna_arena.evaluation as evaluation
+    from kahuna_arena.eval_cli import main
 
     play = evaluation._run_in_worker
 
@@ -213,7 +213,7 @@ def test_eval_a_bad_simulation_budget_is_one_clear_line(entrant, capsys):
     "entrant", ["mcts:99999999999999999999999999", "mcts:1000001", "champion@mcts:1000001", "x.pt@mcts:" + "9" * 5000]
 )
 def test_a_simulation_budget_over_the_hard_bound_is_one_line_for_every_tool(entrant, capsys):
-    """Issue 34, item 5: budgets above arena.entrants.MAX_SIMULATIONS (10^6) are refused before any game."""
+    """Issue 34, item 5: budgets above kahuna_arena.entrants.MAX_SIMULATIONS (10^6) are refused before any game."""
     assert _exit_code(eval_main, ["random", entrant]) == 2
     assert "at most 1000000" in _one_line_error(capsys, "kahuna-eval")
     assert _play_exit_code(["--opponent", entrant])[0] == 2
@@ -474,13 +474,13 @@ def test_the_play_loop_reports_every_action_to_its_callback():
 
 def test_evaluation_games_go_through_the_play_loop(monkeypatch):
     calls = []
-    original = arena.match.play
+    original = kahuna_arena.match.play
 
     def spy(game, choosers, on_action=None):
         calls.append(game)
         return original(game, choosers, on_action)
 
-    monkeypatch.setattr(arena.match, "play", spy)
+    monkeypatch.setattr(kahuna_arena.match, "play", spy)
     agents = (make_agent("random", seed=0), make_agent("greedy", seed=0))
     result = play_task(agents, GameTask(0, 0, (0, 1), 7, (1, 2), 3))
     assert len(calls) == 1 and result.moves > 0
@@ -490,19 +490,19 @@ def test_evaluation_games_go_through_the_play_loop(monkeypatch):
 @pytest.mark.parametrize(
     "module",
     [
-        "arena",
+        "kahuna_arena",
         "kahuna_env.cli",
-        "arena.demo",
-        "arena.entrants",
-        "arena.eval_cli",
-        "arena.evaluation",
-        "arena.ladder",
-        "arena.match",
-        "arena.play",
-        "arena.records",
-        "arena.replay",
-        "arena.report",
-        "arena.stats",
+        "kahuna_arena.demo",
+        "kahuna_arena.entrants",
+        "kahuna_arena.eval_cli",
+        "kahuna_arena.evaluation",
+        "kahuna_arena.ladder",
+        "kahuna_arena.match",
+        "kahuna_arena.play",
+        "kahuna_arena.records",
+        "kahuna_arena.replay",
+        "kahuna_arena.report",
+        "kahuna_arena.stats",
     ],
 )
 def test_importing_an_arena_module_loads_neither_torch_nor_training(module):
@@ -518,7 +518,7 @@ def test_importing_an_arena_module_loads_neither_torch_nor_training(module):
 def test_replaying_a_record_loads_neither_torch_nor_training(tmp_path):
     path = _write(tmp_path, _finished_record())
     code = (
-        "import sys\nfrom arena.replay import main\n"
+        "import sys\nfrom kahuna_arena.replay import main\n"
         f"assert main([{str(path)!r}, '--quiet']) == 0\n"
         "loaded = [name for name in ('torch', 'training') if name in sys.modules]\n"
         "sys.exit(f'{loaded} imported' if loaded else 0)"
@@ -572,8 +572,8 @@ def test_replay_prints_hostile_player_names_as_escapes(tmp_path):
 
 
 def test_kahuna_ratings_prints_hostile_labels_of_a_store_as_escapes(tmp_path, capsys):
-    from arena.ratings_cli import main as ratings_main
-    from arena.store import Entrant, StoredGame
+    from kahuna_arena.ratings_cli import main as ratings_main
+    from kahuna_arena.store import Entrant, StoredGame
 
     db = tmp_path / "results.sqlite"
     hostile, greedy = Entrant("sha256:" + "0" * 64, HOSTILE, "file"), Entrant("baseline:greedy", "greedy", "baseline")
@@ -616,8 +616,8 @@ def test_game_records_get_the_mode_the_umask_gives(tmp_path, mask):
 
 @pytest.mark.parametrize("program", ["kahuna-eval", "kahuna-play", "kahuna-ratings"])
 def test_the_entrant_help_names_every_form_from_the_one_grammar(program, capsys):
-    from arena.entrants import ENTRANT_FORMS
-    from arena.ratings_cli import main as ratings_main
+    from kahuna_arena.entrants import ENTRANT_FORMS
+    from kahuna_arena.ratings_cli import main as ratings_main
 
     main = {"kahuna-eval": eval_main, "kahuna-play": play_main, "kahuna-ratings": ratings_main}[program]
     assert _exit_code(main, ["--help"]) == 0
@@ -641,7 +641,7 @@ def test_an_input_that_is_a_fifo_is_refused_unopened(tmp_path, capsys, program, 
     # Issue 76: special files given as inputs are refused in one line before anything opens them.
     from test_agent_files import fifo_at, never_blocking
 
-    from arena.ratings_cli import main as ratings_main
+    from kahuna_arena.ratings_cli import main as ratings_main
 
     fifo = fifo_at(tmp_path / "fifo")
     store = tmp_path / "r.sqlite"

@@ -11,7 +11,7 @@ from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import encode_observation
 from kahuna_env.seated import PerGamePolicy
 from kahuna_env.vector import KahunaBatch
-from policy.model import ActorCritic, ModelConfig
+from kahuna_policy.model import ActorCritic, ModelConfig
 from training.league.pool import KIND_GREEDY, KIND_LATEST, KIND_MCTS, KIND_PAST, KIND_RANDOM, KINDS, OpponentPool
 from training.ppo.config import ConfigError, RolloutConfig
 from training.selfplay import batched_rollout

@@ -10,7 +10,7 @@ import torch
 from helpers import THIRD_CHAMPION
 
 from kahuna_env.engine import KahunaGame
-from policy.agent import load_agent
+from kahuna_policy.agent import load_agent
 from training.tools.distill import (
     Decisions,
     FitSettings,

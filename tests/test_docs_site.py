@@ -46,7 +46,7 @@ def test_the_site_builds_strictly(tmp_path):
     warnings = [line for line in done.stderr.splitlines() if line.startswith(("WARNING", "ERROR"))]
     assert done.returncode == 0 and warnings == [], "\n".join(warnings) or done.stderr[-2000:]
     site = tmp_path / "site"
-    assert (site / "api" / "policy" / "index.html").is_file()
+    assert (site / "api" / "kahuna_policy" / "index.html").is_file()
     files = [path.relative_to(DOCS) for path in DOCS.rglob("*") if path.is_file() and path.suffix != ".md"]
     assert [path for path in files if not (site / path).is_file()] == []  # ratings.json, the pictures
     assert (tmp_path / "site" / "search" / "search_index.json").is_file()
@@ -59,7 +59,14 @@ def test_the_site_builds_strictly(tmp_path):
 LEFT_AS_TEXT = re.compile(r":(?:class|func|meth|mod|data|attr|exc|obj):`|^(?:<p>)?\s*={4,}(?: +={2,})*\s*$", re.M)
 """What a docstring's reST markup looks like when the site did not render it: a role, a table's rule."""
 
-COMMANDS = {"arena.demo", "arena.eval_cli", "arena.play", "arena.ratings_cli", "arena.replay", "kahuna_env.version"}
+COMMANDS = {
+    "kahuna_arena.demo",
+    "kahuna_arena.eval_cli",
+    "kahuna_arena.play",
+    "kahuna_arena.ratings_cli",
+    "kahuna_arena.replay",
+    "kahuna_env.version",
+}
 """Modules that are commands (documented by their ``--help`` and the guides) or only hold the version."""
 INTERNALS = {"kahuna_env.arrays", "kahuna_env.kernels", "kahuna_env.workers"}
 """The loops, their arrays and the worker pool: reached through the engine and the vector env, not called."""
@@ -72,13 +79,13 @@ def test_every_public_module_has_a_page_in_the_api_reference():
         re.findall(r"^::: ([\w.]+)", "\n".join(p.read_text("utf-8") for p in (DOCS / "api").glob("*.md")), re.M)
     )
     public = set(TRAINING_API)
-    for package in ("kahuna_env", "policy", "arena"):
+    for package in ("kahuna_env", "kahuna_policy", "kahuna_arena"):
         for path in (ROOT / package).rglob("*.py"):
             parts = path.relative_to(ROOT).with_suffix("").parts
             parts = parts[:-1] if parts[-1] == "__init__" else parts
             if not any(part.startswith("_") for part in parts):
                 public.add(".".join(parts))
-    assert sorted(public - COMMANDS - INTERNALS - documented - {"policy", "arena"}) == []
+    assert sorted(public - COMMANDS - INTERNALS - documented - {"kahuna_policy", "kahuna_arena"}) == []
 
 
 def test_the_docstring_extension_writes_roles_as_code_and_tables_as_markdown():
@@ -87,8 +94,8 @@ def test_the_docstring_extension_writes_roles_as_code_and_tables_as_markdown():
     spec = importlib.util.spec_from_file_location("docs_rst", ROOT / "tools" / "docs_rst.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    text = ":class:`~a.b.Game` and :func:`arena.stats.wilson` and :mod:`the loops <kahuna_env.kernels>`"
-    assert module.to_markdown(text) == "`Game` and `arena.stats.wilson` and `the loops`"
+    text = ":class:`~a.b.Game` and :func:`kahuna_arena.stats.wilson` and :mod:`the loops <kahuna_env.kernels>`"
+    assert module.to_markdown(text) == "`Game` and `kahuna_arena.stats.wilson` and `the loops`"
     table = "=====  =====\nkey    value\n=====  =====\na      one\n       more\nb      two\n=====  =====\n"
     assert module.to_markdown(table) == "| key | value |\n|---|---|\n| a | one more |\n| b | two |\n"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from arena import ladder, stats
-from arena.report import PRIOR_DRAWS
-from arena.store import ResultsStore, baseline_entrant
+from kahuna_arena import ladder, stats
+from kahuna_arena.report import PRIOR_DRAWS
+from kahuna_arena.store import ResultsStore, baseline_entrant
 from training.ppo import metrics
 from training.selfplay.quick_eval import QuickEvalResult
 
@@ -63,7 +63,7 @@ def test_the_docs_quote_the_one_anchor_table() -> None:
 
 # ---------------------------------------------------------------------------------------------- the README
 def _champion_meta() -> dict:
-    from policy.agent import load_agent
+    from kahuna_policy.agent import load_agent
 
     return load_agent("champion").meta
 

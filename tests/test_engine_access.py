@@ -21,7 +21,7 @@ OWNER = "kahuna_env/engine.py"
 FRIENDS = ("kahuna_env/observation.py",)
 SOURCES = sorted(
     path.relative_to(ROOT).as_posix()
-    for package in ("kahuna_env", "policy", "training", "arena", "benchmarks")
+    for package in ("kahuna_env", "kahuna_policy", "training", "kahuna_arena", "benchmarks")
     for path in (ROOT / package).rglob("*.py")
 )
 

@@ -9,12 +9,12 @@ from collections import Counter
 import pytest
 import torch
 
-from arena.entrants import resolve_entrant
-from arena.eval_cli import main as eval_main
-from arena.evaluation import run_evaluation
-from arena.match import GameResult, GameTask, schedule
-from arena.report import summarize
-from policy.model import ActorCritic, ModelConfig, agent_payload
+from kahuna_arena.entrants import resolve_entrant
+from kahuna_arena.eval_cli import main as eval_main
+from kahuna_arena.evaluation import run_evaluation
+from kahuna_arena.match import GameResult, GameTask, schedule
+from kahuna_arena.report import summarize
+from kahuna_policy.model import ActorCritic, ModelConfig, agent_payload
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +128,7 @@ def test_results_are_identical_with_one_and_two_workers():
 
 def test_workers_hand_each_result_over_as_it_finishes():
     """The progress bar moves during a multi-worker evaluation, not all at once at its end."""
-    from arena.evaluation import _play_in_workers, check_entrants
+    from kahuna_arena.evaluation import _play_in_workers, check_entrants
     from kahuna_env.engine import KahunaConfig
 
     tasks = schedule(["greedy", "mcts:40"], games=8, seed=5)
@@ -292,17 +292,17 @@ def test_cli_corrupt_checkpoint_exits_with_a_one_line_error(tmp_path, capsys):
 @pytest.mark.parametrize("workers", [1, 2])
 def test_kahuna_eval_resolves_each_entrant_once(workers, monkeypatch, capsys):
     """Issue 35: each entrant is built once, in the parent, and the built agents are handed to the workers."""
-    import arena.evaluation
-    from arena.eval_cli import main
+    import kahuna_arena.evaluation
+    from kahuna_arena.eval_cli import main
 
     calls = []
-    resolve = arena.evaluation.resolve_entrant
+    resolve = kahuna_arena.evaluation.resolve_entrant
 
     def counting(spec, *args, **kwargs):
         calls.append(spec)
         return resolve(spec, *args, **kwargs)
 
-    monkeypatch.setattr(arena.evaluation, "resolve_entrant", counting)
+    monkeypatch.setattr(kahuna_arena.evaluation, "resolve_entrant", counting)
     argv = ["greedy", "mcts:5", "--games", "4", "--workers", str(workers), "--no-progress"]
     assert main(argv) == 0
     assert sorted(calls) == ["greedy", "mcts:5"]
@@ -345,7 +345,7 @@ def test_one_agent_under_two_names_plays_the_same_games_with_or_without_common_d
 
 
 def test_cli_common_deals_are_recorded_in_the_store_session(tmp_path, capsys):
-    from arena.store import ResultsStore
+    from kahuna_arena.store import ResultsStore
 
     db = tmp_path / "results.sqlite"
     base = ["greedy", "random", "--games", "2", "--seed", "4", "--db", str(db), "--no-progress"]

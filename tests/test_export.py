@@ -17,8 +17,8 @@ torch = pytest.importorskip("torch")
 
 import kahuna_env  # noqa: E402
 from kahuna_env.cli import AGENT, file_kind  # noqa: E402
-from policy.agent import shipped_agent_source  # noqa: E402
-from policy.model import ActorCritic, ModelConfig  # noqa: E402
+from kahuna_policy.agent import shipped_agent_source  # noqa: E402
+from kahuna_policy.model import ActorCritic, ModelConfig  # noqa: E402
 from training.tools import export as export_module  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -201,7 +201,7 @@ def test_the_onnx_example_plays_a_game_without_torch(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------- versions
 def test_every_package_has_the_version_of_pyproject() -> None:
     version = re.search(r'^version\s*=\s*"([^"]+)"', PYPROJECT, re.M).group(1)
-    for package in ("kahuna_env", "policy", "training", "arena", "kahuna_web"):
+    for package in ("kahuna_env", "kahuna_policy", "training", "kahuna_arena", "kahuna_web"):
         assert importlib.import_module(package).__version__ == version, package
     assert kahuna_env.__version__ == version
 

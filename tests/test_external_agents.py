@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 import torch
 
-from arena.entrants import resolve_entrant
-from arena.eval_cli import main as eval_main
+from kahuna_arena.entrants import resolve_entrant
+from kahuna_arena.eval_cli import main as eval_main
 from kahuna_env.agents.external import PythonAgent, agent_file_kind
 from kahuna_env.engine import KahunaGame
 
@@ -276,7 +276,7 @@ def test_a_crafted_sb3_checkpoint_runs_no_code(tmp_path, capsys):
 
 def test_the_spelling_of_an_agent_file_never_changes_its_games(tmp_path, monkeypatch):
     """``x.pt``, ``./x.pt`` and a renamed copy play byte-identical games for the same seed (records compared)."""
-    from policy.model import ActorCritic, ModelConfig, agent_payload
+    from kahuna_policy.model import ActorCritic, ModelConfig, agent_payload
 
     monkeypatch.chdir(tmp_path)
     torch.manual_seed(0)
@@ -298,7 +298,7 @@ def test_the_spelling_of_an_agent_file_never_changes_its_games(tmp_path, monkeyp
 
 
 def test_ratings_rate_an_sb3_entrant_among_the_baselines(sb3_model, tmp_path):
-    from arena.ratings_cli import main as ratings_main
+    from kahuna_arena.ratings_cli import main as ratings_main
 
     db = tmp_path / "r.sqlite"
     json_out = tmp_path / "ladder.json"
@@ -309,7 +309,7 @@ def test_ratings_rate_an_sb3_entrant_among_the_baselines(sb3_model, tmp_path):
 
 
 def test_kahuna_play_takes_an_sb3_checkpoint_as_the_opponent(sb3_model, tmp_path, monkeypatch, capsys):
-    from arena.play import main as play_main
+    from kahuna_arena.play import main as play_main
 
     monkeypatch.setattr("sys.stdin", __import__("io").StringIO("quit\n"))
     code = play_main(["--opponent", str(sb3_model), "--seed", "1"])
@@ -321,7 +321,7 @@ def test_a_plugin_named_agent_is_an_entrant_of_every_tool(monkeypatch, tmp_path)
     """A package's entry point in the kahuna_env.opponents group names an agent the arena and the env build."""
     import importlib.metadata
 
-    import arena.entrants
+    import kahuna_arena.entrants
     from kahuna_env.agents import external
 
     class Entry:
@@ -339,7 +339,7 @@ def test_a_plugin_named_agent_is_an_entrant_of_every_tool(monkeypatch, tmp_path)
         return real(group=group, **kwargs)
 
     monkeypatch.setattr(external, "entry_points", entry_points)
-    monkeypatch.setattr(arena.entrants, "NAMED_AGENTS", (*arena.entrants.NAMED_AGENTS, "first-legal"))
+    monkeypatch.setattr(kahuna_arena.entrants, "NAMED_AGENTS", (*kahuna_arena.entrants.NAMED_AGENTS, "first-legal"))
     agent = resolve_entrant("first-legal")
     assert isinstance(agent, PythonAgent)
     report = _evaluate(tmp_path, "first-legal", "random", "--games", "2")

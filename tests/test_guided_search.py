@@ -7,16 +7,16 @@ import pytest
 import torch
 from helpers import midgame_positions
 
-from arena.entrants import entrant_label, is_checkpoint_spec, resolve_entrant, split_search
-from arena.eval_cli import main as eval_main
-from arena.evaluation import run_evaluation
+from kahuna_arena.entrants import entrant_label, is_checkpoint_spec, resolve_entrant, split_search
+from kahuna_arena.eval_cli import main as eval_main
+from kahuna_arena.evaluation import run_evaluation
 from kahuna_env.agents import MCTSAgent, RandomAgent, choose_action
 from kahuna_env.agents.mcts import action_priors
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_LAYOUT, encode_observation
-from policy.agent import PolicyAgent
-from policy.model import ActorCritic, ModelConfig, agent_payload
-from policy.search import GuidedMCTSAgent, NetworkEvaluator, load_guided_agent
+from kahuna_policy.agent import PolicyAgent
+from kahuna_policy.model import ActorCritic, ModelConfig, agent_payload
+from kahuna_policy.search import GuidedMCTSAgent, NetworkEvaluator, load_guided_agent
 
 
 @pytest.fixture(scope="module")
@@ -230,7 +230,7 @@ def test_search_entrants_resolve_to_the_guided_search(policy_file):
 
 
 def test_champion_is_a_named_network_entrant():
-    # Needs policy.agent.load_agent("champion") (the shipped agent).
+    # Needs kahuna_policy.agent.load_agent("champion") (the shipped agent).
     assert is_checkpoint_spec("champion") and is_checkpoint_spec("champion@mcts:5")
     agent = resolve_entrant("champion", seed=0)
     assert isinstance(agent, PolicyAgent) and agent.name == "champion"

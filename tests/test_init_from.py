@@ -16,8 +16,8 @@ import pytest
 import torch
 from test_training_hardening import quick_args
 
-from policy.agent import load_agent
-from policy.model import ActorCritic
+from kahuna_policy.agent import load_agent
+from kahuna_policy.model import ActorCritic
 from training.cli import main
 from training.ppo.checkpoint import export_agent, load_checkpoint
 from training.ppo.config import ConfigError, load_config
@@ -126,7 +126,7 @@ def _ship_run(tmp_path: Path, init_from: str | None) -> dict:
 
 
 def test_a_shipped_agent_records_the_agent_its_run_started_from(tmp_path):
-    from policy.agent import load_agent
+    from kahuna_policy.agent import load_agent
 
     start = load_agent("champion-v5").meta
     meta = _ship_run(tmp_path, "champion-v5")
@@ -174,7 +174,7 @@ def _run_started_from(tmp_path: Path, start: Path, record: bool) -> Path:
 
 
 def _tiny_start(tmp_path: Path) -> Path:
-    from policy.model import ModelConfig
+    from kahuna_policy.model import ModelConfig
 
     path = tmp_path / "start.pt"
     training = {"learner_decisions": 1000, "train_seconds": 100.0}

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from policy.model import ActorCritic, ModelConfig
+from kahuna_policy.model import ActorCritic, ModelConfig
 from training.cli import main
 from training.league.pool import KIND_MCTS, KIND_PAST, PFSP, GameAssignment, OpponentPool
 from training.ppo.checkpoint import load_checkpoint

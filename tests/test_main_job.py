@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 import torch
 
-import policy.model
+import kahuna_policy.model
 from kahuna_env import kernels
-from policy.agent import load_agent
-from policy.model import _OWN_WEIGHTS, ActorCritic, ModelConfig
+from kahuna_policy.agent import load_agent
+from kahuna_policy.model import _OWN_WEIGHTS, ActorCritic, ModelConfig
 from training.cli import main
 from training.launch import WAIT_POLICY, passive_threads
 from training.league.pool import OpponentPool
@@ -77,7 +77,7 @@ def outputs_and_gradients(model: ActorCritic, observations: torch.Tensor, masks:
 @pytest.mark.parametrize("activation", ["relu", "tanh"])
 def test_the_fast_board_pass_is_the_generic_pass_with_the_same_gradients(played, activation, chunk, monkeypatch):
     if chunk is not None:  # 300 positions in three chunks (128, 128, 44) instead of the default's one
-        monkeypatch.setattr(policy.model, "LINE_CHUNK", chunk)
+        monkeypatch.setattr(kahuna_policy.model, "LINE_CHUNK", chunk)
     model = board(activation).double()
     observations = torch.from_numpy(played.observations[:300]).double()
     masks = torch.from_numpy(played.masks[:300])

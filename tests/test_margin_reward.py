@@ -9,7 +9,7 @@ from test_batched_rollout import _batch
 
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.vector import KahunaBatch
-from policy.model import ActorCritic, ModelConfig
+from kahuna_policy.model import ActorCritic, ModelConfig
 from training.league.pool import KIND_GREEDY, KIND_LATEST, KIND_PAST, KIND_RANDOM
 from training.ppo.config import ConfigError, load_config
 from training.rllib.config import load_rllib_config
@@ -101,7 +101,7 @@ def test_the_rllib_trainer_refuses_a_margin():
 
 
 def test_files_record_the_margin_only_when_it_is_used():
-    from policy.reward import recorded_reward, reward_record
+    from kahuna_policy.reward import recorded_reward, reward_record
 
     assert reward_record({"win": 1.0, "island_shaping": 1.0, "margin": 0.0}) == {"win": 1.0, "island_shaping": 1.0}
     used = {"win": 1.0, "island_shaping": 1.0, "margin": 0.03}
@@ -116,7 +116,7 @@ def test_files_record_the_margin_only_when_it_is_used():
 def test_a_margin_run_records_it_and_ships(tmp_path):
     from pathlib import Path
 
-    from policy.agent import load_agent
+    from kahuna_policy.agent import load_agent
     from training.cli import main
     from training.tools import ship as ship_module
 

@@ -56,12 +56,12 @@ keys of the record stay as written)."""
 
 
 def _champion(options):
-    """``champion@mcts:N`` as :func:`policy.search.load_guided_agent` builds it, with the recorded network
+    """``champion@mcts:N`` as :func:`kahuna_policy.search.load_guided_agent` builds it, with the recorded network
     (:data:`RECORDED_NETWORK`), the file read once."""
 
     def build(seed):
-        from policy.agent import load_agent
-        from policy.search import GuidedMCTSAgent
+        from kahuna_policy.agent import load_agent
+        from kahuna_policy.search import GuidedMCTSAgent
 
         if RECORDED_NETWORK not in _LOADED:
             _LOADED[RECORDED_NETWORK] = load_agent(RECORDED_NETWORK)

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from policy.agent import read_policy_file, shipped_agent_names, shipped_agent_source
+from kahuna_policy.agent import read_policy_file, shipped_agent_names, shipped_agent_source
 from training.tools import model_card
 
 META = {

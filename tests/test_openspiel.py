@@ -601,7 +601,7 @@ def test_the_docs_openspiel_section_runs_as_written_with_smaller_budgets(ko, tmp
 
 def test_kahuna_eval_plays_the_ismcts_agent_as_a_python_entrant(ko, tmp_path):
     """``kahuna-eval py:...:ISMCTSAgent mcts`` (docs/ECOSYSTEM.md) with a budget of 2 simulations per move."""
-    from arena.eval_cli import main as eval_main
+    from kahuna_arena.eval_cli import main as eval_main
 
     agent = tmp_path / "small_ismcts.py"
     agent.write_text("from kahuna_env.openspiel import ISMCTSAgent\n\nagent = ISMCTSAgent(simulations=2)\n")

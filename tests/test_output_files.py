@@ -23,10 +23,10 @@ import pytest
 import torch
 import yaml
 
-from arena.eval_cli import main as eval_main
-from arena.play import main as play_main
+from kahuna_arena.eval_cli import main as eval_main
+from kahuna_arena.play import main as play_main
 from kahuna_env.cli import AGENT, RECORD, REPORT, STORE, check_output_file, file_kind
-from policy.model import ActorCritic, ModelConfig
+from kahuna_policy.model import ActorCritic, ModelConfig
 from training.ppo.checkpoint import build_checkpoint, export_agent, save_checkpoint
 from training.tools import ship as ship_module
 
@@ -154,7 +154,7 @@ def test_ctrl_c_during_eval_keeps_the_finished_games(tmp_path, sent, code, said)
     # Issue 34, item 7: Ctrl-C threw the finished games away.  A real SIGINT once three games are done.
     # Issue 66, item 4: any early end keeps them the same way; SIGTERM (a scheduler's stop) ended with nothing.
     report, records = tmp_path / "report.json", tmp_path / "records"
-    command = [sys.executable, "-m", "arena.eval_cli", "mcts:30", "greedy", "--games", "200"]
+    command = [sys.executable, "-m", "kahuna_arena.eval_cli", "mcts:30", "greedy", "--games", "200"]
     command += ["--json", str(report), "--record", str(records)]
     # A user's Ctrl-C reaches a process whose SIGINT has its default action.  The test process may have
     # inherited SIGINT ignored (a child started with it ignored keeps ignoring it, and Python then installs
@@ -327,7 +327,7 @@ def test_rllib_export_refuses_a_foreign_output_and_a_missing_extra_exits_2(tmp_p
 
 
 def test_replay_gif_never_overwrites_its_record_or_a_foreign_file(tmp_path, capsys):
-    from arena.replay import main as replay_main
+    from kahuna_arena.replay import main as replay_main
 
     record = tmp_path / "game.gif"  # a record under a .gif name: --gif would destroy it
     assert play_main(["--record", str(record), "--seed", "1"], stdin=StringIO("quit\n"), stdout=StringIO()) == 0

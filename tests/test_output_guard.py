@@ -3,7 +3,7 @@
 Each output of each command (``kahuna-eval --json/--db/--record``, ``kahuna-ratings --json/--plot``,
 ``kahuna-play --record/--gif``, ``kahuna-replay --gif``, ``kahuna-export --out``, ``kahuna-ship --out``,
 ``kahuna-distill --out``, ``kahuna-rllib export OUT``, ``kahuna-exploit`` and ``kahuna-train --run-dir``,
-``python -m arena.start_positions --out``) is pointed at (a) one of the command's inputs, (b) a results
+``python -m kahuna_arena.start_positions --out``) is pointed at (a) one of the command's inputs, (b) a results
 store, (c) an agent file and (d) an unrelated existing file: without ``--force`` every one is refused in one
 line, and with ``--force`` (a) to (c) still are, unless the output is of that file's own kind.  Every file
 of the fixture folder is byte-identical afterwards and nothing is added to it.  The rule is
@@ -28,12 +28,12 @@ pytest.importorskip("torch")
 
 from test_output_files import agent_file, make_run
 
-from arena.eval_cli import main as eval_main
-from arena.play import main as play_main
-from arena.ratings_cli import main as ratings_main
-from arena.replay import main as replay_main
-from arena.start_positions import main as positions_main
-from arena.store import ResultsStore
+from kahuna_arena.eval_cli import main as eval_main
+from kahuna_arena.play import main as play_main
+from kahuna_arena.ratings_cli import main as ratings_main
+from kahuna_arena.replay import main as replay_main
+from kahuna_arena.start_positions import main as positions_main
+from kahuna_arena.store import ResultsStore
 from training.cli import main as train_main
 from training.recipes import resolve_config
 from training.rllib.cli import main as rllib_main
@@ -300,7 +300,7 @@ def test_a_closed_output_pipe_ends_quietly(tmp_path):
     # `kahuna-ratings ... | head -2` ended in a BrokenPipeError traceback.  Here the reader closes at once.
     store = tmp_path / "r.sqlite"
     ResultsStore(store).close()
-    argv = [sys.executable, "-m", "arena.ratings_cli", "--db", str(store)]
+    argv = [sys.executable, "-m", "kahuna_arena.ratings_cli", "--db", str(store)]
     process = subprocess.Popen(argv, cwd=REPOSITORY, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     process.stdout.close()
     err = process.stderr.read().decode()

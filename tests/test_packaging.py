@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from policy.registry import SHIPPED_AGENTS
+from kahuna_policy.registry import SHIPPED_AGENTS
 from training.recipes import recipe_names
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-PACKAGES = ("kahuna_env", "policy", "training", "arena", "kahuna_web")
+PACKAGES = ("kahuna_env", "kahuna_policy", "training", "kahuna_arena", "kahuna_web")
 ENVIRONMENT_DEPENDENCIES = {"numpy", "numba", "gymnasium", "pettingzoo", "pillow"}
 BLOCK_TORCH = "import sys; sys.modules['torch'] = None; "
 """Prefix of a ``python -c`` program that runs as if torch were not installed (``import torch`` raises ImportError)."""
@@ -154,8 +154,8 @@ def test_the_wheel_s_metadata_has_torch_only_in_extras(wheel):
 def test_the_wheel_ships_the_registered_agents_with_their_cards_and_the_recipes(wheel):
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-    agents = {name for name in names if name.startswith("policy/agents/")}
-    expected = {f"policy/agents/{file}" for file in SHIPPED_AGENTS.values()}
+    agents = {name for name in names if name.startswith("kahuna_policy/agents/")}
+    expected = {f"kahuna_policy/agents/{file}" for file in SHIPPED_AGENTS.values()}
     assert agents == expected | {path.replace(".pt", ".md") for path in expected}
     assert {name for name in names if name.startswith("training/configs/")} == {
         f"training/configs/{name}.yaml" for name in recipe_names()
@@ -189,7 +189,7 @@ def installed(wheel, tmp_path_factory) -> Path:
 
 def test_the_wheel_s_packages_are_the_ones_imported(installed, tmp_path):
     done = subprocess.run(
-        [installed / "bin" / "python", "-c", "import kahuna_env, policy, training; print(training.__file__)"],
+        [installed / "bin" / "python", "-c", f"import {', '.join(PACKAGES)}; print(training.__file__)"],
         cwd=tmp_path,
         env=_clean_env(),
         capture_output=True,
@@ -252,7 +252,7 @@ def test_kahuna_serve_without_the_web_extra_names_it_in_one_line():
 
 @pytest.mark.parametrize("progress", [[], ["--no-progress"]], ids=["bar", "no-bar"])
 def test_the_arena_plays_baselines_without_the_train_extra_and_names_it_for_an_agent(progress):
-    run = "from arena.eval_cli import main; sys.exit(main())"
+    run = "from kahuna_arena.eval_cli import main; sys.exit(main())"
     arguments = ["kahuna-eval", "random", "greedy", "--games", "2", *progress]
     baselines = _python(BLOCK_TRAIN + f"sys.argv = {arguments!r}; {run}")
     assert baselines.returncode == 0, baselines.stderr
@@ -266,9 +266,9 @@ def test_the_arena_plays_baselines_without_the_train_extra_and_names_it_for_an_a
 def test_kahuna_ratings_plays_without_the_train_extra_and_names_it_for_a_plot(tmp_path):
     db = str(tmp_path / "results.sqlite")
     evaluate = ["kahuna-eval", "random", "greedy", "--games", "2", "--db", db]
-    stored = _python(BLOCK_TRAIN + f"sys.argv = {evaluate!r}; from arena.eval_cli import main; sys.exit(main())")
+    stored = _python(BLOCK_TRAIN + f"sys.argv = {evaluate!r}; from kahuna_arena.eval_cli import main; sys.exit(main())")
     assert stored.returncode == 0, stored.stderr
-    run = "from arena.ratings_cli import main; sys.exit(main())"
+    run = "from kahuna_arena.ratings_cli import main; sys.exit(main())"
     play = ["kahuna-ratings", "--db", db, "--entrant", "mcts:2", "--schedule", "1", "--play", "--games", "2"]
     played = _python(BLOCK_TRAIN + f"sys.argv = {play!r}; {run}")
     assert played.returncode == 0, played.stderr

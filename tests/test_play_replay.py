@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from arena.evaluation import run_evaluation
-from arena.play import main as play_main
-from arena.replay import main as replay_main
+from kahuna_arena.evaluation import run_evaluation
+from kahuna_arena.play import main as play_main
+from kahuna_arena.replay import main as replay_main
 from kahuna_env.board import ISLANDS
 
 # A scripted player: bad input first, then, at every prompt, the first of these that is legal.

@@ -1,4 +1,4 @@
-"""The benchmark protocol (``kahuna-eval AGENT --protocol NAME``, :mod:`arena.protocol`).
+"""The benchmark protocol (``kahuna-eval AGENT --protocol NAME``, :mod:`kahuna_arena.protocol`).
 
 The shipped protocol's sizes are checked against its promise (interval
 half-widths); the command is run with a tiny protocol of the same machinery,
@@ -14,9 +14,9 @@ import shutil
 
 import pytest
 
-from arena import eval_cli
-from arena.protocol import KAHUNA_V1, PROTOCOLS, Opponent, Protocol, largest_half_width, rating_against
-from arena.stats import ANCHOR_RATINGS, expected_score
+from kahuna_arena import eval_cli
+from kahuna_arena.protocol import KAHUNA_V1, PROTOCOLS, Opponent, Protocol, largest_half_width, rating_against
+from kahuna_arena.stats import ANCHOR_RATINGS, expected_score
 
 TINY = Protocol(name="tiny", seed=5, opponents=(Opponent("random", 4, 1.0), Opponent("greedy", 2, 624.0)))
 """Six games: enough to run every path of the command."""

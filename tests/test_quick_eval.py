@@ -8,7 +8,7 @@ import torch
 from kahuna_env.agents import GreedyAgent, choose_action
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import encode_observation
-from policy.model import ActorCritic, ModelConfig, sample_actions
+from kahuna_policy.model import ActorCritic, ModelConfig, sample_actions
 from training.selfplay.quick_eval import FinishedGame, evaluate_policy
 
 

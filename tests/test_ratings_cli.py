@@ -1,4 +1,4 @@
-"""kahuna-ratings (arena/ratings_cli.py): one ladder over the results store, imports, scheduling, the runs plot."""
+"""kahuna-ratings (kahuna_arena/ratings_cli.py): one ladder over the store, imports, scheduling, the runs plot."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from arena.eval_cli import main as eval_main
-from arena.evaluation import run_evaluation
-from arena.ladder import ImportOutcome, check_report, fit_ladder, import_report, schedule_pairings
-from arena.ratings_cli import main
-from arena.store import Entrant, ResultsStore, StoredGame
+from kahuna_arena.eval_cli import main as eval_main
+from kahuna_arena.evaluation import run_evaluation
+from kahuna_arena.ladder import ImportOutcome, check_report, fit_ladder, import_report, schedule_pairings
+from kahuna_arena.ratings_cli import main
+from kahuna_arena.store import Entrant, ResultsStore, StoredGame
 from kahuna_env.agents import BASELINES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -241,8 +241,8 @@ def test_a_malformed_report_is_one_line_and_imports_nothing(
 
 
 def test_the_browser_summary_shows_file_names_never_folders_or_the_store_path(tmp_path: Path) -> None:
-    from arena.ladder import ladder_summary
-    from arena.store import StoreError
+    from kahuna_arena.ladder import ladder_summary
+    from kahuna_arena.store import StoreError
 
     secret = "/home/someone/private/runs/x/final_agent.pt"
     learner = Entrant("sha256:abc", secret, "file")
@@ -310,7 +310,7 @@ def test_kahuna_serve_refuses_a_db_that_is_not_a_results_store(
 def _tiny_agent(path: Path, seed: int) -> Path:
     import torch
 
-    from policy.model import ActorCritic, ModelConfig
+    from kahuna_policy.model import ActorCritic, ModelConfig
     from training.ppo.checkpoint import export_agent
 
     torch.manual_seed(seed)
@@ -320,7 +320,7 @@ def _tiny_agent(path: Path, seed: int) -> Path:
 
 def test_a_report_records_what_each_entrant_held_and_an_import_keys_it_so(tmp_path: Path) -> None:
     """A file replaced after its games were played is not taken for the agent those games were played by."""
-    from arena.evaluation import entrant_identity
+    from kahuna_arena.evaluation import entrant_identity
 
     agent = _tiny_agent(tmp_path / "agent.pt", 1)
     played_as = entrant_identity(str(agent)).key
@@ -391,7 +391,7 @@ def test_a_report_with_malformed_identities_is_refused_in_one_line(
     ],
 )
 def test_a_recorded_identity_must_be_a_key_of_that_kind_of_entrant(spec: str, key: str, fits: bool) -> None:
-    from arena.ladder import _key_fits
+    from kahuna_arena.ladder import _key_fits
 
     assert _key_fits(spec, key) is fits
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kahuna_env.agents.spec import EntrantSpec
-from policy.registry import SHIPPED_AGENTS
+from kahuna_policy.registry import SHIPPED_AGENTS
 from training.cli import build_parser
 from training.ppo.config import TrainConfig, load_config
 from training.recipes import RECIPES, RLLIB_RECIPES, recipe_names, recipe_path, resolve_config

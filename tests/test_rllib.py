@@ -26,7 +26,7 @@ import yaml
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.engine import IllegalActionError, KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
-from policy.model import ModelConfig
+from kahuna_policy.model import ModelConfig
 from training.ppo.config import ConfigError
 from training.ppo.config import load_config as load_training_config
 from training.rllib.cli import main
@@ -499,7 +499,7 @@ def test_masked_module_never_samples_or_picks_an_illegal_action():
 @needs_ray
 @pytest.mark.skipif(
     "architecture" not in _MODEL_FIELDS,
-    reason="policy.model has a single architecture",
+    reason="kahuna_policy.model has a single architecture",
 )
 def test_module_with_the_board_network_masks_and_exports_exactly(tmp_path):
     import torch
@@ -640,8 +640,8 @@ def test_export_gives_the_same_policy_as_the_rllib_module(trained_run, tmp_path)
 
 @needs_ray
 def test_exported_agent_plays_legal_games_against_random_in_kahuna_eval(trained_run, tmp_path, capsys):
-    from arena.eval_cli import main as kahuna_eval
-    from arena.evaluation import run_evaluation
+    from kahuna_arena.eval_cli import main as kahuna_eval
+    from kahuna_arena.evaluation import run_evaluation
 
     out = tmp_path / "agent.pt"
     assert main(["export", str(trained_run.checkpoint), str(out)]) == 0

@@ -41,7 +41,7 @@ def kahuna_env(**pool):
 def small_nets(count: int):
     import torch
 
-    from policy.model import ActorCritic, ModelConfig
+    from kahuna_policy.model import ActorCritic, ModelConfig
 
     torch.manual_seed(0)
     return [ActorCritic(ModelConfig(hidden_sizes=(16,))).eval() for _ in range(count)]
@@ -102,7 +102,7 @@ def test_each_learner_seat_is_one_finished_episode_with_the_envs_rewards_and_inf
     import torch
     from ray.rllib.core.columns import Columns
 
-    from policy.reward import island_potentials
+    from kahuna_policy.reward import island_potentials
     from training.league.pool import KIND_LATEST, KINDS
     from training.rllib.batched_runner import seat_episodes
     from training.rllib.league import LEARNER, league_mapping

@@ -106,7 +106,7 @@ def _assert_placed_on(log: str, head_id: str, worker_id: str) -> None:
 
 
 def test_two_iterations_on_a_two_node_cluster_with_runners_on_the_worker_node(cluster, tmp_path):
-    from arena.eval_cli import main as kahuna_eval
+    from kahuna_arena.eval_cli import main as kahuna_eval
     from training import load_agent
     from training.rllib.cli import main as kahuna_rllib
 

@@ -22,7 +22,7 @@ import yaml
 from helpers import local_algorithm
 from test_rllib import OLD_STORED_PPO_NAMES
 
-from policy.model import ActorCritic, ModelConfig
+from kahuna_policy.model import ActorCritic, ModelConfig
 from training.league.pool import KINDS, PFSP, GameAssignment, OpponentPool
 from training.ppo.config import PoolConfig
 from training.rllib.config import ConfigError, load_rllib_config

@@ -92,7 +92,7 @@ def _play(env, seed: int, rng: np.random.Generator):
 @needs_ray
 @pytest.mark.parametrize(("coefficient", "gamma"), [(1.0, 1.0), (0.7, 0.99)])
 def test_island_shaping_is_the_native_trainers(coefficient, gamma):
-    from policy.reward import island_potentials
+    from kahuna_policy.reward import island_potentials
     from training.rllib.env import KahunaMultiAgentEnv
     from training.selfplay.rollout import shaping_rewards
 

@@ -18,11 +18,11 @@ import torch
 import yaml
 
 import kahuna_env  # noqa: F401  (registers Kahuna-v0)
-from arena.match import play_task, schedule
+from kahuna_arena.match import play_task, schedule
 from kahuna_env.agents import make_agent
 from kahuna_env.gym_env import KahunaSingleAgentEnv
-from policy.agent import SHIPPED_AGENTS, PolicyAgent, load_agent, shipped_agent_source
-from policy.model import ActorCritic, ModelConfig
+from kahuna_policy.agent import SHIPPED_AGENTS, PolicyAgent, load_agent, shipped_agent_source
+from kahuna_policy.model import ActorCritic, ModelConfig
 from training.ppo.checkpoint import build_checkpoint, export_agent, save_checkpoint
 from training.tools import ship as ship_module
 
@@ -138,7 +138,7 @@ def make_run(
 
 def test_ship_writes_the_agent_with_its_provenance(tmp_path) -> None:
     run = make_run(tmp_path / "tiny-run")
-    from arena.eval_cli import main as eval_main
+    from kahuna_arena.eval_cli import main as eval_main
 
     assert eval_main(["random", "greedy", "--games", "2", "--no-progress", "--json", str(tmp_path / "eval.json")]) == 0
     report = json.loads((tmp_path / "eval.json").read_text())
@@ -251,7 +251,7 @@ def test_ship_write_failure_is_one_line_exit_1(tmp_path, capsys, monkeypatch) ->
 
 
 def test_the_arena_knows_every_shipped_name() -> None:
-    from arena.entrants import NAMED_AGENTS, resolve_entrant
+    from kahuna_arena.entrants import NAMED_AGENTS, resolve_entrant
 
     assert set(NAMED_AGENTS) == set(SHIPPED_AGENTS)
     for name in SHIPPED_AGENTS:
@@ -269,7 +269,7 @@ def test_a_wheel_holds_the_champion_and_it_loads_from_a_non_editable_install(tmp
     pytest.importorskip("setuptools")
     source = tmp_path / "source"  # a copy, so the build writes nothing into the checkout
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in ("kahuna_env", "policy", "training", "arena", "kahuna_web"):
+    for name in ("kahuna_env", "kahuna_policy", "training", "kahuna_arena", "kahuna_web"):
         shutil.copytree(ROOT / name, source / name, ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
@@ -278,7 +278,7 @@ def test_a_wheel_holds_the_champion_and_it_loads_from_a_non_editable_install(tmp
     subprocess.run([*build, "-q", "--no-index"], check=True, capture_output=True, timeout=120)
     (wheel,) = wheels.glob("kahuna_rl-*.whl")
     listing = zipfile.ZipFile(wheel).namelist()
-    assert "policy/agents/champion.pt" in listing
+    assert "kahuna_policy/agents/champion.pt" in listing
     page = {"kahuna_web/static/index.html", "kahuna_web/static/app.js", "kahuna_web/static/RULEBOOK.md"}
     assert page <= set(listing)  # kahuna-serve's page and its rules panel
 
@@ -290,7 +290,7 @@ def test_a_wheel_holds_the_champion_and_it_loads_from_a_non_editable_install(tmp
     paths = [str(target), *site.getsitepackages()]
     code = (
         f"import sys; sys.path[:0] = {paths!r}; "
-        "from policy.agent import load_agent; import training; "
+        "from kahuna_policy.agent import load_agent; import training; "
         "agent = load_agent('champion'); print(training.__file__); print(agent.meta['name'])"
     )
     elsewhere = tmp_path / "elsewhere"

@@ -1,4 +1,4 @@
-"""Sequential tests (arena/sprt.py): error rates by simulation, the statistic, and the real test on agents."""
+"""Sequential tests (kahuna_arena/sprt.py): error rates by simulation, the statistic, and the real test on agents."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from arena.eval_cli import main as eval_main
-from arena.evaluation import run_evaluation
-from arena.match import schedule
-from arena.sprt import (
+from kahuna_arena.eval_cli import main as eval_main
+from kahuna_arena.evaluation import run_evaluation
+from kahuna_arena.match import schedule
+from kahuna_arena.sprt import (
     SPRT,
     elo_interval,
     parse_hypotheses,
@@ -20,7 +20,7 @@ from arena.sprt import (
     run_sprt,
     simulate,
 )
-from arena.store import ResultsStore
+from kahuna_arena.store import ResultsStore
 
 SIMULATED_TESTS = 2000
 TOLERANCE = 0.02

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 import torch
 
-from arena.records import game_record, write_record
-from arena.start_positions import main as tool_main
-from arena.start_positions import start_line
+from kahuna_arena.records import game_record, write_record
+from kahuna_arena.start_positions import main as tool_main
+from kahuna_arena.start_positions import start_line
 from kahuna_env.agents import make_agent
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import encode_observation
-from policy.model import ActorCritic, ModelConfig
+from kahuna_policy.model import ActorCritic, ModelConfig
 from training.league.pool import KIND_GREEDY, OpponentPool
 from training.ppo.config import ConfigError, config_from_dict
 from training.selfplay.collector import SelfPlayCollector

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from arena.stats import ELO_MEAN, Tally, elo_difference, expected_score, fit_bradley_terry, wilson_interval
+from kahuna_arena.stats import ELO_MEAN, Tally, elo_difference, expected_score, fit_bradley_terry, wilson_interval
 
 
 def test_wilson_interval_of_8_out_of_10():

@@ -1,4 +1,4 @@
-"""The results store (arena/store.py): concurrent writers, kill safety, migration, bad files, entrant identity."""
+"""The results store (kahuna_arena/store.py): concurrent writers, kill safety, migration, bad files, identity."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from arena.eval_cli import main as eval_main
-from arena.evaluation import entrant_identity, run_evaluation
-from arena.store import _SCHEMA_V1, SCHEMA_VERSION, Entrant, ResultsStore, StoredGame, StoreError
+from kahuna_arena.eval_cli import main as eval_main
+from kahuna_arena.evaluation import entrant_identity, run_evaluation
+from kahuna_arena.store import _SCHEMA_V1, SCHEMA_VERSION, Entrant, ResultsStore, StoredGame, StoreError
 
 GREEDY = Entrant("baseline:greedy", "greedy", "baseline")
 RANDOM = Entrant("baseline:random", "random", "baseline")
@@ -23,7 +23,7 @@ RULES = {"variant": "standard"}
 
 
 def _eval_command(db: Path, *arguments: str) -> list[str]:
-    return [sys.executable, "-m", "arena.eval_cli", *arguments, "--db", str(db), "--no-progress"]
+    return [sys.executable, "-m", "kahuna_arena.eval_cli", *arguments, "--db", str(db), "--no-progress"]
 
 
 def _rows(db: Path, sql: str) -> list[tuple]:
@@ -191,7 +191,7 @@ def test_entrants_are_identified_by_content(tmp_path: Path) -> None:
     champion = entrant_identity("champion")
     assert champion.key.startswith("sha256:") and champion.label == "champion" and champion.kind == "file"
     copy = tmp_path / "copy.pt"
-    source = Path(__import__("policy.agent", fromlist=["x"]).shipped_agent_source("champion"))
+    source = Path(__import__("kahuna_policy.agent", fromlist=["x"]).shipped_agent_source("champion"))
     copy.write_bytes(source.read_bytes())
     assert entrant_identity(str(copy)).key == champion.key  # the same file under another path
     assert entrant_identity(f"{copy}@mcts:50").key == champion.key + "@mcts:50"

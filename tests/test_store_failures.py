@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from arena.eval_cli import main as eval_main
-from arena.ratings_cli import main as ratings_main
-from arena.store import (
+from kahuna_arena.eval_cli import main as eval_main
+from kahuna_arena.ratings_cli import main as ratings_main
+from kahuna_arena.store import (
     _SCHEMA_V1,
     MIGRATIONS,
     SCHEMA_VERSION,
@@ -58,7 +58,7 @@ def _file_size_limit(limit: int) -> Callable[[], None]:
 def _eval(arguments: list[str], limit: int) -> subprocess.CompletedProcess[str]:
     """``kahuna-eval ARGUMENTS --no-progress`` in a child process whose files may not grow past ``limit`` bytes."""
     return subprocess.run(
-        [sys.executable, "-m", "arena.eval_cli", *arguments, "--no-progress"],
+        [sys.executable, "-m", "kahuna_arena.eval_cli", *arguments, "--no-progress"],
         cwd=REPOSITORY,
         capture_output=True,
         text=True,
@@ -120,12 +120,14 @@ def _fail_from(call: int, error: BaseException, real: Callable) -> Callable:
 )
 def test_the_stop_line_counts_what_each_output_holds(tmp_path, monkeypatch, capsys, failing, stored, recorded):
     # Issue 76: "stopped after 285 of 1000 games" with 284 in the store; "51 game records written" with 50 files.
-    import arena.evaluation
+    import kahuna_arena.evaluation
 
     db, report, records = tmp_path / "r.sqlite", tmp_path / "r.json", tmp_path / "games"
     full = OSError(28, "No space left on device")
     if failing == "record":
-        monkeypatch.setattr(arena.evaluation, "write_record", _fail_from(3, full, arena.evaluation.write_record))
+        monkeypatch.setattr(
+            kahuna_arena.evaluation, "write_record", _fail_from(3, full, kahuna_arena.evaluation.write_record)
+        )
     else:
         failure = StoreFailure(f"results store {db}: not saved: database or disk is full")
         monkeypatch.setattr(ResultsStore, "add_game", _fail_from(3, failure, ResultsStore.add_game))
@@ -256,7 +258,7 @@ def _store_written_by_an_older_version_and_killed(folder: Path) -> Path:
     folder.mkdir()
     code = f"""
 import os, sqlite3
-from arena.store import _SCHEMA_V1, MIGRATIONS, _run_script
+from kahuna_arena.store import _SCHEMA_V1, MIGRATIONS, _run_script
 db = sqlite3.connect({str(folder / "results.sqlite")!r}, isolation_level=None)
 db.execute("PRAGMA journal_mode = WAL")
 db.execute("PRAGMA wal_autocheckpoint = 0")

@@ -21,7 +21,7 @@ from kahuna_env.engine import KahunaConfig
 from kahuna_env.gym_env import make_opponent
 from kahuna_env.seated import PerGamePolicy, play_seated
 from kahuna_env.vector import KahunaBatch
-from policy.model import ActorCritic, ModelConfig
+from kahuna_policy.model import ActorCritic, ModelConfig
 from training.cli import main as train_main
 from training.league.pool import (
     AGENT_KINDS,
@@ -240,7 +240,7 @@ def test_a_py_agent_file_is_an_exploitation_target_played_as_the_entrant(tmp_pat
     shares = load_config(run_dir / "config.yaml").pool
     assert (shares.entrant, shares.greedy, shares.entrant_agent) == (0.5, 0.5, spec)
     # The final match's target is keyed in the store as kahuna-eval keys it: by the file's content.
-    from arena.evaluation import entrant_identity
+    from kahuna_arena.evaluation import entrant_identity
 
     with sqlite3.connect(db) as store:
         keys = {key for (key,) in store.execute("SELECT key FROM entrants WHERE kind = 'file'")}

@@ -12,8 +12,15 @@ from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.agents import GreedyAgent
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_LAYOUT, OBSERVATION_SIZE, encode_observation
-from policy.model import MASKED_LOGIT, ActorCritic, ModelConfig, StackedNetworks, sample_actions, sample_from_logits
-from policy.reward import island_potentials
+from kahuna_policy.model import (
+    MASKED_LOGIT,
+    ActorCritic,
+    ModelConfig,
+    StackedNetworks,
+    sample_actions,
+    sample_from_logits,
+)
+from kahuna_policy.reward import island_potentials
 from training.league.pool import KIND_GREEDY, KIND_LATEST, KIND_PAST, OpponentPool, split_counts
 from training.ppo import trainer
 from training.ppo.config import PPOConfig

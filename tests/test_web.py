@@ -23,9 +23,9 @@ pytest.importorskip("httpx2", reason='needs the web extra: pip install -e ".[web
 from helpers import thought
 from starlette.testclient import TestClient
 
-from arena.evaluation import run_evaluation
-from arena.records import read_record
-from arena.replay import main as replay_main
+from kahuna_arena.evaluation import run_evaluation
+from kahuna_arena.records import read_record
+from kahuna_arena.replay import main as replay_main
 from kahuna_env.actions import DISCARD, NUM_ACTIONS, PASS, TAKE, describe_action
 from kahuna_env.board import ISLANDS
 from kahuna_env.engine import KahunaConfig, KahunaGame
@@ -193,7 +193,7 @@ def test_bad_new_games_are_one_line_4xx(client, request_body, status, words):
 
 def test_agent_files_come_only_from_the_allowed_folder(tmp_path):
     torch = pytest.importorskip("torch")
-    from policy.model import ActorCritic, ModelConfig, agent_payload
+    from kahuna_policy.model import ActorCritic, ModelConfig, agent_payload
 
     agents = tmp_path / "agents"
     (agents / "run").mkdir(parents=True)
@@ -219,7 +219,7 @@ def test_agent_files_come_only_from_the_allowed_folder(tmp_path):
 
 def test_the_shipped_champion_and_guided_search_are_opponents_without_an_agents_folder(tmp_path):
     torch = pytest.importorskip("torch")
-    from policy.model import ActorCritic, ModelConfig, agent_payload
+    from kahuna_policy.model import ActorCritic, ModelConfig, agent_payload
 
     with local_client(create_app()) as client:
         offered = set(client.get("/api/board").json()["opponents"])
@@ -313,7 +313,7 @@ def test_the_downloaded_record_replays_exactly_and_matches_kahuna_play(client, t
     record = read_record(path)
     assert record["players"] == ["human", "greedy"] and record["finished"] and record["play_seed"] == 9
     # The same seed and the same moves typed into kahuna-play give the same game.
-    from arena.play import main as play_main
+    from kahuna_arena.play import main as play_main
 
     played = tmp_path / "terminal.json"
     stdin = __import__("io").StringIO("".join(f"{move}\n" for move in moves))

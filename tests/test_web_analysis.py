@@ -16,7 +16,7 @@ pytest.importorskip("torch", reason="the analysis needs a network (torch)")
 
 from starlette.testclient import TestClient
 
-from arena.records import write_record
+from kahuna_arena.records import write_record
 from kahuna_web.app import create_app
 from kahuna_web.compute import BotQueue
 from kahuna_web.owners import owner_key
@@ -151,7 +151,7 @@ def test_a_replay_position_is_analysed_from_the_seat_to_act(client, tmp_path):
     answer = client.post("/api/analysis", json={"record": record, "ply": 3, "simulations": 4})
     assert answer.status_code == 200, answer.text
     analysis = answer.json()
-    from arena.replay import replay
+    from kahuna_arena.replay import replay
 
     position = replay({**record, "actions": record["actions"][:3], "result": None, "finished": False})
     assert analysis["seat"] == position.current_player

@@ -59,9 +59,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from arena.evaluation import run_evaluation
-from arena.records import read_record
-from arena.replay import main as replay_main
+from kahuna_arena.evaluation import run_evaluation
+from kahuna_arena.records import read_record
+from kahuna_arena.replay import main as replay_main
 from kahuna_env.actions import NUM_ACTIONS, describe_action
 from kahuna_web.app import create_app
 

@@ -21,9 +21,9 @@ pytest.importorskip("uvicorn", reason='needs the web extra: pip install -e ".[we
 from helpers import thought
 from starlette.testclient import TestClient
 
-from arena.records import check_record
-from arena.replay import replay
-from arena.store import ResultsStore
+from kahuna_arena.records import check_record
+from kahuna_arena.replay import replay
+from kahuna_arena.store import ResultsStore
 from kahuna_env.actions import DISCARD, DRAW, PASS, TAKE, describe_action
 from kahuna_env.board import ISLANDS, NUM_ISLANDS, NUM_LINES
 from kahuna_web.app import create_app

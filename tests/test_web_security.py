@@ -42,8 +42,8 @@ pytest.importorskip("httpx2", reason='needs the web extra: pip install -e ".[web
 from helpers import running
 from starlette.testclient import TestClient
 
-import arena.entrants
-from arena.entrants import ANYWHERE, EntrantRefused, parse_entrant, resolve_entrant
+import kahuna_arena.entrants
+from kahuna_arena.entrants import ANYWHERE, EntrantRefused, parse_entrant, resolve_entrant
 from kahuna_env.actions import DRAW
 from kahuna_env.agents import MCTSAgent
 from kahuna_env.agents.mcts import SearchCancelled
@@ -150,14 +150,14 @@ def test_a_file_inside_the_folder_that_is_not_an_agent_shows_no_content_and_no_p
 
 def test_the_cli_and_the_web_read_entrants_with_the_same_function(workplace, monkeypatch):
     seen = []
-    original = arena.entrants.parse_entrant
+    original = kahuna_arena.entrants.parse_entrant
 
     def spy(spec, *args, **kwargs):
         seen.append((spec, args[0] if args else kwargs.get("agents_dir", ANYWHERE)))
         return original(spec, *args, **kwargs)
 
-    monkeypatch.setattr(arena.entrants, "parse_entrant", spy)
-    from arena.evaluation import check_entrants
+    monkeypatch.setattr(kahuna_arena.entrants, "parse_entrant", spy)
+    from kahuna_arena.evaluation import check_entrants
 
     with pytest.raises(ValueError, match="simulation budget too large"):
         check_entrants(["random", "mcts:2000000"])
@@ -185,7 +185,7 @@ def test_the_entrant_parser_confines_files_to_the_folder(workplace):
 
 def test_cli_agent_file_errors_never_echo_the_files_bytes(workplace, capsys):
     pytest.importorskip("torch")
-    from arena.eval_cli import main as eval_main
+    from kahuna_arena.eval_cli import main as eval_main
 
     with pytest.raises(SystemExit) as stop:
         eval_main([".env@mcts:2", "random", "--games", "2", "--no-progress"])

@@ -2,7 +2,7 @@
 
 The docstrings use Google-style sections (``Args:``, ``Returns:``) with
 reStructuredText inline markup: roles (``:class:`ActorCritic```,
-``:func:`~arena.stats.wilson_interval```), double-backtick literals and
+``:func:`~kahuna_arena.stats.wilson_interval```), double-backtick literals and
 simple tables ruled with ``====``.  mkdocstrings renders Markdown, where
 roles and table rules would show as text, so before a docstring is rendered
 this extension writes each role as inline code (the target's last part when

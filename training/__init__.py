@@ -19,10 +19,10 @@ __all__ = ["PolicyAgent", "__version__", "load_agent"]
 
 
 def __getattr__(name: str) -> Any:
-    """``PolicyAgent`` and ``load_agent`` from :mod:`policy.agent`, imported (with torch) on first use, so the
+    """``PolicyAgent`` and ``load_agent`` from :mod:`kahuna_policy.agent`, imported (with torch) on first use, so the
     console scripts' launchers (:mod:`training.launch`) import this package without torch."""
     if name in ("PolicyAgent", "load_agent"):
-        from policy import agent
+        from kahuna_policy import agent
 
         return getattr(agent, name)
     raise AttributeError(f"module 'training' has no attribute {name!r}")

@@ -140,7 +140,7 @@ def run_training_command(
     included) and a diverged run exit 1; Ctrl-C prints ``interrupted(*prepared)`` and exits
     130, ``SIGTERM`` the same and exits 143 (128 + 15).
     """
-    from arena.store import StoreFailure
+    from kahuna_arena.store import StoreFailure
     from training.ppo.trainer import TrainingDiverged
 
     try:

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from arena.protocol import machine
+from kahuna_arena.protocol import machine
 from kahuna_env.cli import OneLineParser, Terminated, exit_with_error, signals_as_interrupt, write_text_atomic
 
 MARK_MINUTES = (5, 10, 20, 30)

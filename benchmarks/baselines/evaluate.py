@@ -48,7 +48,7 @@ from baseline_run import (
 )
 from baseline_run import read_curve as read_curve_file
 
-from arena.protocol import KAHUNA_V1, largest_half_width
+from kahuna_arena.protocol import KAHUNA_V1, largest_half_width
 from kahuna_env.cli import OneLineParser, exit_with_error
 
 OPPONENT = "greedy"

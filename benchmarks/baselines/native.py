@@ -30,7 +30,7 @@ from typing import Any
 
 from baseline_run import Run, run_trainer, script_main, tool
 
-from policy.model import model_from_payload
+from kahuna_policy.model import model_from_payload
 from training.ppo.checkpoint import LATEST_CHECKPOINT, checkpoint_dir, export_agent, load_checkpoint
 from training.ppo.config import load_config
 from training.recipes import recipe_path

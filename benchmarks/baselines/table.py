@@ -26,7 +26,7 @@ from typing import Any
 
 from baseline_run import PROGRESS_FILE, PROTOCOL_FILE, BaselineError, read_curve, read_json, read_progress
 
-from arena.protocol import KAHUNA_V1, PROTOCOL_FORMAT
+from kahuna_arena.protocol import KAHUNA_V1, PROTOCOL_FORMAT
 from kahuna_env.cli import PNG, OneLineParser, add_force_argument, check_output_file, exit_with_error, replacing
 
 TARGET = 0.90

@@ -1,7 +1,7 @@
 """A Tianshou network as a Kahuna agent: ``kahuna-eval py:examples/agents/tianshou_agent.py:Agent greedy``.
 
 The ``Net`` of docs/ECOSYSTEM.md's Tianshou recipe (the flat observation in, one score per action out);
-``KAHUNA_TIANSHOU_WEIGHTS`` names its ``state_dict`` (``torch.save(policy.model.state_dict(), path)`` after
+``KAHUNA_TIANSHOU_WEIGHTS`` names its ``state_dict`` (``torch.save(kahuna_policy.model.state_dict(), path)`` after
 training; without it, a seeded random network).  The arena masks nothing for a ``py:`` agent: ``act`` does.
 """
 

@@ -4,9 +4,9 @@
         --agent champion --opponent champion --games 200 --seed 1
 
 Each positional argument is a JSON object of keyword arguments for
-:func:`policy.search.load_guided_agent` (``simulations`` and any
-:class:`policy.search.GuidedMCTSAgent` option).  Every setting plays the
-same schedule of deals and seeds (``arena.match.schedule`` over the fixed
+:func:`kahuna_policy.search.load_guided_agent` (``simulations`` and any
+:class:`kahuna_policy.search.GuidedMCTSAgent` option).  Every setting plays the
+same schedule of deals and seeds (``kahuna_arena.match.schedule`` over the fixed
 names ``guided`` and the opponent), so differences between settings are not
 differences between deals.  ``--opponent`` is any entrant (``champion``: the
 raw policy, ``mcts``, ``greedy``, a policy file).  Prints one line per
@@ -29,8 +29,8 @@ _WORKER: dict = {}
 
 def _build(agent: str, options: dict, opponent: str) -> tuple:
     """The guided search of ``options`` (``simulations`` default 50) and the opponent."""
-    from arena.entrants import resolve_entrant
-    from policy.search import load_guided_agent
+    from kahuna_arena.entrants import resolve_entrant
+    from kahuna_policy.search import load_guided_agent
 
     options = dict(options)
     simulations = options.pop("simulations", 50)
@@ -45,7 +45,7 @@ def _init(agent: str, options: dict, opponent: str) -> None:
 
 
 def _play(task):
-    from arena.match import play_task
+    from kahuna_arena.match import play_task
 
     agents = _WORKER["agents"]
     result = play_task((agents[task.seats[0]], agents[task.seats[1]]), task)
@@ -55,7 +55,7 @@ def _play(task):
 
 def run(agent: str, options: dict, opponent: str, games: int, seed: int, workers: int) -> str:
     """One setting's line (see the module docstring)."""
-    from arena.match import schedule
+    from kahuna_arena.match import schedule
 
     tasks = schedule(["guided", opponent], games, seed)
     started = time.perf_counter()

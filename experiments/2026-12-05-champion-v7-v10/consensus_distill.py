@@ -6,7 +6,7 @@ moves two independent searches agree on (an experiment of docs/TRAINING.md, "The
 
 1. **Data** (DAgger-style: the student's own positions, not the teacher's).  The raw student
    (its most likely move) plays ``--games`` seat-balanced games against ``greedy`` on the deals
-   of ``arena.match.schedule(("student.pt", "greedy"), games, seed)``, in two processes.  At each
+   of ``kahuna_arena.match.schedule(("student.pt", "greedy"), games, seed)``, in two processes.  At each
    of its decisions with more than one legal action, two guided searches with the student's
    network (``STUDENT@mcts:N``, seeded apart) choose a move from the same position.
 2. **Labels.**  Where the two searches agree, their move; elsewhere the student's own move.
@@ -29,11 +29,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from arena.entrants import resolve_entrant
-from arena.match import play_task, schedule
+from kahuna_arena.entrants import resolve_entrant
+from kahuna_arena.match import play_task, schedule
 from kahuna_env.agents import Agent
-from policy.agent import load_agent
-from policy.search import load_guided_agent
+from kahuna_policy.agent import load_agent
+from kahuna_policy.search import load_guided_agent
 from training.ppo.checkpoint import export_agent
 from training.tools.distill import Decisions, FitSettings, fit_student
 

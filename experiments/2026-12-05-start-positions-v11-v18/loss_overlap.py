@@ -41,7 +41,7 @@ from pathlib import Path
 import torch
 
 from kahuna_env.cli import OneLineParser, even_games, exit_with_error, first_line, same_file, write_text_atomic
-from policy.model import masked_logits
+from kahuna_policy.model import masked_logits
 
 PROGRAM = "loss_overlap"
 OPPONENTS = ("greedy", "random")
@@ -51,13 +51,13 @@ MAX_PRINTED_ENTRIES = 8
 def checkpoint_snapshots(path: str) -> list[tuple[str, torch.nn.Module]]:
     """The league snapshots a training checkpoint stores, as ``(f"{path}@u{update}", network)``, in its order.
 
-    Each snapshot is checked as an agent file is (:func:`policy.model.model_from_payload`: the
+    Each snapshot is checked as an agent file is (:func:`kahuna_policy.model.model_from_payload`: the
     checkpoint's network, or the one the snapshot's own ``model_config`` names, with the snapshot's
     weights); a file with no snapshot, or a malformed one, is
     a one-line ``ValueError``.
     """
-    from policy.agent import read_policy_file
-    from policy.model import model_from_payload
+    from kahuna_policy.agent import read_policy_file
+    from kahuna_policy.model import model_from_payload
 
     if not Path(path).is_file():
         raise ValueError(f"--snapshots reads training checkpoints, and {path} is not a file")
@@ -147,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         exit_with_error(PROGRAM, "an agent is named twice")
     if args.json is not None and any(Path(spec).exists() and same_file(Path(spec), args.json) for spec in args.agents):
         exit_with_error(PROGRAM, f"--json {args.json} is one of the agents")
-    from policy.agent import load_agent
+    from kahuna_policy.agent import load_agent
     from training.selfplay.quick_eval import evaluate_policy
 
     torch.set_num_threads(1)

@@ -9,7 +9,7 @@ only the search's confident corrections.
 
 **generate** (DAgger-style: the student's positions, not the teacher's).  The raw student (its most
 likely move) plays seat-balanced games against ``greedy`` on the deals of
-``arena.match.schedule(("student.pt", "greedy"), games, seed)`` in ``--workers`` processes, in chunks
+``kahuna_arena.match.schedule(("student.pt", "greedy"), games, seed)`` in ``--workers`` processes, in chunks
 of ``--chunk`` games written as ``OUT/chunk-K.npz`` once complete (a chunk already there is skipped,
 so a stopped run resumes with the same arguments; ``OUT/generate.json`` records them and other
 arguments are refused).  At each student decision with more than one legal action a guided search
@@ -50,12 +50,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from arena.entrants import resolve_entrant
-from arena.match import play_task, schedule
+from kahuna_arena.entrants import resolve_entrant
+from kahuna_arena.match import play_task, schedule
 from kahuna_env.agents import Agent
 from kahuna_env.cli import OneLineParser, even_games, exit_with_error, first_line, non_negative_int, positive_int
-from policy.agent import load_agent
-from policy.search import load_guided_agent
+from kahuna_policy.agent import load_agent
+from kahuna_policy.search import load_guided_agent
 from training.ppo.checkpoint import export_agent
 from training.tools.distill import anchor_penalties, anchor_targets
 

@@ -13,7 +13,7 @@ protocol):
   probability from scores, controlled islands, progress to majorities,
   bridges and hand sizes.
 * :class:`GuidedEvaluator` -- any :class:`LeafEvaluator` (a network:
-  ``policy/search.py``; this package never imports torch) as the search's
+  ``kahuna_policy/search.py``; this package never imports torch) as the search's
   evaluator: its priors and value for a batch of leaves in one call, the
   priors at the opponent's nodes sharpened (``opponent_prior_power``), its
   value mixed with the rollout's (``value_weight``).
@@ -199,7 +199,7 @@ class RolloutEvaluator:
 
 # ---------------------------------------------------------------------------------------------- guided search
 class LeafEvaluator(Protocol):
-    """What a guided search asks of a position evaluator (a network, say; see ``policy/search.py``).
+    """What a guided search asks of a position evaluator (a network, say; see ``kahuna_policy/search.py``).
 
     ``evaluate(states, legal)`` receives determinized positions that are not
     over (seen by the player to move in each: ``encode_observation(state,

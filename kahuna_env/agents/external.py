@@ -4,7 +4,7 @@ Every tool that takes an entrant (``kahuna-eval``, ``kahuna-ratings``,
 ``kahuna-play``, ``kahuna-serve``, ``kahuna-exploit``, the training league,
 ``gymnasium.make("Kahuna-v0", opponent=...)``) reads it with
 :class:`~kahuna_env.agents.spec.EntrantSpec` and builds it with
-:func:`arena.entrants.resolve_entrant`; this module holds the parts that need
+:func:`kahuna_arena.entrants.resolve_entrant`; this module holds the parts that need
 no torch.
 
 **The agent protocol** (``py:MODULE:ATTR``, ``py:FILE.py:ATTR``).  ``ATTR`` is
@@ -37,7 +37,7 @@ naming the agent: the harness never "fixes" it.
 **Agent files** are recognised by their content (:func:`agent_file_kind`):
 the project's agent files and checkpoints, TorchScript files of
 ``kahuna-export``, Stable-Baselines3 / sb3-contrib ``.zip`` checkpoints (read
-without unpickling anything: ``policy/external.py``), and ONNX files
+without unpickling anything: ``kahuna_policy/external.py``), and ONNX files
 (:func:`load_onnx`, onnxruntime, no torch) that follow this convention:
 
 * inputs: ``observation`` ``(batch, 246)`` float32 and, optionally,
@@ -96,7 +96,7 @@ __all__ = [
 PLUGINS = "kahuna_env.opponents"
 """Entry-point group of named agents: ``NAME = "module:factory"``, ``factory(NAME)`` returning an agent.
 
-kahuna-rl declares its shipped agents there (``champion = "policy.agent:load_agent"``); any package can add
+kahuna-rl declares its shipped agents there (``champion = "kahuna_policy.agent:load_agent"``); any package can add
 its own.  The group is read only when a name is not a baseline, and only the named entry point is loaded."""
 FILE_KINDS: dict[str, str] = {
     "kahuna": "a Kahuna agent file or training checkpoint",

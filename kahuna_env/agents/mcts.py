@@ -10,7 +10,7 @@ options (:class:`~kahuna_env.agents.search.SearchConfig`):
   (:class:`~kahuna_env.agents.selectors.PUCTRoot`); the move is the most
   visited root child, ties broken by value;
 * with an ``evaluator`` (a :class:`LeafEvaluator`, e.g. a network:
-  ``policy/search.py``; this package never imports torch), the guided
+  ``kahuna_policy/search.py``; this package never imports torch), the guided
   search: its priors and values for ``batch_size`` leaves per call
   (:class:`~kahuna_env.agents.evaluators.GuidedEvaluator`), the value mixed
   with the rollout's in the proportion ``value_weight``, the priors at the
@@ -317,7 +317,7 @@ class GuidedSearchAgent(MCTSAgent):
     """The ``mcts`` search guided by any :class:`LeafEvaluator`, with the guided search's settings.
 
     ``SOURCE@mcts:N`` for every kind of agent that gives a value: the
-    project's networks (``policy/search.py`` plugs in the network), ONNX
+    project's networks (``kahuna_policy/search.py`` plugs in the network), ONNX
     files and Python agents (:mod:`kahuna_env.agents.external`).  The
     evaluator applies ``prior_temperature`` to its own priors; here it only
     sets, with ``opponent_prior_temperature``, how much sharper the priors are

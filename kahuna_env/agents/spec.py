@@ -27,11 +27,11 @@ command-line tools, training's configs and tools, and ``kahuna-serve`` alike;
 ``str()`` writes a spec back in its canonical form (``mcts`` is ``mcts:200``),
 which parses to the same spec.  Parsing builds nothing, reads no file and
 imports no torch: the baselines are built by :func:`~kahuna_env.agents.make_agent`,
-the network kinds where torch is (:func:`arena.entrants.resolve_entrant`, or the
+the network kinds where torch is (:func:`kahuna_arena.entrants.resolve_entrant`, or the
 ``kahuna_env.opponents`` entry points of :mod:`kahuna_env.gym_env`).
 
 ``kahuna_env`` knows no network by name: a caller passes the names it may
-build (``named``): the arena the registry :data:`policy.registry.SHIPPED_AGENTS`,
+build (``named``): the arena the registry :data:`kahuna_policy.registry.SHIPPED_AGENTS`,
 the environment its entry points.  It also passes the folder agent files may
 come from: :data:`ANYWHERE` for the command-line tools (any path the user's
 shell can name), a folder for the web (a file counts only if it lies inside

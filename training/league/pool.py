@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from policy.model import ActorCritic, ModelConfig, model_config_from_dict
+from kahuna_policy.model import ActorCritic, ModelConfig, model_config_from_dict
 
 if TYPE_CHECKING:
     from training.ppo.config import PoolConfig

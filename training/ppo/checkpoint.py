@@ -1,6 +1,6 @@
 """Training checkpoints: everything needed to resume a run exactly, in a file any agent loader can read.
 
-A checkpoint is the agent file format of :mod:`policy.model` (so
+A checkpoint is the agent file format of :mod:`kahuna_policy.model` (so
 ``training.load_agent(checkpoint)`` plays it) plus these keys, all plain
 types and tensors (loaded with ``weights_only=True``):
 
@@ -41,8 +41,8 @@ from typing import Any
 
 import torch
 
-from policy.agent import read_policy_file
-from policy.model import ActorCritic, agent_payload
+from kahuna_policy.agent import read_policy_file
+from kahuna_policy.model import ActorCritic, agent_payload
 from training.league.pool import pool_entry_problem
 from training.ppo.config import MAX_UPDATES
 from training.ppo.device import on_cpu

@@ -29,8 +29,8 @@ import yaml
 from kahuna_env.agents.spec import EntrantSpec, UnknownEntrant, parse_baseline
 from kahuna_env.cli import check_input_file, first_line
 from kahuna_env.config import KahunaConfig
-from policy.model import ModelConfig
-from policy.reward import TRAINING_REWARD_DEFAULTS
+from kahuna_policy.model import ModelConfig
+from kahuna_policy.reward import TRAINING_REWARD_DEFAULTS
 from training.league.pool import KINDS
 from training.ppo.device import DEVICES
 from training.selfplay.start_positions import START_OPPONENTS

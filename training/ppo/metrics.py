@@ -10,7 +10,7 @@ names (CleanRL's: ``charts/SPS``, ``charts/episodic_return``,
 TensorBoard uses ``global_step`` as its step.  An opponent name in a key is
 written with ``:`` as ``_`` (``eval/win_rate_vs_mcts_50``, ``elo/vs_mcts_50``).
 
-Elo estimates: an evaluation against an anchor of :data:`arena.stats.ANCHOR_RATINGS`
+Elo estimates: an evaluation against an anchor of :data:`kahuna_arena.stats.ANCHOR_RATINGS`
 (seat-balanced games, score ``s`` = (wins + draws / 2) / games) gives
 ``elo/vs_<anchor> = rating(anchor) + 400 * log10(s / (1 - s))``, with ``s``
 clipped to ``[1 / (2 n), 1 - 1 / (2 n)]`` for ``n`` games (so a clean sweep
@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from arena.stats import ANCHOR_RATINGS, elo_difference
+from kahuna_arena.stats import ANCHOR_RATINGS, elo_difference
 
 METRICS_FILE = "metrics.jsonl"
 PLOT_FILE = "learning_curves.png"

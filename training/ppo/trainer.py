@@ -47,11 +47,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from arena.store import Entrant, ResultsStore, StoredGame, baseline_entrant
+from kahuna_arena.store import Entrant, ResultsStore, StoredGame, baseline_entrant
 from kahuna_env import kernels
 from kahuna_env.cli import first_line
-from policy.model import ActorCritic, check_state_dict
-from policy.reward import reward_record
+from kahuna_policy.model import ActorCritic, check_state_dict
+from kahuna_policy.reward import reward_record
 from training.league.pool import (
     KIND_GREEDY,
     KIND_LATEST,
@@ -722,7 +722,7 @@ def initial_model(config: TrainConfig) -> ActorCritic:
 
 def initial_agent(config: TrainConfig) -> Any:
     """The agent ``config.init_from`` names (its network and ``meta``), checked as :func:`initial_model`."""
-    from policy.agent import load_agent
+    from kahuna_policy.agent import load_agent
 
     source = config.init_from
     agent = load_agent(source)
@@ -1074,7 +1074,7 @@ def _save(config: TrainConfig, run: _RunState, run_dir: Path, update: int) -> Pa
             "run": config.name,
             "update": update,
             "global_step": run.counters["global_step"],
-            # the value semantics (policy.agent.recorded_reward)
+            # the value semantics (kahuna_policy.agent.recorded_reward)
             "reward": reward_record(dataclasses.asdict(config.reward)),
         },
     )
@@ -1085,7 +1085,7 @@ def _export(config: TrainConfig, run: _RunState, run_dir: Path) -> None:
     """``final_agent.pt``, ``final_eval.json`` (when there was a final evaluation) and the learning curves.
 
     The agent's ``meta`` records the run, its counters, the reward settings (the
-    critic's value semantics: :func:`policy.agent.recorded_reward`), the whole
+    critic's value semantics: :func:`kahuna_policy.agent.recorded_reward`), the whole
     config and the final evaluation (scores with 95% intervals; ``{}`` without one).
     """
     summary = {name: result.to_dict() for name, result in run.final_eval.items()}

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from policy.model import ModelConfig
+from kahuna_policy.model import ModelConfig
 
 # The typed-config machinery of the native trainer, shared so both configs behave the same.
 from training.ppo.config import (

@@ -64,7 +64,7 @@ from kahuna_env.agents import make_agent  # noqa: E402
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame  # noqa: E402
 from kahuna_env.match import agent_chooser, play  # noqa: E402
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation  # noqa: E402
-from policy.reward import island_potentials  # noqa: E402
+from kahuna_policy.reward import island_potentials  # noqa: E402
 from training.league.pool import KINDS  # noqa: E402
 from training.ppo.config import TRAINING_RULE_OPTIONS  # noqa: E402
 from training.rllib.league import AGENTS, agent_ids, snapshot_agent  # noqa: E402

@@ -1,10 +1,10 @@
 """Export an RLlib checkpoint of a Kahuna run to the project's agent format (``training.load_agent``).
 
 The RLModule (:class:`training.rllib.module.KahunaRLModule`) holds the
-native :class:`policy.model.ActorCritic` as ``net``, so export reads the
+native :class:`kahuna_policy.model.ActorCritic` as ``net``, so export reads the
 module's state from the checkpoint, drops the ``net.`` prefix, loads it into
-an ``ActorCritic`` of the same :class:`~policy.model.ModelConfig` (strictly:
-every tensor must fit) and writes :func:`policy.model.agent_payload`.
+an ``ActorCritic`` of the same :class:`~kahuna_policy.model.ModelConfig` (strictly:
+every tensor must fit) and writes :func:`kahuna_policy.model.agent_payload`.
 
 An algorithm checkpoint (``<run_dir>/checkpoint`` or
 ``<run_dir>/checkpoints/iter_NNNNNN``) keeps each module under
@@ -24,7 +24,7 @@ import torch
 
 from kahuna_env.actions import NUM_ACTIONS
 from kahuna_env.observation import OBSERVATION_SIZE
-from policy.model import ActorCritic, ModelConfig
+from kahuna_policy.model import ActorCritic, ModelConfig
 from training.ppo.checkpoint import export_agent
 from training.rllib.errors import IncompatibleCheckpointError, require_ray
 

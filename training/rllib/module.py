@@ -1,14 +1,14 @@
-"""The RLModule: the project's :class:`policy.model.ActorCritic`, with masked logits, inside RLlib.
+"""The RLModule: the project's :class:`kahuna_policy.model.ActorCritic`, with masked logits, inside RLlib.
 
-:class:`KahunaRLModule` holds an :class:`~policy.model.ActorCritic` as its
+:class:`KahunaRLModule` holds an :class:`~kahuna_policy.model.ActorCritic` as its
 ``net`` attribute, built from the ``model_config`` dict (the
-:class:`~policy.model.ModelConfig` fields: ``hidden_sizes``,
+:class:`~kahuna_policy.model.ModelConfig` fields: ``hidden_sizes``,
 ``activation``, and whatever else the native network offers).  Its state
 dict is therefore the native network's with a ``net.`` prefix, and exporting
 to the agent format (:mod:`training.rllib.export`) is a copy of that state.
 
 The network masks illegal actions itself: they get the logit
-:data:`policy.model.MASKED_LOGIT` (-1e9), so their probability is exactly
+:data:`kahuna_policy.model.MASKED_LOGIT` (-1e9), so their probability is exactly
 0 in float32 in every forward pass RLlib makes (exploration on the
 EnvRunners, inference, training): a sampled or argmax action is always legal.
 """
@@ -30,7 +30,7 @@ from ray.rllib.core.rl_module.torch import TorchRLModule  # noqa: E402
 
 from kahuna_env.actions import NUM_ACTIONS  # noqa: E402
 from kahuna_env.observation import OBSERVATION_SIZE  # noqa: E402
-from policy.model import ActorCritic, ModelConfig, model_config_from_dict  # noqa: E402
+from kahuna_policy.model import ActorCritic, ModelConfig, model_config_from_dict  # noqa: E402
 
 
 def check_spaces(observation_space: Any, action_space: Any) -> None:
@@ -53,7 +53,7 @@ def check_spaces(observation_space: Any, action_space: Any) -> None:
 
 
 MODEL_KEYS = tuple(field.name for field in dataclasses.fields(ModelConfig))
-"""The ``model_config`` keys the module reads (the :class:`~policy.model.ModelConfig` fields)."""
+"""The ``model_config`` keys the module reads (the :class:`~kahuna_policy.model.ModelConfig` fields)."""
 
 
 def module_model_config(config: ModelConfig) -> dict[str, Any]:
@@ -63,14 +63,14 @@ def module_model_config(config: ModelConfig) -> dict[str, Any]:
 
 
 def model_config_of(model_config: Mapping[str, Any]) -> ModelConfig:
-    """The :class:`~policy.model.ModelConfig` in an RLModule ``model_config`` (RLlib adds keys of its own)."""
+    """The :class:`~kahuna_policy.model.ModelConfig` in an RLModule ``model_config`` (RLlib adds keys of its own)."""
     return model_config_from_dict({key: model_config[key] for key in MODEL_KEYS if key in model_config})
 
 
 class KahunaRLModule(TorchRLModule, ValueFunctionAPI):
     """Masked actor-critic RLModule for Kahuna (PPO-compatible: implements ``ValueFunctionAPI``).
 
-    Every forward pass runs the whole :class:`~policy.model.ActorCritic`
+    Every forward pass runs the whole :class:`~kahuna_policy.model.ActorCritic`
     (whatever its ``architecture``), which returns masked logits and values
     together; the training pass hands the values to ``compute_values`` as
     the "embeddings", so PPO does not run the network twice.

@@ -10,7 +10,7 @@ policies asked in this order:
    forward pass over the games where a learner seat is to move; every decision is
    recorded with its trajectory id ``2 * game + seat``;
 2. the snapshots (:class:`~training.selfplay.policies.SnapshotPolicy`): one forward
-   pass of all the batch's snapshots stacked (:class:`~policy.model.StackedNetworks`),
+   pass of all the batch's snapshots stacked (:class:`~kahuna_policy.model.StackedNetworks`),
    each snapshot sampling its own games as one pass per snapshot would;
 3. ``greedy`` and 4. ``random``: the batched baselines
    (:class:`~kahuna_env.agents.batched.BatchedGreedy` picks among exactly the
@@ -39,7 +39,7 @@ from kahuna_env.agents.batched import BatchedGreedy, BatchedRandom
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.seated import BaselinePolicy, BatchPolicy, play_seated, seating_of
 from kahuna_env.vector import KahunaBatch
-from policy.model import ActorCritic, StackedNetworks
+from kahuna_policy.model import ActorCritic, StackedNetworks
 from training.league.pool import AGENT_KINDS, KIND_GREEDY, KIND_LATEST, KIND_MCTS, KIND_PAST, KIND_RANDOM, KINDS
 from training.selfplay.policies import EntrantPolicy, LearnerRecord, NetworkPolicy, SnapshotPolicy, TickObservations
 from training.selfplay.rollout import CollectionStats, GameBatch, PlayedGames

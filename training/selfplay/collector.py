@@ -19,7 +19,7 @@ from kahuna_env.agents import Agent
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.gym_env import make_opponent
 from kahuna_env.workers import WorkerFailed, Workers
-from policy.model import ActorCritic, ModelConfig
+from kahuna_policy.model import ActorCritic, ModelConfig
 from training.league.pool import KIND_LATEST, KINDS, GameAssignment, OpponentPool
 from training.selfplay.batched_rollout import play_games_batched
 from training.selfplay.rollout import GameBatch, Rollout, finish_rollout
@@ -71,7 +71,7 @@ def _setup_worker(
 
     The league's entrant is built here from its spec, as in the main process (an agent need not pickle).
     """
-    from policy.model import model_config_from_dict
+    from kahuna_policy.model import model_config_from_dict
 
     torch.set_num_threads(1)
     state["config"] = KahunaConfig.from_dict(game_config)
@@ -91,7 +91,7 @@ def _play_batch(
     batch: GameBatch,
 ) -> Any:
     """In a worker: load the learner's weights and the snapshots it lacks, drop the retired ones, play ``batch``."""
-    from policy.model import model_config_from_dict
+    from kahuna_policy.model import model_config_from_dict
 
     model, snapshots, settings = state["model"], state["snapshots"], state["settings"]
     _load_numpy_state(model, model_state)

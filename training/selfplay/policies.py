@@ -5,7 +5,7 @@
   with a seeded ``torch.Generator`` or playing its most likely legal action;
   as the learner it records every decision (:class:`LearnerRecord`).
 * :class:`SnapshotPolicy`: the pool's snapshots, each game against its own; all
-  of them in one stacked forward pass (:class:`~policy.model.StackedNetworks`)
+  of them in one stacked forward pass (:class:`~kahuna_policy.model.StackedNetworks`)
   or one pass per snapshot, each snapshot drawing its noise as one pass of its
   own would;
 * :class:`EntrantPolicy`: any agent of the arena (the ``mcts`` baseline, an
@@ -26,8 +26,8 @@ from kahuna_env.agents import Agent
 from kahuna_env.observation import OBSERVATION_SIZE
 from kahuna_env.seated import PerGamePolicy
 from kahuna_env.vector import KahunaBatch
-from policy.model import ActorCritic, StackedNetworks, network_outputs, sample_actions, sample_from_logits
-from policy.reward import island_potentials
+from kahuna_policy.model import ActorCritic, StackedNetworks, network_outputs, sample_actions, sample_from_logits
+from kahuna_policy.reward import island_potentials
 from training.selfplay.rollout import CollectionStats, PlayedGames
 
 _ARRAYS = {

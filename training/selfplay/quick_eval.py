@@ -22,19 +22,19 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from arena.stats import Tally
+from kahuna_arena.stats import Tally
 from kahuna_env.agents import Agent, make_agent
 from kahuna_env.agents.batched import BATCHED_BASELINES, make_batched_agent
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.seated import BaselinePolicy, BatchPolicy, play_seated, seating_of
 from kahuna_env.vector import KahunaBatch, StepResult
-from policy.model import ActorCritic
+from kahuna_policy.model import ActorCritic
 from training.selfplay.policies import EntrantPolicy, NetworkPolicy, TickObservations
 
 
 @dataclasses.dataclass(frozen=True)
 class QuickEvalResult(Tally):
-    """Outcome of a match from the policy's side: an :class:`arena.stats.Tally` that knows its opponent.
+    """Outcome of a match from the policy's side: an :class:`kahuna_arena.stats.Tally` that knows its opponent.
 
     The score ((wins + draws / 2) / games) and its 95% Wilson interval are
     those every evaluation of the project reports (``kahuna-eval`` too).

@@ -6,7 +6,7 @@ A start-positions file is JSON Lines, one object per line::
 
 ``position`` is a position dict (docs/RULES.md, "Positions") of a game that is
 not over; ``seat`` (0 or 1) is the seat the learner takes in a game started
-from it.  ``python -m arena.start_positions`` writes such files from
+from it.  ``python -m kahuna_arena.start_positions`` writes such files from
 ``kahuna-eval --record`` game records (the positions of the games an agent lost).
 
 With ``rollout.start_positions: FILE`` and ``rollout.start_share: S`` a share

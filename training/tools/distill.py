@@ -5,7 +5,7 @@ Usage::
     kahuna-distill --student champion --simulations 50 --games 600 --out runs/distill
 
 1. **Generate.** The teacher is the student's network guiding the search
-   (``STUDENT@mcts:N``, :class:`policy.search.GuidedMCTSAgent` with its
+   (``STUDENT@mcts:N``, :class:`kahuna_policy.search.GuidedMCTSAgent` with its
    defaults).  It plays ``--games`` games, a third each against ``greedy``,
    against ``mcts:N`` and against itself (``--opponents``), seats alternating,
    on deals of their own (never the deals of ``kahuna-eval --seed 0``).  At
@@ -20,7 +20,7 @@ Usage::
    stays put elsewhere, and the critic the search relies on is kept).  The
    games are split 90/10; after every epoch the held-out loss is measured and
    the epoch with the lowest one is kept.
-3. **Write** ``OUT/agent.pt`` (the agent file format of :mod:`policy.model`)
+3. **Write** ``OUT/agent.pt`` (the agent file format of :mod:`kahuna_policy.model`)
    whose ``meta`` records the student's own provenance, the teacher, the
    data, the fit and the wall time of both stages (``distill``), and in
    ``total_training`` the student's whole training (:func:`training.ppo.provenance.whole_training`)
@@ -74,9 +74,9 @@ from kahuna_env.observation import OBSERVATION_SIZE
 from kahuna_env.seated import PerGamePolicy, play_seated, seating_of
 from kahuna_env.vector import KahunaBatch
 from kahuna_env.workers import WorkerFailed, Workers
-from policy.agent import DEFAULT_REWARD, load_agent
-from policy.model import ActorCritic
-from policy.search import GuidedMCTSAgent
+from kahuna_policy.agent import DEFAULT_REWARD, load_agent
+from kahuna_policy.model import ActorCritic
+from kahuna_policy.search import GuidedMCTSAgent
 from training.cli import describe_os_error
 from training.ppo.checkpoint import export_agent
 from training.ppo.provenance import whole_training
@@ -385,7 +385,7 @@ def check_outputs(out: Path, student: str, force: bool) -> None:
     a protected file of another kind, an existing one only with ``force``
     (an earlier distillation is never replaced by accident).
     """
-    from policy.agent import agent_file
+    from kahuna_policy.agent import agent_file
 
     check_writable("--out", out, directory=True)
     for name, kind in OUTPUTS.items():

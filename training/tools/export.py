@@ -7,7 +7,7 @@ Usage::
 
 ``AGENT`` is a shipped agent's name (``champion``) or a policy file.  Both
 formats take the same two inputs and give the same two outputs as the network
-(:class:`policy.model.ActorCritic`):
+(:class:`kahuna_policy.model.ActorCritic`):
 
 ==================  ===================================  =============================================
 name                shape, type                          what
@@ -252,7 +252,7 @@ def _check_arguments(fmt: str, tolerance: float, path: Path, force: bool, agent:
         raise ValueError(f"--format must be one of {list(FORMATS)}, got {fmt!r}")
     if not np.isfinite(tolerance) or tolerance < 0:
         raise ValueError(f"--tolerance must be a finite number >= 0, got {tolerance!r}")
-    from policy.agent import agent_file
+    from kahuna_policy.agent import agent_file
 
     check_output_file("--out", path, AGENT, inputs=[agent_file(agent)], force=force)
     if fmt == "onnx":
@@ -261,7 +261,7 @@ def _check_arguments(fmt: str, tolerance: float, path: Path, force: bool, agent:
 
 def _load_network(agent: str) -> Any:
     """The agent's network in evaluation mode; a one-line ``ValueError`` for an unreadable agent."""
-    from policy.agent import load_agent
+    from kahuna_policy.agent import load_agent
 
     try:
         policy = load_agent(agent)

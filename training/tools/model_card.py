@@ -1,7 +1,7 @@
 """Model cards: a human-readable ``NAME.md`` beside every shipped agent, generated from its ``meta``.
 
 ``kahuna-ship`` writes the card next to the agent file it ships
-(``policy/agents/champion.md`` beside ``champion.pt``); ``python -m
+(``kahuna_policy/agents/champion.md`` beside ``champion.pt``); ``python -m
 training.tools.model_card NAME...`` regenerates the cards of shipped agents from
 their files.  A card has the sections of the usual model-card template:
 intended use, training (the run, its network, its schedule and its chain of
@@ -279,7 +279,7 @@ def write_model_card(agent_file: str | Path, meta: Mapping[str, Any], name: str 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m training.tools.model_card NAME...``: regenerate the cards of shipped agents from their files."""
     from kahuna_env.cli import OneLineParser, exit_with_error, first_line
-    from policy.agent import read_policy_file, shipped_agent_names, shipped_agent_source
+    from kahuna_policy.agent import read_policy_file, shipped_agent_names, shipped_agent_source
 
     parser = OneLineParser(prog="python -m training.tools.model_card", description=main.__doc__)
     parser.add_argument("names", nargs="*", metavar="NAME", help="shipped agents (default: all)")

@@ -7,7 +7,7 @@ Usage::
 Reads ``RUN_DIR/final_agent.pt`` (the weights), ``RUN_DIR/config.yaml``,
 ``RUN_DIR/checkpoints/latest.pt`` (the counters: updates, learner decisions,
 games, training wall time) and ``RUN_DIR/final_eval.json``, and writes a
-policy file (the agent format of :mod:`policy.model`: weights and network
+policy file (the agent format of :mod:`kahuna_policy.model`: weights and network
 shape only, no optimizer or pool) whose ``meta`` holds:
 
 ================  ============================================================
@@ -18,7 +18,7 @@ key               value
 ``source_file``   ``final_agent.pt``; ``source_meta`` that file's own ``meta``
 ``config``        the run's config (``config.yaml``), which must describe the network shipped
 ``reward``        the reward settings of the run (the critic's value semantics, read by
-                  :func:`policy.search.load_guided_agent`)
+                  :func:`kahuna_policy.search.load_guided_agent`)
 ``commit``        ``git rev-parse HEAD`` of the code when shipped (``"unknown"``
                   outside a git checkout); ``commit_note`` says what it is
 ``training``      ``updates``, ``learner_decisions``, ``actions``, ``games``,
@@ -40,8 +40,8 @@ Beside the agent file it writes its model card, ``NAME.md`` (intended use,
 training, evaluation with intervals, limitations, licence), generated from
 that ``meta`` by :mod:`training.tools.model_card`.
 
-By default the file goes to the source tree's ``policy/agents/`` under its
-registered name (:data:`policy.agent.SHIPPED_AGENTS`), the package data that
+By default the file goes to the source tree's ``kahuna_policy/agents/`` under its
+registered name (:data:`kahuna_policy.agent.SHIPPED_AGENTS`), the package data that
 ``load_agent(name)`` reads.  Bad input (a missing or incomplete run directory,
 a ``config.yaml`` that does not describe the network of ``final_agent.pt``,
 an unregistered name without ``--out``, an evaluation file that is not a
@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a kahuna-eval --json report to include (repeat for several)",
     )
     parser.add_argument(
-        "--out", type=Path, metavar="PATH", help="where to write (default: policy/agents/<file of NAME>)"
+        "--out", type=Path, metavar="PATH", help="where to write (default: kahuna_policy/agents/<file of NAME>)"
     )
     add_force_argument(parser)
     return parser
@@ -219,7 +219,7 @@ def _read_run(files: _RunFiles) -> tuple[Mapping[str, Any], dict[str, Any], dict
     """``(config, agent payload, checkpoint)`` of the run; a one-line ``ValueError`` for an unreadable file."""
     import yaml
 
-    from policy.agent import read_policy_file
+    from kahuna_policy.agent import read_policy_file
     from training.ppo.checkpoint import load_checkpoint
     from training.ppo.config import load_yaml_text
 
@@ -276,9 +276,9 @@ def _check_run_matches_agent(
     ``model`` is not the network of ``final_agent.pt`` (the provenance would be
     false), or when the agent records other reward settings than the config.
     """
-    from policy.agent import recorded_reward
-    from policy.model import model_config_from_dict
-    from policy.reward import reward_record
+    from kahuna_policy.agent import recorded_reward
+    from kahuna_policy.model import model_config_from_dict
+    from kahuna_policy.reward import reward_record
     from training.ppo.config import config_from_dict
 
     try:
@@ -309,7 +309,7 @@ def _check_run_matches_agent(
 def eval_report_problem(report: Any) -> str | None:
     """What makes ``report`` not a complete ``kahuna-eval --json`` report (None when it is one).
 
-    Checks every field :meth:`arena.report.EvaluationReport.to_dict` writes:
+    Checks every field :meth:`kahuna_arena.report.EvaluationReport.to_dict` writes:
     the entrants, the pairings (each a pair of entrants with consistent
     wins, draws, losses, score and interval), the totals and the ratings;
     a report of an interrupted evaluation (``"partial": true``) is refused.
@@ -404,8 +404,8 @@ def _start_provenance(
 
 def _start_from_name(init_from: str, payload: Mapping[str, Any], agent_file: Path) -> dict[str, Any]:
     """The start record of a run without ``init_from.json``, from the agent its ``init_from`` names now."""
-    from policy.agent import load_agent
-    from policy.model import model_from_payload
+    from kahuna_policy.agent import load_agent
+    from kahuna_policy.model import model_from_payload
 
     try:
         start = load_agent(init_from)
@@ -436,8 +436,8 @@ def ship(
     (replaced only with ``force``, and never a protected file of another
     kind); ``OSError`` naming the file when the write fails.
     """
-    from policy.agent import SHIPPED_AGENTS, shipped_agent_names, shipped_agent_source
-    from policy.model import model_from_payload
+    from kahuna_policy.agent import SHIPPED_AGENTS, shipped_agent_names, shipped_agent_source
+    from kahuna_policy.model import model_from_payload
     from training.ppo.checkpoint import export_agent
 
     if not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -446,7 +446,7 @@ def ship(
         if name not in SHIPPED_AGENTS:
             raise ValueError(
                 f"{name!r} is not a registered shipped agent ({', '.join(shipped_agent_names())}); "
-                "add it to policy.agent.SHIPPED_AGENTS or give --out"
+                "add it to kahuna_policy.agent.SHIPPED_AGENTS or give --out"
             )
         target = shipped_agent_source(name)
     else:

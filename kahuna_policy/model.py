@@ -168,7 +168,7 @@ def sample_actions(
     """Sample from ``model``'s masked policy with ``generator``: actions, their log-probabilities, values.
 
     The one sampler of the project: training collection, sampled evaluation
-    and :class:`~policy.agent.PolicyAgent` all draw through
+    and :class:`~kahuna_policy.agent.PolicyAgent` all draw through
     :func:`sample_from_logits`.  ``logits_out`` (``(len(observations), 179)``
     float32), if given, receives the masked logits the actions were drawn from.
     """

@@ -1,12 +1,12 @@
 """The ladder of a results store: the fit, the next pairings, report imports, the runs plot, the web's summary.
 
-The ladder is a Bradley–Terry fit (:func:`arena.stats.fit_bradley_terry`,
-draws half a win, :data:`arena.report.PRIOR_DRAWS` virtual draw per pairing)
+The ladder is a Bradley–Terry fit (:func:`kahuna_arena.stats.fit_bradley_terry`,
+draws half a win, :data:`kahuna_arena.report.PRIOR_DRAWS` virtual draw per pairing)
 over every stored game under the chosen rules, a game repeated with the same
 seeds counted once, plus imported tallies (:func:`fit_ladder`).  Its scale
 is pinned by fixed *anchors*: by default the baselines of the ratings
 table of docs/RATINGS.md at their ratings there (:data:`DEFAULT_ANCHORS`, the project's
-one Elo scale, :data:`arena.stats.ANCHOR_RATINGS`, which the trainer's ``elo/*`` metrics use too), so that a
+one Elo scale, :data:`kahuna_arena.stats.ANCHOR_RATINGS`, which the trainer's ``elo/*`` metrics use too), so that a
 new entrant's rating means the same as in that table; the shift puts the
 anchors present at their ratings on average, and each ``±95%`` is the
 interval of the rating relative to that anchor mean.  Entrants not linked to
@@ -27,7 +27,7 @@ again.  A malformed or partial report is a one-line ``ValueError``.
 
 :func:`plot_runs` draws Elo against learner decisions per training run, and
 :func:`ladder_summary` is the ladder as the browser shows it (``kahuna-serve
---db``).  The command line is :mod:`arena.ratings_cli` (``kahuna-ratings``).
+--db``).  The command line is :mod:`kahuna_arena.ratings_cli` (``kahuna-ratings``).
 """
 
 from __future__ import annotations
@@ -43,16 +43,16 @@ from typing import Any
 
 import numpy as np
 
-from arena.entrants import split_search
-from arena.match import MAX_BASE_SEED, MAX_GAMES
-from arena.report import PRIOR_DRAWS, EvaluationReport
-from arena.stats import ANCHOR_RATINGS, Z95, expected_score, fit_bradley_terry
-from arena.store import Entrant, ImportedTally, ResultsStore, StoreError, baseline_entrant
+from kahuna_arena.entrants import split_search
+from kahuna_arena.match import MAX_BASE_SEED, MAX_GAMES
+from kahuna_arena.report import PRIOR_DRAWS, EvaluationReport
+from kahuna_arena.stats import ANCHOR_RATINGS, Z95, expected_score, fit_bradley_terry
+from kahuna_arena.store import Entrant, ImportedTally, ResultsStore, StoreError, baseline_entrant
 from kahuna_env.cli import first_line, terminal_safe
 from kahuna_env.engine import KahunaConfig
 
 DEFAULT_ANCHORS = ANCHOR_RATINGS
-"""The ladder's default anchors: :data:`arena.stats.ANCHOR_RATINGS` itself (the baselines of docs/RATINGS.md's
+"""The ladder's default anchors: :data:`kahuna_arena.stats.ANCHOR_RATINGS` itself (the baselines of docs/RATINGS.md's
 table at their ratings there), the scale of the trainer's ``elo/*`` metrics as well."""
 MAX_REPORT_BYTES = 16 * 1024 * 1024
 """The largest report ``--import-report`` reads."""
@@ -175,7 +175,7 @@ def _components(linked: np.ndarray) -> list[list[int]]:
 
 def fit_ladder(store: ResultsStore, rules: dict[str, Any] | None, anchors: dict[str, float]) -> Ladder:
     """The ladder of every game in ``store`` under ``rules`` (``None``: all), pinned by ``anchors`` (spec -> Elo)."""
-    from arena.evaluation import entrant_identity
+    from kahuna_arena.evaluation import entrant_identity
 
     entrants = {e.key: e for e in store.entrants()}
     counts = store.pair_counts(rules)
@@ -301,8 +301,8 @@ def fresh_seed(store: ResultsStore) -> int:
 
 def checked_entrant(spec: str, sampled: bool = False) -> Entrant:
     """The store identity of the entrant ``spec``, once it is built here (a bad name or file raises, as in
-    :func:`arena.evaluation.check_entrants`: ``ValueError`` or ``FileNotFoundError``)."""
-    from arena.evaluation import check_entrants, entrant_identity
+    :func:`kahuna_arena.evaluation.check_entrants`: ``ValueError`` or ``FileNotFoundError``)."""
+    from kahuna_arena.evaluation import check_entrants, entrant_identity
 
     check_entrants([spec, "random" if spec != "random" else "greedy"])
     return entrant_identity(spec, sampled)
@@ -344,12 +344,12 @@ def play_pairings(
 
     Each pairing gets a base seed no session used before (:func:`fresh_seed`);
     with ``common_deals`` they all share one, the deals and agent seeds of
-    :func:`arena.match.schedule`'s common deals.  A failure raises
-    :func:`arena.evaluation.run_evaluation`'s error; the games finished
+    :func:`kahuna_arena.match.schedule`'s common deals.  A failure raises
+    :func:`kahuna_arena.evaluation.run_evaluation`'s error; the games finished
     before it are in the store.
     """
-    from arena.entrants import one_torch_thread
-    from arena.evaluation import run_evaluation
+    from kahuna_arena.entrants import one_torch_thread
+    from kahuna_arena.evaluation import run_evaluation
 
     one_torch_thread(spec for pair in specs for spec in pair)
     shared_seed = fresh_seed(store) if common_deals else None
@@ -384,7 +384,7 @@ class ReportGames:
     Attributes:
         rules: the rule set (``KahunaConfig.to_dict()``).
         seed: the base seed (``None`` in a report too old to record it).
-        common_deals: whether the seeds were those of common deals (:func:`arena.match.schedule`).
+        common_deals: whether the seeds were those of common deals (:func:`kahuna_arena.match.schedule`).
         sampled: whether policy entrants sampled their moves.
         games_per_pairing: games of every pairing.
         entrants: the entrants as the report names them.
@@ -407,7 +407,7 @@ class ReportGames:
         """The identity of the games of the pairing ``a`` vs ``b``: the rules, the seeds' sources and the entrants.
 
         Game ``k`` of that pairing is the same game in every report that shares
-        this key (:func:`arena.match.schedule` derives its seeds from these
+        this key (:func:`kahuna_arena.match.schedule` derives its seeds from these
         alone), whatever else the report holds.
         """
         fields = {
@@ -543,8 +543,8 @@ def _stored_one_by_one(
     store: ResultsStore, report: ReportGames, identities: dict[str, Entrant], a: str, b: str
 ) -> dict[int, float]:
     """Game number -> ``a``'s points, for the games of the pairing's schedule the store holds one by one."""
-    from arena.evaluation import deal_label
-    from arena.match import schedule
+    from kahuna_arena.evaluation import deal_label
+    from kahuna_arena.match import schedule
 
     keys = (identities[a].key, identities[b].key)
     rows = store.query(
@@ -575,7 +575,7 @@ def _short_label(spec: str) -> str:
 
 def _report_identities(path: Path, data: dict[str, Any], digest: str) -> dict[str, Entrant]:
     """Each entrant of a report as the store keys it: as recorded, or (an older report) baselines only."""
-    from arena.evaluation import entrant_kind
+    from kahuna_arena.evaluation import entrant_kind
 
     entrants = data["entrants"]
     recorded = data.get("identities")
@@ -602,9 +602,9 @@ _DIGEST = re.compile(r"sha256:([0-9a-f]{64})")
 
 
 def _key_fits(spec: str, key: str) -> bool:
-    """Whether ``key`` is a key :func:`arena.evaluation.entrant_identity` could give an entrant written ``spec``:
+    """Whether ``key`` is a key :func:`kahuna_arena.evaluation.entrant_identity` could give an entrant written ``spec``:
     a baseline's own key, or the key of some file's sha256 (a policy's, sampled or not; a search's)."""
-    from arena.evaluation import content_entrant, entrant_kind
+    from kahuna_arena.evaluation import content_entrant, entrant_kind
 
     if entrant_kind(spec) == "baseline":
         return key == baseline_entrant(spec).key
@@ -661,7 +661,7 @@ def check_report(path: Path, data: dict[str, Any]) -> ReportGames:
     each pairing's ``games`` the sum of its wins, draws and losses and equal
     to ``games_per_pairing`` (a partial report is refused), each pair of
     entrants at most once, and the games of all pairings within
-    :data:`arena.match.MAX_GAMES`.
+    :data:`kahuna_arena.match.MAX_GAMES`.
     """
     entrants, pairings, config = data["entrants"], data.get("pairings"), data.get("config")
     if not isinstance(pairings, list) or not pairings:
@@ -787,7 +787,7 @@ def ladder_summary(path: str | Path, pairings: int = 5, max_entrants: int = 2000
 
     Reads the store read-only.  A store with more than ``max_entrants``
     entrants is refused (one line) to keep the fit bounded.  Raises
-    :class:`arena.store.StoreError` / ``ValueError`` (one line, without the path).
+    :class:`kahuna_arena.store.StoreError` / ``ValueError`` (one line, without the path).
     """
     try:
         store = ResultsStore(path, readonly=True)

@@ -15,7 +15,7 @@ with three or more entrants, a Bradley–Terry ratings table on the Elo scale.
 alone and each agent's own seeds from its name and the game, never from the
 pairing, so two agents evaluated against the same opponent, in one run or
 two, meet the same deals and the same opponent, game by game
-(:func:`arena.match.schedule`).
+(:func:`kahuna_arena.match.schedule`).
 Bad arguments, unknown entrants, unreadable checkpoints and unwritable
 output paths end the program before any game with exit code 2 and a
 one-line message.  Outputs never destroy what the tool reads or did not
@@ -26,8 +26,8 @@ file only with ``--force``; ``--record`` refuses a directory holding an
 earlier evaluation's records (their names would repeat) unless ``--force``.
 Agent files that are a FIFO, a device or a directory are refused unopened.
 ``--games`` and the
-games of all pairings together are at most :data:`arena.match.MAX_GAMES`,
-``--workers`` at most :data:`arena.match.MAX_WORKERS`, ``--seed`` below
+games of all pairings together are at most :data:`kahuna_arena.match.MAX_GAMES`,
+``--workers`` at most :data:`kahuna_arena.match.MAX_WORKERS`, ``--seed`` below
 ``2**63``.
 
 Every early end keeps the finished games, the same way: Ctrl-C (exit code
@@ -53,9 +53,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
-from arena.entrants import ENTRANT_FORMS, one_torch_thread
-from arena.match import MAX_BASE_SEED, MAX_GAMES, MAX_WORKERS, check_evaluation_size, check_games
-from arena.protocol import PROTOCOLS
+from kahuna_arena.entrants import ENTRANT_FORMS, one_torch_thread
+from kahuna_arena.match import MAX_BASE_SEED, MAX_GAMES, MAX_WORKERS, check_evaluation_size, check_games
+from kahuna_arena.protocol import PROTOCOLS
 from kahuna_env.cli import (
     REPORT,
     OneLineParser,
@@ -77,9 +77,9 @@ from kahuna_env.cli import (
 from kahuna_env.engine import KahunaConfig
 
 if TYPE_CHECKING:
-    from arena.evaluation import WrittenGames
-    from arena.report import EvaluationReport
-    from arena.store import ResultsStore
+    from kahuna_arena.evaluation import WrittenGames
+    from kahuna_arena.report import EvaluationReport
+    from kahuna_arena.store import ResultsStore
 
 PROGRAM = "kahuna-eval"
 
@@ -169,9 +169,9 @@ def _check_seed(seed: int) -> None:
 
 
 games_argument = _checked(check_games, even_games)
-"""argparse type of ``--games``: games per pairing, even, at most :data:`arena.match.MAX_GAMES`."""
+"""argparse type of ``--games``: games per pairing, even, at most :data:`kahuna_arena.match.MAX_GAMES`."""
 workers_argument = _checked(_check_workers, positive_int)
-"""argparse type of ``--workers``: 1 to :data:`arena.match.MAX_WORKERS`."""
+"""argparse type of ``--workers``: 1 to :data:`kahuna_arena.match.MAX_WORKERS`."""
 seed_argument = _checked(_check_seed, non_negative_int)
 """argparse type of ``--seed``: a base seed in ``0 .. 2**63 - 1`` (the results store keeps it)."""
 
@@ -201,7 +201,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         fail(str(error))
     if args.sprt:
         return _main_sprt(args)
-    from arena.evaluation import EvaluationError, EvaluationInterrupted, WrittenGames, check_entrants, run_evaluation
+    from kahuna_arena.evaluation import (
+        EvaluationError,
+        EvaluationInterrupted,
+        WrittenGames,
+        check_entrants,
+        run_evaluation,
+    )
 
     try:
         entrants = check_entrants(args.entrants, sampled=args.sampled)  # the one resolution of the entrants
@@ -265,10 +271,10 @@ def given_options(argv: Sequence[str]) -> set[str]:
 
 
 def _main_protocol(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    """``kahuna-eval AGENT --protocol NAME``: the protocol's games for one agent (:mod:`arena.protocol`)."""
-    from arena.entrants import resolve_entrant
-    from arena.evaluation import EvaluationError, EvaluationInterrupted
-    from arena.protocol import run_protocol, table
+    """``kahuna-eval AGENT --protocol NAME``: the protocol's games for one agent (:mod:`kahuna_arena.protocol`)."""
+    from kahuna_arena.entrants import resolve_entrant
+    from kahuna_arena.evaluation import EvaluationError, EvaluationInterrupted
+    from kahuna_arena.protocol import run_protocol, table
 
     if len(args.entrants) != 1:
         fail(f"--protocol plays one agent against the protocol's opponents, got {len(args.entrants)} entrants")
@@ -339,7 +345,7 @@ def output_counts(
     written (``json_games``; None when it could not be written) and the
     record files of this run on disk.
     """
-    from arena.store import StoreError
+    from kahuna_arena.store import StoreError
 
     counts = []
     if store is not None and args.db is not None:
@@ -368,7 +374,7 @@ def _open_store(args: argparse.Namespace) -> ResultsStore | None:
     """The results store of ``--db`` (created when missing), or ``None``; a bad file ends the program (one line)."""
     if args.db is None:
         return None
-    from arena.store import ResultsStore, StoreError, StoreFailure
+    from kahuna_arena.store import ResultsStore, StoreError, StoreFailure
 
     try:
         return ResultsStore(args.db)
@@ -377,9 +383,9 @@ def _open_store(args: argparse.Namespace) -> ResultsStore | None:
 
 
 def _main_sprt(args: argparse.Namespace) -> int:
-    """``kahuna-eval A B --sprt elo0=X elo1=Y``: a sequential test (:mod:`arena.sprt`)."""
-    from arena.evaluation import EvaluationError
-    from arena.sprt import SPRT, parse_hypotheses, run_sprt
+    """``kahuna-eval A B --sprt elo0=X elo1=Y``: a sequential test (:mod:`kahuna_arena.sprt`)."""
+    from kahuna_arena.evaluation import EvaluationError
+    from kahuna_arena.sprt import SPRT, parse_hypotheses, run_sprt
 
     if len(args.entrants) != 2:
         fail(f"--sprt tests two entrants, got {len(args.entrants)}")
@@ -388,7 +394,7 @@ def _main_sprt(args: argparse.Namespace) -> int:
     try:
         elo0, elo1 = parse_hypotheses(args.sprt)
         test = SPRT(elo0=elo0, elo1=elo1, alpha=args.alpha, beta=args.beta)
-        from arena.evaluation import check_entrants
+        from kahuna_arena.evaluation import check_entrants
 
         entrants = check_entrants(args.entrants, sampled=args.sampled)  # the one resolution of the entrants
         check_outputs(args)
@@ -430,7 +436,7 @@ def _main_sprt(args: argparse.Namespace) -> int:
 
 def entrant_files(entrants: Sequence[str]) -> list[Path]:
     """The files among the entrants (policy files and checkpoints, also behind ``@mcts``): the evaluation's inputs."""
-    from arena.entrants import parse_entrant
+    from kahuna_arena.entrants import parse_entrant
 
     files = []
     for spec in entrants:

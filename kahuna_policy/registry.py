@@ -1,7 +1,7 @@
 """The agents shipped with the package, by name: the one registry (no torch; the arena reads it to parse entrants).
 
-Each is a policy file stored as package data in ``policy/agents/`` and read
-through :mod:`importlib.resources` by :func:`policy.agent.load_agent`, so
+Each is a policy file stored as package data in ``kahuna_policy/agents/`` and read
+through :mod:`importlib.resources` by :func:`kahuna_policy.agent.load_agent`, so
 ``load_agent("champion")`` works from any install and any working directory.
 ``kahuna-ship`` (``training/tools/ship.py``) writes them.
 """
@@ -12,7 +12,7 @@ SHIPPED_AGENTS: dict[str, str] = {
     "champion": "champion.pt",
     "champion-v5": "champion-v5.pt",
 }
-"""Agents shipped with the package: name -> file name in ``policy/agents/`` (package data).
+"""Agents shipped with the package: name -> file name in ``kahuna_policy/agents/`` (package data).
 
 ``champion`` is the agent to use; ``champion-v5``, the previous champion, is the agent the champion's
 recipe (``configs/champion.yaml``) continues.  Earlier champions are files in ``experiments/``
@@ -22,5 +22,5 @@ SHIPPED_AGENTS_DIR = "agents"
 
 
 def shipped_agent_names() -> list[str]:
-    """The names :func:`policy.agent.load_agent` accepts for shipped agents, sorted."""
+    """The names :func:`kahuna_policy.agent.load_agent` accepts for shipped agents, sorted."""
     return sorted(SHIPPED_AGENTS)

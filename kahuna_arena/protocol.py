@@ -3,9 +3,9 @@
 A protocol fixes everything a score depends on besides the agent: the
 opponents, the games against each, the rules and the seed.  Its games are
 seat-balanced (each deal twice, seats swapped) on the *common deals* of the
-protocol's seed (:func:`arena.match.schedule`), so every agent meets the same
+protocol's seed (:func:`kahuna_arena.match.schedule`), so every agent meets the same
 deals and the same opponent behaviour, and an agent's games depend on what it
-is, never on how its path is written (:func:`arena.evaluation.deal_label`).
+is, never on how its path is written (:func:`kahuna_arena.evaluation.deal_label`).
 The results are the same for any ``--workers``.
 
 **kahuna-v1** (:data:`KAHUNA_V1`) plays ``random`` (200 games), ``greedy``
@@ -15,7 +15,7 @@ The results are the same for any ``--workers``.
 has the table and how to report it).
 
 The fixed ratings are the ladder's (docs/ratings.json; ``greedy`` and
-``mcts`` are two of its anchors, :data:`arena.stats.ANCHOR_RATINGS`), so the
+``mcts`` are two of its anchors, :data:`kahuna_arena.stats.ANCHOR_RATINGS`), so the
 protocol's Elo is on the ladder's one scale: the agent's rating is the
 maximum-likelihood Bradley–Terry rating against those fixed opponents
 (:func:`rating_against`, one virtual draw per opponent as the ladder adds),
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from arena.stats import ANCHOR_RATINGS, ELO_PER_NATURAL_LOG, Z95, expected_score, wilson_interval
+from kahuna_arena.stats import ANCHOR_RATINGS, ELO_PER_NATURAL_LOG, Z95, expected_score, wilson_interval
 
 PROTOCOL_FORMAT = "kahuna-protocol-result"
 """The ``format`` of a protocol's JSON."""
@@ -133,12 +133,12 @@ def run_protocol(
 
     ``result`` (everything but ``run``) depends only on the protocol and what
     the agent is; ``run`` holds how it was run (the spec as given, workers,
-    machine, times).  ``built``: the agent as :func:`arena.entrants.resolve_entrant`
+    machine, times).  ``built``: the agent as :func:`kahuna_arena.entrants.resolve_entrant`
     built it already (``None``: built here).  Raises what
-    :func:`arena.evaluation.run_evaluation` raises for a bad entrant or a failed game.
+    :func:`kahuna_arena.evaluation.run_evaluation` raises for a bad entrant or a failed game.
     """
-    from arena.entrants import resolve_entrant
-    from arena.evaluation import ResolvedEntrants, deal_label, entrant_identity, run_evaluation
+    from kahuna_arena.entrants import resolve_entrant
+    from kahuna_arena.evaluation import ResolvedEntrants, deal_label, entrant_identity, run_evaluation
     from kahuna_env.engine import KahunaConfig
 
     config = KahunaConfig(variant=protocol.variant, discard_rule=protocol.discard_rule)

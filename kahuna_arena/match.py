@@ -8,7 +8,7 @@ tools differ only in their choosers and callbacks:
 
 * ``kahuna-eval`` — agents (:func:`agent_chooser`), timed; :func:`play_task`.
 * ``kahuna-play`` — a human reading stdin in one seat, an agent in the other.
-* ``kahuna-replay`` — the recorded actions (:func:`arena.replay.replay`).
+* ``kahuna-replay`` — the recorded actions (:func:`kahuna_arena.replay.replay`).
 * ``kahuna-demo`` — two baselines, one printed line per turn.
 
 Seeds of an evaluation (:func:`schedule`): games ``2m`` and ``2m+1`` of a

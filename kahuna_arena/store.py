@@ -8,7 +8,7 @@ them into one ladder.  Nothing else writes the file.
 Design (docs/EVALUATION.md, "The results store"):
 
 * **Standard library only** (:mod:`sqlite3`); of the project it imports only
-  :mod:`kahuna_env`, so training may use it as it uses :mod:`arena.stats`.
+  :mod:`kahuna_env`, so training may use it as it uses :mod:`kahuna_arena.stats`.
 * **Concurrent writers.** The file is in WAL mode with a generous busy
   timeout; every write is one short ``BEGIN IMMEDIATE`` transaction, so two
   evaluations writing into one file wait for each other instead of failing.
@@ -281,7 +281,7 @@ def entrant_identity(spec: str, shipped: Mapping[str, str | Path], sampled: bool
     a file; another package's named agent is ``plugin:NAME``; a search guided by
     an agent appends ``@mcts:N``; a policy that samples its moves appends
     ``#sampled``.  ``shipped``: the agents shipped with the package by name, and
-    their files (:data:`policy.registry.SHIPPED_AGENTS`: the store imports only
+    their files (:data:`kahuna_policy.registry.SHIPPED_AGENTS`: the store imports only
     :mod:`kahuna_env`, so its callers pass them); the other named agents are the
     plugins' (:data:`kahuna_env.agents.external.PLUGINS`).  Raises
     ``FileNotFoundError`` for a missing file.

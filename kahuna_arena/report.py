@@ -1,9 +1,9 @@
 """The results of an evaluation: per-pairing tallies, the ratings table, and their text and JSON forms.
 
-:func:`summarize` turns the games' results (:class:`arena.match.GameResult`)
-into one :class:`PairingResult` per pairing — a :class:`arena.stats.Tally`
+:func:`summarize` turns the games' results (:class:`kahuna_arena.match.GameResult`)
+into one :class:`PairingResult` per pairing — a :class:`kahuna_arena.stats.Tally`
 from the first-named entrant's side, overall and per seat — and, for three
-or more entrants, a Bradley–Terry ratings table (:func:`arena.stats.fit_bradley_terry`)
+or more entrants, a Bradley–Terry ratings table (:func:`kahuna_arena.stats.fit_bradley_terry`)
 on the Elo scale.  :class:`EvaluationReport` holds everything
 ``kahuna-eval`` prints (:meth:`EvaluationReport.table`) and writes with
 ``--json`` (:meth:`EvaluationReport.to_dict`, format ``kahuna-eval-v1``).
@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from arena.match import GameResult
-from arena.stats import Z95, Tally, fit_bradley_terry
+from kahuna_arena.match import GameResult
+from kahuna_arena.stats import Z95, Tally, fit_bradley_terry
 from kahuna_env.cli import terminal_safe
 
 REPORT_FORMAT = "kahuna-eval-v1"
@@ -36,7 +36,7 @@ class PairingResult:
     Attributes:
         a: first entrant (as given).
         b: second entrant.
-        tally: ``a``'s wins, draws, losses and point margins (:class:`arena.stats.Tally`).
+        tally: ``a``'s wins, draws, losses and point margins (:class:`kahuna_arena.stats.Tally`).
         seat_tallies: the same, split by the seat ``a`` played (seat 0, seat 1).
         moves: actions played in all games.
         decisions: actions chosen by ``a`` and by ``b`` in all games.
@@ -80,7 +80,7 @@ class PairingResult:
 
     @property
     def interval(self) -> tuple[float, float]:
-        """95% Wilson interval of :attr:`score` (:attr:`arena.stats.Tally.interval`)."""
+        """95% Wilson interval of :attr:`score` (:attr:`kahuna_arena.stats.Tally.interval`)."""
         return self.tally.interval
 
     @property
@@ -169,9 +169,9 @@ class EvaluationReport:
         ratings: ratings table, best first (``None`` for fewer than three entrants).
         elapsed: wall time of the whole evaluation in seconds.
         workers: worker processes used.
-        common_deals: whether every pairing played the same deals (:func:`arena.match.schedule`).
+        common_deals: whether every pairing played the same deals (:func:`kahuna_arena.match.schedule`).
         identities: each entrant's results-store key as it was played (``baseline:...``, or the
-            ``sha256:`` of the agent file's bytes: :func:`arena.evaluation.entrant_identity`), so an
+            ``sha256:`` of the agent file's bytes: :func:`kahuna_arena.evaluation.entrant_identity`), so an
             import of the report later knows which network a name such as ``champion`` stood for.
     """
 

@@ -46,7 +46,7 @@ ANCHOR_RATINGS: Mapping[str, float] = types.MappingProxyType(
 )
 """The Elo scale: baseline anchors at their ratings in docs/RATINGS.md's table (docs/ratings.json), read-only.
 
-``arena.ladder.DEFAULT_ANCHORS`` (the ladder's default pins) and ``training.ppo.metrics``' ``elo/*``
+``kahuna_arena.ladder.DEFAULT_ANCHORS`` (the ladder's default pins) and ``training.ppo.metrics``' ``elo/*``
 estimates are this object; docs/RATINGS.md and docs/TRAINING.md quote it."""
 
 

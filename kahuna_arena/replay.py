@@ -7,11 +7,11 @@ Examples::
     kahuna-replay game.json --gif game.gif --quiet
 
 A record (written by ``kahuna-eval --record`` or ``kahuna-play --record``;
-the format is :mod:`arena.records`) is a JSON action log.  The game is
+the format is :mod:`kahuna_arena.records`) is a JSON action log.  The game is
 rebuilt from its seed and config (the same seed gives the same deal and the
 same reshuffles), every action is replayed by the one replayer
-(:func:`arena.records.replay_record`, through the one play loop
-:func:`arena.match.play`), and the final scores, final-scoring points and
+(:func:`kahuna_arena.records.replay_record`, through the one play loop
+:func:`kahuna_arena.match.play`), and the final scores, final-scoring points and
 winner are compared with the recorded ones; a record without a result must
 stop before the game ends.  The board is printed at the start and after
 every turn (spectator view: both hands), each action on its own line; the
@@ -33,8 +33,8 @@ from typing import IO, Any, NoReturn
 
 import numpy as np
 
-from arena.match import OnAction
-from arena.records import ReplayError, read_record, replay_record
+from kahuna_arena.match import OnAction
+from kahuna_arena.records import ReplayError, read_record, replay_record
 from kahuna_env.actions import describe_action
 from kahuna_env.cli import (
     OneLineParser,
@@ -65,7 +65,7 @@ def _fail(message: str, code: int) -> NoReturn:
 
 
 def load_record(path: str | Path) -> dict[str, Any]:
-    """Read and validate a game record (:func:`arena.records.read_record`)."""
+    """Read and validate a game record (:func:`kahuna_arena.records.read_record`)."""
     return read_record(path)
 
 
@@ -81,12 +81,12 @@ def replay(
     frames: list[np.ndarray] | None = None,
     on_action: OnAction | None = None,
 ) -> KahunaGame:
-    """Replay ``record`` with the one replayer (:func:`arena.records.replay_record`) and return the final game.
+    """Replay ``record`` with the one replayer (:func:`kahuna_arena.records.replay_record`) and return the final game.
 
     With ``out``, the game is printed (board at the start and after every
     turn, every action); ``frames`` collects one picture per action, and
-    ``on_action`` (as in :func:`arena.match.play`) is called after each.  Raises
-    ``ValueError`` for a record that is not valid (:func:`arena.records.check_record`)
+    ``on_action`` (as in :func:`kahuna_arena.match.play`) is called after each.  Raises
+    ``ValueError`` for a record that is not valid (:func:`kahuna_arena.records.check_record`)
     and :class:`ReplayError` when an action is illegal, actions follow the
     end of the game, or the result differs from the recorded one (a record
     without a result must end before the game does).

@@ -27,7 +27,7 @@ atomically (a temporary file renamed into place, given the umask's mode), so
 a record is never half written.
 
 :func:`replay_actions` is the one replayer: it plays a list of actions on a
-game through the one play loop (:func:`arena.match.play`), each action
+game through the one play loop (:func:`kahuna_arena.match.play`), each action
 checked legal when its turn comes.  :func:`replay_record` checks a record,
 replays it from its deal (:func:`record_deal`) and compares the result; so
 ``kahuna-replay``, the start positions of lost games and the web's replays,
@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.match import OnAction, play
+from kahuna_arena.match import OnAction, play
 from kahuna_env.actions import NUM_ACTIONS, describe_action
 from kahuna_env.cli import check_input_file, first_line, write_text_atomic
 from kahuna_env.engine import KahunaConfig, KahunaGame
@@ -240,9 +240,10 @@ def record_deal(record: Mapping[str, Any]) -> KahunaGame:
 
 
 def replay_actions(game: KahunaGame, actions: Sequence[int], on_action: OnAction | None = None) -> KahunaGame:
-    """Play ``actions`` in order on ``game`` through the one play loop (:func:`arena.match.play`); returns ``game``.
+    """Play ``actions`` in order on ``game`` through the one play loop (:func:`kahuna_arena.match.play`);
+    returns ``game``.
 
-    ``on_action`` is called after each action, as in :func:`arena.match.play`.
+    ``on_action`` is called after each action, as in :func:`kahuna_arena.match.play`.
     Raises :class:`ReplayError` for the first action that is not legal when
     its turn comes (numbered from 1; the game then stands before it) and for
     actions left over once the game is over.

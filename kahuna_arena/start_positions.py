@@ -1,9 +1,9 @@
-"""``python -m arena.start_positions``: a start-positions file from the games an agent lost.
+"""``python -m kahuna_arena.start_positions``: a start-positions file from the games an agent lost.
 
 Usage::
 
     kahuna-eval champion greedy --games 4000 --seed 0 --workers 2 --record runs/records
-    python -m arena.start_positions runs/records --player champion --out runs/lost.jsonl
+    python -m kahuna_arena.start_positions runs/records --player champion --out runs/lost.jsonl
 
 Reads the ``kahuna-eval --record`` / ``kahuna-play --record`` game records given (files,
 or folders whose ``*.json`` files are read), keeps the games that ``--player`` lost
@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.records import ReplayError, read_record, replay_record
+from kahuna_arena.records import ReplayError, read_record, replay_record
 from kahuna_env.cli import OneLineParser, check_writable, exit_with_error, first_line, write_text_atomic
 from kahuna_env.config import clipped
 from kahuna_env.engine import KahunaGame

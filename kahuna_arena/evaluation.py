@@ -1,13 +1,13 @@
 """Evaluation: seat-balanced round robins between entrants, summarized with honest statistics.
 
 :func:`run_evaluation` plays every pairing of the entrants (see
-:mod:`arena.entrants`) and returns an :class:`EvaluationReport`: per pairing
-a :class:`arena.stats.Tally` (wins/draws/losses, the score — wins plus half
+:mod:`kahuna_arena.entrants`) and returns an :class:`EvaluationReport`: per pairing
+a :class:`kahuna_arena.stats.Tally` (wins/draws/losses, the score — wins plus half
 the draws, per game — with its 95% Wilson interval, the mean point margin)
 and the speed; for three or more entrants a Bradley–Terry ratings table on
 the Elo scale with standard errors.  How the games are scheduled and seeded
 (each deal twice, seats swapped; results independent of the worker count) is
-in :mod:`arena.match`; the game records it can write are :mod:`arena.records`.
+in :mod:`kahuna_arena.match`; the game records it can write are :mod:`kahuna_arena.records`.
 docs/EVALUATION.md describes the command ``kahuna-eval`` built on it.
 
 Every entrant is resolved once (:func:`check_entrants`: the agent files
@@ -31,14 +31,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from arena.entrants import (
+from kahuna_arena.entrants import (
     UnknownEntrant,
     entrant_label,
     one_torch_thread,
     parse_entrant,
     resolve_entrant,
 )
-from arena.match import (
+from kahuna_arena.match import (
     MAX_BASE_SEED,
     MAX_WORKERS,
     GameResult,
@@ -47,9 +47,9 @@ from arena.match import (
     play_task,
     schedule,
 )
-from arena.records import RECORD_FORMAT, game_record, write_record
-from arena.report import EvaluationReport, PairingResult, Rating, summarize
-from arena.store import (
+from kahuna_arena.records import RECORD_FORMAT, game_record, write_record
+from kahuna_arena.report import EvaluationReport, PairingResult, Rating, summarize
+from kahuna_arena.store import (
     Entrant,
     ResultsStore,
     StoredGame,
@@ -58,12 +58,12 @@ from arena.store import (
     failure_cause,
     file_sha256,
 )
-from arena.store import entrant_identity as store_identity
+from kahuna_arena.store import entrant_identity as store_identity
 from kahuna_env.agents.search import DEFAULT_SIMULATIONS
 from kahuna_env.agents.spec import budget_spec
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.workers import WorkerFailed, Workers, one_line
-from policy.registry import SHIPPED_AGENTS, SHIPPED_AGENTS_DIR
+from kahuna_policy.registry import SHIPPED_AGENTS, SHIPPED_AGENTS_DIR
 
 __all__ = [
     "RECORD_FORMAT",
@@ -182,21 +182,22 @@ def _play_in_workers(
 
 # ---------------------------------------------------------------------------------------------- the store
 def _named_agent_file(name: str) -> Path:
-    """Where the shipped agent ``name`` lies, found without importing torch (:mod:`policy.registry`)."""
-    spec = importlib.util.find_spec("policy")
+    """Where the shipped agent ``name`` lies, found without importing torch (:mod:`kahuna_policy.registry`)."""
+    spec = importlib.util.find_spec("kahuna_policy")
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError(f"shipped agent {name!r}: the policy package is not installed")
     return Path(next(iter(spec.submodule_search_locations))) / SHIPPED_AGENTS_DIR / SHIPPED_AGENTS[name]
 
 
 def entrant_identity(spec: str, sampled: bool = False) -> Entrant:
-    """:func:`arena.store.entrant_identity` of ``spec``, the store's key of what it holds (the shipped agents' files
-    found here, without torch)."""
+    """:func:`kahuna_arena.store.entrant_identity` of ``spec``, the store's key of what it holds (the shipped
+    agents' files found here, without torch)."""
     return store_identity(spec, {name: _named_agent_file(name) for name in SHIPPED_AGENTS}, sampled)
 
 
 def deal_label(identity: Entrant) -> str:
-    """What an entrant's games are seeded from (:func:`arena.match.schedule`): what it is, never how it is written.
+    """What an entrant's games are seeded from (:func:`kahuna_arena.match.schedule`): what it is, never how it
+    is written.
 
     Derived from the store's identity (:func:`entrant_identity`): ``x.pt``,
     ``./x.pt`` and a renamed copy of it play the same games.  A baseline is
@@ -333,20 +334,20 @@ def run_evaluation(
     """Play a seat-balanced round robin and summarize it.
 
     Args:
-        entrants: two or more entrant strings (see :func:`arena.entrants.resolve_entrant`), or
+        entrants: two or more entrant strings (see :func:`kahuna_arena.entrants.resolve_entrant`), or
             what :func:`check_entrants` returned for them (built once, not again).
         games: games per pairing, a positive even number.
-        seed: base seed of every game (see :mod:`arena.match`).
+        seed: base seed of every game (see :mod:`kahuna_arena.match`).
         workers: worker processes (1 plays in this process).
         config: rule options (``None``: the defaults).
         sampled: policy entrants sample their moves instead of the argmax.
-        record_dir: write every game as a JSON record there (:mod:`arena.records`).
+        record_dir: write every game as a JSON record there (:mod:`kahuna_arena.records`).
         progress: show a tqdm progress bar on stderr.
         store: write every game to this results store as it finishes (one transaction per game).
         source: the tool named in the store's session (``kahuna-eval``, ``kahuna-ratings``, ...).
         common_deals: seed the deals from ``seed`` and the game number only, and each agent from its
             own name, so that every pairing (and every evaluation with this seed) plays the same deals
-            against the same opponent behaviour (see :func:`arena.match.schedule`).
+            against the same opponent behaviour (see :func:`kahuna_arena.match.schedule`).
         written: filled in with the store's session and each record file as it is written, so that a
             caller can say, after an early end, how many games each output holds.
 
@@ -502,7 +503,7 @@ def _store_writer(
     """A function writing one game to ``store`` (nothing without a store); the session starts now.
 
     The session's ``command`` is the entrants, followed by ``--common-deals`` when the seeds were those of
-    common deals (:func:`arena.match.schedule`; every game's own seeds are stored with it either way).
+    common deals (:func:`kahuna_arena.match.schedule`; every game's own seeds are stored with it either way).
     ``identities`` are the entrants' store identities when the caller already took them
     (:func:`entrant_identity` of each, otherwise taken now); ``written.session`` is set to the session.
     """
@@ -528,7 +529,7 @@ def _record_name(entrants: Sequence[str], result: GameResult) -> str:
 
 
 def _record(entrants: Sequence[str], result: GameResult, config: KahunaConfig) -> dict[str, Any]:
-    """The record of one evaluation game (:func:`arena.records.game_record`)."""
+    """The record of one evaluation game (:func:`kahuna_arena.records.game_record`)."""
     return game_record(
         players=[entrants[i] for i in result.task.seats],
         seed=result.task.game_seed,

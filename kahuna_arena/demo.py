@@ -4,7 +4,7 @@ kahuna-demo [--seed 0] [--player0 random] [--player1 random] [--variant standard
 
 One line per turn (``round R  player P: action; action; ...``), then the
 controlled islands and the final score.  The game goes through the arena's
-one play loop (:func:`arena.match.play`); bad arguments are one line
+one play loop (:func:`kahuna_arena.match.play`); bad arguments are one line
 (``kahuna-demo: error: ...``, exit code 2) as in every arena tool.
 """
 
@@ -16,7 +16,7 @@ from typing import IO
 
 import numpy as np
 
-from arena.match import agent_chooser, play
+from kahuna_arena.match import agent_chooser, play
 from kahuna_env.actions import describe_action
 from kahuna_env.agents import BASELINE_NAMES, make_agent
 from kahuna_env.board import ISLANDS
@@ -53,7 +53,7 @@ def play_demo(seed: int, names: tuple[str, str], config: KahunaConfig, out: IO[s
 
 def baseline(text: str) -> str:
     """argparse type: a baseline agent name (``random``, ``greedy``, ``mcts``, ``mcts:N``)."""
-    from arena.entrants import parse_entrant
+    from kahuna_arena.entrants import parse_entrant
 
     try:
         entrant = parse_entrant(text)

@@ -37,9 +37,9 @@ from typing import IO, NoReturn
 
 import numpy as np
 
-from arena.entrants import ENTRANT_FORMS, resolve_entrant
-from arena.match import Chooser, agent_chooser, play
-from arena.records import game_record, game_result, write_record
+from kahuna_arena.entrants import ENTRANT_FORMS, resolve_entrant
+from kahuna_arena.match import Chooser, agent_chooser, play
+from kahuna_arena.records import game_record, game_result, write_record
 from kahuna_env.actions import DISCARD, DRAW, describe_action, parse_action
 from kahuna_env.agents import Agent
 from kahuna_env.board import ISLANDS
@@ -261,7 +261,7 @@ def check_outputs(args: argparse.Namespace) -> None:
     is replaced only with ``--force``, and never when it is a protected file
     of another kind (an agent file, a results store, ...).
     """
-    from arena.entrants import split_search
+    from kahuna_arena.entrants import split_search
 
     try:
         source = Path(split_search(args.opponent)[0])

@@ -1,7 +1,7 @@
 """Load a policy file, or an agent shipped in the package by name, as a ready-to-play agent: :func:`load_agent`.
 
 Shipped agents (:data:`SHIPPED_AGENTS`) are policy files stored as package
-data in ``policy/agents/`` and read through :mod:`importlib.resources`, so
+data in ``kahuna_policy/agents/`` and read through :mod:`importlib.resources`, so
 ``load_agent("champion")`` works from any install (editable or a wheel) and
 any working directory.  A bare registered name always means the shipped
 agent, even when a file of that name exists in the working directory; write
@@ -24,9 +24,9 @@ from kahuna_env.agents.base import SeededAgent
 from kahuna_env.agents.spec import looks_like_path
 from kahuna_env.cli import check_input_file, first_line
 from kahuna_env.engine import KahunaGame
-from policy.model import ActorCritic, model_from_payload, sample_from_logits
-from policy.registry import SHIPPED_AGENTS, SHIPPED_AGENTS_DIR, shipped_agent_names
-from policy.reward import DEFAULT_REWARD, island_potentials, recorded_reward
+from kahuna_policy.model import ActorCritic, model_from_payload, sample_from_logits
+from kahuna_policy.registry import SHIPPED_AGENTS, SHIPPED_AGENTS_DIR, shipped_agent_names
+from kahuna_policy.reward import DEFAULT_REWARD, island_potentials, recorded_reward
 
 __all__ = [
     "DEFAULT_REWARD",
@@ -89,7 +89,7 @@ class PolicyAgent(SeededAgent):
         For one seat's observation (what it may know) and its legal-action
         mask.  The win probability (draws count half) is the critic's value
         with the reward settings it was trained with undone, as the guided
-        search reads it (``policy/search.py``); :data:`DEFAULT_REWARD` when the file records none.
+        search reads it (``kahuna_policy/search.py``); :data:`DEFAULT_REWARD` when the file records none.
         """
         observations = np.asarray(observation, dtype=np.float32)[None, :]
         mask = np.asarray(action_mask).astype(bool)[None, :]
@@ -169,7 +169,7 @@ def agent_file(spec: str | Path) -> Path:
 
 
 def _load_shipped(name: str, deterministic: bool, seed: int | None) -> PolicyAgent:
-    resource = importlib.resources.files("policy").joinpath(SHIPPED_AGENTS_DIR, SHIPPED_AGENTS[name])
+    resource = importlib.resources.files("kahuna_policy").joinpath(SHIPPED_AGENTS_DIR, SHIPPED_AGENTS[name])
     with importlib.resources.as_file(resource) as file:
         if not file.is_file():
             raise FileNotFoundError(
@@ -200,7 +200,7 @@ def load_agent(path: str | Path, deterministic: bool = True, seed: int | None = 
     message lists the shipped names) and a one-line ``ValueError`` naming the
     file for a corrupt, foreign or crafted one (wrong types, weights that do
     not fit the declared network, NaN or infinite weights); see
-    :func:`policy.model.model_from_payload`.  The agent's ``meta`` is the
+    :func:`kahuna_policy.model.model_from_payload`.  The agent's ``meta`` is the
     file's ``meta`` dict, its ``reward`` the reward settings the file records
     (:func:`recorded_reward`; None for an old file that records none).
     """

@@ -22,9 +22,9 @@ know), runs one forward pass and returns
   the win probability is ``clip((v + c * phi + 1) / 2, 0, 1)`` (``v`` divided
   by ``win`` first); ``c`` is ``island_shaping``.  Both are the reward
   settings the network was trained with: :func:`load_guided_agent` reads them
-  from the agent file (:func:`policy.agent.recorded_reward`); a file that
+  from the agent file (:func:`kahuna_policy.agent.recorded_reward`); a file that
   records none (written before they were recorded) gets
-  :data:`policy.agent.DEFAULT_REWARD` (``win`` 1, ``island_shaping`` 1, what
+  :data:`kahuna_policy.agent.DEFAULT_REWARD` (``win`` 1, ``island_shaping`` 1, what
   every shipped config trains with), and one warning line says so.
 
 :class:`GuidedMCTSAgent` is a :class:`~kahuna_env.agents.mcts.GuidedSearchAgent` (the guided
@@ -34,8 +34,8 @@ that evaluator and, at the root, sequential halving over the policy's top
 (:class:`~kahuna_env.agents.selectors.SequentialHalving`); its
 ``last_search`` holds the visit counts, mean values and policy of its last
 search (e.g. search-improved training targets); :func:`load_guided_agent` builds one from anything
-:func:`policy.agent.load_agent` reads (``PATH.pt@mcts:N`` and
-``champion@mcts:N`` as entrants, see ``arena/entrants.py``).  The agent acts
+:func:`kahuna_policy.agent.load_agent` reads (``PATH.pt@mcts:N`` and
+``champion@mcts:N`` as entrants, see ``kahuna_arena/entrants.py``).  The agent acts
 through :func:`kahuna_env.agents.choose_action` like every other: it is
 handed a determinization, never the real game.
 """
@@ -60,9 +60,9 @@ from kahuna_env.agents.mcts import (
 from kahuna_env.agents.spec import search_spec
 from kahuna_env.engine import KahunaGame
 from kahuna_env.observation import OBSERVATION_SIZE, encode_observation
-from policy.agent import load_agent
-from policy.model import ActorCritic
-from policy.reward import DEFAULT_REWARD, island_potentials
+from kahuna_policy.agent import load_agent
+from kahuna_policy.model import ActorCritic
+from kahuna_policy.reward import DEFAULT_REWARD, island_potentials
 
 DEFAULT_ISLAND_SHAPING = DEFAULT_REWARD["island_shaping"]
 """The island-shaping coefficient assumed when none is given (every shipped config's ``reward.island_shaping``)."""
@@ -163,7 +163,7 @@ class GuidedMCTSAgent(GuidedSearchAgent):
 def load_guided_agent(
     source: str | Path, simulations: int = DEFAULT_SIMULATIONS, seed: int | None = None, **options
 ) -> GuidedMCTSAgent:
-    """A :class:`GuidedMCTSAgent` with the network of anything :func:`policy.agent.load_agent` reads.
+    """A :class:`GuidedMCTSAgent` with the network of anything :func:`kahuna_policy.agent.load_agent` reads.
 
     ``source`` is a policy file / checkpoint path or a named agent
     (``"champion"``); ``options`` go to :class:`GuidedMCTSAgent`.  The value

@@ -9,7 +9,7 @@ Examples::
     kahuna-ratings --db results.sqlite --schedule 4 --play --games 100 --common-deals   # the same deals for all four
     kahuna-ratings --db results.sqlite --plot elo.png           # Elo against learner decisions, per training run
 
-The ladder, the scheduling, the import and the plot are :mod:`arena.ladder`'s
+The ladder, the scheduling, the import and the plot are :mod:`kahuna_arena.ladder`'s
 (its docstring defines them); this module reads the arguments, prints and
 sets the exit code.  ``--schedule N`` proposes the N pairings whose next games
 are worth most (an entrant without games, ``--entrant SPEC``, first);
@@ -21,11 +21,11 @@ the table.
 
 An import is keyed by the games' identity, not the file's bytes: games the
 store holds already are not added again, and the command says so
-(:func:`arena.ladder.import_report`).  Reading commands open the store
+(:func:`kahuna_arena.ladder.import_report`).  Reading commands open the store
 read-only; nothing is written into a file that is not a results store.
 Labels are printed with control characters escaped.
 
-Bad arguments (counts beyond :mod:`arena.match`'s bounds included), a file
+Bad arguments (counts beyond :mod:`kahuna_arena.match`'s bounds included), a file
 that is not a results store, a malformed or partial report to import (checked
 before the store is opened, so none is created), an unplayable entrant: one
 line, exit code 2; a failure while playing or a
@@ -42,9 +42,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from arena.entrants import ENTRANT_FORMS
-from arena.eval_cli import entrant_files, games_argument, workers_argument
-from arena.ladder import (
+from kahuna_arena.entrants import ENTRANT_FORMS
+from kahuna_arena.eval_cli import entrant_files, games_argument, workers_argument
+from kahuna_arena.ladder import (
     DEFAULT_ANCHORS,
     CheckedReport,
     ImportOutcome,
@@ -60,8 +60,8 @@ from arena.ladder import (
     read_report,
     schedule_pairings,
 )
-from arena.match import MAX_GAMES, MAX_WORKERS
-from arena.store import Entrant, ResultsStore, StoreError, StoreFailure, StoreOutdated
+from kahuna_arena.match import MAX_GAMES, MAX_WORKERS
+from kahuna_arena.store import Entrant, ResultsStore, StoreError, StoreFailure, StoreOutdated
 from kahuna_env.cli import (
     PNG,
     REPORT,
@@ -295,8 +295,8 @@ def _write_outputs(args: argparse.Namespace, ladder: Ladder) -> None:
 
 
 def _play(store: ResultsStore, pairings: Sequence[Pairing], args: argparse.Namespace, rules: Any) -> None:
-    """Play every proposed pairing into the store (:func:`arena.ladder.play_pairings`), printing each result."""
-    from arena.evaluation import EvaluationError
+    """Play every proposed pairing into the store (:func:`kahuna_arena.ladder.play_pairings`), printing each result."""
+    from kahuna_arena.evaluation import EvaluationError
 
     try:
         specs = [(playable_spec(p.a), playable_spec(p.b)) for p in pairings]

@@ -5,14 +5,14 @@ and its one reader, :class:`EntrantSpec`): a baseline name (``random``,
 ``greedy``, ``mcts``, ``mcts:N`` with a simulation budget N; built by
 :func:`kahuna_env.agents.make_agent`), the path of a policy file / training
 checkpoint or the named agent ``champion`` (built by
-:func:`policy.agent.load_agent`), or one of those two followed by ``@mcts`` or
+:func:`kahuna_policy.agent.load_agent`), or one of those two followed by ``@mcts`` or
 ``@mcts:N``: the ``mcts`` search guided by that network with N simulations
-(default 200; :func:`policy.search.load_guided_agent`).  Only the network kinds
+(default 200; :func:`kahuna_policy.search.load_guided_agent`).  Only the network kinds
 import :mod:`policy`'s network modules and torch, and only when they are built.
 
 :func:`parse_entrant` reads an entrant for the command-line tools and for
 ``kahuna-serve`` alike: :meth:`EntrantSpec.parse` with the shipped agents
-(:data:`policy.registry.SHIPPED_AGENTS`) as the named ones.  It takes the
+(:data:`kahuna_policy.registry.SHIPPED_AGENTS`) as the named ones.  It takes the
 folder agent files may come from: :data:`ANYWHERE` for the command-line tools
 (any path the user's shell can name), a folder for the web (a file counts only
 if it lies inside that folder once symbolic links and ``..`` are resolved;
@@ -61,11 +61,12 @@ from kahuna_env.agents.spec import (
     quoted,
 )
 from kahuna_env.cli import first_line, missing_extra
-from policy.registry import SHIPPED_AGENTS
+from kahuna_policy.registry import SHIPPED_AGENTS
 
 NAMED_AGENTS = tuple(dict.fromkeys([*SHIPPED_AGENTS, *plugin_names()]))
-"""Named agents: the shipped ones (:data:`policy.registry.SHIPPED_AGENTS`, :func:`policy.agent.load_agent` builds
-them) and those packages declare in the :data:`kahuna_env.agents.external.PLUGINS` entry-point group."""
+"""Named agents: the shipped ones (:data:`kahuna_policy.registry.SHIPPED_AGENTS`,
+:func:`kahuna_policy.agent.load_agent` builds them) and those packages declare in the
+:data:`kahuna_env.agents.external.PLUGINS` entry-point group."""
 ENTRANT_FORMS = entrant_forms(NAMED_AGENTS)
 """What an entrant string may be, in one phrase: the help texts and messages of every tool that takes one."""
 
@@ -134,14 +135,14 @@ def one_torch_thread(specs: Iterable[str]) -> None:
 
 
 def _torch_side(entrant: EntrantSpec, what: str) -> Any:
-    """``policy``'s loaders, or one line naming the ``train`` extra (a ``ValueError``, as bad input)."""
+    """``kahuna_policy``'s loaders, or one line naming the ``train`` extra (a ``ValueError``, as bad input)."""
     try:
-        import policy.agent
-        import policy.external
-        import policy.search
+        import kahuna_policy.agent
+        import kahuna_policy.external
+        import kahuna_policy.search
     except ImportError as error:
         raise ValueError(f"{entrant.written}: {what} {missing_extra('train', error)}") from None
-    return policy
+    return kahuna_policy
 
 
 def _build(entrant: EntrantSpec, seed: int | None, sampled: bool) -> Agent:
@@ -191,10 +192,10 @@ def resolve_entrant(
 
     Baselines: ``random``, ``greedy``, ``mcts``, ``mcts:N``.  Anything that
     looks like a path, and ``champion``, is loaded with
-    :func:`policy.agent.load_agent` (``sampled=True`` makes the policy
+    :func:`kahuna_policy.agent.load_agent` (``sampled=True`` makes the policy
     sample its moves instead of playing the most likely one).  ``SOURCE@mcts``
     and ``SOURCE@mcts:N`` build the search guided by that network
-    (:func:`policy.search.load_guided_agent`; it plays its most visited
+    (:func:`kahuna_policy.search.load_guided_agent`; it plays its most visited
     action, ``sampled`` does not apply).  ``agents_dir``, ``max_simulations``
     and ``max_guided_simulations`` are :func:`parse_entrant`'s (``agents_dir``
     also says, for a parsed spec, where its file was found).  Raises

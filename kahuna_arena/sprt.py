@@ -5,13 +5,13 @@ asks "is A at least ``elo1`` Elo stronger than B, or at most ``elo0``?" and
 plays only as many games as that takes.
 
 * **Pairs.** Games ``2m`` and ``2m+1`` of the match share a deal with the
-  seats swapped (:func:`arena.match.schedule`); their summed score for A,
+  seats swapped (:func:`kahuna_arena.match.schedule`); their summed score for A,
   0, ½, 1, 1½ or 2, is one *pair score*.  The test counts the five outcomes
   (the *pentanomial*), which removes the luck of the deal and of the seat
   from the variance: it is how fishtest tests Stockfish patches.
 * **The statistic.** With ``s0 = L(elo0)`` and ``s1 = L(elo1)`` the expected
   per-game scores of the hypotheses (``L(x) = 1 / (1 + 10^(-x/400))``, the
-  logistic Elo of :func:`arena.stats.expected_score`), ``mu`` the mean pair
+  logistic Elo of :func:`kahuna_arena.stats.expected_score`), ``mu`` the mean pair
   score per game and ``var`` its variance over the ``N`` pairs, the
   generalized SPRT log-likelihood ratio is approximated as
   ``LLR = N · (s1 - s0) · (2·mu - s0 - s1) / (2·var)``
@@ -43,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from arena.match import GameResult, schedule
-from arena.stats import Z95, expected_score
+from kahuna_arena.match import GameResult, schedule
+from kahuna_arena.stats import Z95, expected_score
 
 PAIR_SCORES = (0.0, 0.5, 1.0, 1.5, 2.0)
 """The five pair scores of the pentanomial (A's points over a deal played in both seats)."""
@@ -235,7 +235,7 @@ class SPRTReport:
         seed: the base seed of the deals.
         games_played: games finished, counted or not (with workers some finish after the decision).
         elapsed: wall time in seconds.
-        common_deals: whether the deals were the common deals of the seed (:func:`arena.match.schedule`).
+        common_deals: whether the deals were the common deals of the seed (:func:`kahuna_arena.match.schedule`).
     """
 
     a: str
@@ -340,18 +340,18 @@ def run_sprt(
 ) -> SPRTReport:
     """Play seat-swapped pairs of ``a`` against ``b`` until ``test`` decides or ``max_games`` are played.
 
-    ``resolved``: what :func:`arena.evaluation.check_entrants` returned for
+    ``resolved``: what :func:`kahuna_arena.evaluation.check_entrants` returned for
     ``(a, b)``, used as it is (the entrants are then not built again).
 
     The deals are those of ``kahuna-eval a b --games max_games --seed seed``
-    (:func:`arena.match.schedule`; with ``common_deals``, of that command
+    (:func:`kahuna_arena.match.schedule`; with ``common_deals``, of that command
     with ``--common-deals``), in order, so the test's games are the first
     games of that fixed match.  ``store`` (an
-    :class:`arena.store.ResultsStore`) receives every finished game.  Raises
-    what :func:`arena.evaluation.run_evaluation` raises for bad entrants or a
+    :class:`kahuna_arena.store.ResultsStore`) receives every finished game.  Raises
+    what :func:`kahuna_arena.evaluation.run_evaluation` raises for bad entrants or a
     failed game.
     """
-    from arena.evaluation import _store_writer, check_run, deal_label, entrant_identity, play_tasks, progress_bar
+    from kahuna_arena.evaluation import _store_writer, check_run, deal_label, entrant_identity, play_tasks, progress_bar
     from kahuna_env.engine import KahunaConfig
 
     resolved = check_run((a, b) if resolved is None else resolved, max_games, seed, workers, sampled)
