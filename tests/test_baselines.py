@@ -77,3 +77,19 @@ def test_evaluate_adds_each_snapshot_to_the_curve_once_and_the_table_reads_it(cl
     assert shown.returncode == 0, shown.stderr
     rows = [line for line in shown.stdout.splitlines() if line.startswith("| cleanrl ")]
     assert len(rows) == 1 and "not evaluated" in rows[0]  # no protocol.json: the protocol's columns say so
+
+
+LIBRARY_SCRIPTS = [("sb3_maskable_ppo.py", "sb3_contrib"), ("tianshou_dqn.py", "tianshou")]
+"""The scripts that count decisions, and the library each needs (the trainers' scripts count none)."""
+
+
+@pytest.mark.parametrize(("name", "module"), LIBRARY_SCRIPTS, ids=["sb3", "tianshou"])
+def test_each_library_s_script_runs_from_a_fresh_clone_for_a_budget_of_work(name, module, tmp_path):
+    """The command docs/BASELINES.md gives for the row, with a budget of a few hundred decisions."""
+    pytest.importorskip(module)
+    out = tmp_path / "run"
+    done = script(name, "--out", out, "--seed", "0", "--minutes", "30", "--max-steps", "200")
+    assert done.returncode == 0, done.stderr[-2000:]
+    progress = json.loads((out / "progress.json").read_text())
+    assert progress["finished"] and progress["snapshots"][-1]["name"] == "final"
+    assert (out / progress["snapshots"][-1]["path"]).is_file()
