@@ -68,7 +68,7 @@ def batched_rates(agent: BatchedAgent, n: int, seconds: float, seed: int) -> dic
         in_act = 0.0
         start = time.perf_counter()
         while time.perf_counter() - start < seconds:
-            active = batch.current == 0 if one_seat else None
+            active = batch.current_player == 0 if one_seat else None
             t = time.perf_counter()
             actions = agent.act(batch, active, rng)
             in_act += time.perf_counter() - t

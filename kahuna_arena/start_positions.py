@@ -1,44 +1,51 @@
-"""``python -m kahuna_arena.start_positions``: a start-positions file from the games an agent lost.
+"""Start positions: the file format of positions training games begin from, its one writer and its one reader.
 
-Usage::
+A start-positions file is JSON Lines, one object per line::
 
-    kahuna-eval champion greedy --games 4000 --seed 0 --workers 2 --record runs/records
-    python -m kahuna_arena.start_positions runs/records --player champion --out runs/lost.jsonl
+    {"seat": 1, "position": {...}}
 
-Reads the ``kahuna-eval --record`` / ``kahuna-play --record`` game records given (files,
-or folders whose ``*.json`` files are read), keeps the games that ``--player`` lost
-(``--draws``: also those it drew), replays each from its seed and writes one line per turn of
-``--player`` from round ``--from-round`` on: the position at the start of that turn with
-``--player``'s seat as the learner's (the format of
-``training.selfplay.start_positions``, which the trainer's ``rollout.start_positions`` reads).  Training
-games drawn from the file are determinized from the learner's seat, so the file's hidden
-cards (the other player's hand, the pile) do not matter.
+``position`` is a position dict (docs/RULES.md, "Positions") of a game that is
+not over; ``seat`` (0 or 1) is the seat the learner takes in a game started
+from it.  ``python -m kahuna_arena.start_positions`` writes such files from
+``kahuna-eval --record`` game records (the positions of the games an agent lost).
 
-Bad input (a record that is not valid or does not replay, a player in no record or on
-both seats of one, an existing output, no game kept) is one line
-``start_positions: error: ...`` and exit code 2, with nothing written; the line shows at
-most :data:`MAX_REASON_CHARS` characters of the reason, so a hostile record's content
-(a 12,000-character field) is never echoed whole.
+With ``rollout.start_positions: FILE`` and ``rollout.start_share: S`` a share
+``S`` of each update's games against ``rollout.start_opponent`` start from a
+position drawn uniformly from the file instead of a fresh deal.  Each drawn
+position is first **determinized from the learner's seat**
+(:meth:`kahuna_env.engine.KahunaGame.determinize`): the cards the learner
+cannot see (the opponent's hand apart from its publicly known cards, its
+face-down discards, the pile order) are dealt again at random, so a position
+teaches what its public information supports, not the hidden cards of the
+game it came from.  Those games are kept out of the per-opponent win rates
+(``rollout/win_rate_vs_*``) and reported as ``rollout/win_rate_from_start``.
+
+Everything in the file is checked before training starts; a bad file is one
+line naming the line and what is wrong, never more of its content than a short
+excerpt of the bad value (at most 80 characters, :func:`kahuna_env.config.shown`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import sys
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from kahuna_arena.records import ReplayError, read_record, replay_record
-from kahuna_env.cli import OneLineParser, check_writable, exit_with_error, first_line, write_text_atomic
-from kahuna_env.config import clipped
-from kahuna_env.engine import KahunaGame
+import numpy as np
 
-PROG = "start_positions"
-MAX_RECORDS = 100_000
-"""Most game records read in one call."""
-MAX_REASON_CHARS = 200
-"""The longest reason an error line gives for a record (the rest is cut, marked ``...``)."""
+from kahuna_env.cli import check_input_file
+from kahuna_env.config import shown
+from kahuna_env.engine import KahunaConfig, KahunaGame
+
+START_KEYS = ("seat", "position")
+"""The keys of one line of a start-positions file."""
+MAX_START_POSITIONS = 200_000
+"""Most positions a start-positions file may hold."""
+MAX_FILE_BYTES = 256 * 2**20
+"""Largest start-positions file read (256 MiB)."""
+MAX_LINE_BYTES = 64 * 2**10
+"""Longest line of a start-positions file (a position takes about 1.5 KiB)."""
 
 
 def start_line(seat: int, game: KahunaGame) -> str:
@@ -46,111 +53,100 @@ def start_line(seat: int, game: KahunaGame) -> str:
     return json.dumps({"seat": int(seat), "position": game.to_dict()}, separators=(",", ":"))
 
 
-def record_files(paths: Sequence[Path]) -> list[Path]:
-    """The record files named: each file itself, each folder's ``*.json`` files in name order."""
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files += sorted(file for file in path.glob("*.json") if file.is_file())
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise ValueError(f"{path}: no such file or folder")
-        if len(files) > MAX_RECORDS:
-            raise ValueError(f"more than {MAX_RECORDS} records")
-    if not files:
-        raise ValueError("no game records (*.json) in the paths given")
-    return files
+class StartPositionsError(ValueError):
+    """A start-positions file that cannot be used (one line: the file's line and what is wrong)."""
 
 
-def seat_of(record: Mapping[str, Any], player: str, source: str) -> int | None:
-    """``player``'s seat in the record (None if it did not play); a player on both seats is a ``ValueError``."""
-    seats = [seat for seat in (0, 1) if record["players"][seat] == player]
-    if len(seats) == 2:
-        raise ValueError(f"{source}: {player!r} plays both seats")
-    return seats[0] if seats else None
+@dataclasses.dataclass(frozen=True)
+class StartPositions:
+    """The validated positions of a start-positions file, ready to draw from.
+
+    Attributes:
+        games: each position as a game (never played on: draws determinize copies).
+        seats: the learner's seat of each position.
+    """
+
+    games: tuple[KahunaGame, ...]
+    seats: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.games)
+
+    def draw(self, count: int, rng: np.random.Generator) -> tuple[list[dict[str, Any]], np.ndarray]:
+        """``count`` positions drawn uniformly (with replacement), each determinized from its learner's seat.
+
+        Returns the position dicts and the learner's seat of each; everything random comes from ``rng``.
+        """
+        chosen = rng.integers(len(self.games), size=count)
+        positions = [self.games[k].determinize(int(self.seats[k]), rng).to_dict() for k in chosen.tolist()]
+        return positions, self.seats[chosen].copy()
 
 
-def turn_starts(record: Mapping[str, Any], seat: int, from_round: int) -> list[KahunaGame]:
-    """Copies of the game at the start of each of ``seat``'s turns from round ``from_round`` on, in ``record``."""
-    starts: list[KahunaGame] = []
-    previous = [None]
+def load_start_positions(path: str | Path, config: KahunaConfig | None = None) -> StartPositions:
+    """Read and validate a start-positions file (see the module docstring).
 
-    def before(game: KahunaGame) -> None:
-        if not game.is_over and game.current_player == seat and previous[0] != seat and game.round >= from_round:
-            starts.append(game.clone())
-
-    def after(player: int, action: int, game: KahunaGame) -> None:
-        previous[0] = player
-        before(game)
-
-    replay_record(record, on_action=after, on_deal=before)
-    return starts
-
-
-def lost_positions(
-    files: Sequence[Path], player: str, draws: bool, from_round: int
-) -> tuple[list[str], dict[str, int]]:
-    """The lines of the file and the counts (records, games of ``player``, games kept, positions)."""
-    lines: list[str] = []
-    counts = {"records": len(files), "played": 0, "kept": 0, "positions": 0}
-    for file in files:
-        source = file.name
-        try:
-            record = read_record(file)
-        except (OSError, ValueError) as error:
-            raise ValueError(f"{source}: {_reason(error)}") from None
-        seat = seat_of(record, player, source)
-        if seat is None:
-            continue
-        counts["played"] += 1
-        winner = None if record["result"] is None else record["result"]["winner"]
-        if record["result"] is None or winner == seat or (winner is None and not draws):
-            continue
-        counts["kept"] += 1
-        try:
-            for game in turn_starts(record, seat, from_round):
-                lines.append(start_line(seat, game))
-        except (ReplayError, ValueError) as error:
-            raise ValueError(f"{source}: {_reason(error)}") from None
-    counts["positions"] = len(lines)
-    if not counts["played"]:
-        raise ValueError(f"{player!r} plays in none of the {len(files)} records")
-    if not lines:
-        raise ValueError(f"no positions: {player!r} lost none of its {counts['played']} games from round {from_round}")
-    return lines, counts
-
-
-def _reason(error: BaseException) -> str:
-    """The first line of ``error``'s message, cut to :data:`MAX_REASON_CHARS` characters."""
-    return clipped(first_line(error), MAX_REASON_CHARS)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = OneLineParser(prog=PROG, description="Write the positions of the games an agent lost (start positions).")
-    parser.add_argument("records", nargs="+", type=Path, help="game record files or folders of them")
-    parser.add_argument("--player", required=True, help="the player's name as the records give it (e.g. champion)")
-    parser.add_argument("--out", required=True, type=Path, help="the JSON Lines file to write (must not exist)")
-    parser.add_argument("--draws", action="store_true", help="also keep the games the player drew")
-    parser.add_argument("--from-round", type=int, default=1, choices=(1, 2, 3), help="first round kept (default 1)")
-    args = parser.parse_args(argv)
-    if args.out.exists():
-        parser.error(f"{args.out} exists; choose another --out")
+    Every line must be an object with exactly the keys ``seat`` (0 or 1) and
+    ``position`` (a valid position, not over, played with ``config``'s rules
+    when given).  Raises :class:`StartPositionsError` (one line, naming the line)
+    for anything else: an unreadable or oversized file, invalid JSON, a bad
+    position, or no positions at all.
+    """
+    path = Path(path)
+    name = path.name
     try:
-        check_writable("--out", args.out)
-        lines, counts = lost_positions(record_files(args.records), args.player, args.draws, args.from_round)
-    except ValueError as error:
-        parser.error(first_line(error))
-    try:
-        write_text_atomic(args.out, "".join(line + "\n" for line in lines))
+        size = path.stat().st_size
+        try:
+            check_input_file(path, "a start-positions file")
+        except ValueError:  # the message names the file only (its path may be a server's)
+            raise StartPositionsError(f"start positions {name}: not a regular file") from None
+        if size > MAX_FILE_BYTES:
+            raise StartPositionsError(f"start positions {name}: {size} bytes, more than {MAX_FILE_BYTES}")
+        raw = path.read_bytes()
     except OSError as error:
-        exit_with_error(PROG, f"cannot write --out {args.out}: {first_line(error)}", code=1)
-    print(
-        f"{PROG}: {counts['records']} records, {counts['played']} games of {args.player}, "
-        f"{counts['kept']} {'lost or drawn' if args.draws else 'lost'} -> {counts['positions']} positions in {args.out}"
-    )
-    return 0
+        raise StartPositionsError(f"start positions {name}: cannot be read ({error.strerror or 'error'})") from None
+    games: list[KahunaGame] = []
+    seats: list[int] = []
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"start positions {name}, line {number}"
+        if len(line) > MAX_LINE_BYTES:
+            raise StartPositionsError(f"{where}: longer than {MAX_LINE_BYTES} bytes")
+        if len(games) >= MAX_START_POSITIONS:
+            raise StartPositionsError(f"start positions {name}: more than {MAX_START_POSITIONS} positions")
+        seat, game = _parse_line(line, where)
+        if config is not None and game.config != config:
+            raise StartPositionsError(
+                f"{where}: the position's rules {game.config.to_dict()} are not the training games' {config.to_dict()}"
+            )
+        games.append(game)
+        seats.append(seat)
+    if not games:
+        raise StartPositionsError(f"start positions {name}: no positions")
+    return StartPositions(tuple(games), np.asarray(seats, dtype=np.int8))
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _parse_line(line: bytes, where: str) -> tuple[int, KahunaGame]:
+    try:
+        entry = json.loads(line)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        raise StartPositionsError(f"{where}: not a JSON object") from None
+    if not isinstance(entry, dict):
+        raise StartPositionsError(f"{where}: not a JSON object")
+    unknown = sorted(str(key) for key in entry if key not in START_KEYS)
+    missing = [key for key in START_KEYS if key not in entry]
+    if unknown or missing:
+        problem = f"unknown key {shown(unknown[0])}" if unknown else f"missing key {missing[0]!r}"
+        raise StartPositionsError(f"{where}: {problem} (each line has exactly {', '.join(START_KEYS)})")
+    seat = entry["seat"]
+    if type(seat) is not int or seat not in (0, 1):
+        raise StartPositionsError(f"{where}: seat must be 0 or 1")
+    if not isinstance(entry["position"], dict):
+        raise StartPositionsError(f"{where}: position must be an object")
+    try:
+        game = KahunaGame.from_dict(entry["position"])
+    except ValueError as error:
+        raise StartPositionsError(f"{where}: {error}") from None
+    if game.is_over:
+        raise StartPositionsError(f"{where}: the game is over")
+    return seat, game

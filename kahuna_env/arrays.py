@@ -85,8 +85,11 @@ TABLES: dict[str, Any] = {
     "line_b": np.array(LINE_B, dtype=np.intp),
     "line_bit": LINE_BIT_ARRAY,
     "touch": INCIDENCE_ARRAY.T.astype(np.uint8),  # touch[i]: the lines touching island i (0/1)
+    "remove_base": A.REMOVE_AB,
     "discard_base": A.DISCARD,
+    "draw": A.DRAW,
     "take_base": A.TAKE,
+    "pass_action": A.PASS,
     "cards_per_island": CARDS_PER_ISLAND,
     "deck": np.repeat(np.arange(NUM_ISLANDS, dtype=np.int8), CARDS_PER_ISLAND),
     "starting_hand": STARTING_HAND,
@@ -170,11 +173,11 @@ def load_positions(arrays: Callable[[str], np.ndarray], indices: np.ndarray, pos
     for name, empty in LOADED:
         values = [getattr(position, name) for position in positions]
         arrays(name)[indices] = [empty if value is None else value for value in values]
-    pile, pile_len = arrays("pile"), arrays("pile_len")
+    pile, pile_size = arrays("pile"), arrays("pile_size")
     pile[indices] = 0
     for i, position in zip(indices.tolist(), positions, strict=True):
         pile[i, : len(position.pile)] = position.pile
-        pile_len[i] = len(position.pile)
+        pile_size[i] = len(position.pile)
     mine = arrays("owner")[indices][:, None, :] == np.array([0, 1], dtype=np.int8)[None, :, None]
     arrays("count")[indices] = mine.astype(np.int8) @ INCIDENCE_ARRAY
     arrays("lines")[indices] = mine.astype(np.uint64) @ LINE_BIT_ARRAY
@@ -187,14 +190,14 @@ def position_values(arrays: Callable[[str], np.ndarray], indices: np.ndarray) ->
     names = [name for name, _ in LOADED] + ["pile"]
     columns = [arrays(name)[indices].tolist() for name in names]
     nullable = [(name, empty) for name, empty in LOADED if empty is not ...]
-    pile_len = arrays("pile_len")[indices].tolist()
+    pile_size = arrays("pile_size")[indices].tolist()
     values = []
     for k in range(len(indices)):
         row = dict(zip(names, [column[k] for column in columns], strict=True))
         for name, empty in nullable:
             if row[name] == empty:
                 row[name] = None
-        row["pile"] = row["pile"][: pile_len[k]]  # the row has room for every card
+        row["pile"] = row["pile"][: pile_size[k]]  # the row has room for every card
         values.append(row)
     return values
 

@@ -37,9 +37,10 @@ observation per decision in training).  Positions come in through
 
 from __future__ import annotations
 
+import math
 import operator
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -71,16 +72,18 @@ from kahuna_env.arrays import (
 )
 from kahuna_env.board import (
     BRIDGES_PER_PLAYER,
-    FACE_UP_SLOTS,
     HAND_LIMIT,
+    ISLAND_BIT,
     ISLAND_ID,
     ISLANDS,
     LINE_NAMES,
+    LINES,
     NUM_ISLANDS,
     NUM_LINES,
 )
 from kahuna_env.config import DISCARD_RULES, VARIANTS, KahunaConfig, as_config
 from kahuna_env.positions import Position, parse_position, position_json
+from kahuna_env.schema import FIELD_BY_NAME, FIELDS, FORMERLY, Field, dims, renamed
 
 __all__ = [
     "DISCARD",
@@ -151,7 +154,9 @@ _AT = {name: STATE_DTYPE.fields[name][1] for name in STATE_DTYPE.names}
 """Each field's byte offset in the record (the queries read one value there)."""
 _PLAYERS = (0, 1)
 """A player as a list index: 0, 1, -1 or -2 are a row; anything else is the IndexError a list would raise."""
-assert all(STATE_DTYPE.fields[name][0].base == np.int8 for name in ("current", "count", "hand", "owner", "bridges"))
+assert all(
+    STATE_DTYPE.fields[name][0].base == np.int8 for name in ("current_player", "count", "hand", "owner", "bridges")
+)
 assert STATE_DTYPE.fields["control"][0].base == np.uint16 and _AT["control"] % 2 == 0
 assert STATE_DTYPE.fields["legal"][0].base == np.int16 and _AT["legal"] % 2 == 0
 
@@ -189,22 +194,25 @@ class KahunaGame:
     The read-only queries other modules use (each returns a value or a new
     list, never the game's own state):
 
-    * turn and game: ``current_player``, ``round``, ``is_over``, ``winner``,
-      ``scores``, ``final_points``, ``in_setup``, ``setup_bridges_left``,
-      ``in_final_turns``, ``final_turns_left``, ``must_draw``,
-      ``cards_played_this_turn``, ``cards_discarded_this_turn``,
-      ``claim_line``;
+    * one per public field of one value or one row, by the field's name, made from the schema
+      (:data:`QUERIES`): ``current_player``, ``round``, ``scores``, ``final_points``, ``winner``
+      (``None``: none yet or a draw), ``played_this_turn``, ``discarded_this_turn``, ``must_draw``,
+      ``claim_line`` (``None``: no claim), ``setup_left``, ``final_turns_left``, ``face_up``
+      (``None``: an empty slot), ``pile_size``, ``open_discard``;
+    * turn and game: ``is_over``, ``in_setup``, ``in_final_turns``;
     * board: ``owner(line)``, ``controller(island)``,
       ``controlled_islands(player)``, ``control_mask(player)``,
       ``bridge_lines(player)``, ``bridges_on_board(player)``,
       ``supply(player)``, ``bridge_count(player, island)``,
       ``bridge_counts(player)``;
     * cards: ``hand(player)``, ``hand_counts(player)``, ``hand_size(player)``,
-      ``known_cards(player)``, ``face_up``, ``pile_size``,
-      ``open_discards()``, ``face_down_discards(player)``, ``pile_counts()`` (hidden);
+      ``known_cards(player)``, ``face_down_discards(player)``, ``pile_counts()`` (hidden);
     * actions: ``legal_actions()``, ``action_mask()``, ``is_legal(action)``,
       ``describe(action)``; copies: ``clone()``, ``determinize(player, rng)``,
       ``to_dict()``.
+
+    A query's former name (``cards_played_this_turn``, ``setup_bridges_left``, ``open_discards()``,
+    docs/RULES.md "Names") still answers, with a ``DeprecationWarning``, for one release.
 
     One method changes the game besides :meth:`step`: :meth:`put_on_top`, which chooses the next
     card to leave the pile (a chance outcome; nothing a player sees changes).
@@ -243,15 +251,15 @@ class KahunaGame:
         start = offset + size * _PLAYERS[player]
         return self._bytes[start : start + size].tolist()
 
-    @property
-    def current_player(self) -> int:
-        """The player (0 or 1) to act.
+    def __getattr__(self, name: str) -> Any:
+        """A query under a former name (:data:`kahuna_env.schema.FORMERLY`): the new one, with a warning."""
+        if name in FORMERLY and name not in _FORMER_METHODS:
+            return getattr(self, renamed(name, "KahunaGame query"))
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
-        Once the game is over it is the last player who acted, except after a
-        premature end right after an interim scoring: the turn had already
-        passed, so it is the player who would have moved next.
-        """
-        return self._bytes[_AT["current"]]
+    def open_discards(self) -> list[int]:
+        """Deprecated: the property :attr:`open_discard` (a count per island of the openly played discards)."""
+        return getattr(self, renamed("open_discards", "KahunaGame query"))
 
     @property
     def is_over(self) -> bool:
@@ -259,77 +267,14 @@ class KahunaGame:
         return self._code >= 256
 
     @property
-    def winner(self) -> int | None:
-        """0 or 1 once the game is won; ``None`` while it runs or after a draw."""
-        winner = self._bytes[_AT["winner"]]
-        return None if winner < 0 else winner
-
-    @property
-    def scores(self) -> list[int]:
-        """Points of players 0 and 1 so far (a new list)."""
-        return self._bytes[_AT["scores"] : _AT["scores"] + 2].tolist()
-
-    @property
-    def final_points(self) -> list[int]:
-        """Points each player got from the final scoring (zeros until it happens)."""
-        return self._bytes[_AT["final_points"] : _AT["final_points"] + 2].tolist()
-
-    @property
-    def round(self) -> int:
-        """The current round, 1, 2 or 3."""
-        return self._bytes[_AT["round"]]
-
-    @property
-    def pile_size(self) -> int:
-        """Number of cards in the face-down pile."""
-        return self._bytes[_AT["pile_len"]]
-
-    @property
-    def face_up(self) -> list[int | None]:
-        """Island id of the card in each face-up slot, ``None`` for an empty slot."""
-        cards = self._bytes[_AT["face_up"] : _AT["face_up"] + FACE_UP_SLOTS].tolist()
-        return [None if card < 0 else card for card in cards]
-
-    @property
     def in_setup(self) -> bool:
         """Whether the handicap player is still placing their free setup bridges."""
-        return self._bytes[_AT["setup_left"]] > 0
-
-    @property
-    def setup_bridges_left(self) -> int:
-        """Free handicap bridges still to place before the first turn."""
-        return self._bytes[_AT["setup_left"]]
+        return self.setup_left > 0
 
     @property
     def in_final_turns(self) -> bool:
         """Whether the round-3 extra turns (no drawing) are being played."""
-        return self._bytes[_AT["final_turns"]] > 0 and self._code < 256
-
-    @property
-    def final_turns_left(self) -> int:
-        """Extra turns left after round 3 ran out of cards (0 when not in that phase)."""
-        return self._bytes[_AT["final_turns"]]
-
-    @property
-    def must_draw(self) -> bool:
-        """Whether the opponent's previous turn ended with a pass (then passing is illegal if a card is drawable)."""
-        return self._bytes[_AT["must_draw"]] != 0
-
-    @property
-    def cards_played_this_turn(self) -> int:
-        """Cards the current player has played (placements and removals) this turn."""
-        return self._bytes[_AT["played"]]
-
-    @property
-    def cards_discarded_this_turn(self) -> int:
-        """Cards the current player has discarded face down this turn."""
-        return self._bytes[_AT["discarded"]]
-
-    @property
-    def claim_line(self) -> int | None:
-        """Line the current player may claim for free right now (planning variant), else ``None``."""
-        line = self._bytes[_AT["claim_line"]]
-        return None if line < 0 else line
+        return self._bytes[_AT["final_turns_left"]] > 0 and self._code < 256
 
     def controller(self, island: int | str) -> int | None:
         """The player controlling ``island`` (id or name), or ``None``."""
@@ -395,10 +340,6 @@ class KahunaGame:
         card could have been any of them), so these cards are certainly held.
         """
         return self._row(_AT["known"], player)
-
-    def open_discards(self) -> list[int]:
-        """Openly played cards in the current discard pile, a count per island."""
-        return self._bytes[_AT["open_discard"] : _AT["open_discard"] + NUM_ISLANDS].tolist()
 
     def face_down_discards(self, player: int) -> list[int]:
         """``player``'s face-down discards in the current discard pile, a count per island."""
@@ -476,58 +417,10 @@ class KahunaGame:
         return f"{text}: {self._reason(index)}"
 
     def _reason(self, action: int) -> str:
-        """Why the legal loop leaves ``action`` out, in words (read off the state; the loop decided)."""
-        player = self.current_player
-        setup_left = self.setup_bridges_left
-        discarded = self.cards_discarded_this_turn
-        if self.is_over:
-            return "the game is over"
-        if setup_left and not action >= A.FREE_BRIDGE:
-            return f"player {player} must first place {setup_left} free handicap bridge(s) (FREE_BRIDGE actions)"
-        hand = self.hand_counts(player)
-        missing = _missing_cards(hand, _PAID[action])
-        line = _ACTION_LINE[action]
-        owner = self.owner(line) if line >= 0 else None
-        if action < _PLACE_END:
-            if discarded:
-                return "a player who discarded this turn may not play cards"
-            if missing:
-                return f"the hand holds no {missing} card"
-            if owner is not None:
-                return f"line {LINE_NAMES[line]} already holds a bridge of player {owner}"
-            if self.supply(player) == 0:
-                return "no bridge left in supply"
-            return f"planning variant: an island of {LINE_NAMES[line]} is controlled by the opponent"
-        if action < _REMOVE_END:
-            if discarded:
-                return "a player who discarded this turn may not play cards"
-            if owner != 1 - player:
-                return f"line {LINE_NAMES[line]} holds no opponent bridge"
-            return f"the hand lacks the cards to pay ({missing})"
-        if action < A.DRAW:
-            if self.cards_played_this_turn:
-                return "a player who played a card this turn may not discard"
-            if missing:
-                return f"the hand holds no {missing} card"
-            return "discard rule 'hand_limit': a first discard needs 5 cards in hand and a card to draw"
-        if action <= A.PASS:
-            if self.final_turns_left and action != A.PASS:
-                return "no drawing in the final extra turns"
-            if action == A.PASS:
-                if self._state["hand_limit"][0] and discarded:
-                    return "discard rule 'hand_limit': a turn with discards ends with a draw or take"
-                return "the opponent passed last turn and a card is drawable, so this turn must end with a draw"
-            if sum(hand) >= HAND_LIMIT:
-                return f"a hand of {HAND_LIMIT} cards cannot draw"
-            if action == A.DRAW:
-                return "the pile is empty"
-            return f"face-up slot {action - A.TAKE} is empty"
-        if setup_left:
-            return f"line {LINE_NAMES[line]} already holds a bridge"
-        claim = self.claim_line
-        if claim is None:
-            return "a free bridge is only offered in handicap setup or right after a removal (planning variant)"
-        return f"the free claim is for line {LINE_NAMES[claim]} only"
+        """Why ``action`` is illegal, in words: the condition of legality the loops say it fails
+        (:func:`kahuna_env.kernels.illegal_reason`), worded by :data:`REASON_TEXT`."""
+        code = _loops().game_illegal_reason(self._state, TABLE_RECORD, action)
+        return REASON_TEXT[kernels.REASONS[code]](self, action)
 
     def put_on_top(self, island: int) -> None:
         """Put a card of ``island`` on top of the face-down pile: the next card a draw or a refill takes.
@@ -592,7 +485,7 @@ class KahunaGame:
         known = self.known_cards(opponent)
         hand = self.hand_counts(opponent)
         face_down = self.face_down_discards(opponent)
-        pile_len = self.pile_size
+        size = self.pile_size
         # Pool the hidden cards in a canonical order (by island), so that the sample depends on
         # the public information and ``rng`` only, not on the true pile order.
         hidden_counts = self.pile_counts()
@@ -608,7 +501,7 @@ class KahunaGame:
         target["face_down"][opponent] = np.bincount(
             hidden[unknown_in_hand : unknown_in_hand + face_down_count], minlength=NUM_ISLANDS
         )
-        target["pile"][:pile_len] = hidden[unknown_in_hand + face_down_count :]
+        target["pile"][:size] = hidden[unknown_in_hand + face_down_count :]
         view._code = _loops().game_legal(view._state, TABLE_RECORD)
         view._legal = None
         return view
@@ -660,6 +553,7 @@ class KahunaGame:
         state["over"] = False
         state["winner"] = -1
         _loops().game_legal(state, TABLE_RECORD)  # the derived control masks the outcome reads
+        game._check_control(position)
         _loops().game_end_prematurely(state)  # over, if a player has no bridge from round 2 on
         if position.over:
             game._check_outcome(position)
@@ -670,6 +564,25 @@ class KahunaGame:
                 f"position: player {game.current_player} to move has no legal action in a game that is not over"
             )
         return game
+
+    def _check_control(self, position: Position) -> None:
+        """What control (the loops' masks of the loaded position) rules out: a free claim next to an island the
+        opponent controls; in the planning variant, a bridge next to one (taking control sweeps them off, and
+        the variant forbids building there afterwards)."""
+        if position.claim_line >= 0:
+            a, b = LINES[position.claim_line]
+            if self.control_mask(1 - position.current_player) & (ISLAND_BIT[a] | ISLAND_BIT[b]):
+                raise ValueError("position 'claim_line': an island of that line is controlled by the opponent")
+        if position.config.variant == "planning":
+            for player in (0, 1):
+                opponent_control = self.control_mask(1 - player)
+                for line, owner in enumerate(position.owner):
+                    a, b = LINES[line]
+                    if owner == player and opponent_control & (ISLAND_BIT[a] | ISLAND_BIT[b]):
+                        raise ValueError(
+                            f"position 'bridges': player {player}'s bridge on {LINE_NAMES[line]} touches an island "
+                            f"controlled by player {1 - player}, impossible in the planning variant"
+                        )
 
     def _final_difference(self) -> list[int]:
         """Final-scoring points now (the loops' final scoring of the position as it stands)."""
@@ -686,7 +599,12 @@ class KahunaGame:
                     "(a player without bridges) had no final scoring"
                 )
         else:
-            if position.round != 3 or position.final_turns or position.pile or any(c >= 0 for c in position.face_up):
+            if (
+                position.round != 3
+                or position.final_turns_left
+                or position.pile
+                or any(c >= 0 for c in position.face_up)
+            ):
                 raise ValueError(
                     "position 'over' is true but both players have bridges and the final turns of round 3 "
                     "are not done: a game ends by the final scoring or a premature end"
@@ -705,6 +623,99 @@ class KahunaGame:
                 f"position 'winner' {position.winner} contradicts the outcome: {expected_text} "
                 f"(scores {self.scores}, final points {self.final_points})"
             )
+
+
+def _line(action: int) -> str:
+    return LINE_NAMES[_ACTION_LINE[action]]
+
+
+REASON_TEXT: dict[str, Callable[[KahunaGame, int], str]] = {
+    "legal": lambda game, action: "it is legal (internal error: the mask and the reason disagree)",
+    "game_over": lambda game, action: "the game is over",
+    "setup_first": lambda game, action: (
+        f"player {game.current_player} must first place {game.setup_left} free handicap bridge(s) (FREE_BRIDGE actions)"
+    ),
+    "setup_line_taken": lambda game, action: f"line {_line(action)} already holds a bridge",
+    "discarded_no_play": lambda game, action: "a player who discarded this turn may not play cards",
+    "missing_card": lambda game, action: (
+        f"the hand holds no {_missing_cards(game.hand_counts(game.current_player), _PAID[action])} card"
+    ),
+    "line_taken": lambda game, action: (
+        f"line {_line(action)} already holds a bridge of player {game.owner(_ACTION_LINE[action])}"
+    ),
+    "no_supply": lambda game, action: "no bridge left in supply",
+    "planning_control": lambda game, action: (
+        f"planning variant: an island of {_line(action)} is controlled by the opponent"
+    ),
+    "no_opponent_bridge": lambda game, action: f"line {_line(action)} holds no opponent bridge",
+    "cannot_pay": lambda game, action: (
+        f"the hand lacks the cards to pay ({_missing_cards(game.hand_counts(game.current_player), _PAID[action])})"
+    ),
+    "played_no_discard": lambda game, action: "a player who played a card this turn may not discard",
+    "discard_rule": lambda game, action: (
+        "discard rule 'hand_limit': a first discard needs 5 cards in hand and a card to draw"
+    ),
+    "hand_full": lambda game, action: f"a hand of {HAND_LIMIT} cards cannot draw",
+    "pile_empty": lambda game, action: (
+        "no drawing in the final extra turns" if game.final_turns_left else "the pile is empty"
+    ),
+    "slot_empty": lambda game, action: (
+        "no drawing in the final extra turns" if game.final_turns_left else f"face-up slot {action - A.TAKE} is empty"
+    ),
+    "opponent_passed": lambda game, action: (
+        "the opponent passed last turn and a card is drawable, so this turn must end with a draw"
+    ),
+    "pass_rule": lambda game, action: "discard rule 'hand_limit': a turn with discards ends with a draw or take",
+    "no_claim": lambda game, action: (
+        "a free bridge is only offered in handicap setup or right after a removal (planning variant)"
+    ),
+    "claim_other_line": lambda game, action: f"the free claim is for line {LINE_NAMES[game.claim_line]} only",
+}
+"""The words for each condition of legality an action can fail (:data:`kahuna_env.kernels.REASONS`, by name)."""
+assert tuple(REASON_TEXT) == kernels.REASONS
+
+
+_FORMER_METHODS = frozenset({"open_discards"})
+"""Former names that were methods: each is a method still (:meth:`KahunaGame.open_discards`)."""
+QUERIES_ELSEWHERE = {"owner": "owner(line)", "over": "is_over", "bridges": "bridges_on_board(player)"}
+"""Public one-row fields whose query takes an argument or keeps the name docs/RULES.md gives it."""
+
+
+def _query(field: Field) -> property:
+    """The read-only property of a public field of one value or one row (e.g. ``current_player``, ``scores``):
+    its value off the record's bytes, a row as a new list, ``None`` for -1 where -1 means "none"."""
+    at = _AT[field.name]
+    size = math.prod(dims(field))
+    none = field.empty == -1
+    get: Callable[[KahunaGame], Any]
+    if field.shape and none:
+        get = lambda self: [None if v < 0 else v for v in self._bytes[at : at + size].tolist()]  # noqa: E731
+    elif field.shape:
+        get = lambda self: self._bytes[at : at + size].tolist()  # noqa: E731
+    elif field.dtype == "bool":
+        get = lambda self: self._bytes[at] != 0  # noqa: E731
+    elif none:
+        get = lambda self: None if (v := self._bytes[at]) < 0 else v  # noqa: E731
+    else:
+        get = lambda self: self._bytes[at]  # noqa: E731
+    get.__name__ = field.name
+    return property(get, doc=field.meaning)
+
+
+QUERIES: tuple[str, ...] = tuple(
+    field.name
+    for field in FIELDS
+    if field.array
+    and field.role != "option"
+    and field.visibility == "public"
+    and len(field.shape) <= 1
+    and field.dtype in ("int8", "bool")
+    and field.name not in QUERIES_ELSEWHERE
+)
+"""The queries :class:`KahunaGame` takes from the schema, one per public field of one value or one row, by the
+field's name (``current_player``, ``round``, ``scores``, ``played_this_turn``, ``open_discard``, ...)."""
+for _name in QUERIES:
+    setattr(KahunaGame, _name, _query(FIELD_BY_NAME[_name]))
 
 
 def _frozen(value: Any) -> Any:

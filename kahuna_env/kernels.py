@@ -45,10 +45,13 @@ from typing import Any
 
 import numpy as np
 
+from kahuna_env.schema import OBSERVATION_BLOCKS
+
 __all__ = [
     "BLOCKS",
     "ENABLED",
     "PARAMETERS",
+    "REASONS",
     "cache_is_warm",
     "check",
     "deal",
@@ -58,9 +61,11 @@ __all__ = [
     "game_end_prematurely",
     "game_final_points",
     "game_final_winner",
+    "game_illegal_reason",
     "game_legal",
     "game_observation",
     "game_step",
+    "illegal_reason",
     "interim_scoring",
     "interpreted",
     "legal_words",
@@ -74,13 +79,9 @@ __all__ = [
     "step",
 ]
 
-BLOCKS = (
-    "lines_mine", "lines_opponent", "control_mine", "control_opponent", "bridges_mine", "bridges_opponent",
-    "hand", "face_up", "pile_size", "discard_open", "my_face_down", "opponent_face_down_count",
-    "opponent_hand_size", "opponent_known", "unseen", "scores", "round", "final_turns", "supply",
-    "cards_played", "discarding", "must_draw", "claim", "setup", "my_turn", "first_player", "rules",
-)  # fmt: skip
-"""The observation blocks in the order of :func:`observations`'s ``starts`` (a test holds it to the layout's)."""
+BLOCKS = tuple(block.name for block in OBSERVATION_BLOCKS)
+"""The observation blocks in the layout's order, the order :func:`observations` unpacks its ``starts`` in (a
+test holds its unpacking to this)."""
 
 
 def _load_numba() -> Any:
@@ -304,18 +305,90 @@ def sample_bits(words: np.ndarray, uniforms: np.ndarray, out: np.ndarray) -> Non
 
 
 @_loop
-def legal_words(
-    rows: np.ndarray,
-    words: np.ndarray,
-    current: np.ndarray,
+def _legal_terms(
+    i: int,
+    current_player: np.ndarray,
     hand: np.ndarray,
     lines: np.ndarray,
     bridges: np.ndarray,
     count: np.ndarray,
-    discarded: np.ndarray,
-    played: np.ndarray,
+    discarded_this_turn: np.ndarray,
+    played_this_turn: np.ndarray,
     face_up: np.ndarray,
-    pile_len: np.ndarray,
+    pile_size: np.ndarray,
+    must_draw: np.ndarray,
+    claim_line: np.ndarray,
+    planning: np.ndarray,
+    hand_limit: np.ndarray,
+    majority: np.ndarray,
+    lines_touching: np.ndarray,
+    all_lines: np.uint64,
+    max_bridges: int,
+    max_hand: int,
+) -> Any:
+    """Every condition of legality of game ``i`` (a running game, its player to act), each stated once: what
+    :func:`legal_words` combines into the legal actions and :func:`illegal_reason` reads to say which of them an
+    action fails.
+
+    Returns ``(has1, has2, free, theirs, planning_free, plays, supply, unplayed, discard_rule, pile, drawable,
+    full, no_pass_after_pass, pass_rule, claim)``: the islands with a card in hand, with two; the free lines;
+    the opponent's lines; the lines the planning variant allows (all without it); cards may be played (no
+    discard this turn); a bridge is left in supply; no card was played this turn; the discard rule allows a
+    face-down discard; the pile holds a card; anything is drawable; the hand is full; passing is not ruled
+    out by the opponent's pass; the discard rule allows passing; the free claim offered (a line bit, 0: none).
+    """
+    zero = np.uint64(0)
+    p = current_player[i]
+    o = 1 - p
+    has1 = zero
+    has2 = zero
+    size = 0
+    for island in range(hand.shape[2]):
+        h = hand[i, p, island]
+        size += h
+        if h > 0:
+            has1 |= U1 << np.uint64(island)
+        if h > 1:
+            has2 |= U1 << np.uint64(island)
+    mine = lines[i, p]
+    theirs = lines[i, o]
+    free = ~(mine | theirs) & all_lines
+    plays = discarded_this_turn[i] == 0
+    supply = bridges[i, p] < max_bridges
+    planning_free = all_lines
+    if planning[i]:
+        ctrl_o = 0
+        for island in range(count.shape[2]):
+            if count[i, o, island] >= majority[island]:
+                ctrl_o |= 1 << island
+        planning_free = ~lines_touching[ctrl_o] & all_lines
+    pile = pile_size[i] > 0
+    drawable = pile or face_up[i, 0] >= 0 or face_up[i, 1] >= 0 or face_up[i, 2] >= 0
+    unplayed = played_this_turn[i] == 0
+    discard_rule = not hand_limit[i] or (not plays) or (size == max_hand and drawable)
+    no_pass_after_pass = not (drawable and must_draw[i])
+    pass_rule = not (hand_limit[i] and not plays)
+    claim = claim_line[i]
+    free_bridge = (U1 << np.uint64(claim)) if claim >= 0 else zero
+    return (
+        has1, has2, free, theirs, planning_free, plays, supply, unplayed, discard_rule, pile, drawable,
+        size >= max_hand, no_pass_after_pass, pass_rule, free_bridge,
+    )  # fmt: skip
+
+
+@_loop
+def legal_words(
+    rows: np.ndarray,
+    words: np.ndarray,
+    current_player: np.ndarray,
+    hand: np.ndarray,
+    lines: np.ndarray,
+    bridges: np.ndarray,
+    count: np.ndarray,
+    discarded_this_turn: np.ndarray,
+    played_this_turn: np.ndarray,
+    face_up: np.ndarray,
+    pile_size: np.ndarray,
     must_draw: np.ndarray,
     claim_line: np.ndarray,
     setup_left: np.ndarray,
@@ -330,7 +403,8 @@ def legal_words(
     max_bridges: int,
     max_hand: int,
 ) -> None:
-    """The legal words of the games ``rows`` into ``words[rows]`` (``KahunaBatch._compute_words``, game by game)."""
+    """The legal words of the games ``rows`` into ``words[rows]`` (``KahunaBatch._compute_words``, game by game):
+    the conditions of :func:`_legal_terms`, combined per kind of action."""
     zero = np.uint64(0)
     for i in rows:
         if over[i]:
@@ -338,29 +412,14 @@ def legal_words(
             words[i, 1] = zero
             words[i, 2] = zero
             continue
-        p = current[i]
-        o = 1 - p
-        has1 = zero
-        has2 = zero
-        size = 0
-        for island in range(hand.shape[2]):
-            h = hand[i, p, island]
-            size += h
-            if h > 0:
-                has1 |= U1 << np.uint64(island)
-            if h > 1:
-                has2 |= U1 << np.uint64(island)
-        mine = lines[i, p]
-        theirs = lines[i, o]
-        free = ~(mine | theirs) & all_lines
-        plays = discarded[i] == 0
-        placeable = free if (plays and bridges[i, p] < max_bridges) else zero
-        if planning[i]:
-            ctrl_o = 0
-            for island in range(count.shape[2]):
-                if count[i, o, island] >= majority[island]:
-                    ctrl_o |= 1 << island
-            placeable &= ~lines_touching[ctrl_o]
+        (
+            has1, has2, free, theirs, planning_free, plays, supply, unplayed, discard_rule, pile, drawable, full,
+            no_pass_after_pass, pass_rule, claim,
+        ) = _legal_terms(
+            i, current_player, hand, lines, bridges, count, discarded_this_turn, played_this_turn, face_up, pile_size,
+            must_draw, claim_line, planning, hand_limit, majority, lines_touching, all_lines, max_bridges, max_hand,
+        )  # fmt: skip
+        placeable = free & planning_free if (plays and supply) else zero
         a1 = lines_a_in[has1]
         b1 = lines_b_in[has1]
         place_a = placeable & a1
@@ -370,32 +429,17 @@ def legal_words(
         remove_ab = theirs & a1 & b1
         remove_aa = theirs & lines_a_in[has2]
         remove_bb = theirs & lines_b_in[has2]
-        up0 = face_up[i, 0] >= 0
-        up1 = face_up[i, 1] >= 0
-        up2 = face_up[i, 2] >= 0
-        pile = pile_len[i] > 0
-        drawable = pile or up0 or up1 or up2
-        discard_ok = played[i] == 0
-        if hand_limit[i]:
-            discard_ok = discard_ok and ((not plays) or (size == max_hand and drawable))
-        discard = has1 if discard_ok else zero
-        can_draw = drawable and size < max_hand
-        passing = not (drawable and must_draw[i])
-        if hand_limit[i] and not plays:
-            passing = False
+        discard = has1 if (unplayed and discard_rule) else zero
+        can_draw = drawable and not full
         end = zero
         if can_draw and pile:
             end |= U1
-        if can_draw and up0:
-            end |= np.uint64(2)
-        if can_draw and up1:
-            end |= np.uint64(4)
-        if can_draw and up2:
-            end |= np.uint64(8)
-        if passing:
+        for slot in range(3):
+            if can_draw and face_up[i, slot] >= 0:
+                end |= np.uint64(2 << slot)
+        if no_pass_after_pass and pass_rule:
             end |= np.uint64(16)
-        claim = claim_line[i]
-        free_bridge = (U1 << np.uint64(claim)) if claim >= 0 else zero
+        free_bridge = claim
         if setup_left[i] > 0:
             place_a = place_b = remove_ab = remove_aa = remove_bb = discard = end = zero
             free_bridge = free
@@ -403,6 +447,119 @@ def legal_words(
         words[i, 1] = (remove_ab >> np.uint64(10)) | (remove_aa << np.uint64(17)) | (remove_bb << np.uint64(44))
         words[i, 2] = (remove_bb >> np.uint64(20)) | (discard << np.uint64(7)) | (end << np.uint64(19))
         words[i, 2] |= free_bridge << np.uint64(24)
+
+
+REASONS = (
+    "legal",
+    "game_over",
+    "setup_first",
+    "setup_line_taken",
+    "discarded_no_play",
+    "missing_card",
+    "line_taken",
+    "no_supply",
+    "planning_control",
+    "no_opponent_bridge",
+    "cannot_pay",
+    "played_no_discard",
+    "discard_rule",
+    "hand_full",
+    "pile_empty",
+    "slot_empty",
+    "opponent_passed",
+    "pass_rule",
+    "no_claim",
+    "claim_other_line",
+)
+"""What :func:`illegal_reason` returns, by index: the condition of :func:`_legal_terms` an action fails, the first
+in the order :func:`legal_words` combines them (0: none, the action is legal).  The words for each are
+:data:`kahuna_env.engine.REASON_TEXT`'s."""
+
+
+@_loop
+def illegal_reason(
+    i: int,
+    action: int,
+    current_player: np.ndarray,
+    hand: np.ndarray,
+    lines: np.ndarray,
+    bridges: np.ndarray,
+    count: np.ndarray,
+    discarded_this_turn: np.ndarray,
+    played_this_turn: np.ndarray,
+    face_up: np.ndarray,
+    pile_size: np.ndarray,
+    must_draw: np.ndarray,
+    claim_line: np.ndarray,
+    setup_left: np.ndarray,
+    over: np.ndarray,
+    planning: np.ndarray,
+    hand_limit: np.ndarray,
+    majority: np.ndarray,
+    lines_touching: np.ndarray,
+    all_lines: np.uint64,
+    max_bridges: int,
+    max_hand: int,
+    action_line: np.ndarray,
+    pay1: np.ndarray,
+    pay2: np.ndarray,
+    remove_base: int,
+    discard_base: int,
+    draw: int,
+    pass_action: int,
+) -> np.int64:
+    """Which condition of legality ``action`` fails in game ``i`` (an index of :data:`REASONS`, 0: legal): the
+    terms :func:`legal_words` combines, read for this one action in the same order."""
+    if over[i]:
+        return np.int64(1)
+    (
+        has1, has2, free, theirs, planning_free, plays, supply, unplayed, discard_rule, pile, _drawable, full,
+        no_pass_after_pass, pass_rule, claim,
+    ) = _legal_terms(
+        i, current_player, hand, lines, bridges, count, discarded_this_turn, played_this_turn, face_up, pile_size,
+        must_draw, claim_line, planning, hand_limit, majority, lines_touching, all_lines, max_bridges, max_hand,
+    )  # fmt: skip
+    line = action_line[action]
+    line_bit = (U1 << np.uint64(line)) if line >= 0 else np.uint64(0)
+    if action > pass_action:  # a free bridge
+        if setup_left[i] > 0:
+            return np.int64(0 if free & line_bit else 3)
+        if claim & line_bit:
+            return np.int64(0)
+        return np.int64(18 if claim == 0 else 19)
+    if setup_left[i] > 0:
+        return np.int64(2)
+    if action < discard_base and not plays:
+        return np.int64(4)
+    if action < remove_base:  # a placement
+        if not has1 >> np.uint64(pay1[action]) & U1:
+            return np.int64(5)
+        if not free & line_bit:
+            return np.int64(6)
+        if not supply:
+            return np.int64(7)
+        return np.int64(0 if planning_free & line_bit else 8)
+    if action < discard_base:  # a removal
+        if not theirs & line_bit:
+            return np.int64(9)
+        a, b = pay1[action], pay2[action]
+        needed = has2 >> np.uint64(a) if a == b else has1 >> np.uint64(a) & has1 >> np.uint64(b)
+        return np.int64(0 if needed & U1 else 10)
+    if action < draw:  # a face-down discard
+        if not unplayed:
+            return np.int64(11)
+        if not has1 >> np.uint64(action - discard_base) & U1:
+            return np.int64(5)
+        return np.int64(0 if discard_rule else 12)
+    if action == pass_action:
+        if not no_pass_after_pass:
+            return np.int64(16)
+        return np.int64(0 if pass_rule else 17)
+    if full:  # a draw or a take
+        return np.int64(13)
+    if action == draw:
+        return np.int64(0 if pile else 14)
+    return np.int64(0 if face_up[i, action - draw - 1] >= 0 else 15)
 
 
 @_loop
@@ -458,18 +615,18 @@ def step(
     face_down: np.ndarray,
     open_discard: np.ndarray,
     pile: np.ndarray,
-    pile_len: np.ndarray,
+    pile_size: np.ndarray,
     face_up: np.ndarray,
-    current: np.ndarray,
+    current_player: np.ndarray,
     round: np.ndarray,
     scores: np.ndarray,
     final_points: np.ndarray,
-    played: np.ndarray,
-    discarded: np.ndarray,
+    played_this_turn: np.ndarray,
+    discarded_this_turn: np.ndarray,
     must_draw: np.ndarray,
     claim_line: np.ndarray,
     setup_left: np.ndarray,
-    final_turns: np.ndarray,
+    final_turns_left: np.ndarray,
     over: np.ndarray,
     winner: np.ndarray,
     planning: np.ndarray,
@@ -497,7 +654,7 @@ def step(
         if kind == 0:
             continue
         action = actions[i]
-        p = current[i]
+        p = current_player[i]
         o = 1 - p
         claim_line[i] = -1
         line = action_line[action]
@@ -508,7 +665,7 @@ def step(
                 open_discard[i, paid] += 1
                 if known[i, p, paid] > 0:
                     known[i, p, paid] -= 1
-                played[i] += 1
+                played_this_turn[i] += 1
             if kind == 2:  # lift the opponent's bridge
                 a = line_a[line]
                 b = line_b[line]
@@ -530,7 +687,7 @@ def step(
             island = action - discard_base
             hand[i, p, island] -= 1
             face_down[i, p, island] += 1
-            discarded[i] += 1
+            discarded_this_turn[i] += 1
             for card in range(known.shape[2]):  # a hidden card: every known card may be the one
                 if known[i, p, card] > 0:
                     known[i, p, card] -= 1
@@ -561,31 +718,31 @@ def step(
                     if round[i] >= 2 and bridges[i, o] == 0:
                         _premature(i, bridges, over, winner)
             if in_setup and setup_left[i] == 0:
-                current[i] = first_player[i]
+                current_player[i] = first_player[i]
         elif kind >= 4 and kind <= 6:  # the end of the turn
             if kind == 4:
-                top = pile_len[i] - 1
+                top = pile_size[i] - 1
                 hand[i, p, pile[i, top]] += 1
-                pile_len[i] = top
+                pile_size[i] = top
             elif kind == 5:
                 slot = action - take_base
                 card = face_up[i, slot]
-                length = pile_len[i]
+                length = pile_size[i]
                 if length > 0:
                     face_up[i, slot] = pile[i, length - 1]
-                    pile_len[i] = length - 1
+                    pile_size[i] = length - 1
                 else:
                     face_up[i, slot] = -1
                 hand[i, p, card] += 1
                 known[i, p, card] += 1
-            played[i] = 0
-            discarded[i] = 0
+            played_this_turn[i] = 0
+            discarded_this_turn[i] = 0
             must_draw[i] = kind == 6
-            left = final_turns[i]
+            left = final_turns_left[i]
             in_final = left > 0
             if in_final:
                 left -= 1
-                final_turns[i] = left
+                final_turns_left[i] = left
             if in_final and left == 0:  # the final scoring
                 _final_points(i, count, majority, final_points)
                 scores[i, 0] += final_points[i, 0]
@@ -593,10 +750,10 @@ def step(
                 over[i] = True
                 winner[i] = _final_winner(i, scores, final_points, bridges)
             else:
-                current[i] = o
-                if not in_final and pile_len[i] == 0 and face_up[i, 0] < 0 and face_up[i, 1] < 0 and face_up[i, 2] < 0:
+                current_player[i] = o
+                if not in_final and pile_size[i] == 0 and face_up[i, 0] < 0 and face_up[i, 1] < 0 and face_up[i, 2] < 0:
                     if round[i] >= 3:
-                        final_turns[i] = 2
+                        final_turns_left[i] = 2
                     else:
                         interim[i] = True
 
@@ -613,18 +770,18 @@ def observations(
     count: np.ndarray,
     hand: np.ndarray,
     face_up: np.ndarray,
-    pile_len: np.ndarray,
+    pile_size: np.ndarray,
     open_discard: np.ndarray,
     face_down: np.ndarray,
     known: np.ndarray,
     scores: np.ndarray,
     round: np.ndarray,
-    final_turns: np.ndarray,
+    final_turns_left: np.ndarray,
     over: np.ndarray,
     bridges: np.ndarray,
-    current: np.ndarray,
-    played: np.ndarray,
-    discarded: np.ndarray,
+    current_player: np.ndarray,
+    played_this_turn: np.ndarray,
+    discarded_this_turn: np.ndarray,
     must_draw: np.ndarray,
     claim_line: np.ndarray,
     setup_left: np.ndarray,
@@ -651,7 +808,7 @@ def observations(
         hand_at,
         face_up_at,
         pile_size_at,
-        discard_open_at,
+        open_discard_at,
         my_face_down_at,
         opponent_face_down_count_at,
         opponent_hand_size_at,
@@ -659,10 +816,10 @@ def observations(
         unseen_at,
         scores_at,
         round_at,
-        final_turns_at,
+        final_turns_left_at,
         supply_at,
-        cards_played_at,
-        discarding_at,
+        played_this_turn_at,
+        discarded_this_turn_at,
         must_draw_at,
         claim_at,
         setup_at,
@@ -688,7 +845,7 @@ def observations(
             r[bridges_mine_at + island] = count[i, v, island]
             r[bridges_opponent_at + island] = count[i, o, island]
             r[hand_at + island] = hand[i, v, island]
-            r[discard_open_at + island] = open_discard[i, island]
+            r[open_discard_at + island] = open_discard[i, island]
             r[my_face_down_at + island] = face_down[i, v, island]
             r[opponent_known_at + island] = known[i, o, island]
             opp_down += face_down[i, o, island]
@@ -708,28 +865,28 @@ def observations(
         for slot in range(face_up.shape[1]):
             if face_up[i, slot] >= 0:
                 r[face_up_at + slot * islands + face_up[i, slot]] = 1
-        r[pile_size_at] = pile_len[i]
+        r[pile_size_at] = pile_size[i]
         r[opponent_face_down_count_at] = opp_down
         r[opponent_hand_size_at] = opp_hand
         r[scores_at] = scores[i, v]
         r[scores_at + 1] = scores[i, o]
         if 1 <= round[i] <= 3:
             r[round_at + round[i] - 1] = 1
-        final_left = 0 if over[i] else final_turns[i]
-        r[final_turns_at] = final_left > 0
-        r[final_turns_at + 1] = final_left
+        final_left = 0 if over[i] else final_turns_left[i]
+        r[final_turns_left_at] = final_left > 0
+        r[final_turns_left_at + 1] = final_left
         r[supply_at] = max_bridges - bridges[i, v]
         r[supply_at + 1] = max_bridges - bridges[i, o]
-        to_act = current[i] == v and not over[i]
-        if to_act:
-            r[cards_played_at] = played[i]
-            r[discarding_at] = discarded[i] > 0
+        my_turn = current_player[i] == v and not over[i]
+        if my_turn:
+            r[played_this_turn_at] = played_this_turn[i]
+            r[discarded_this_turn_at] = discarded_this_turn[i] > 0
             r[must_draw_at] = must_draw[i]
             if claim_line[i] >= 0:
                 r[claim_at + claim_line[i]] = 1
         r[setup_at] = setup_left[i] > 0
         r[setup_at + 1] = setup_left[i]
-        r[my_turn_at] = to_act
+        r[my_turn_at] = my_turn
         r[first_player_at] = first_player[i] == v
         r[rules_at] = planning[i]
         r[rules_at + 1] = hand_limit[i]
@@ -772,7 +929,7 @@ def interim_scoring(
     face_down: np.ndarray,
     face_up: np.ndarray,
     pile: np.ndarray,
-    pile_len: np.ndarray,
+    pile_size: np.ndarray,
     over: np.ndarray,
     winner: np.ndarray,
     majority: np.ndarray,
@@ -816,7 +973,7 @@ def interim_scoring(
         pile[i, :] = 0
         for t in range(face_up.shape[1], size):
             pile[i, size - 1 - t] = cards[orders[start + t]]
-        pile_len[i] = max(size - face_up.shape[1], 0)
+        pile_size[i] = max(size - face_up.shape[1], 0)
         start += size
         open_discard[i, :] = 0
         face_down[i, :, :] = 0
@@ -1023,8 +1180,8 @@ def deal(
     hand: np.ndarray,
     face_up: np.ndarray,
     pile: np.ndarray,
-    pile_len: np.ndarray,
-    current: np.ndarray,
+    pile_size: np.ndarray,
+    current_player: np.ndarray,
     setup_left: np.ndarray,
     handicap_player: np.ndarray,
     first_player: np.ndarray,
@@ -1048,8 +1205,8 @@ def deal(
         rest = size - 2 * starting_hand - slots
         for t in range(rest):
             pile[i, t] = deck[orders[k, size - 1 - t]]
-        pile_len[i] = rest
-        current[i] = handicap_player[i] if handicap_player[i] >= 0 else first_player[i]
+        pile_size[i] = rest
+        current_player[i] = handicap_player[i] if handicap_player[i] >= 0 else first_player[i]
         setup_left[i] = handicap_bridges[i]
 
 
@@ -1071,7 +1228,7 @@ def play_random(
     stale: np.ndarray,
     words: np.ndarray,
     over: np.ndarray,
-    current: np.ndarray,
+    current_player: np.ndarray,
     words_args: tuple,
     step_args: tuple,
     interim: np.ndarray,
@@ -1092,7 +1249,7 @@ def play_random(
     :func:`interim_scoring`).  ``words_args``, ``step_args`` and ``interim_args``: the
     arguments of those loops after their first two (``step_args``: after ``interim``, its third).
 
-    Returns ``(why, used, played)``: the uniforms used so far and the actions played, and why
+    Returns ``(why, used, moves)``: the uniforms used so far and the actions played (moves), and why
     it stopped: :data:`PLAYED_OUT` (no game left to move), :data:`NEED_DRAWS` (the next tick
     needs more uniforms than are left; nothing of it done), :data:`INTERIM_UNSEEDED` (a game
     of the last tick reached an interim scoring with an unseeded generator: ``interim`` marks
@@ -1100,21 +1257,21 @@ def play_random(
     none; nothing of that tick done), :data:`GAME_ENDED` (a game of the last tick ended).
     """
     n = waiting.shape[0]
-    played = 0
+    moves = 0
     while True:
         m = 0
         s = 0
         for i in range(n):
-            if not over[i] and not waiting[i, current[i]]:
+            if not over[i] and not waiting[i, current_player[i]]:
                 tick[m] = i
                 m += 1
                 if stale[i]:
                     scratch[s] = i
                     s += 1
         if m == 0:
-            return PLAYED_OUT, used, played
+            return PLAYED_OUT, used, moves
         if used + m > uniforms.shape[0]:
-            return NEED_DRAWS, used, played
+            return NEED_DRAWS, used, moves
         if s:
             legal_words(scratch[:s], words, *words_args)
             for k in range(s):
@@ -1127,13 +1284,13 @@ def play_random(
             i = tick[k]
             action = _sample_row(words, i, uniforms[used + k])
             if action < 0:  # nothing of this tick done yet (the scratch actions are the caller's to ignore)
-                return NO_LEGAL_ACTION, used, played
+                return NO_LEGAL_ACTION, used, moves
             actions[i] = action
             kinds[i] = kind_of[action]
         for k in range(m):
             stale[tick[k]] = True
         used += m
-        played += m
+        moves += m
         step(actions, kinds, interim, *step_args)
         g = 0
         seeded = True
@@ -1145,7 +1302,7 @@ def play_random(
                 seeded = seeded and pcg_ready[i]
         if g:
             if not seeded:
-                return INTERIM_UNSEEDED, used, played
+                return INTERIM_UNSEEDED, used, moves
             games = scratch[:g].copy()
             sizes = np.zeros(g, dtype=np.int64)
             reshuffle_sizes(games, sizes, open_discard, face_down)
@@ -1154,7 +1311,7 @@ def play_random(
             interim_scoring(games, orders, *interim_args)
         for k in range(m):
             if over[tick[k]]:
-                return GAME_ENDED, used, played
+                return GAME_ENDED, used, moves
 
 
 # --- one game: KahunaGame's state is one record of kahuna_env.arrays.STATE_DTYPE ----------------------------
@@ -1169,10 +1326,10 @@ def _game_legal(state: np.ndarray, t: Any) -> np.int64:
     each player's controlled islands into ``state.control``; returns the number of legal actions (also
     ``state.legal_count``) plus 256 when the game is over."""
     legal_words(
-        state.row, state.words, state.current, state.hand, state.lines, state.bridges, state.count, state.discarded,
-        state.played, state.face_up, state.pile_len, state.must_draw, state.claim_line, state.setup_left,
-        state.over, state.planning, state.hand_limit, t.majority, t.lines_a_in, t.lines_b_in, t.lines_touching,
-        t.all_lines, t.max_bridges, t.max_hand,
+        state.row, state.words, state.current_player, state.hand, state.lines, state.bridges, state.count,
+        state.discarded_this_turn, state.played_this_turn, state.face_up, state.pile_size, state.must_draw,
+        state.claim_line, state.setup_left, state.over, state.planning, state.hand_limit, t.majority, t.lines_a_in,
+        t.lines_b_in, t.lines_touching, t.all_lines, t.max_bridges, t.max_hand,
     )  # fmt: skip
     n = 0
     for w in range(3):
@@ -1199,6 +1356,19 @@ def game_legal(state: np.ndarray, tables: np.ndarray) -> np.int64:
 
 
 @_loop
+def game_illegal_reason(state: np.ndarray, tables: np.ndarray, action: np.int64) -> np.int64:
+    """:func:`illegal_reason` of ``action`` in the game."""
+    t = tables[0]
+    return illegal_reason(
+        0, action, state.current_player, state.hand, state.lines, state.bridges, state.count,
+        state.discarded_this_turn, state.played_this_turn, state.face_up, state.pile_size, state.must_draw,
+        state.claim_line, state.setup_left, state.over, state.planning, state.hand_limit, t.majority,
+        t.lines_touching, t.all_lines, t.max_bridges, t.max_hand, t.action_line, t.pay1, t.pay2, t.remove_base,
+        t.discard_base, t.draw, t.pass_action,
+    )  # fmt: skip
+
+
+@_loop
 def game_deal(state: np.ndarray, tables: np.ndarray) -> np.int64:
     """Shuffle (``permutation(24)`` of the game's generator) and deal into an empty game; :func:`_game_legal`."""
     t = tables[0]
@@ -1206,8 +1376,8 @@ def game_deal(state: np.ndarray, tables: np.ndarray) -> np.int64:
     orders = np.empty(size, dtype=np.int64)
     permutations(state.row, np.full(1, size, dtype=np.int64), state.pcg, orders)
     deal(
-        state.row, orders.reshape(1, size), t.deck, state.hand, state.face_up, state.pile, state.pile_len,
-        state.current, state.setup_left, state.handicap_player, state.first_player, state.handicap_bridges,
+        state.row, orders.reshape(1, size), t.deck, state.hand, state.face_up, state.pile, state.pile_size,
+        state.current_player, state.setup_left, state.handicap_player, state.first_player, state.handicap_bridges,
         t.starting_hand,
     )  # fmt: skip
     return _game_legal(state, t)
@@ -1225,11 +1395,11 @@ def game_step(state: np.ndarray, tables: np.ndarray, action: np.int64) -> np.int
     state.interim[0] = False
     step(
         state.action, state.kind, state.interim, state.owner, state.lines, state.count, state.bridges, state.hand,
-        state.known, state.face_down, state.open_discard, state.pile, state.pile_len, state.face_up, state.current,
-        state.round, state.scores, state.final_points, state.played, state.discarded, state.must_draw, state.claim_line,
-        state.setup_left, state.final_turns, state.over, state.winner, state.planning, state.first_player,
-        t.action_line, t.pay1, t.pay2, t.line_a, t.line_b, t.line_bit, t.majority, t.touch, t.max_bridges,
-        t.discard_base, t.take_base,
+        state.known, state.face_down, state.open_discard, state.pile, state.pile_size, state.face_up,
+        state.current_player, state.round, state.scores, state.final_points, state.played_this_turn,
+        state.discarded_this_turn, state.must_draw, state.claim_line, state.setup_left, state.final_turns_left,
+        state.over, state.winner, state.planning, state.first_player, t.action_line, t.pay1, t.pay2, t.line_a, t.line_b,
+        t.line_bit, t.majority, t.touch, t.max_bridges, t.discard_base, t.take_base,
     )  # fmt: skip
     if state.interim[0]:
         sizes = np.zeros(1, dtype=np.int64)
@@ -1238,7 +1408,7 @@ def game_step(state: np.ndarray, tables: np.ndarray, action: np.int64) -> np.int
         permutations(state.row, sizes, state.pcg, orders)
         interim_scoring(
             state.row, orders, state.count, state.bridges, state.scores, state.round, state.open_discard,
-            state.face_down, state.face_up, state.pile, state.pile_len, state.over, state.winner, t.majority,
+            state.face_down, state.face_up, state.pile, state.pile_size, state.over, state.winner, t.majority,
         )  # fmt: skip
     return _game_legal(state, t)
 
@@ -1278,8 +1448,8 @@ def game_observation(
     seats = np.full(1, seat, dtype=np.intp)
     observations(
         state.row, seats, out, scaled, scale, starts, state.owner, state.count, state.hand, state.face_up,
-        state.pile_len, state.open_discard, state.face_down, state.known, state.scores, state.round,
-        state.final_turns, state.over, state.bridges, state.current, state.played, state.discarded, state.must_draw,
-        state.claim_line, state.setup_left, state.first_player, state.planning, state.hand_limit, t.majority,
-        t.cards_per_island, t.max_bridges,
+        state.pile_size, state.open_discard, state.face_down, state.known, state.scores, state.round,
+        state.final_turns_left, state.over, state.bridges, state.current_player, state.played_this_turn,
+        state.discarded_this_turn, state.must_draw, state.claim_line, state.setup_left, state.first_player,
+        state.planning, state.hand_limit, t.majority, t.cards_per_island, t.max_bridges,
     )  # fmt: skip

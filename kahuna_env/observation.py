@@ -25,7 +25,7 @@ name                           size  meaning
 ``hand``                       12    my cards of each island / 2
 ``face_up``                    36    entry ``12*k + i``: 1 if face-up slot k holds a card of island i
 ``pile_size``                  1     cards in the face-down pile / 24
-``discard_open``               12    openly played cards in the current discard pile / 2
+``open_discard``               12    openly played cards in the current discard pile / 2
 ``my_face_down``               12    my face-down discards in the current discard pile / 2
 ``opponent_face_down_count``   1     number of opponent face-down discards / 24
 ``opponent_hand_size``         1     opponent's hand size / 5
@@ -33,10 +33,10 @@ name                           size  meaning
 ``unseen``                     12    cards of each island whose place I cannot see / 2
 ``scores``                     2     my score / 15, opponent's score / 15
 ``round``                      3     one-hot round 1, 2, 3
-``final_turns``                2     in the round-3 extra turns; extra turns left / 2
+``final_turns_left``           2     in the round-3 extra turns; extra turns left / 2
 ``supply``                     2     my bridges in supply / 25, opponent's / 25
-``cards_played``               1     cards I played this turn / 5 (0 when it is not my turn)
-``discarding``                 1     1 if I discarded this turn
+``played_this_turn``           1     cards I played this turn / 5 (0 when it is not my turn)
+``discarded_this_turn``        1     1 if I discarded this turn
 ``must_draw``                  1     1 if the opponent passed last turn (I may not pass while a card is drawable)
 ``claim``                      27    planning variant: 1 on the line I may claim for free right now
 ``setup``                      2     handicap setup running; free bridges left / 3
@@ -45,7 +45,7 @@ name                           size  meaning
 ``rules``                      2     planning variant; discard rule ``hand_limit``
 =============================  ====  =====================================================
 
-The "turn" features (``cards_played``, ``discarding``, ``must_draw``,
+The "turn" features (``played_this_turn``, ``discarded_this_turn``, ``must_draw``,
 ``claim``) describe the player to act and are zero for the other player.
 
 :func:`encode_state` is the full state for a centralized critic (seen from
@@ -61,14 +61,24 @@ from kahuna_env import kernels
 from kahuna_env.arrays import TABLE_RECORD
 from kahuna_env.board import NUM_ISLANDS
 from kahuna_env.engine import KahunaGame
-from kahuna_env.schema import OBSERVATION_BLOCKS, STATE_BLOCKS, Block
+from kahuna_env.schema import FORMERLY, OBSERVATION_BLOCKS, STATE_BLOCKS, Block, renamed
 
 _FEATURES: tuple[tuple[str, int], ...] = tuple((block.name, block.size) for block in OBSERVATION_BLOCKS)
 """The blocks of :data:`kahuna_env.schema.OBSERVATION_BLOCKS` (the one statement of the layout), in order."""
 
 
-def _layout(features: tuple[tuple[str, int], ...]) -> dict[str, slice]:
-    layout = {}
+class Layout(dict[str, slice]):
+    """Block name -> slice; a block's former name (:data:`kahuna_env.schema.FORMERLY`, e.g. ``cards_played``)
+    is still answered by ``[]``, with a ``DeprecationWarning``, for one release."""
+
+    def __missing__(self, name: str) -> slice:
+        if name in FORMERLY and FORMERLY[name] in self:
+            return self[renamed(name, "observation block")]
+        raise KeyError(name)
+
+
+def _layout(features: tuple[tuple[str, int], ...]) -> Layout:
+    layout = Layout()
     start = 0
     for name, size in features:
         layout[name] = slice(start, start + size)
@@ -82,10 +92,10 @@ OBSERVATION_SIZE: int = sum(size for _, size in _FEATURES)
 """Length of the observation vector."""
 
 _STATE_EXTRA: tuple[tuple[str, int], ...] = tuple((block.name, block.size) for block in STATE_BLOCKS)
-STATE_LAYOUT: dict[str, slice] = {
+STATE_LAYOUT: dict[str, slice] = Layout(
     **OBSERVATION_LAYOUT,
     **{name: slice(OBSERVATION_SIZE + s.start, OBSERVATION_SIZE + s.stop) for name, s in _layout(_STATE_EXTRA).items()},
-}
+)
 """Feature name -> slice of the state vector: player 0's observation, then player 1's hand
 (cards per island / 2), the pile's cards per island / 2, player 1's face-down discards / 2, and
 the player to act (0 or 1)."""
@@ -156,9 +166,9 @@ def state_rows(
     raw: np.ndarray,
     hand: np.ndarray,
     pile: np.ndarray,
-    pile_len: np.ndarray,
+    pile_size: np.ndarray,
     face_down: np.ndarray,
-    current: np.ndarray,
+    current_player: np.ndarray,
 ) -> np.ndarray:
     """The one encoder of the full state: ``(N, STATE_SIZE)`` float32 rows of :data:`STATE_BLOCKS` after
     player 0's observation.
@@ -167,16 +177,16 @@ def state_rows(
     ``pile``: ``(N, cards)`` island codes, of which the first ``pile_len`` ``(N,)`` are the pile;
     ``current``: ``(N,)``.  :func:`encode_state` and :meth:`kahuna_env.vector.KahunaBatch.states` call it.
     """
-    in_pile = np.arange(pile.shape[1]) < pile_len[:, None]
+    in_pile = np.arange(pile.shape[1]) < pile_size[:, None]
     counts = ((pile[:, :, None] == np.arange(NUM_ISLANDS, dtype=pile.dtype)) & in_pile[:, :, None]).sum(1)
-    extra = np.concatenate([hand[:, 1], counts, face_down[:, 1], current[:, None]], 1)
+    extra = np.concatenate([hand[:, 1], counts, face_down[:, 1], current_player[:, None]], 1)
     return np.concatenate([raw, extra.astype(np.uint8)], 1) * _STATE_SCALE
 
 
 def encode_state(game: KahunaGame) -> np.ndarray:
     """The full state (both hands, pile composition) as a ``float32`` vector of :data:`STATE_SIZE`."""
     record = game._state
-    fields = (record[name] for name in ("hand", "pile", "pile_len", "face_down", "current"))
+    fields = (record[name] for name in ("hand", "pile", "pile_size", "face_down", "current_player"))
     return state_rows(_raw_observation(game, 0)[None], *fields)[0]
 
 

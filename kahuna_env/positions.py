@@ -27,16 +27,13 @@ from kahuna_env.board import (
     CARDS_PER_ISLAND,
     HAND_LIMIT,
     ISLAND_ID,
-    ISLAND_LINE_MASK,
     ISLANDS,
     LINE_NAMES,
-    LINES,
-    MAJORITY,
     NUM_ISLANDS,
     NUM_LINES,
 )
 from kahuna_env.config import KahunaConfig, as_config, is_integer, shown
-from kahuna_env.schema import FIELDS, INTERIM_POINTS, MAX_POINTS, dims
+from kahuna_env.schema import FIELDS, INTERIM_POINTS, MAX_POINTS, POSITION_FORMS, Field, dims
 
 __all__ = [
     "INTERIM_POINTS",
@@ -55,8 +52,6 @@ REQUIRED_KEYS: tuple[str, ...] = tuple(field.position for field in FIELDS if fie
 current_player, round, scores (the schema's fields with a required position key, in its order)."""
 OPTIONAL_KEYS: tuple[str, ...] = tuple(field.position for field in FIELDS if field.position and not field.required)
 """Keys :meth:`KahunaGame.to_dict` adds; omitted, they mean "start of a turn, nothing played yet"."""
-_RANGE = {field.position: (field.low, field.high) for field in FIELDS if field.position and field.high is not None}
-"""Position key -> the smallest and largest value of an integer field (kahuna_env.schema)."""
 _LENGTH = {
     field.position: dims(field)[0]
     for field in FIELDS
@@ -111,11 +106,6 @@ class _PositionRules:
         """Number of ``player``'s bridges on the board."""
         return sum(1 for owner in self.owner if owner == player)
 
-    def control(self, player: int) -> int:
-        """Islands (bitmask) where ``player`` holds a strict majority of the lines."""
-        lines = sum(1 << line for line, owner in enumerate(self.owner) if owner == player)
-        return sum(1 << i for i in range(NUM_ISLANDS) if (lines & ISLAND_LINE_MASK[i]).bit_count() >= MAJORITY[i])
-
     def to_dict(self) -> dict[str, Any]:
         """The JSON form, every key of :data:`REQUIRED_KEYS` and :data:`OPTIONAL_KEYS` (see :func:`position_json`)."""
         return position_json(vars(self))
@@ -143,33 +133,40 @@ def position_json(values: Mapping[str, Any]) -> dict[str, Any]:
 
     The one writer of the format: :meth:`Position.to_dict` (so :meth:`KahunaGame.to_dict`) and
     :meth:`kahuna_env.vector.KahunaBatch.to_dicts` both call it, the batch without building a
-    :class:`Position` per game.  ``pile`` lists island ids bottom first.
+    :class:`Position` per game.  ``pile`` lists island ids bottom first.  Each field is written under its
+    position key in its form (:attr:`kahuna_env.schema.Field.form`, :data:`_WRITE`): the keys of
+    :data:`REQUIRED_KEYS`, then those of :data:`OPTIONAL_KEYS`.
     """
-    face_down = values["face_down"]
-    discard = [sum(counts) for counts in zip(values["open_discard"], *face_down, strict=True)]
-    claim_line = values["claim_line"]
-    return {
-        "bridges": [None if owner < 0 else owner for owner in values["owner"]],
-        "hands": [_names(hand) for hand in values["hand"]],
-        "face_up": [None if card < 0 else ISLANDS[card] for card in values["face_up"]],
-        "pile": [ISLANDS[card] for card in reversed(values["pile"])],
-        "discard": _names(discard),
-        "current_player": values["current"],
-        "round": values["round"],
-        "scores": list(values["scores"]),
-        "config": values["config"].to_dict(),
-        "played_this_turn": values["played"],
-        "discarded_this_turn": values["discarded"],
-        "must_draw": values["must_draw"],
-        "claim_line": None if claim_line < 0 else claim_line,
-        "setup_left": values["setup_left"],
-        "final_turns_left": values["final_turns"],
-        "face_down": [_names(cards) for cards in face_down],
-        "known": [_names(cards) for cards in values["known"]],
-        "final_points": list(values["final_points"]),
-        "over": values["over"],
-        "winner": values["winner"],
-    }
+    return {field.position: _WRITE[field.form](values, field.name) for field in _KEY_ORDER}
+
+
+_KEY_ORDER = sorted(POSITION_FIELDS, key=lambda field: not field.required)
+"""The order a position's keys are written in: :data:`REQUIRED_KEYS`, then :data:`OPTIONAL_KEYS`."""
+
+
+def _none_below_zero(value: int) -> int | None:
+    return None if value < 0 else value
+
+
+_WRITE: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
+    "config": lambda values, name: values[name].to_dict(),
+    "owners": lambda values, name: [_none_below_zero(owner) for owner in values[name]],
+    "cards_per_player": lambda values, name: [_names(cards) for cards in values[name]],
+    "slots": lambda values, name: [None if card < 0 else ISLANDS[card] for card in values[name]],
+    "pile": lambda values, name: [ISLANDS[card] for card in reversed(values[name])],
+    "discard": lambda values, name: _names(
+        [sum(counts) for counts in zip(values[name], *values["face_down"], strict=True)]
+    ),
+    "player": lambda values, name: values[name],
+    "player_or_null": lambda values, name: values[name],
+    "integer": lambda values, name: values[name],
+    "pair": lambda values, name: list(values[name]),
+    "flag": lambda values, name: values[name],
+    "line_or_null": lambda values, name: _none_below_zero(values[name]),
+}
+"""Per form of :data:`kahuna_env.schema.POSITION_FORMS`: how a field's value is written (``discard`` adds the
+face-down discards to the open ones; a -1 is null)."""
+assert _WRITE.keys() == POSITION_FORMS.keys()
 
 
 def parse_position(position: object, parse_config: Callable[[Any], KahunaConfig] = as_config) -> Position:
@@ -197,7 +194,6 @@ def parse_position(position: object, parse_config: Callable[[Any], KahunaConfig]
     _check_scores(value)
     _check_turn_state(value)
     _check_setup(value)
-    _check_bridges(value)
     return value
 
 
@@ -205,52 +201,82 @@ def parse_position(position: object, parse_config: Callable[[Any], KahunaConfig]
 def _read_fields(position: Mapping[str, Any], config: KahunaConfig) -> Position:
     """Types, ranges and card counts of every key; the cross-field rules come after.
 
-    The keys are checked in a fixed order (the board, the cards, the turn, the
-    hidden cards, the flags), so a position with several faults always names
-    the same one.
+    The keys are checked in a fixed order (the board, the cards and who holds them, then the other fields
+    in the schema's order), so a position with several faults always names the same one.
     """
-    owners = _read_bridges(position)
-    hand_cards, face_up, pile, discard = _read_cards(position)
-    current = position["current_player"]
-    if not _is_player(current):
-        raise ValueError(f"position 'current_player' must be 0 or 1, got {shown(current)}")
-    current = int(current)
-    round_ = position["round"]
-    if not is_integer(round_) or not _RANGE["round"][0] <= round_ <= _RANGE["round"][1]:
-        raise ValueError(f"position 'round' must be 1, 2 or 3, got {shown(round_)}")
-    round_ = int(round_)
-    scores = _int_pair(position, "scores")
-    final_points = _int_pair(position, "final_points") if position.get("final_points") is not None else [0, 0]
-    face_down_cards, known_cards = _read_hidden(position, hand_cards, discard)
-    must_draw, over, winner, claim_line = _read_flags(position)
-    open_discard = _counts(discard)
-    for player in (0, 1):
-        open_discard = [total - own for total, own in zip(open_discard, _counts(face_down_cards[player]), strict=True)]
-    return Position(
-        config=config,
-        owner=tuple(-1 if owner is None else int(owner) for owner in owners),
-        hand=(_counts(hand_cards[0]), _counts(hand_cards[1])),
-        face_up=tuple(face_up),
-        pile=tuple(reversed(pile)),
-        open_discard=tuple(open_discard),
-        current=current,
-        round=round_,
-        scores=(scores[0], scores[1]),
-        played=_count(position, "played_this_turn"),
-        discarded=_count(position, "discarded_this_turn"),
-        must_draw=must_draw,
-        claim_line=-1 if claim_line is None else claim_line,
-        setup_left=_count(position, "setup_left"),
-        final_turns=_count(position, "final_turns_left"),
-        face_down=(_counts(face_down_cards[0]), _counts(face_down_cards[1])),
-        known=(_counts(known_cards[0]), _counts(known_cards[1])),
-        final_points=(final_points[0], final_points[1]),
-        over=over,
-        winner=winner,
-    )
+    values: dict[str, Any] = {"config": config, "owner": _read_bridges(position), **_read_cards(position)}
+    for field in POSITION_FIELDS:
+        if field.name not in values:
+            values[field.name] = _READ[field.form](position, field)
+    if values["winner"] is not None and not values["over"]:
+        raise ValueError("position 'winner' is set but 'over' is not true")
+    return Position(**values)
 
 
-def _read_bridges(position: Mapping[str, Any]) -> list[Any]:
+def _read_player(position: Mapping[str, Any], field: Field) -> int | None:
+    value = position.get(field.position)
+    if value is None and field.form == "player_or_null":
+        return None
+    if not _is_player(value):
+        allowed = "null, 0 or 1" if field.form == "player_or_null" else "0 or 1"
+        raise ValueError(f"position '{field.position}' must be {allowed}, got {shown(value)}")
+    return int(value)
+
+
+def _read_integer(position: Mapping[str, Any], field: Field) -> int:
+    low, high = field.low, field.high
+    value = position.get(field.position)
+    if value is None:
+        return 0
+    if not is_integer(value) or not low <= value <= high:
+        allowed = f"an integer in {low}..{high}"
+        if field.required:  # round: 1, 2 or 3
+            allowed = f"{', '.join(str(v) for v in range(low, high))} or {high}"
+        raise ValueError(f"position '{field.position}' must be {allowed}, got {shown(value)}")
+    return int(value)
+
+
+def _read_pair(position: Mapping[str, Any], field: Field) -> tuple[int, int]:
+    key, top = field.position, field.high
+    if position.get(key) is None:
+        return (0, 0)
+    pair = _list(position, key, _LENGTH[key])
+    for value in pair:
+        if not is_integer(value) or not 0 <= value <= top:
+            raise ValueError(f"position '{key}' must be two integers in 0..{top}, got {shown(pair)}")
+    return (int(pair[0]), int(pair[1]))
+
+
+def _read_flag(position: Mapping[str, Any], field: Field) -> bool:
+    value = position.get(field.position, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"position '{field.position}' must be true or false, got {shown(value)}")
+    return value
+
+
+def _read_line(position: Mapping[str, Any], field: Field) -> int:
+    line = position.get(field.position)
+    if line is None:
+        return -1
+    if not is_integer(line) or not 0 <= line < NUM_LINES:
+        raise ValueError(f"position '{field.position}' must be null or a line id 0..{NUM_LINES - 1}, got {shown(line)}")
+    return int(line)
+
+
+_READ: dict[str, Callable[[Mapping[str, Any], Field], Any]] = {
+    "player": _read_player,
+    "player_or_null": _read_player,
+    "integer": _read_integer,
+    "pair": _read_pair,
+    "flag": _read_flag,
+    "line_or_null": _read_line,
+}
+"""Per form of a field read on its own: its value off the position (the board and the cards are read together,
+:func:`_read_cards`)."""
+assert _READ.keys() | {"config", "owners", "cards_per_player", "slots", "pile", "discard"} == POSITION_FORMS.keys()
+
+
+def _read_bridges(position: Mapping[str, Any]) -> tuple[int, ...]:
     """``bridges``: an owner (null, 0 or 1) per line, at most the bridges a player has."""
     owners = _list(position, "bridges", _LENGTH["bridges"])
     for line, owner in enumerate(owners):
@@ -262,11 +288,12 @@ def _read_bridges(position: Mapping[str, Any]) -> list[Any]:
         placed = sum(1 for owner in owners if owner == player)
         if placed > BRIDGES_PER_PLAYER:
             raise ValueError(f"position 'bridges': player {player} has {placed} bridges, at most {BRIDGES_PER_PLAYER}")
-    return owners
+    return tuple(-1 if owner is None else int(owner) for owner in owners)
 
 
-def _read_cards(position: Mapping[str, Any]) -> tuple[list[list[int]], list[int], list[int], list[int]]:
-    """``hands``, ``face_up``, ``pile`` and ``discard``, which together hold every card exactly once."""
+def _read_cards(position: Mapping[str, Any]) -> dict[str, Any]:
+    """``hands``, ``face_up``, ``pile`` and ``discard``, which together hold every card exactly once, and who
+    holds what among them (``face_down``, ``known``): the card fields by name, as counts per island."""
     hands = _list(position, "hands", _LENGTH["hands"])
     hand_cards = [_cards(hands[player], f"hands[{player}]") for player in (0, 1)]
     for player in (0, 1):
@@ -283,7 +310,20 @@ def _read_cards(position: Mapping[str, Any]) -> tuple[list[list[int]], list[int]
             "position cards (hands + face_up + pile + discard) must hold exactly "
             f"{CARDS_PER_ISLAND} cards of each island; wrong counts: {', '.join(wrong)}"
         )
-    return hand_cards, face_up, pile, discard
+    face_down_cards, known_cards = _read_hidden(position, hand_cards, discard)
+    open_discard = _counts(discard)
+    for player in (0, 1):
+        open_discard = tuple(
+            total - own for total, own in zip(open_discard, _counts(face_down_cards[player]), strict=True)
+        )
+    return {
+        "hand": (_counts(hand_cards[0]), _counts(hand_cards[1])),
+        "face_up": tuple(face_up),
+        "pile": tuple(reversed(pile)),
+        "open_discard": open_discard,
+        "face_down": (_counts(face_down_cards[0]), _counts(face_down_cards[1])),
+        "known": (_counts(known_cards[0]), _counts(known_cards[1])),
+    }
 
 
 def _read_hidden(
@@ -300,26 +340,6 @@ def _read_hidden(
         if not Counter(known_cards[player]) <= Counter(hand_cards[player]):
             raise ValueError(f"position 'known'[{player}] cards must all be in 'hands'[{player}]")
     return face_down_cards, known_cards
-
-
-def _read_flags(position: Mapping[str, Any]) -> tuple[bool, bool, Any, Any]:
-    """``must_draw``, ``over``, ``winner`` (only once over) and ``claim_line``."""
-    must_draw = _flag(position, "must_draw")
-    over = _flag(position, "over")
-    winner = position.get("winner")
-    if winner is not None and not _is_player(winner):
-        raise ValueError(f"position 'winner' must be null, 0 or 1, got {shown(winner)}")
-    if winner is not None and not over:
-        raise ValueError("position 'winner' is set but 'over' is not true")
-    claim_line = position.get("claim_line")
-    if claim_line is not None and (not is_integer(claim_line) or not 0 <= claim_line < NUM_LINES):
-        raise ValueError(f"position 'claim_line' must be null or a line id 0..{NUM_LINES - 1}, got {shown(claim_line)}")
-    return (
-        must_draw,
-        over,
-        None if winner is None else int(winner),
-        None if claim_line is None else int(claim_line),
-    )
 
 
 # ---------------------------------------------------------------------------------------------- rules
@@ -342,27 +362,28 @@ def _check_scores(p: Position) -> None:
 
 def _check_turn_state(p: Position) -> None:
     """The card phase only spends cards: hand + cards played or discarded this turn <= 5."""
-    hand = sum(p.hand[p.current])
-    if p.played and p.discarded:
+    hand = sum(p.hand[p.current_player])
+    if p.played_this_turn and p.discarded_this_turn:
         raise ValueError("position cannot have both 'played_this_turn' and 'discarded_this_turn' above 0")
-    spent = p.played + p.discarded
+    spent = p.played_this_turn + p.discarded_this_turn
     if hand + spent > HAND_LIMIT:
-        key = "played_this_turn" if p.played else "discarded_this_turn"
+        key = "played_this_turn" if p.played_this_turn else "discarded_this_turn"
         raise ValueError(
             f"position '{key}' ({spent}) plus the current player's {hand} cards exceed the {HAND_LIMIT} cards "
             "a turn can start with"
         )
-    if p.discarded > sum(p.face_down[p.current]):
+    if p.discarded_this_turn > sum(p.face_down[p.current_player]):
         raise ValueError("position 'discarded_this_turn' exceeds the current player's face-down discards")
-    if p.discarded and p.config.discard_rule == "hand_limit":
-        if hand + p.discarded != HAND_LIMIT:
+    if p.discarded_this_turn and p.config.discard_rule == "hand_limit":
+        if hand + p.discarded_this_turn != HAND_LIMIT:
             raise ValueError(
-                f"position under discard rule 'hand_limit': {p.discarded} discard(s) this turn need a hand of "
-                f"{HAND_LIMIT - p.discarded} (the first discard is made with {HAND_LIMIT} cards), got {hand}"
+                f"position under discard rule 'hand_limit': {p.discarded_this_turn} discard(s) this turn need a "
+                f"hand of {HAND_LIMIT - p.discarded_this_turn} (the first discard is made with {HAND_LIMIT} cards), "
+                f"got {hand}"
             )
         if not p.drawable:
             raise ValueError("position under discard rule 'hand_limit': a discard this turn needs a card to draw")
-    if p.final_turns and (p.round != 3 or p.drawable):
+    if p.final_turns_left and (p.round != 3 or p.drawable):
         raise ValueError("position 'final_turns_left' needs round 3 with an empty pile and face-up row")
     if p.claim_line >= 0:
         line = p.claim_line
@@ -370,12 +391,9 @@ def _check_turn_state(p: Position) -> None:
             raise ValueError("position 'claim_line' is only possible in the planning variant")
         if p.owner[line] >= 0:
             raise ValueError(f"position 'claim_line' {LINE_NAMES[line]} is not a free line")
-        if p.played < 2:
+        if p.played_this_turn < 2:
             raise ValueError("position 'claim_line' needs a removal this turn ('played_this_turn' >= 2)")
-        a, b = LINES[line]
-        if p.control(1 - p.current) & ((1 << a) | (1 << b)):
-            raise ValueError("position 'claim_line': an island of that line is controlled by the opponent")
-        if p.bridges(p.current) == BRIDGES_PER_PLAYER:
+        if p.bridges(p.current_player) == BRIDGES_PER_PLAYER:
             raise ValueError("position 'claim_line': the current player has no bridge left in supply")
 
 
@@ -389,9 +407,9 @@ def _check_setup(p: Position) -> None:
     player, count = handicap
     if p.setup_left > count:
         raise ValueError(f"position 'setup_left' ({p.setup_left}) exceeds the handicap ({count})")
-    if p.current != player:
+    if p.current_player != player:
         raise ValueError("position in handicap setup: 'current_player' must be the handicap player")
-    if p.round != 1 or p.played or p.discarded or p.must_draw or p.over:
+    if p.round != 1 or p.played_this_turn or p.discarded_this_turn or p.must_draw or p.over:
         raise ValueError("position in handicap setup must be in round 1 with no cards played or discarded")
     if p.bridges(1 - player):
         raise ValueError(f"position in handicap setup: player {1 - player} cannot have bridges before the first turn")
@@ -400,22 +418,6 @@ def _check_setup(p: Position) -> None:
             f"position in handicap setup: player {player} has {p.bridges(player)} bridges, more than the "
             f"{count - p.setup_left} free bridge(s) placed so far ({count} minus 'setup_left')"
         )
-
-
-def _check_bridges(p: Position) -> None:
-    """In the planning variant, no bridge touches an island the other player controls."""
-    if p.config.variant == "planning":
-        # Taking control sweeps the opponent's bridges off the island, and the variant forbids
-        # building next to it afterwards, so none can be there.
-        for player in (0, 1):
-            opponent_control = p.control(1 - player)
-            for line, owner in enumerate(p.owner):
-                a, b = LINES[line]
-                if owner == player and opponent_control & ((1 << a) | (1 << b)):
-                    raise ValueError(
-                        f"position 'bridges': player {player}'s bridge on {LINE_NAMES[line]} touches an island "
-                        f"controlled by player {1 - player}, impossible in the planning variant"
-                    )
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -488,29 +490,3 @@ def _counts(cards: list[int]) -> tuple[int, ...]:
     for card in cards:
         counts[card] += 1
     return tuple(counts)
-
-
-def _int_pair(position: Mapping[str, Any], key: str) -> list[int]:
-    top = _RANGE[key][1]
-    pair = _list(position, key, _LENGTH[key])
-    for value in pair:
-        if not is_integer(value) or not 0 <= value <= top:
-            raise ValueError(f"position '{key}' must be two integers in 0..{top}, got {shown(pair)}")
-    return [int(pair[0]), int(pair[1])]
-
-
-def _count(position: Mapping[str, Any], key: str) -> int:
-    top = _RANGE[key][1]
-    value = position.get(key)
-    if value is None:
-        return 0
-    if not is_integer(value) or not 0 <= value <= top:
-        raise ValueError(f"position '{key}' must be an integer in 0..{top}, got {shown(value)}")
-    return int(value)
-
-
-def _flag(position: Mapping[str, Any], key: str) -> bool:
-    value = position.get(key, False)
-    if not isinstance(value, bool):
-        raise ValueError(f"position '{key}' must be true or false, got {shown(value)}")
-    return value

@@ -96,13 +96,13 @@ def _status_line(game: KahunaGame) -> str:
     turn = f"{PLAYER_NAMES[player]} to act"
     details = []
     if game.in_setup:
-        details.append(f"handicap setup, {game.setup_bridges_left} free bridge(s) left")
+        details.append(f"handicap setup, {game.setup_left} free bridge(s) left")
     if game.in_final_turns:
         details.append(f"final turns, {game.final_turns_left} left")
-    if game.cards_played_this_turn:
-        details.append(f"{game.cards_played_this_turn} card(s) played")
-    if game.cards_discarded_this_turn:
-        details.append(f"{game.cards_discarded_this_turn} discarded")
+    if game.played_this_turn:
+        details.append(f"{game.played_this_turn} card(s) played")
+    if game.discarded_this_turn:
+        details.append(f"{game.discarded_this_turn} discarded")
     if game.must_draw:
         details.append("opponent passed")
     if game.claim_line is not None:
@@ -171,7 +171,7 @@ def render_ansi(game: KahunaGame, last_action: int | None = None, viewer: int | 
             f"bridges {game.bridges_on_board(player)} on board, {game.supply(player)} in supply   "
             f"islands {len(game.controlled_islands(player))}"
         )
-    open_cards = sum(game.open_discards())
+    open_cards = sum(game.open_discard)
     face_down = [sum(game.face_down_discards(p)) for p in (0, 1)]
     out.append(
         f"discard: {open_cards} played openly, face down {face_down[0]} by player_0 / {face_down[1]} by player_1"
@@ -294,7 +294,7 @@ def _draw_panel(draw: Any, game: KahunaGame, viewer: int | None) -> None:
     _card(draw, x0 + 170, y, "?" if game.pile_size else None)
     draw.text((x0 + 193, y + 15), str(game.pile_size), fill="white", font=_font(12), anchor="mm")
     y += 44
-    open_cards = sum(game.open_discards())
+    open_cards = sum(game.open_discard)
     face_down = [sum(game.face_down_discards(p)) for p in (0, 1)]
     draw.text(
         (x0, y),
@@ -311,8 +311,8 @@ def _draw_panel(draw: Any, game: KahunaGame, viewer: int | None) -> None:
 def _draw_player(draw: Any, game: KahunaGame, player: int, viewer: int | None, x0: int, y: int) -> int:
     """One player's line (to-act mark, islands, bridges) and hand as ``viewer`` may see it; the next ``y``."""
     colour = PLAYER_COLOURS[player]
-    to_act = not game.is_over and game.current_player == player
-    draw.rectangle((x0 - 8, y - 4, x0 - 4, y + 18), fill=colour if to_act else _PANEL)
+    acting = not game.is_over and game.current_player == player
+    draw.rectangle((x0 - 8, y - 4, x0 - 4, y + 18), fill=colour if acting else _PANEL)
     draw.text((x0, y), PLAYER_NAMES[player], fill=colour, font=_font(16))
     draw.text(
         (x0 + 90, y + 2),

@@ -262,12 +262,12 @@ def in_final_turns(game: KahunaGame) -> bool:
 
 def has_played(game: KahunaGame) -> bool:
     """The current player has placed or removed this turn (docs/RULES.md "A turn", Card phase)."""
-    return game.cards_played_this_turn > 0
+    return game.played_this_turn > 0
 
 
 def has_discarded(game: KahunaGame) -> bool:
     """The current player has discarded face down this turn (docs/RULES.md "A turn", Card phase)."""
-    return game.cards_discarded_this_turn > 0
+    return game.discarded_this_turn > 0
 
 
 def may_play(game: KahunaGame) -> bool:
@@ -490,7 +490,7 @@ def next_player(game: KahunaGame, action: int) -> int:
     The last handicap bridge hands the first turn to ``first_player``; an end
     action hands the turn to the opponent; anything else keeps the player.
     """
-    if in_setup(game) and game.setup_bridges_left == 1:
+    if in_setup(game) and game.setup_left == 1:
         return game.config.first_player
     return opponent(game) if ends_turn(action) else player(game)
 

@@ -130,7 +130,7 @@ def play_seated(
     actions = np.zeros(batch.n, dtype=np.intp)
     played = 0
     while True:
-        policy_of = np.where(batch.over, AWAIT, seating[everyone, batch.current])
+        policy_of = np.where(batch.over, AWAIT, seating[everyone, batch.current_player])
         to_move = policy_of != AWAIT
         count = int(np.count_nonzero(to_move))
         if not count:

@@ -10,37 +10,37 @@ Python with ``KAHUNA_JIT=0`` or without numba; all chance goes through
 :meth:`KahunaBatch._permutations`.
 
 State layout (``N`` games, ``P = 2`` players; ``int8`` unless noted).  These are the
-schema's batch arrays (:data:`kahuna_env.schema.FIELDS`, column ``batch``): the batch
+schema's batch arrays (:data:`kahuna_env.schema.FIELDS` with ``array=True``, by the fields' names): the batch
 allocates them, and clears them for a new deal, from the schema's shapes, dtypes and
 empty values; ``tests/test_schema.py`` holds this table and every array to it.
 
-=================  ============  ===================================================
-array              shape         meaning
-=================  ============  ===================================================
-``owner``          (N, 27)       owner of each line, -1 when free
-``lines``          (N, 2) u64    each player's lines as a 27-bit set (kept with ``owner``)
-``count``          (N, 2, 12)    each player's bridges on each island's lines
-``bridges``        (N, 2)        each player's bridges on the board
-``hand``           (N, 2, 12)    cards in hand per island
-``known``          (N, 2, 12)    public knowledge about each hand (cards taken face up)
-``face_down``      (N, 2, 12)    each player's face-down discards per island
-``open_discard``   (N, 12)       openly played cards in the discard pile per island
-``pile``           (N, 24)       the face-down pile, bottom first: ``pile[:, :pile_len]``
-``pile_len``       (N,)          cards in the pile (the top is ``pile[pile_len - 1]``)
-``face_up``        (N, 3)        island of each face-up slot, -1 when empty
-``current``        (N,)          player to act (after the end: the last who acted)
-``round``          (N,)          1, 2 or 3
-``scores``         (N, 2)        points so far
-``final_points``   (N, 2)        points from the final scoring
-``played``         (N,)          cards played this turn
-``discarded``      (N,)          cards discarded face down this turn
-``must_draw``      (N,) bool     the opponent's previous turn ended with a pass
-``claim_line``     (N,)          free claim offered now (planning variant), -1 if none
-``setup_left``     (N,)          handicap bridges still to place
-``final_turns``    (N,)          round-3 extra turns left
-``over``           (N,) bool     the game has ended
-``winner``         (N,)          0, 1, or -1 (draw or not over)
-=================  ============  ===================================================
+=======================  ==========  =========================================================
+array                    shape       meaning
+=======================  ==========  =========================================================
+``owner``                (N, 27)     owner of each line, -1 when free
+``lines``                (N, 2) u64  each player's lines as a 27-bit set (kept with ``owner``)
+``count``                (N, 2, 12)  each player's bridges on each island's lines
+``bridges``              (N, 2)      each player's bridges on the board
+``hand``                 (N, 2, 12)  cards in hand per island
+``known``                (N, 2, 12)  public knowledge about each hand (cards taken face up)
+``face_down``            (N, 2, 12)  each player's face-down discards per island
+``open_discard``         (N, 12)     openly played cards in the discard pile per island
+``pile``                 (N, 24)     the face-down pile, bottom first: ``pile[:, :pile_size]``
+``pile_size``            (N,)        cards in the pile (the top is ``pile[pile_size - 1]``)
+``face_up``              (N, 3)      island of each face-up slot, -1 when empty
+``current_player``       (N,)        player to act (after the end: the last who acted)
+``round``                (N,)        1, 2 or 3
+``scores``               (N, 2)      points so far
+``final_points``         (N, 2)      points from the final scoring
+``played_this_turn``     (N,)        cards played this turn
+``discarded_this_turn``  (N,)        cards discarded face down this turn
+``must_draw``            (N,) bool   the opponent's previous turn ended with a pass
+``claim_line``           (N,)        free claim offered now (planning variant), -1 if none
+``setup_left``           (N,)        handicap bridges still to place
+``final_turns_left``     (N,)        round-3 extra turns left
+``over``                 (N,) bool   the game has ended
+``winner``               (N,)        0, 1, or -1 (draw or not over)
+=======================  ==========  =========================================================
 
 Legal actions are computed as bit sets (27-bit line sets, 12-bit island sets,
 uint64 per game) packed into three 64-bit words per game, unpacked into the
@@ -105,7 +105,7 @@ from kahuna_env.config import is_integer, shown
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame, as_config, check_seed
 from kahuna_env.observation import BLOCK_STARTS, NO_ROWS, OBSERVATION_SCALE, OBSERVATION_SIZE, state_rows
 from kahuna_env.positions import Position, position_json
-from kahuna_env.schema import FIELDS
+from kahuna_env.schema import FIELDS, FORMERLY, renamed
 
 __all__ = ["MAX_GAMES", "KahunaBatch", "StepResult", "check_game_count", "sample_set_bits"]
 
@@ -282,6 +282,14 @@ class KahunaBatch:
         self._deal(np.arange(n))
 
     # ------------------------------------------------------------------ construction
+
+    def __getattr__(self, name: str) -> Any:
+        """An array under a former name (:data:`kahuna_env.schema.FORMERLY`, e.g. ``current``): the array, with a
+        ``DeprecationWarning`` naming its one name."""
+        if name in FORMERLY and FORMERLY[name] in _BATCH_ARRAYS:
+            return getattr(self, renamed(name, "KahunaBatch array"))
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def _allocate(self, n: int, config: Any, seed: Any, auto_reset: bool) -> None:
         # Every argument is checked before anything is allocated or written.
         n = check_game_count(n)
@@ -610,7 +618,7 @@ class KahunaBatch:
         n = self.n
         self._invalidate(acting)
         kind = KIND[actions]
-        p = self.current.astype(np.intp)
+        p = self.current_player.astype(np.intp)
         was_over = self.over.copy()
         interim = np.zeros(n, dtype=bool)
         self._kernels.step(actions, kind, interim, *self._arguments("step"))
@@ -665,7 +673,7 @@ class KahunaBatch:
         generator = rng.bit_generator
         start = generator.state
         uniforms = rng.random(size)
-        used = played = 0
+        used = moves = 0
         tick = np.empty(n, dtype=np.intp)
         scratch = np.empty(n, dtype=np.intp)
         actions = np.empty(n, dtype=np.intp)
@@ -675,16 +683,15 @@ class KahunaBatch:
         try:
             while True:
                 why, used, count = loops.play_random(
-                    waiting, uniforms, used, tick, scratch, actions, kinds, KIND, NO_ACTION, self._stale,
-                    self._words, self.over, self.current, self._arguments("legal_words"), self._arguments("step"),
-                    interim, self._pcg, self._pcg_ready, self.open_discard, self.face_down,
-                    self._arguments("interim_scoring"),
+                    waiting, uniforms, used, tick, scratch, actions, kinds, KIND, NO_ACTION, self._stale, self._words,
+                    self.over, self.current_player, self._arguments("legal_words"), self._arguments("step"), interim,
+                    self._pcg, self._pcg_ready, self.open_discard, self.face_down, self._arguments("interim_scoring"),
                 )  # fmt: skip
-                played += count
+                moves += count
                 if count:
                     self._mask_valid = False
                 if why == loops.PLAYED_OUT:
-                    return played
+                    return moves
                 if why == loops.NO_LEGAL_ACTION:
                     return None
                 if why == loops.NEED_DRAWS:  # the used draws taken for good, a fresh batch of them
@@ -754,7 +761,9 @@ class KahunaBatch:
         Player 0's observation, then player 1's hand, the pile's cards per
         island and player 1's face-down discards (each / 2), then the player to act.
         """
-        return state_rows(self._raw_observations(0), self.hand, self.pile, self.pile_len, self.face_down, self.current)
+        return state_rows(
+            self._raw_observations(0), self.hand, self.pile, self.pile_size, self.face_down, self.current_player
+        )
 
     def _raw_observations(
         self, player: int | Sequence[int] | np.ndarray | None, subset: np.ndarray | None = None, scaled: bool = False
@@ -762,7 +771,7 @@ class KahunaBatch:
         """The observations' raw counts (uint8), or with ``scaled`` the observations (one encoder:
         :func:`kahuna_env.kernels.observations`)."""
         if player is None:
-            v = self.current.astype(np.intp)
+            v = self.current_player.astype(np.intp)
         else:
             v = np.broadcast_to(np.asarray(player, dtype=np.intp), (self.n,))
             if ((v < 0) | (v > 1)).any():

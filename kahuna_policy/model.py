@@ -627,7 +627,7 @@ def _island_feature_map() -> tuple[torch.Tensor, torch.Tensor]:
         return OBSERVATION_LAYOUT[name].start + island
 
     copied = {0: "control_mine", 1: "control_opponent", 2: "bridges_mine", 3: "bridges_opponent", 6: "hand"}
-    copied.update({8: "discard_open", 9: "my_face_down", 10: "opponent_known", 11: "unseen"})
+    copied.update({8: "open_discard", 9: "my_face_down", 10: "opponent_known", 11: "unseen"})
     for island in range(NUM_ISLANDS):
         for feature, name in copied.items():
             mapping[column(name, island), island, feature] = 1.0

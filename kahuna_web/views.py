@@ -33,8 +33,9 @@ from kahuna_env.actions import (
     describe_action,
 )
 from kahuna_env.board import ISLANDS, LINE_NAMES, LINES, MAJORITY, NUM_ISLANDS, NUM_LINES
-from kahuna_env.engine import KahunaGame
+from kahuna_env.engine import QUERIES, KahunaGame
 from kahuna_env.render import ISLAND_RADIUS, PLAYER_COLOURS, island_pixel
+from kahuna_env.schema import FIELD_BY_NAME
 
 BOARD_WIDTH = 680
 """Width of the SVG board in layout pixels (the board part of :func:`kahuna_env.render.render_rgb`)."""
@@ -127,32 +128,36 @@ def _names(counts: list[int]) -> list[str]:
     return [ISLANDS[i] for i in range(NUM_ISLANDS) for _ in range(counts[i])]
 
 
+def _shown(name: str, value: Any) -> Any:
+    """A query's value as the view shows it: a count per island as card names, a slot's island id as its name."""
+    shape = FIELD_BY_NAME[name].shape
+    if shape == ("islands",):
+        return _names(value)
+    if shape == ("slots",):
+        return [None if card is None else ISLANDS[card] for card in value]
+    return value
+
+
 def _board(game: KahunaGame) -> dict[str, Any]:
-    """Everything public: round, scores, turn, phase, lines, islands, supply, face-up row, pile and open discards."""
+    """Everything public: every query the engine takes from the schema's public fields (``QUERIES``: round,
+    scores, turn, pile size, face-up row, open discards, ...) under its field's name, then the lines, islands
+    and supply.  While the game runs ``final_points`` is null; once it is over ``current_player`` is null;
+    outside the final turns ``final_turns_left`` is null."""
     over = game.is_over
-    return {
-        "round": game.round,
-        "over": over,
-        "winner": game.winner if over else None,
-        "scores": list(game.scores),
-        "final_points": list(game.final_points) if over else None,
-        "to_act": None if over else game.current_player,
-        "setup_bridges_left": game.setup_bridges_left if game.in_setup else 0,
-        "final_turns_left": game.final_turns_left if game.in_final_turns else None,
-        "must_draw": game.must_draw,
-        "cards_played": game.cards_played_this_turn,
-        "cards_discarded": game.cards_discarded_this_turn,
-        "claim_line": game.claim_line,
-        "lines": [game.owner(line) for line in range(NUM_LINES)],
-        "islands": [
+    view = {name: _shown(name, getattr(game, name)) for name in QUERIES}
+    view.update(
+        over=over,
+        current_player=None if over else game.current_player,
+        final_points=view["final_points"] if over else None,
+        final_turns_left=game.final_turns_left if game.in_final_turns else None,
+        lines=[game.owner(line) for line in range(NUM_LINES)],
+        islands=[
             {"controller": game.controller(i), "bridges": [game.bridge_count(0, i), game.bridge_count(1, i)]}
             for i in range(NUM_ISLANDS)
         ],
-        "supply": [game.supply(0), game.supply(1)],
-        "face_up": [None if card is None else ISLANDS[card] for card in game.face_up],
-        "pile": game.pile_size,
-        "discard_open": _names(game.open_discards()),
-    }
+        supply=[game.supply(0), game.supply(1)],
+    )
+    return view
 
 
 def seat_view(game: KahunaGame, seat: int) -> dict[str, Any]:
@@ -220,7 +225,7 @@ def action_summary(
     [p0, p1], "detail": {"kind": "interim" | "final" | "no_bridges", "islands": [controlled by 0,
     by 1], "final_points" (final)}}``.  Built only from public facts: nothing hidden shows.
     """
-    owners, controllers, scores, round_before, final_turns, was_over, face_up = before
+    owners, controllers, scores, round_before, final_turns_left, was_over, face_up = before
     removed = [line for line in range(NUM_LINES) if owners[line] is not None and game.owner(line) is None]
     changes = [
         {"island": island, "from": controllers[island], "to": game.controller(island)}
@@ -233,7 +238,7 @@ def action_summary(
     if game.round != round_before:
         scoring = {"round": round_before, "points": points, "detail": {"kind": "interim", "islands": islands}}
     elif game.is_over and not was_over:
-        final = final_turns and action == PASS  # the final scoring ends the last final turn (a pass)
+        final = final_turns_left and action == PASS  # the final scoring ends the last final turn (a pass)
         detail: dict[str, Any] = {"kind": "final" if final else "no_bridges", "islands": islands}
         if final:
             detail["final_points"] = list(game.final_points)

@@ -156,7 +156,7 @@ def _check_turn_and_score_invariants(game: KahunaGame) -> None:
     if not game.is_over:
         assert final == [0, 0]
         player = game.current_player
-        spent = game.cards_played_this_turn + game.cards_discarded_this_turn
+        spent = game.played_this_turn + game.discarded_this_turn
         assert game.hand_size(player) + spent <= 5
     if game.config.variant == "planning":
         for line, (a, b) in enumerate(LINES):

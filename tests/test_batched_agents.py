@@ -59,7 +59,7 @@ def check_batch(batch: KahunaBatch, seen: dict[str, int] | None = None) -> int:
                 ("claim", game.claim_line is not None),
                 ("setup", game.in_setup),
                 ("final turns", game.final_turns_left > 0),
-                ("discarding", game.cards_discarded_this_turn > 0),
+                ("discarding", game.discarded_this_turn > 0),
                 ("must draw", game.must_draw),
                 ("round 3", game.round == 3),
             ):
@@ -80,7 +80,7 @@ def test_batched_greedy_best_sets_equal_the_scalar_greedy_over_every_variant_and
         masks = greedy_best_masks(batch)
         assert masks[np.arange(n), choice].all(), "act picks inside the best set"
         actions = np.where(rng.random(n) < 0.75, choice, batch.random_actions(rng))
-        opponent_before = batch.bridges[np.arange(n), 1 - batch.current].copy()
+        opponent_before = batch.bridges[np.arange(n), 1 - batch.current_player].copy()
         placing = actions < A.REMOVE_AB
         result = batch.step(actions)
         opponent_after = batch.bridges[np.arange(n), 1 - result.player]
@@ -200,7 +200,7 @@ def test_batched_greedy_beats_batched_random_in_at_least_97_percent_of_200_seat_
     greedy, random_agent, rng = BatchedGreedy(seed=1), BatchedRandom(seed=2), np.random.default_rng(3)
     greedy_seat = np.arange(n) % 2
     while not batch.over.all():
-        greedy_turn = batch.current == greedy_seat
+        greedy_turn = batch.current_player == greedy_seat
         actions = np.where(greedy_turn, greedy.act(batch, greedy_turn, rng), random_agent.act(batch, ~greedy_turn))
         batch.step(actions)
     score = np.where(batch.winner == greedy_seat, 1.0, np.where(batch.winner < 0, 0.5, 0.0)).mean()

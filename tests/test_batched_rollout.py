@@ -59,7 +59,7 @@ class _Recorder:
 
         def step(batch: KahunaBatch, actions, active=None):
             acting = batch.live(active)
-            recorder.ticks.append((np.array(actions, copy=True), acting, batch.current.copy()))
+            recorder.ticks.append((np.array(actions, copy=True), acting, batch.current_player.copy()))
             return original(batch, actions, active)
 
         monkeypatch.setattr(KahunaBatch, "step", step)

@@ -225,7 +225,7 @@ def expected_features(game: KahunaGame, viewer: int) -> dict[str, list[float]]:
     me, opponent = viewer, 1 - viewer
     to_act = game.current_player == viewer and not game.is_over
     hand = game.hand_counts(me)
-    open_discards = game.open_discards()
+    open_discards = game.open_discard
     my_face_down = game.face_down_discards(me)
     known = game.known_cards(opponent)
     face_up = game.face_up
@@ -243,7 +243,7 @@ def expected_features(game: KahunaGame, viewer: int) -> dict[str, list[float]]:
         "hand": [count / 2 for count in hand],
         "face_up": [value for card in face_up for value in _one_hot(NUM_ISLANDS, card)],
         "pile_size": [game.pile_size / 24],
-        "discard_open": [count / 2 for count in open_discards],
+        "open_discard": [count / 2 for count in open_discards],
         "my_face_down": [count / 2 for count in my_face_down],
         "opponent_face_down_count": [sum(game.face_down_discards(opponent)) / 24],
         "opponent_hand_size": [game.hand_size(opponent) / 5],
@@ -251,13 +251,13 @@ def expected_features(game: KahunaGame, viewer: int) -> dict[str, list[float]]:
         "unseen": [count / 2 for count in unseen],
         "scores": [game.scores[me] / 15, game.scores[opponent] / 15],
         "round": _one_hot(3, game.round - 1),
-        "final_turns": [float(game.in_final_turns), game.final_turns_left / 2],
+        "final_turns_left": [float(game.in_final_turns), game.final_turns_left / 2],
         "supply": [game.supply(me) / 25, game.supply(opponent) / 25],
-        "cards_played": [game.cards_played_this_turn / 5 if to_act else 0.0],
-        "discarding": [float(to_act and game.cards_discarded_this_turn > 0)],
+        "played_this_turn": [game.played_this_turn / 5 if to_act else 0.0],
+        "discarded_this_turn": [float(to_act and game.discarded_this_turn > 0)],
         "must_draw": [float(to_act and game.must_draw)],
         "claim": _one_hot(NUM_LINES, claim),
-        "setup": [float(game.in_setup), game.setup_bridges_left / 3],
+        "setup": [float(game.in_setup), game.setup_left / 3],
         "my_turn": [float(to_act)],
         "first_player": [float(game.config.first_player == me)],
         "rules": [float(game.config.variant == "planning"), float(game.config.discard_rule == "hand_limit")],

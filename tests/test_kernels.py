@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import inspect
 import os
+import re
 import subprocess
 import sys
 from typing import Any
@@ -40,12 +41,18 @@ def test_numba_is_installed_with_the_project_so_the_compiled_loops_run():
 
 def test_the_compiled_encoder_knows_the_observation_layout_in_order():
     assert kernels.BLOCKS == tuple(OBSERVATION_LAYOUT)
+    # the loop names one start per block (it cannot index a dict): its unpacking is the layout's order
+    source = inspect.getsource(
+        kernels.observations.py_func if hasattr(kernels.observations, "py_func") else kernels.observations
+    )
+    unpacked = re.search(r"\(\s*# one start per observation block.*?\n(.*?)\) = starts", source, re.S).group(1)
+    assert tuple(re.findall(r"(\w+)_at,", unpacked)) == kernels.BLOCKS
 
 
 def test_the_batch_binds_each_loop_argument_by_name_to_a_schema_array_or_a_table(monkeypatch):
     names = [value for is_array, value in V._bind("step", 3) if is_array]
     assert names == [name for name in kernels.PARAMETERS["step"][3:] if name in V._BATCH_ARRAYS]
-    assert "current" in names and "round" in names
+    assert "current_player" in names and "round" in names
     monkeypatch.setitem(kernels.PARAMETERS, "fake", ("rows", "owner", "majority", "tokens"))
     with pytest.raises(RuntimeError, match=r"kernels\.fake: parameter 'tokens' is neither a schema batch array"):
         V._bind("fake", 1)
@@ -215,6 +222,7 @@ def test_a_games_calls_of_the_loops_pass_every_argument_under_its_parameters_nam
         "deal",
         "observations",
         "reshuffle_sizes",
+        "illegal_reason",
     }
     assert len(checked) >= 80
 

@@ -3,7 +3,7 @@
 Each output of each command (``kahuna-eval --json/--db/--record``, ``kahuna-ratings --json/--plot``,
 ``kahuna-play --record/--gif``, ``kahuna-replay --gif``, ``kahuna-export --out``, ``kahuna-ship --out``,
 ``kahuna-distill --out``, ``kahuna-rllib export OUT``, ``kahuna-exploit`` and ``kahuna-train --run-dir``,
-``python -m kahuna_arena.start_positions --out``) is pointed at (a) one of the command's inputs, (b) a results
+``python -m kahuna_arena.lost_positions --out``) is pointed at (a) one of the command's inputs, (b) a results
 store, (c) an agent file and (d) an unrelated existing file: without ``--force`` every one is refused in one
 line, and with ``--force`` (a) to (c) still are, unless the output is of that file's own kind.  Every file
 of the fixture folder is byte-identical afterwards and nothing is added to it.  The rule is
@@ -29,10 +29,10 @@ pytest.importorskip("torch")
 from test_output_files import agent_file, make_run
 
 from kahuna_arena.eval_cli import main as eval_main
+from kahuna_arena.lost_positions import main as positions_main
 from kahuna_arena.play import main as play_main
 from kahuna_arena.ratings_cli import main as ratings_main
 from kahuna_arena.replay import main as replay_main
-from kahuna_arena.start_positions import main as positions_main
 from kahuna_arena.store import ResultsStore
 from training.cli import main as train_main
 from training.recipes import resolve_config
@@ -202,8 +202,8 @@ OUTPUTS = {
         lambda f, t, x: train_main(["--config", str(f / "config.yaml"), "--run-dir", str(t)]),
         {"input": "config.yaml", "store": "store.sqlite", "agent": "agent.pt", "unrelated": "notes.txt"},
     ),
-    "start_positions --out": Output(
-        "start_positions",
+    "lost_positions --out": Output(
+        "lost_positions",
         lambda f, t, x: positions_main([str(f / "game.json"), "--player", "human", "--out", str(t)]),
         {"input": "game.json", "store": "store.sqlite", "agent": "agent.pt", "unrelated": "notes.txt"},
     ),

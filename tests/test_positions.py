@@ -71,7 +71,7 @@ def test_pile_is_listed_top_first():
 def test_minimal_position_means_start_of_turn_without_variant_or_handicap():
     game = KahunaGame.from_dict(position(hands=(["ALOA"], [])))
     assert game.config == KahunaConfig()
-    assert game.cards_played_this_turn == 0 and not game.must_draw and not game.in_setup
+    assert game.played_this_turn == 0 and not game.must_draw and not game.in_setup
     assert game.claim_line is None
 
 
@@ -116,7 +116,7 @@ def _broken(**changes):
         ({"hands": [["ATLANTIS", "BARI"], ["COCO"]]}, r"'hands\[0\]\[0\]': 'ATLANTIS' is not an island name"),
         ({"face_up": ["FAAA", "GOLA"]}, r"'face_up' must have 3 entries"),
         ({"current_player": 2}, r"'current_player' must be 0 or 1"),
-        ({"round": 4}, r"'round' must be 1, 2 or 3"),
+        ({"round": 4}, r"'round' must be 1, 2 or 3, got 4"),
         ({"scores": [0, -1]}, r"'scores' must be two integers in 0..15"),
         ({"scores": [16, 0]}, r"'scores' must be two integers in 0..15"),
         ({"pile": "DUDA"}, r"'pile' must be a list"),
@@ -313,7 +313,7 @@ def test_the_engine_refuses_a_position_value_whose_player_to_move_has_no_action(
     bridges = {name: 0 if line < 25 else 1 for name, line in LINE.items()}
     d = position(bridges=bridges, hands=(FIVE, []), must_draw=True)
     valid = parse_position(d, lambda config: KahunaConfig())
-    stuck = dataclasses.replace(valid, played=1)
+    stuck = dataclasses.replace(valid, played_this_turn=1)
     with pytest.raises(ValueError, match=r"player 0 to move has no legal action in a game that is not over"):
         KahunaGame._from_position(stuck, None)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from fractions import Fraction
 
@@ -188,8 +189,8 @@ def test_removal_pays_both_cards_onto_the_discard_pile():
     game = game_at(bridges={"ELAI-HUNA": 1}, hands=(["HUNA", "HUNA", "BARI"], []))
     game.step(remove("ELAI-HUNA", "HUNA", "HUNA"))
     assert game.hand(0) == [I["BARI"]]
-    assert game.open_discards()[I["HUNA"]] == 2
-    assert game.cards_played_this_turn == 2
+    assert game.open_discard[I["HUNA"]] == 2
+    assert game.played_this_turn == 2
 
 
 def test_own_bridges_and_free_lines_cannot_be_removed():
@@ -658,3 +659,31 @@ def test_current_player_after_the_final_scoring_is_the_last_player_to_act():
     game.step(A.PASS)
     game.step(A.PASS)
     assert game.is_over and game.current_player == 0
+
+
+@pytest.mark.parametrize("variant", ["standard", "planning"])
+@pytest.mark.parametrize("discard_rule", ["instead_of_play", "hand_limit"])
+def test_the_reason_an_action_is_illegal_comes_from_the_check_that_decides_legality(variant, discard_rule):
+    """Every action of every position of a few random games: the loops' reason is "legal" exactly for the
+    masked actions, and a refused step's error says the reason's words."""
+    from kahuna_env import kernels
+    from kahuna_env.arrays import TABLE_RECORD
+    from kahuna_env.engine import REASON_TEXT
+
+    rng = np.random.default_rng(7)
+    loops = kernels.running()
+    for seed in range(2):
+        config = KahunaConfig(variant=variant, discard_rule=discard_rule, handicap=(1, 2) if seed else None)
+        game = KahunaGame(config, seed=seed)
+        for _ in range(120):
+            if game.is_over:
+                break
+            mask = game.action_mask()
+            for action in range(len(mask)):
+                reason = kernels.REASONS[loops.game_illegal_reason(game._state, TABLE_RECORD, action)]
+                assert (reason == "legal") == bool(mask[action]), (action, reason)
+                if reason != "legal" and action % 7 == 0:
+                    words = REASON_TEXT[reason](game, action)
+                    with pytest.raises(IllegalActionError, match=re.escape(words)):
+                        game.step(action)
+            game.step(int(rng.choice(game.legal_actions())))

@@ -39,8 +39,20 @@ CONFIGS = [
 
 def _state_field(**changes) -> Field:
     """A well-formed new state field, with ``changes`` applied."""
-    field = Field("tokens", ("players",), "int8", 0, "public", "state", "tokens", "tokens", ("scores",), "tokens")
-    return field._replace(**changes)
+    field = Field(
+        name="tokens",
+        shape=("players",),
+        dtype="int8",
+        empty=0,
+        visibility="public",
+        role="state",
+        array=True,
+        position="tokens",
+        form="pair",
+        observation=("scores",),
+        meaning="tokens",
+    )
+    return dataclasses.replace(field, **changes)
 
 
 def _with_block(field: Field, block: Block) -> tuple[tuple[Field, ...], tuple[Block, ...]]:
@@ -53,16 +65,18 @@ def test_the_shipped_schema_passes_its_checks():
     assert sum(block.size for block in OBSERVATION_BLOCKS) == observation.OBSERVATION_SIZE == 246
 
 
-@pytest.mark.parametrize("missing", ["batch", "position"])
-def test_a_state_field_without_an_array_or_position_key_fails_loudly(missing):
-    field = _state_field(observation="not shown", **{missing: None})
+@pytest.mark.parametrize(("missing", "change"), [("batch", {"array": False}), ("position", {"position": None})])
+def test_a_state_field_without_an_array_or_position_key_fails_loudly(missing, change):
+    field = _state_field(observation="not shown", **change)
     with pytest.raises(ValueError, match=rf"schema field 'tokens' is game state: .*missing: {missing}$"):
         check_schema((*FIELDS, field))
 
 
 def test_a_field_must_say_whether_the_observation_shows_it():
     with pytest.raises(TypeError):
-        Field("tokens", ("players",), "int8", 0, "public", "state", "tokens", "tokens")  # type: ignore[call-arg]
+        Field(name="tokens", shape=(), dtype="int8", empty=0, visibility="public", role="state", array=True)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):  # a row is written with keywords
+        Field("tokens", (), "int8", 0, "public", "state", True, ("scores",), "tokens")  # type: ignore[misc]
     for silent in ("", "  ", ()):
         with pytest.raises(ValueError, match="observation must name the blocks that show it, or say why none does"):
             check_schema((*FIELDS, _state_field(observation=silent)))
@@ -84,7 +98,7 @@ def test_a_block_reading_a_field_must_be_listed_by_it():
 def test_a_block_may_not_read_the_opponents_private_cards():
     peek = Block("peek", NUM_ISLANDS, 0.5, ("hand.opponent",), "the opponent's hand")
     hand = next(field for field in FIELDS if field.name == "hand")
-    fields = tuple(f._replace(observation=(*hand.observation, "peek")) if f is hand else f for f in FIELDS)
+    fields = tuple(dataclasses.replace(f, observation=(*hand.observation, "peek")) if f is hand else f for f in FIELDS)
     with pytest.raises(ValueError, match=r"block 'peek' reads 'hand\.opponent': only the owner sees that field"):
         check_schema(fields, (*OBSERVATION_BLOCKS, peek))
     # The number of the opponent's cards is public.
@@ -94,7 +108,7 @@ def test_a_block_may_not_read_the_opponents_private_cards():
 
 def test_a_block_may_not_read_the_pile_order():
     pile = next(field for field in FIELDS if field.name == "pile")
-    fields = tuple(f._replace(observation=("pile_size", "order")) if f is pile else f for f in FIELDS)
+    fields = tuple(dataclasses.replace(f, observation=("pile_size", "order")) if f is pile else f for f in FIELDS)
     order = Block("order", 24, 1.0, ("pile",), "the pile")
     with pytest.raises(ValueError, match="block 'order' reads 'pile', hidden from both players"):
         check_schema(fields, (*OBSERVATION_BLOCKS, order))
@@ -106,7 +120,7 @@ def test_a_block_may_not_read_the_pile_order():
         ({"shape": ("players", "tokens")}, r"unknown dimension\(s\) \['tokens'\]"),
         ({"visibility": "secret"}, "visibility must be one of"),
         ({"role": "extra"}, "role must be one of"),
-        ({"batch": "hand"}, r"batch \['hand'\] given to more than one field"),
+        ({"name": "hand"}, r"name \['hand'\] given to more than one field"),
         ({"position": "hands"}, r"position \['hands'\] given to more than one field"),
     ],
 )
@@ -120,12 +134,97 @@ def test_a_malformed_field_is_a_one_line_error_naming_it(changes, message):
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"batch": "token_counts"}, r"one name per field: its batch array is 'tokens', got 'token_counts'"),
+        (
+            {"position": "token_counts"},
+            r"one name per field: its position key is 'tokens' \(or none\), got 'token_counts'",
+        ),
+        ({"formerly": ("hand",)}, r"former name\(s\) \['hand'\] are a field's name or another field's former name"),
+        ({"formerly": ("current",)}, r"former name\(s\) \['current'\] are a field's name"),
     ],
 )
 def test_a_field_has_one_name_in_every_array(changes, message):
     with pytest.raises(ValueError, match=message):
         check_schema((*FIELDS, _state_field(observation="not shown", **changes)))
+
+
+def test_every_field_has_one_name_for_its_array_position_key_query_and_block():
+    from kahuna_env.engine import QUERIES
+    from kahuna_env.observation import OBSERVATION_LAYOUT
+
+    for field in FIELDS:
+        assert field.batch in (None, field.name)
+        assert field.position in (None, field.name, schema.FORMAT_KEYS.get(field.name)), field.name
+        if field.name in OBSERVATION_LAYOUT:  # a block showing the field alone is named as it
+            assert any(source.split(".")[0] == field.name for source in _block(field.name).sources)
+    assert set(QUERIES) <= {field.name for field in FIELDS}
+    assert {"current_player", "played_this_turn", "discarded_this_turn", "final_turns_left", "pile_size"} <= set(
+        QUERIES
+    )
+    for old in schema.FORMERLY:
+        assert old not in OBSERVATION_LAYOUT and not hasattr(KahunaBatch, old)
+
+
+def _block(name: str) -> Block:
+    return next(block for block in OBSERVATION_BLOCKS if block.name == name)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("cards_played_this_turn", "played_this_turn"),
+        ("cards_discarded_this_turn", "discarded_this_turn"),
+        ("setup_bridges_left", "setup_left"),
+    ],
+)
+def test_a_former_engine_query_answers_for_one_release_with_a_warning(old, new):
+    game = KahunaGame(seed=3)
+    game.step(game.legal_actions()[0])
+    with pytest.warns(DeprecationWarning, match=rf"KahunaGame query '{old}' is deprecated .* now '{new}'"):
+        assert getattr(game, old) == getattr(game, new)
+    with pytest.warns(DeprecationWarning, match="'open_discards' is deprecated"):
+        assert game.open_discards() == game.open_discard
+    with pytest.raises(AttributeError, match="has no attribute 'cards_played_this_round'"):
+        game.cards_played_this_round  # noqa: B018
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("current", "current_player"), ("played", "played_this_turn"), ("discarded", "discarded_this_turn"),
+     ("final_turns", "final_turns_left"), ("pile_len", "pile_size")],
+)  # fmt: skip
+def test_a_former_batch_array_answers_for_one_release_with_a_warning(old, new):
+    batch = KahunaBatch(3, seed=1)
+    with pytest.warns(DeprecationWarning, match=rf"KahunaBatch array '{old}' is deprecated .* now '{new}'"):
+        assert getattr(batch, old) is getattr(batch, new)
+    with pytest.raises(AttributeError):
+        batch.cards  # noqa: B018
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("cards_played", "played_this_turn"), ("discarding", "discarded_this_turn"), ("discard_open", "open_discard"),
+     ("final_turns", "final_turns_left")],
+)  # fmt: skip
+def test_a_former_observation_block_answers_for_one_release_with_a_warning(old, new):
+    from kahuna_env.observation import OBSERVATION_LAYOUT, STATE_LAYOUT
+
+    for layout in (OBSERVATION_LAYOUT, STATE_LAYOUT):
+        with pytest.warns(DeprecationWarning, match=rf"observation block '{old}' is deprecated .* now '{new}'"):
+            assert layout[old] == layout[new]
+    with pytest.raises(KeyError):
+        OBSERVATION_LAYOUT["tokens"]
+
+
+def test_the_web_view_shows_every_public_query_by_its_fields_name_and_nothing_hidden():
+    from kahuna_env.engine import QUERIES
+    from kahuna_web.views import seat_view
+
+    game = KahunaGame(seed=5)
+    view = seat_view(game, 0)
+    assert set(QUERIES) <= set(view)
+    assert view["current_player"] == game.current_player and view["pile_size"] == game.pile_size
+    hidden = {field.name for field in FIELDS if field.visibility == "hidden"}
+    assert not hidden & set(view)
 
 
 # ---------------------------------------------------------------------------------------------- the engine
@@ -200,7 +299,7 @@ def test_a_position_value_has_the_schemas_position_fields_by_their_names():
     game = KahunaGame(seed=2)
     value = game._position()
     pile = game._state["pile"][0, : game.pile_size]
-    assert value.current == game.current_player and value.pile == tuple(pile.tolist())  # the pile bottom first
+    assert value.current_player == game.current_player and value.pile == tuple(pile.tolist())  # the pile bottom first
     assert KahunaGame._from_position(value, None).to_dict() == game.to_dict() == value.to_dict()
 
 
@@ -315,7 +414,7 @@ def _batch_value(field: Field, batch: KahunaBatch, i: int):
         return _FROM_BATCH[field.name](batch, i)
     value = getattr(batch, field.batch)[i]
     if field.name == "pile":  # both hold the pile bottom first; the batch's row has room for every card
-        value = value[: batch.pile_len[i]]
+        value = value[: batch.pile_size[i]]
     return value.tolist()
 
 
@@ -388,3 +487,10 @@ def test_the_batched_encoder_writes_every_observation_block_once_in_order():
     }
     written = [name.removesuffix("_at") for name in starts if name in stored]
     assert written == [block.name for block in OBSERVATION_BLOCKS]
+
+
+def test_the_engines_docstring_lists_every_query_made_from_the_schema():
+    from kahuna_env.engine import QUERIES
+
+    listed = KahunaGame.__doc__.split("made from the schema")[1].split("* turn and game")[0]
+    assert set(re.findall(r"``(\w+)``", listed)) - {"None"} == set(QUERIES)

@@ -105,7 +105,7 @@ def test_the_driver_stops_where_the_caller_must_act():
     seating = np.tile([AWAIT, 0], (len(batch), 1))
     played = play_seated(batch, [BaselinePolicy(BatchedRandom(seed=1))], seating)
     assert played > 0
-    assert ((batch.current == 0) | batch.over).all()
+    assert ((batch.current_player == 0) | batch.over).all()
     assert play_seated(batch, [BaselinePolicy(BatchedRandom(seed=1))], seating) == 0  # nothing left to it
 
 
@@ -142,7 +142,7 @@ def test_an_illegal_action_raises_naming_the_game_and_changes_nothing():
 
 def test_baseline_policies_answer_as_their_agents_do():
     batch, _ = _batch(CONFIGS * 4, seed=8)
-    rows = np.flatnonzero(batch.current == 1)
+    rows = np.flatnonzero(batch.current_player == 1)
     active = np.zeros(len(batch), dtype=bool)
     active[rows] = True
     for agent_type in (BatchedGreedy, BatchedRandom):

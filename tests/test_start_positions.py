@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 import torch
 
+from kahuna_arena.lost_positions import main as tool_main
 from kahuna_arena.records import game_record, write_record
-from kahuna_arena.start_positions import main as tool_main
-from kahuna_arena.start_positions import start_line
+from kahuna_arena.start_positions import MAX_LINE_BYTES, StartPositionsError, load_start_positions, start_line
 from kahuna_env.agents import make_agent
 from kahuna_env.engine import KahunaConfig, KahunaGame
 from kahuna_env.observation import encode_observation
@@ -23,7 +23,6 @@ from kahuna_policy.model import ActorCritic, ModelConfig
 from training.league.pool import KIND_GREEDY, OpponentPool
 from training.ppo.config import ConfigError, config_from_dict
 from training.selfplay.collector import SelfPlayCollector
-from training.selfplay.start_positions import MAX_LINE_BYTES, StartPositionsError, load_start_positions
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_CONFIG = ModelConfig(hidden_sizes=(32,))
@@ -105,7 +104,7 @@ def test_the_tool_refuses_in_one_line(records, tmp_path, capsys, arguments, mess
         tool_main([str(records), *arguments, "--out", str(out)])
     assert stop.value.code == 2
     error = capsys.readouterr().err.strip()
-    assert error.startswith("start_positions: error: ") and message in error and "\n" not in error
+    assert error.startswith("lost_positions: error: ") and message in error and "\n" not in error
     assert not out.exists()
 
 
@@ -124,7 +123,7 @@ def test_the_tool_refuses_an_existing_output_and_a_bad_record(records, tmp_path,
     with pytest.raises(SystemExit):
         tool_main([str(bad), "--player", "random", "--out", str(tmp_path / "new.jsonl")])
     error = capsys.readouterr().err.strip()
-    assert error.startswith("start_positions: error: game.json: ") and "\n" not in error
+    assert error.startswith("lost_positions: error: game.json: ") and "\n" not in error
     assert not (tmp_path / "new.jsonl").exists()
 
 
@@ -318,6 +317,6 @@ def test_the_tool_cuts_a_records_reason_short(tmp_path, capsys):
     with pytest.raises(SystemExit):
         tool_main([str(record), "--player", "random", "--out", str(tmp_path / "out.jsonl")])
     error = capsys.readouterr().err.strip()
-    assert error.startswith("start_positions: error: huge.json: ") and "xxx..." in error
+    assert error.startswith("lost_positions: error: huge.json: ") and "xxx..." in error
     assert "\n" not in error and len(error) < 400
     assert not (tmp_path / "out.jsonl").exists()

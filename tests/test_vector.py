@@ -156,7 +156,7 @@ def test_only_active_games_act():
     for step in range(300):
         active = rng.random(n) < 0.5
         if step % 2:
-            active = batch.current == 0  # e.g. the games in which seat 0 is to move
+            active = batch.current_player == 0  # e.g. the games in which seat 0 is to move
         actions = uniform_actions(batch.legal_masks(), rng)
         actions[~active] = -1  # ignored
         result = batch.step(actions, active=active)
@@ -336,12 +336,12 @@ def test_edge_positions_reach_the_events_they_are_built_for():
     ended = after("capture ends round 2", A.place_action(LINE["ALOA-DUDA"], "ALOA"))
     assert ended.over[0] and ended.winner[0] == 0
     reshuffled = after("round 1 end, reshuffle", A.TAKE + 1)
-    assert reshuffled.round[0] == 2 and reshuffled.pile_len[0] > 0 and reshuffled.scores[0].tolist() == [1, 0]
+    assert reshuffled.round[0] == 2 and reshuffled.pile_size[0] > 0 and reshuffled.scores[0].tolist() == [1, 0]
     final = after("round 3 end, final turns", A.TAKE + 1)
-    assert final.final_turns[0] == 2 and not final.over[0]
+    assert final.final_turns_left[0] == 2 and not final.over[0]
     drawn = after("round 2 end by drawing the last card", A.DRAW)
-    assert drawn.round[0] == 3 and drawn.scores[0].tolist() == [0, 3] and drawn.current[0] == 0
-    assert drawn.pile_len[0] + (drawn.face_up[0] >= 0).sum() == 24 - 4, "all but the 4 cards in hand reshuffled"
+    assert drawn.round[0] == 3 and drawn.scores[0].tolist() == [0, 3] and drawn.current_player[0] == 0
+    assert drawn.pile_size[0] + (drawn.face_up[0] >= 0).sum() == 24 - 4, "all but the 4 cards in hand reshuffled"
     premature = after("round 1 end, premature", A.TAKE + 1)
     assert premature.over[0] and premature.winner[0] == 0
     draw = after("round 1 end, nobody has bridges", A.TAKE + 1)
@@ -352,7 +352,7 @@ def test_edge_positions_reach_the_events_they_are_built_for():
     assert claim.claim_line[0] == LINE["ELAI-HUNA"]
     assert claim.legal_masks()[0, A.FREE_BRIDGE + LINE["ELAI-HUNA"]]
     setup = after("handicap last setup bridge", A.FREE_BRIDGE + LINE["ALOA-HUNA"])
-    assert setup.current[0] == 1 and setup.setup_left[0] == 0
+    assert setup.current_player[0] == 1 and setup.setup_left[0] == 0
 
 
 def test_reshuffles_draw_the_scalar_engines_permutation():
@@ -426,7 +426,7 @@ def test_from_dicts_round_trips_a_mid_game_batch():
     assert np.array_equal(copy.legal_masks(), batch.legal_masks())
     for seat in (None, 0, 1):
         assert np.array_equal(copy.observations(seat), batch.observations(seat))
-    for name in ("owner", "count", "bridges", "hand", "known", "face_down", "open_discard", "pile_len", "face_up"):
+    for name in ("owner", "count", "bridges", "hand", "known", "face_down", "open_discard", "pile_size", "face_up"):
         assert np.array_equal(getattr(copy, name), getattr(batch, name)), name
 
 

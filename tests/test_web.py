@@ -60,7 +60,7 @@ def searching_opening(client, opponent):
     answer = client.post("/api/games", json={"opponent": opponent, "seat": 1, "seed": 11})
     assert answer.status_code == 202 and answer.json()["state"]["thinking"], answer.text
     data = thought(client, f"/api/games/{answer.json()['id']}").json()
-    assert data["state"]["log"] and data["state"]["to_act"] == 1 and data["state"]["legal"]
+    assert data["state"]["log"] and data["state"]["current_player"] == 1 and data["state"]["legal"]
     return data
 
 
@@ -105,7 +105,7 @@ def test_a_full_game_offers_only_legal_moves_and_ends_with_a_result(client):
     while not data["state"]["over"]:
         assert sorted(move["id"] for move in data["state"]["legal"]) == sorted(session.game.legal_actions())
         data = play_out(client, data, rng, limit=1)
-        assert data["state"]["over"] or data["state"]["to_act"] == 1  # the agent played until it was our turn
+        assert data["state"]["over"] or data["state"]["current_player"] == 1  # the agent played until it was our turn
         assert len(data["state"]["log"]) == len(session.actions)
     state = data["state"]
     assert state["legal"] == [] and state["record_ready"] and state["seed"] == "4"

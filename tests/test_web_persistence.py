@@ -355,7 +355,7 @@ def test_undo_takes_back_your_last_play_of_the_turn_and_the_record_says_so():
         assert_one_line_4xx(client.post(f"/api/games/{data['id']}/undo"), 409)  # nothing played yet
         assert not data["state"]["can_undo"]
         data = play_a_card(client, play(client, data, rng, 8), rng)
-        assert data["state"]["can_undo"] and data["state"]["to_act"] == 0
+        assert data["state"]["can_undo"] and data["state"]["current_player"] == 0
         session = client.app.state.store.get(data["id"])
         before = list(session.actions)
         mine = len(before) - 1  # the play or discard just made, in the turn still in progress
@@ -363,7 +363,7 @@ def test_undo_takes_back_your_last_play_of_the_turn_and_the_record_says_so():
         assert undone.status_code == 200, undone.text
         state = undone.json()["state"]
         assert session.actions == before[:mine] and len(state["log"]) == mine
-        assert state["to_act"] == 0 and before[mine] in {move["id"] for move in state["legal"]}
+        assert state["current_player"] == 0 and before[mine] in {move["id"] for move in state["legal"]}
         assert state["undos"] == 1 and session.undos == [{"ply": mine, "actions": before[mine:]}]
         assert undone.json()["notes"] == [f"you took moves back 1 time, at ply {mine}"]
         data = play(client, undone.json(), rng, 3)
@@ -475,7 +475,7 @@ def test_stop_makes_a_searching_agent_move_at_once_and_the_game_goes_on():
         steps = opening["steps"]
         assert steps and all(step["player"] == 0 for step in steps)
         state = client.get(f"/api/games/{session.id}").json()["state"]
-        assert state["to_act"] == 1 and state["thinking"] is False and not state["abandoned"] and state["legal"]
+        assert state["current_player"] == 1 and state["thinking"] is False and not state["abandoned"] and state["legal"]
         assert_one_line_4xx(client.post(f"/api/games/{session.id}/stop"), 409)  # nothing is thinking now
         assert client.post(f"/api/games/{session.id}/abandon").status_code == 200
         assert_one_line_4xx(client.post(f"/api/games/{session.id}/stop"), 409)
@@ -504,7 +504,7 @@ def test_a_stop_asked_while_the_move_waits_in_the_bot_queue_makes_the_agent_move
         assert counter.before == 0  # no simulation ran
         assert not (session.stopping or session.thinking or session.move_pending)  # nothing left for the next move
         state = client.get(f"/api/games/{session.id}").json()["state"]
-        assert state["to_act"] == 1 and state["thinking"] is False and not state["abandoned"] and state["legal"]
+        assert state["current_player"] == 1 and state["thinking"] is False and not state["abandoned"] and state["legal"]
         assert_one_line_4xx(client.post(f"/api/games/{session.id}/stop"), 409)  # nothing is pending now
 
 
@@ -570,7 +570,7 @@ def test_a_new_games_opening_answers_its_id_at_once_and_stop_keeps_the_game_with
         assert_one_line_4xx(client.get(f"{game}/analysis"), 409)
         assert client.post(f"{game}/stop").json() == {"stopped": True}
         state = thought(client, game).json()["state"]
-        assert state["to_act"] == 1 and not state["thinking"] and not state["abandoned"] and state["legal"]
+        assert state["current_player"] == 1 and not state["thinking"] and not state["abandoned"] and state["legal"]
         assert state["log"] and all(entry["player"] == 0 for entry in state["log"])  # the agent's opening turn
         assert_one_line_4xx(client.post(f"{game}/stop"), 409)  # nothing is thinking now
 

@@ -338,7 +338,7 @@ def test_abandoning_a_game_stops_its_agents_search(tmp_path):
     app = create_app(max_simulations=HUGE)
     with running(app) as port:
         status, data = request(port, "POST", "/api/games", {"opponent": f"mcts:{HUGE}", "seat": 0, "seed": 1})
-        assert status == 201 and data["state"]["to_act"] == 0
+        assert status == 201 and data["state"]["current_player"] == 0
         move = max(legal["id"] for legal in data["state"]["legal"])  # a draw or a pass: the turn ends
         answers = []
         mover = threading.Thread(
@@ -363,7 +363,7 @@ def test_a_page_that_leaves_during_the_agents_move_stops_its_search_and_the_game
     app = create_app(max_simulations=HUGE)
     with running(app) as port:
         status, data = request(port, "POST", "/api/games", {"opponent": f"mcts:{HUGE}", "seat": 0, "seed": 1})
-        assert status == 201 and data["state"]["to_act"] == 0
+        assert status == 201 and data["state"]["current_player"] == 0
         move = max(legal["id"] for legal in data["state"]["legal"])  # a draw or a pass: the turn ends
         assert move >= DRAW
         raw = send_and_leave_open(port, {"action": move}, f"/api/games/{data['id']}/move")
@@ -373,7 +373,7 @@ def test_a_page_that_leaves_during_the_agents_move_stops_its_search_and_the_game
         wait_for(lambda: not session.lock.locked(), "the agent moves once its page has left")
         status, again = request(port, "GET", f"/api/games/{data['id']}")
     assert status == 200 and not again["state"]["abandoned"] and not again["state"]["thinking"]
-    assert again["state"]["to_act"] == 0 and again["state"]["legal"]  # the person's turn again
+    assert again["state"]["current_player"] == 0 and again["state"]["legal"]  # the person's turn again
     assert len(session.actions) >= 2  # the person's move, then the agent's (its search stopped far from its budget)
 
 

@@ -72,7 +72,7 @@ def test_a_play_before_the_draw_cannot_be_taken_back_after_it():
         data = new_game(client, "random", AUDIT_SEED)
         play = next(move["id"] for move in data["state"]["legal"] if not ends_the_turn(move["id"]))
         played = client.post(f"/api/games/{data['id']}/move", json={"action": play}).json()
-        assert played["state"]["can_undo"] and played["state"]["to_act"] == 0
+        assert played["state"]["can_undo"] and played["state"]["current_player"] == 0
         ending = next(move["id"] for move in played["state"]["legal"] if ends_the_turn(move["id"]))
         ended = client.post(f"/api/games/{data['id']}/move", json={"action": ending}).json()
         assert not ended["state"]["can_undo"]
@@ -84,7 +84,7 @@ def test_undoing_a_play_shows_exactly_the_position_seen_before_it():
         data = new_game(client, "greedy", AUDIT_SEED)
         for move in [m["id"] for m in data["state"]["legal"] if not ends_the_turn(m["id"])][:5]:
             played = client.post(f"/api/games/{data['id']}/move", json={"action": move})
-            assert played.status_code == 200 and played.json()["state"]["to_act"] == 0
+            assert played.status_code == 200 and played.json()["state"]["current_player"] == 0
             undone = client.post(f"/api/games/{data['id']}/undo")
             assert undone.status_code == 200, undone.text
             state = undone.json()["state"]

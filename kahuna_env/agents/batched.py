@@ -112,7 +112,7 @@ def greedy_best_masks(batch: KahunaBatch, active: np.ndarray | None = None) -> n
 def _best_masks(batch: KahunaBatch, rows: np.ndarray) -> np.ndarray:
     """Greedy's candidate set for the live games ``rows``: ``(len(rows), 192)`` bool (columns 179.. False)."""
     mask = batch.legal_masks() if len(rows) == batch.n else batch.legal_masks(rows)
-    player = batch.current[rows].astype(np.intp)
+    player = batch.current_player[rows].astype(np.intp)
     mine_at = 2 * rows + player
     theirs_at = mine_at ^ 1
     my_count = _seat(batch.count, mine_at)  # (M, 12) int8
@@ -204,7 +204,7 @@ def _captures(
     a, b = _LA[line], _LB[line]
     take_a, take_b = taking[game, a], taking[game, b]
     g = rows[game]
-    player = batch.current[g]
+    player = batch.current_player[g]
     theirs = np.zeros((len(game), NUM_LINES + 1), dtype=np.int32)  # the last column: no line
     theirs[:, :NUM_LINES] = batch.owner[g] == (1 - player)[:, None]
     # Their bridges lost on each island j: those on the lines a-j (if a is taken) and b-j (if b is taken).

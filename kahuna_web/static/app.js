@@ -403,13 +403,13 @@ function statusLine(state, names, thinking = false) {
   } else if (state.abandoned) {
     line.append(" · abandoned");
   } else {
-    const actor = thinking && game ? 1 - game.seat : state.to_act;
+    const actor = thinking && game ? 1 - game.seat : state.current_player;
     line.append(" · to act: ", playerName(names, actor));
     const notes = [];
-    if (state.setup_bridges_left) notes.push(`handicap setup, ${state.setup_bridges_left} free bridge(s) left`);
+    if (state.setup_left) notes.push(`handicap setup, ${state.setup_left} free bridge(s) left`);
     if (state.final_turns_left !== null) notes.push(`final turns, ${state.final_turns_left} left`);
-    if (state.cards_played) notes.push(`${state.cards_played} card(s) played this turn`);
-    if (state.cards_discarded) notes.push(`${state.cards_discarded} discarded this turn`);
+    if (state.played_this_turn) notes.push(`${state.played_this_turn} card(s) played this turn`);
+    if (state.discarded_this_turn) notes.push(`${state.discarded_this_turn} discarded this turn`);
     if (state.must_draw) notes.push("the opponent passed: this turn must end with a draw");
     if (notes.length && !thinking) line.append(` (${notes.join(", ")})`);
   }
@@ -486,12 +486,12 @@ function drawCards(container, state, names, play = null, cardP = null, ownHand =
   container.append(row("Face-up row", ...slots));
   const draw = moves.find((m) => m.kind === "draw");
   const pileP = cardP && !draw ? cardP.draw : undefined;
-  const pile = [withBadge(el("span", { class: "card back", text: String(state.pile), title: "cards in the pile" }), pileP)];
+  const pile = [withBadge(el("span", { class: "card back", text: String(state.pile_size), title: "cards in the pile" }), pileP)];
   if (draw) {
     pile.push(el("button", { type: "button", class: "card playable", "data-action": draw.id, onclick: () => play.onAction(draw.id) }, "draw", badge(cardP && cardP.draw)));
   }
   container.append(row("Pile", ...pile));
-  const open = state.discard_open.length ? state.discard_open.join(" ") : "none";
+  const open = state.open_discard.length ? state.open_discard.join(" ") : "none";
   const faceDown = [0, 1].map((p) => {
     const value = state.face_down[p];
     return Array.isArray(value) ? `${names[p]}: ${value.length ? value.join(" ") : "none"}` : `${names[p]}: ${value} hidden`;
@@ -581,7 +581,7 @@ function renderPlay(state, options = {}) {
     }, label, badge(p)));
   }
   if (!moves.length) {
-    const why = state.over ? "The game is over." : state.abandoned ? "The game was abandoned." : `${names[thinking ? 1 - game.seat : state.to_act]} is playing…`;
+    const why = state.over ? "The game is over." : state.abandoned ? "The game was abandoned." : `${names[thinking ? 1 - game.seat : state.current_player]} is playing…`;
     list.append(el("span", { class: "muted", text: why }));
   }
   document.getElementById("play-area").classList.toggle("inactive", Boolean(state.abandoned));
@@ -1361,7 +1361,7 @@ async function analyseReplay() {
   try {
     const data = await api("POST", "/api/analysis", { ...replaySource, ply: index, agent, simulations: Number(simulations) });
     if (replayIndex !== index) return; // moved on meanwhile
-    const seat = data.seat ?? state.to_act;
+    const seat = data.seat ?? state.current_player;
     const seatLabel = seat === null || seat === undefined ? "the player to act" : replayData.players[seat];
     const { block, probabilities } = analysisPanel(data, agent, (a) => describeAction(a, state), seatLabel);
     replayAnalysis = { index, probabilities, ...analysisByPlace(probabilities, seat) };

@@ -60,6 +60,9 @@ KINDS = ("latest", "past", "greedy", "random", "mcts", "entrant")
 A new kind goes at the end: no code is saved (checkpoints and metrics name the kinds), but the
 largest-remainder split of :func:`split_counts` and the order of an update's games follow this
 order, so a kind appended with a zero share leaves every existing config's games as they were."""
+START_OPPONENTS = tuple(kind for kind in KINDS if kind != "past")
+"""Opponent kinds whose games may start from a position (``rollout.start_opponent``; every kind but ``past``,
+whose results steer the snapshot weighting)."""
 KIND_LATEST, KIND_PAST, KIND_GREEDY, KIND_RANDOM, KIND_MCTS, KIND_ENTRANT = range(len(KINDS))
 """Integer codes of the opponent kinds (``KINDS[code]`` is the name)."""
 AGENT_KINDS = (KIND_MCTS, KIND_ENTRANT)

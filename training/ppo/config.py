@@ -31,9 +31,8 @@ from kahuna_env.cli import check_input_file, first_line
 from kahuna_env.config import KahunaConfig
 from kahuna_policy.model import ModelConfig
 from kahuna_policy.reward import TRAINING_REWARD_DEFAULTS
-from training.league.pool import KINDS
+from training.league.pool import KINDS, START_OPPONENTS
 from training.ppo.device import DEVICES
-from training.selfplay.start_positions import START_OPPONENTS
 
 
 class ConfigError(ValueError):
@@ -116,7 +115,7 @@ class RolloutConfig:
         backend: ``vector``: the batched numpy engine (the seated-play driver, :mod:`kahuna_env.seated`).
             The ``scalar`` backend was removed; the scalar engine is the tests' oracle.
         start_positions: a start-positions file (JSON Lines of ``{"seat": S, "position": {...}}``,
-            :mod:`training.selfplay.start_positions`; null: every game is a fresh deal).
+            :mod:`kahuna_arena.start_positions`; null: every game is a fresh deal).
         start_share: share of the games against ``start_opponent`` that start from a position drawn
             from ``start_positions`` (determinized from the learner's seat) instead of a fresh deal.
         start_opponent: the opponent kind of the games that may start from a position

@@ -47,6 +47,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from kahuna_arena.start_positions import load_start_positions
 from kahuna_arena.store import Entrant, ResultsStore, StoredGame, baseline_entrant
 from kahuna_env import kernels
 from kahuna_env.cli import first_line
@@ -107,7 +108,6 @@ from training.selfplay.batched_rollout import play_games_batched
 from training.selfplay.collector import SelfPlayCollector, build_entrant
 from training.selfplay.quick_eval import FinishedGame, QuickEvalResult, evaluate_policy
 from training.selfplay.rollout import GameBatch, Rollout
-from training.selfplay.start_positions import load_start_positions
 
 FINAL_AGENT = "final_agent.pt"
 FINAL_EVAL = "final_eval.json"
@@ -361,7 +361,7 @@ def _shard_gradients(
 def start_settings(config: TrainConfig) -> dict[str, Any]:
     """The collector's start-position arguments (the file read and validated; nothing when off).
 
-    A bad file is a one-line ``ValueError`` (:class:`~training.selfplay.start_positions.StartPositionsError`).
+    A bad file is a one-line ``ValueError`` (:class:`~kahuna_arena.start_positions.StartPositionsError`).
     """
     rollout = config.rollout
     if rollout.start_positions is None:

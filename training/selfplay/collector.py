@@ -15,15 +15,15 @@ from typing import Any
 import numpy as np
 import torch
 
+from kahuna_arena.start_positions import StartPositions
 from kahuna_env.agents import Agent
 from kahuna_env.engine import KahunaConfig
 from kahuna_env.gym_env import make_opponent
 from kahuna_env.workers import WorkerFailed, Workers
 from kahuna_policy.model import ActorCritic, ModelConfig
-from training.league.pool import KIND_LATEST, KINDS, GameAssignment, OpponentPool
+from training.league.pool import KIND_LATEST, KINDS, START_OPPONENTS, GameAssignment, OpponentPool
 from training.selfplay.batched_rollout import play_games_batched
 from training.selfplay.rollout import GameBatch, Rollout, finish_rollout
-from training.selfplay.start_positions import START_OPPONENTS, StartPositions
 
 BACKENDS = ("vector",)
 """Collection backends: ``vector`` (the batched engine, :func:`training.selfplay.batched_rollout.play_games_batched`).

@@ -97,7 +97,7 @@ class LearnerRecord:
                 self.arrays[name] = np.concatenate([array, np.zeros((grow, *array.shape[1:]), dtype=array.dtype)])
         self.size = start + count
         new = {name: array[start : self.size] for name, array in self.arrays.items()}
-        player = batch.current[rows].astype(np.intp)
+        player = batch.current_player[rows].astype(np.intp)
         new["trajectory"][:] = 2 * self.game_numbers[rows] + player
         self.last_row[rows, player] = np.arange(start, self.size)
         return new

@@ -278,7 +278,7 @@ class GameBatch:
         mcts_simulations: budget of the ``mcts`` opponent (``mcts`` games only).
         snapshot_argmax: the snapshots play their most likely action instead of sampling.
         start_positions: per game, the position dict it starts from (None: a fresh deal from its
-            seed); None: every game is a fresh deal (:mod:`training.selfplay.start_positions`).
+            seed); None: every game is a fresh deal (:mod:`kahuna_arena.start_positions`).
     """
 
     games: np.ndarray
