@@ -90,6 +90,7 @@ TABLES: dict[str, Any] = {
     "draw": A.DRAW,
     "take_base": A.TAKE,
     "pass_action": A.PASS,
+    "terms": np.zeros((0, 15), dtype=np.uint64),  # legal_words keeps no conditions (illegal_reason's call does)
     "cards_per_island": CARDS_PER_ISLAND,
     "deck": np.repeat(np.arange(NUM_ISLANDS, dtype=np.int8), CARDS_PER_ISLAND),
     "starting_hand": STARTING_HAND,

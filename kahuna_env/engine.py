@@ -208,8 +208,8 @@ class KahunaGame:
     * cards: ``hand(player)``, ``hand_counts(player)``, ``hand_size(player)``,
       ``known_cards(player)``, ``face_down_discards(player)``, ``pile_counts()`` (hidden);
     * actions: ``legal_actions()``, ``action_mask()``, ``is_legal(action)``,
-      ``describe(action)``; copies: ``clone()``, ``determinize(player, rng)``,
-      ``to_dict()``.
+      ``describe(action)``; copies: ``clone()``, ``after(action, into)`` (the game after an
+      action, this one unchanged), ``determinize(player, rng)``, ``to_dict()``.
 
     A query's former name (``cards_played_this_turn``, ``setup_bridges_left``, ``open_discards()``,
     docs/RULES.md "Names") still answers, with a ``DeprecationWarning``, for one release.
@@ -447,6 +447,22 @@ class KahunaGame:
         other._legal = self._legal
         other._code = self._code
         return other
+
+    def after(self, action: int, into: KahunaGame | None = None) -> KahunaGame:
+        """The game after ``action``, this one left as it is: a copy, stepped by the loops (``into``, a scratch
+        game of the same rules reused to spare the allocation, or a new one).
+
+        What an action would do, asked of the rules' one implementation: the greedy baseline scores each
+        placement with it.  ``IllegalActionError`` as :meth:`step` (``into`` then holds this game's copy).
+        """
+        if into is None or into.config != self.config:
+            into = self.clone()
+        else:
+            into._buffer[:] = self._buffer
+            into._code = self._code
+        into._legal = None
+        into.step(action)
+        return into
 
     def __copy__(self) -> KahunaGame:
         return self.clone()

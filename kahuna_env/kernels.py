@@ -305,78 +305,6 @@ def sample_bits(words: np.ndarray, uniforms: np.ndarray, out: np.ndarray) -> Non
 
 
 @_loop
-def _legal_terms(
-    i: int,
-    current_player: np.ndarray,
-    hand: np.ndarray,
-    lines: np.ndarray,
-    bridges: np.ndarray,
-    count: np.ndarray,
-    discarded_this_turn: np.ndarray,
-    played_this_turn: np.ndarray,
-    face_up: np.ndarray,
-    pile_size: np.ndarray,
-    must_draw: np.ndarray,
-    claim_line: np.ndarray,
-    planning: np.ndarray,
-    hand_limit: np.ndarray,
-    majority: np.ndarray,
-    lines_touching: np.ndarray,
-    all_lines: np.uint64,
-    max_bridges: int,
-    max_hand: int,
-) -> Any:
-    """Every condition of legality of game ``i`` (a running game, its player to act), each stated once: what
-    :func:`legal_words` combines into the legal actions and :func:`illegal_reason` reads to say which of them an
-    action fails.
-
-    Returns ``(has1, has2, free, theirs, planning_free, plays, supply, unplayed, discard_rule, pile, drawable,
-    full, no_pass_after_pass, pass_rule, claim)``: the islands with a card in hand, with two; the free lines;
-    the opponent's lines; the lines the planning variant allows (all without it); cards may be played (no
-    discard this turn); a bridge is left in supply; no card was played this turn; the discard rule allows a
-    face-down discard; the pile holds a card; anything is drawable; the hand is full; passing is not ruled
-    out by the opponent's pass; the discard rule allows passing; the free claim offered (a line bit, 0: none).
-    """
-    zero = np.uint64(0)
-    p = current_player[i]
-    o = 1 - p
-    has1 = zero
-    has2 = zero
-    size = 0
-    for island in range(hand.shape[2]):
-        h = hand[i, p, island]
-        size += h
-        if h > 0:
-            has1 |= U1 << np.uint64(island)
-        if h > 1:
-            has2 |= U1 << np.uint64(island)
-    mine = lines[i, p]
-    theirs = lines[i, o]
-    free = ~(mine | theirs) & all_lines
-    plays = discarded_this_turn[i] == 0
-    supply = bridges[i, p] < max_bridges
-    planning_free = all_lines
-    if planning[i]:
-        ctrl_o = 0
-        for island in range(count.shape[2]):
-            if count[i, o, island] >= majority[island]:
-                ctrl_o |= 1 << island
-        planning_free = ~lines_touching[ctrl_o] & all_lines
-    pile = pile_size[i] > 0
-    drawable = pile or face_up[i, 0] >= 0 or face_up[i, 1] >= 0 or face_up[i, 2] >= 0
-    unplayed = played_this_turn[i] == 0
-    discard_rule = not hand_limit[i] or (not plays) or (size == max_hand and drawable)
-    no_pass_after_pass = not (drawable and must_draw[i])
-    pass_rule = not (hand_limit[i] and not plays)
-    claim = claim_line[i]
-    free_bridge = (U1 << np.uint64(claim)) if claim >= 0 else zero
-    return (
-        has1, has2, free, theirs, planning_free, plays, supply, unplayed, discard_rule, pile, drawable,
-        size >= max_hand, no_pass_after_pass, pass_rule, free_bridge,
-    )  # fmt: skip
-
-
-@_loop
 def legal_words(
     rows: np.ndarray,
     words: np.ndarray,
@@ -402,9 +330,19 @@ def legal_words(
     all_lines: np.uint64,
     max_bridges: int,
     max_hand: int,
+    terms: np.ndarray,
 ) -> None:
-    """The legal words of the games ``rows`` into ``words[rows]`` (``KahunaBatch._compute_words``, game by game):
-    the conditions of :func:`_legal_terms`, combined per kind of action."""
+    """The legal words of the games ``rows`` into ``words[rows]`` (``KahunaBatch._compute_words``, game by game).
+
+    Each condition of legality is stated once, here, then combined per kind of action: ``has1``, ``has2``
+    (the islands with a card in hand, with two), ``free`` (the free lines), ``theirs`` (the opponent's lines),
+    ``planning_free`` (the lines the planning variant allows; all without it), ``plays`` (cards may be played:
+    no discard this turn), ``supply`` (a bridge left), ``unplayed`` (no card played this turn),
+    ``discard_rule`` (the discard rule allows a face-down discard), ``pile``, ``drawable``, ``full`` (the hand),
+    ``no_pass_after_pass`` (passing not ruled out by the opponent's pass), ``pass_rule`` (the discard rule
+    allows passing), the free claim offered (a line bit).  ``terms`` (``(1, 15)`` uint64, or ``(0, 15)`` for
+    none): its row gets the last game's conditions in that order, which :func:`illegal_reason` reads.
+    """
     zero = np.uint64(0)
     for i in rows:
         if over[i]:
@@ -412,13 +350,55 @@ def legal_words(
             words[i, 1] = zero
             words[i, 2] = zero
             continue
-        (
-            has1, has2, free, theirs, planning_free, plays, supply, unplayed, discard_rule, pile, drawable, full,
-            no_pass_after_pass, pass_rule, claim,
-        ) = _legal_terms(
-            i, current_player, hand, lines, bridges, count, discarded_this_turn, played_this_turn, face_up, pile_size,
-            must_draw, claim_line, planning, hand_limit, majority, lines_touching, all_lines, max_bridges, max_hand,
-        )  # fmt: skip
+        p = current_player[i]
+        o = 1 - p
+        has1 = zero
+        has2 = zero
+        size = 0
+        for island in range(hand.shape[2]):
+            h = hand[i, p, island]
+            size += h
+            if h > 0:
+                has1 |= U1 << np.uint64(island)
+            if h > 1:
+                has2 |= U1 << np.uint64(island)
+        mine = lines[i, p]
+        theirs = lines[i, o]
+        free = ~(mine | theirs) & all_lines
+        plays = discarded_this_turn[i] == 0
+        supply = bridges[i, p] < max_bridges
+        planning_free = all_lines
+        if planning[i]:
+            ctrl_o = 0
+            for island in range(count.shape[2]):
+                if count[i, o, island] >= majority[island]:
+                    ctrl_o |= 1 << island
+            planning_free = ~lines_touching[ctrl_o] & all_lines
+        pile = pile_size[i] > 0
+        drawable = pile or face_up[i, 0] >= 0 or face_up[i, 1] >= 0 or face_up[i, 2] >= 0
+        unplayed = played_this_turn[i] == 0
+        discard_rule = not hand_limit[i] or (not plays) or (size == max_hand and drawable)
+        no_pass_after_pass = not (drawable and must_draw[i])
+        pass_rule = not (hand_limit[i] and not plays)
+        claim = claim_line[i]
+        free_bridge = (U1 << np.uint64(claim)) if claim >= 0 else zero
+        full = size >= max_hand
+        if terms.shape[0]:  # the conditions, in the docstring's order, for illegal_reason
+            terms[0, 0] = has1
+            terms[0, 1] = has2
+            terms[0, 2] = free
+            terms[0, 3] = theirs
+            terms[0, 4] = planning_free
+            terms[0, 5] = plays
+            terms[0, 6] = supply
+            terms[0, 7] = unplayed
+            terms[0, 8] = discard_rule
+            terms[0, 9] = pile
+            terms[0, 10] = drawable
+            terms[0, 11] = full
+            terms[0, 12] = no_pass_after_pass
+            terms[0, 13] = pass_rule
+            terms[0, 14] = free_bridge
         placeable = free & planning_free if (plays and supply) else zero
         a1 = lines_a_in[has1]
         b1 = lines_b_in[has1]
@@ -434,12 +414,14 @@ def legal_words(
         end = zero
         if can_draw and pile:
             end |= U1
-        for slot in range(3):
-            if can_draw and face_up[i, slot] >= 0:
-                end |= np.uint64(2 << slot)
+        if can_draw and face_up[i, 0] >= 0:
+            end |= np.uint64(2)
+        if can_draw and face_up[i, 1] >= 0:
+            end |= np.uint64(4)
+        if can_draw and face_up[i, 2] >= 0:
+            end |= np.uint64(8)
         if no_pass_after_pass and pass_rule:
             end |= np.uint64(16)
-        free_bridge = claim
         if setup_left[i] > 0:
             place_a = place_b = remove_ab = remove_aa = remove_bb = discard = end = zero
             free_bridge = free
@@ -471,35 +453,18 @@ REASONS = (
     "no_claim",
     "claim_other_line",
 )
-"""What :func:`illegal_reason` returns, by index: the condition of :func:`_legal_terms` an action fails, the first
+"""What :func:`illegal_reason` returns, by index: the condition of :func:`legal_words` an action fails, the first
 in the order :func:`legal_words` combines them (0: none, the action is legal).  The words for each are
 :data:`kahuna_env.engine.REASON_TEXT`'s."""
 
 
 @_loop
 def illegal_reason(
-    i: int,
     action: int,
-    current_player: np.ndarray,
-    hand: np.ndarray,
-    lines: np.ndarray,
-    bridges: np.ndarray,
-    count: np.ndarray,
-    discarded_this_turn: np.ndarray,
-    played_this_turn: np.ndarray,
+    terms: np.ndarray,
+    setup_left: int,
+    over: bool,
     face_up: np.ndarray,
-    pile_size: np.ndarray,
-    must_draw: np.ndarray,
-    claim_line: np.ndarray,
-    setup_left: np.ndarray,
-    over: np.ndarray,
-    planning: np.ndarray,
-    hand_limit: np.ndarray,
-    majority: np.ndarray,
-    lines_touching: np.ndarray,
-    all_lines: np.uint64,
-    max_bridges: int,
-    max_hand: int,
     action_line: np.ndarray,
     pay1: np.ndarray,
     pay2: np.ndarray,
@@ -508,26 +473,23 @@ def illegal_reason(
     draw: int,
     pass_action: int,
 ) -> np.int64:
-    """Which condition of legality ``action`` fails in game ``i`` (an index of :data:`REASONS`, 0: legal): the
-    terms :func:`legal_words` combines, read for this one action in the same order."""
-    if over[i]:
+    """Which condition of legality ``action`` fails (an index of :data:`REASONS`, 0: legal), read off ``terms``,
+    a game's conditions as :func:`legal_words` states and writes them, in the order it combines them; ``face_up``
+    is the game's face-up row."""
+    if over:
         return np.int64(1)
-    (
-        has1, has2, free, theirs, planning_free, plays, supply, unplayed, discard_rule, pile, _drawable, full,
-        no_pass_after_pass, pass_rule, claim,
-    ) = _legal_terms(
-        i, current_player, hand, lines, bridges, count, discarded_this_turn, played_this_turn, face_up, pile_size,
-        must_draw, claim_line, planning, hand_limit, majority, lines_touching, all_lines, max_bridges, max_hand,
-    )  # fmt: skip
+    has1, has2, free, theirs, planning_free = terms[0], terms[1], terms[2], terms[3], terms[4]
+    plays, supply, unplayed, discard_rule, pile = terms[5], terms[6], terms[7], terms[8], terms[9]
+    full, no_pass_after_pass, pass_rule, claim = terms[11], terms[12], terms[13], terms[14]
     line = action_line[action]
     line_bit = (U1 << np.uint64(line)) if line >= 0 else np.uint64(0)
     if action > pass_action:  # a free bridge
-        if setup_left[i] > 0:
+        if setup_left > 0:
             return np.int64(0 if free & line_bit else 3)
         if claim & line_bit:
             return np.int64(0)
         return np.int64(18 if claim == 0 else 19)
-    if setup_left[i] > 0:
+    if setup_left > 0:
         return np.int64(2)
     if action < discard_base and not plays:
         return np.int64(4)
@@ -559,7 +521,7 @@ def illegal_reason(
         return np.int64(13)
     if action == draw:
         return np.int64(0 if pile else 14)
-    return np.int64(0 if face_up[i, action - draw - 1] >= 0 else 15)
+    return np.int64(0 if face_up[action - draw - 1] >= 0 else 15)
 
 
 @_loop
@@ -1329,7 +1291,7 @@ def _game_legal(state: np.ndarray, t: Any) -> np.int64:
         state.row, state.words, state.current_player, state.hand, state.lines, state.bridges, state.count,
         state.discarded_this_turn, state.played_this_turn, state.face_up, state.pile_size, state.must_draw,
         state.claim_line, state.setup_left, state.over, state.planning, state.hand_limit, t.majority, t.lines_a_in,
-        t.lines_b_in, t.lines_touching, t.all_lines, t.max_bridges, t.max_hand,
+        t.lines_b_in, t.lines_touching, t.all_lines, t.max_bridges, t.max_hand, t.terms,
     )  # fmt: skip
     n = 0
     for w in range(3):
@@ -1357,14 +1319,19 @@ def game_legal(state: np.ndarray, tables: np.ndarray) -> np.int64:
 
 @_loop
 def game_illegal_reason(state: np.ndarray, tables: np.ndarray, action: np.int64) -> np.int64:
-    """:func:`illegal_reason` of ``action`` in the game."""
+    """:func:`illegal_reason` of ``action`` in the game: its conditions written by :func:`legal_words`."""
     t = tables[0]
-    return illegal_reason(
-        0, action, state.current_player, state.hand, state.lines, state.bridges, state.count,
+    terms = np.zeros((1, 15), dtype=np.uint64)
+    words = np.zeros((1, 3), dtype=np.uint64)
+    legal_words(
+        state.row, words, state.current_player, state.hand, state.lines, state.bridges, state.count,
         state.discarded_this_turn, state.played_this_turn, state.face_up, state.pile_size, state.must_draw,
         state.claim_line, state.setup_left, state.over, state.planning, state.hand_limit, t.majority,
-        t.lines_touching, t.all_lines, t.max_bridges, t.max_hand, t.action_line, t.pay1, t.pay2, t.remove_base,
-        t.discard_base, t.draw, t.pass_action,
+        t.lines_a_in, t.lines_b_in, t.lines_touching, t.all_lines, t.max_bridges, t.max_hand, terms,
+    )  # fmt: skip
+    return illegal_reason(
+        action, terms[0], state.setup_left[0], state.over[0], state.face_up[0], t.action_line, t.pay1, t.pay2,
+        t.remove_base, t.discard_base, t.draw, t.pass_action,
     )  # fmt: skip
 
 

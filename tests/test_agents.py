@@ -147,3 +147,33 @@ def test_greedy_play_outcome_equals_stepping_a_copy_of_the_game():
                 checked += 1
             game.step(chooser.choice(game.legal_actions()))
     assert checked > 10_000
+
+
+def test_the_game_after_an_action_is_a_stepped_copy_and_a_scratch_game_is_reused():
+    """Greedy asks the rules what a card action would do (``KahunaGame.after``, on a reused scratch copy)."""
+    from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame
+
+    chooser = random.Random(8)
+    checked = 0
+    for seed in range(12):
+        config = KahunaConfig(
+            variant="planning" if seed % 2 else "standard", handicap=(0, 2) if seed % 3 == 0 else None
+        )
+        game = KahunaGame(config, seed=seed)
+        scratch = game.clone()
+        while not game.is_over:
+            before = game.to_dict()
+            for action in game.legal_actions()[::3]:
+                child = game.clone()
+                child.step(action)
+                after = game.after(action, scratch)
+                assert after is scratch and after.to_dict() == child.to_dict()
+                assert after.legal_actions() == child.legal_actions() and after.is_over == child.is_over
+                assert game.to_dict() == before
+                checked += 1
+            illegal = next(a for a in range(179) if not game.action_mask()[a])
+            with pytest.raises(IllegalActionError):
+                game.after(illegal, scratch)
+            assert game.to_dict() == before
+            game.step(chooser.choice(game.legal_actions()))
+    assert checked > 1_000
