@@ -148,6 +148,10 @@ def _none_below_zero(value: int) -> int | None:
     return None if value < 0 else value
 
 
+def _as_is(values: Mapping[str, Any], name: str) -> Any:
+    return values[name]
+
+
 _WRITE: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
     "config": lambda values, name: values[name].to_dict(),
     "owners": lambda values, name: [_none_below_zero(owner) for owner in values[name]],
@@ -157,11 +161,11 @@ _WRITE: dict[str, Callable[[Mapping[str, Any], str], Any]] = {
     "discard": lambda values, name: _names(
         [sum(counts) for counts in zip(values[name], *values["face_down"], strict=True)]
     ),
-    "player": lambda values, name: values[name],
-    "player_or_null": lambda values, name: values[name],
-    "integer": lambda values, name: values[name],
+    "player": _as_is,
+    "player_or_null": _as_is,
+    "integer": _as_is,
     "pair": lambda values, name: list(values[name]),
-    "flag": lambda values, name: values[name],
+    "flag": _as_is,
     "line_or_null": lambda values, name: _none_below_zero(values[name]),
 }
 """Per form of :data:`kahuna_env.schema.POSITION_FORMS`: how a field's value is written (``discard`` adds the
