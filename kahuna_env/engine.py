@@ -27,10 +27,12 @@ read-only queries (the properties and methods without a leading underscore:
 ``current_player``, ``hand_counts``, ``bridge_lines``, ``control_mask``, …)
 and change it only through :meth:`KahunaGame.step` and :meth:`KahunaGame.put_on_top`
 (which chooses the next card to leave the hidden pile: a chance outcome, for a
-binding with explicit chance).  One module is a
-declared *friend* that may read (never write) the record directly, because it
-is a hot path where copies would cost: :mod:`kahuna_env.observation` (one
-observation per decision in training).  Positions come in through
+binding with explicit chance).  Two modules are
+declared *friends* that may hand the record to a loop that reads (never writes)
+it, because they are hot paths where copies would cost:
+:mod:`kahuna_env.observation` (one observation per decision in training) and
+:mod:`kahuna_env.agents.greedy` (greedy's look-ahead, played by the loops on a
+scratch copy of the board).  Positions come in through
 :mod:`kahuna_env.positions`, which validates a dict into a
 :class:`~kahuna_env.positions.Position` value that the engine builds a game from.
 """
@@ -83,7 +85,7 @@ from kahuna_env.board import (
 )
 from kahuna_env.config import DISCARD_RULES, VARIANTS, KahunaConfig, as_config
 from kahuna_env.positions import Position, parse_position, position_json
-from kahuna_env.schema import FIELD_BY_NAME, FIELDS, FORMERLY, Field, dims, renamed
+from kahuna_env.schema import FIELD_BY_NAME, FIELDS, FORMERLY, Field, dims, former_name, renamed
 
 __all__ = [
     "DISCARD",
@@ -250,12 +252,6 @@ class KahunaGame:
         """Player ``player``'s row of a per-player int8 field (``player`` indexes as a list would: 0, 1, -1, -2)."""
         start = offset + size * _PLAYERS[player]
         return self._bytes[start : start + size].tolist()
-
-    def __getattr__(self, name: str) -> Any:
-        """A query under a former name (:data:`kahuna_env.schema.FORMERLY`): the new one, with a warning."""
-        if name in FORMERLY and name not in _FORMER_METHODS:
-            return getattr(self, renamed(name, "KahunaGame query"))
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def open_discards(self) -> list[int]:
         """Deprecated: the property :attr:`open_discard` (a count per island of the openly played discards)."""
@@ -732,6 +728,9 @@ QUERIES: tuple[str, ...] = tuple(
 field's name (``current_player``, ``round``, ``scores``, ``played_this_turn``, ``open_discard``, ...)."""
 for _name in QUERIES:
     setattr(KahunaGame, _name, _query(FIELD_BY_NAME[_name]))
+for _name, _new in FORMERLY.items():  # each former name of a query answers for one release, with a warning
+    if _name not in _FORMER_METHODS and hasattr(KahunaGame, _new):
+        setattr(KahunaGame, _name, former_name(_name, "KahunaGame query"))
 
 
 def _frozen(value: Any) -> Any:

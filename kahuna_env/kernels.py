@@ -152,6 +152,14 @@ def _as_records(value: Any) -> Any:
     return value
 
 
+def _inline_call(expr: Any, caller: Any, callee: Any) -> bool:
+    """Numba's inlining choice for a call from one loop to another: inline it (numba's IR), unless its arguments
+    come as ``*args`` (which numba cannot inline).  A call between compiled functions passes each array as a
+    struct and counts its references: the one-game step spent a fifth of its time so when LLVM stopped inlining
+    ``step`` into it.  From Python a loop is called as compiled, inlined nowhere."""
+    return expr.vararg is None
+
+
 def _setup() -> bool:
     """Compile the loops (numba) or leave them as Python, once; return :data:`ENABLED`."""
     global ENABLED
@@ -165,10 +173,11 @@ def _setup() -> bool:
                 _interpret(names)
             else:
                 for name in _LOOPS:
+                    inline = _inline_call
                     try:
-                        names[name] = numba.njit(cache=True, nogil=True)(names[name])
+                        names[name] = numba.njit(cache=True, nogil=True, inline=inline)(names[name])
                     except RuntimeError:  # no writable cache folder for this install: compile in every process
-                        names[name] = numba.njit(cache=False, nogil=True)(names[name])
+                        names[name] = numba.njit(cache=False, nogil=True, inline=inline)(names[name])
             ENABLED = numba is not None
     return ENABLED
 
@@ -305,6 +314,25 @@ def sample_bits(words: np.ndarray, uniforms: np.ndarray, out: np.ndarray) -> Non
 
 
 @_loop
+def _control_mask(i: int, player: int, count: np.ndarray, majority: np.ndarray) -> np.int64:
+    """The islands ``player`` controls in game ``i``, as bits: those where they hold a majority of the lines
+    (``majority``: more than half; the rule of control, stated once)."""
+    mask = 0
+    for island in range(count.shape[2]):
+        if count[i, player, island] >= majority[island]:
+            mask |= 1 << island
+    return np.int64(mask)
+
+
+@_loop
+def control_masks(rows: np.ndarray, out: np.ndarray, count: np.ndarray, majority: np.ndarray) -> None:
+    """``out[k, player]``: the islands each player controls in game ``rows[k]`` (:func:`_control_mask`)."""
+    for k in range(rows.shape[0]):
+        out[k, 0] = _control_mask(rows[k], 0, count, majority)
+        out[k, 1] = _control_mask(rows[k], 1, count, majority)
+
+
+@_loop
 def legal_words(
     rows: np.ndarray,
     words: np.ndarray,
@@ -369,11 +397,7 @@ def legal_words(
         supply = bridges[i, p] < max_bridges
         planning_free = all_lines
         if planning[i]:
-            ctrl_o = 0
-            for island in range(count.shape[2]):
-                if count[i, o, island] >= majority[island]:
-                    ctrl_o |= 1 << island
-            planning_free = ~lines_touching[ctrl_o] & all_lines
+            planning_free = ~lines_touching[_control_mask(i, o, count, majority)] & all_lines
         pile = pile_size[i] > 0
         drawable = pile or face_up[i, 0] >= 0 or face_up[i, 1] >= 0 or face_up[i, 2] >= 0
         unplayed = played_this_turn[i] == 0
@@ -537,14 +561,9 @@ def _premature(i: int, bridges: np.ndarray, over: np.ndarray, winner: np.ndarray
 def _final_points(i: int, count: np.ndarray, majority: np.ndarray, final_points: np.ndarray) -> None:
     """The final scoring of game ``i``: the difference of controlled islands (a majority of their lines),
     to the player with more."""
-    ctrl0 = 0
-    ctrl1 = 0
-    for island in range(count.shape[2]):
-        if count[i, 0, island] >= majority[island]:
-            ctrl0 += 1
-        if count[i, 1, island] >= majority[island]:
-            ctrl1 += 1
-    diff = ctrl0 - ctrl1
+    diff = _popcount(np.uint64(_control_mask(i, 0, count, majority))) - _popcount(
+        np.uint64(_control_mask(i, 1, count, majority))
+    )
     final_points[i, 0] = max(diff, 0)
     final_points[i, 1] = max(-diff, 0)
 
@@ -561,6 +580,64 @@ def _final_winner(i: int, scores: np.ndarray, final_points: np.ndarray, bridges:
         if first != second:
             return np.int64(0 if first > second else 1)
     return np.int64(-1)
+
+
+@_loop
+def _bridge(
+    i: int,
+    line: int,
+    player: int,
+    built: bool,
+    owner: np.ndarray,
+    lines: np.ndarray,
+    count: np.ndarray,
+    bridges: np.ndarray,
+    round: np.ndarray,
+    over: np.ndarray,
+    winner: np.ndarray,
+    line_a: np.ndarray,
+    line_b: np.ndarray,
+    line_bit: np.ndarray,
+    majority: np.ndarray,
+    touch: np.ndarray,
+) -> None:
+    """The board's part of a placement or free bridge (``built``: ``player`` builds on the free ``line`` of game
+    ``i``) or of a removal (``player``'s bridge on ``line`` leaves the board): :func:`step`'s, and greedy's
+    look-ahead.  A built bridge that completes an island's majority takes the island and sweeps away the
+    opponent's bridges touching it; from round 2 on, a player left without bridges ends the game
+    (:func:`_premature`)."""
+    a = line_a[line]
+    b = line_b[line]
+    if not built:
+        owner[i, line] = -1
+        lines[i, player] &= ~line_bit[line]
+        bridges[i, player] -= 1
+        count[i, player, a] -= 1
+        count[i, player, b] -= 1
+        if round[i] >= 2 and bridges[i, player] == 0:
+            _premature(i, bridges, over, winner)
+        return
+    o = 1 - player
+    owner[i, line] = player
+    lines[i, player] |= line_bit[line]
+    bridges[i, player] += 1
+    count[i, player, a] += 1
+    count[i, player, b] += 1
+    gained_a = count[i, player, a] == majority[a]
+    gained_b = count[i, player, b] == majority[b]
+    if gained_a or gained_b:
+        lost = 0
+        for victim in range(owner.shape[1]):
+            if owner[i, victim] == o and ((gained_a and touch[a, victim]) or (gained_b and touch[b, victim])):
+                owner[i, victim] = -1
+                lines[i, o] &= ~line_bit[victim]
+                count[i, o, line_a[victim]] -= 1
+                count[i, o, line_b[victim]] -= 1
+                lost += 1
+        if lost:
+            bridges[i, o] -= lost
+            if round[i] >= 2 and bridges[i, o] == 0:
+                _premature(i, bridges, over, winner)
 
 
 @_loop
@@ -629,13 +706,12 @@ def step(
                     known[i, p, paid] -= 1
                 played_this_turn[i] += 1
             if kind == 2:  # lift the opponent's bridge
+                _bridge(
+                    i, line, o, False, owner, lines, count, bridges, round, over, winner, line_a, line_b, line_bit,
+                    majority, touch,
+                )  # fmt: skip
                 a = line_a[line]
                 b = line_b[line]
-                owner[i, line] = -1
-                lines[i, o] &= ~line_bit[line]
-                bridges[i, o] -= 1
-                count[i, o, a] -= 1
-                count[i, o, b] -= 1
                 if (
                     planning[i]
                     and bridges[i, p] < max_bridges
@@ -643,8 +719,6 @@ def step(
                     and count[i, o, b] < majority[b]
                 ):
                     claim_line[i] = line
-                if round[i] >= 2 and bridges[i, o] == 0:
-                    _premature(i, bridges, over, winner)
         elif kind == 3:  # a face-down discard
             island = action - discard_base
             hand[i, p, island] -= 1
@@ -657,28 +731,10 @@ def step(
             in_setup = setup_left[i] > 0
             if in_setup:
                 setup_left[i] -= 1
-            a = line_a[line]
-            b = line_b[line]
-            owner[i, line] = p
-            lines[i, p] |= line_bit[line]
-            bridges[i, p] += 1
-            count[i, p, a] += 1
-            count[i, p, b] += 1
-            gained_a = count[i, p, a] == majority[a]
-            gained_b = count[i, p, b] == majority[b]
-            if gained_a or gained_b:
-                lost = 0
-                for victim in range(owner.shape[1]):
-                    if owner[i, victim] == o and ((gained_a and touch[a, victim]) or (gained_b and touch[b, victim])):
-                        owner[i, victim] = -1
-                        lines[i, o] &= ~line_bit[victim]
-                        count[i, o, line_a[victim]] -= 1
-                        count[i, o, line_b[victim]] -= 1
-                        lost += 1
-                if lost:
-                    bridges[i, o] -= lost
-                    if round[i] >= 2 and bridges[i, o] == 0:
-                        _premature(i, bridges, over, winner)
+            _bridge(
+                i, line, p, True, owner, lines, count, bridges, round, over, winner, line_a, line_b, line_bit,
+                majority, touch,
+            )  # fmt: skip
             if in_setup and setup_left[i] == 0:
                 current_player[i] = first_player[i]
         elif kind >= 4 and kind <= 6:  # the end of the turn
@@ -718,6 +774,135 @@ def step(
                         final_turns_left[i] = 2
                     else:
                         interim[i] = True
+
+
+@_loop
+def _greedy_key(i: int, p: int, count: np.ndarray, bridges: np.ndarray, majority: np.ndarray) -> np.int64:
+    """Greedy's key of game ``i`` for player ``p``, packed in one integer in lexicographic order: the islands
+    ``p`` controls minus the opponent's, ``p``'s bridges counting towards majorities the opponent does not hold
+    (progress), ``p``'s bridges on the board minus the opponent's (:func:`_greedy_pack`, not over)."""
+    o = 1 - p
+    mine = _control_mask(i, p, count, majority)
+    theirs = _control_mask(i, o, count, majority)
+    islands = _popcount(np.uint64(mine)) - _popcount(np.uint64(theirs))
+    progress = 0
+    for island in range(count.shape[2]):
+        if not theirs >> island & 1:
+            progress += min(count[i, p, island], majority[island])
+    return _greedy_pack(0, islands, progress, bridges[i, p] - bridges[i, o])
+
+
+@_loop
+def _greedy_pack(terminal: int, islands: int, progress: int, bridges: int) -> np.int64:
+    """``(terminal, islands, progress, bridges)`` as one integer ordered as the tuple (terminal -1..1, islands
+    -12..12, progress 0..35, bridges -26..26)."""
+    return np.int64((((terminal + 1) * 32 + islands + 16) * 64 + progress) * 64 + bridges + 32)
+
+
+@_loop
+def greedy_words(
+    rows: np.ndarray,
+    words: np.ndarray,
+    out: np.ndarray,
+    current_player: np.ndarray,
+    round: np.ndarray,
+    owner: np.ndarray,
+    lines: np.ndarray,
+    count: np.ndarray,
+    bridges: np.ndarray,
+    kind_of: np.ndarray,
+    action_line: np.ndarray,
+    line_a: np.ndarray,
+    line_b: np.ndarray,
+    line_bit: np.ndarray,
+    majority: np.ndarray,
+    touch: np.ndarray,
+    discard_base: int,
+    draw: int,
+    pass_action: int,
+) -> None:
+    """The ``greedy`` baseline's choice set in game ``rows[k]`` (legal words ``words``) into ``out[k]`` (3 words).
+
+    Each legal card action (placement, removal, free bridge) is played on a scratch copy of the game's board
+    by the board's part of :func:`step` (:func:`_bridge`: captures and the premature end
+    included) and keyed ``(terminal, islands, progress, bridges, -cards paid)``: ``terminal``
+    1 when the action ends the game with the player's win, -1 when it ends it otherwise (then the middle
+    entries are 0), else 0 and the middle entries are :func:`_greedy_key` after the action.  The set is the
+    card actions of the best key when that key wins or improves on the position's own key; else the first
+    legal of draw, take slot 0, 1, 2, pass (consecutive ids, in that order); else the best card actions
+    anyway; else every legal face-down discard.
+    """
+    scratch_owner = np.empty((1, owner.shape[1]), dtype=owner.dtype)
+    scratch_lines = np.empty((1, 2), dtype=lines.dtype)
+    scratch_count = np.empty((1, 2, count.shape[2]), dtype=count.dtype)
+    scratch_bridges = np.empty((1, 2), dtype=bridges.dtype)
+    scratch_round = np.empty(1, dtype=round.dtype)
+    scratch_over = np.empty(1, dtype=np.bool_)
+    scratch_winner = np.empty(1, dtype=np.int8)
+    zero = np.uint64(0)
+    for k in range(rows.shape[0]):
+        i = rows[k]
+        p = current_player[i]
+        position = _greedy_key(i, p, count, bridges, majority)
+        best_key = np.int64(-1)
+        best0 = best1 = best2 = zero
+        discards0 = discards1 = discards2 = zero
+        first_end = -1
+        for w in range(3):
+            x = words[i, w]
+            while x:
+                low = x & (~x + U1)
+                x ^= low
+                action = 64 * w + _popcount(low - U1)
+                kind = kind_of[action]
+                if kind != 1 and kind != 2 and kind != 7:
+                    if action < draw:
+                        if w == 0:
+                            discards0 |= low
+                        elif w == 1:
+                            discards1 |= low
+                        else:
+                            discards2 |= low
+                    elif first_end < 0 and action <= pass_action:
+                        first_end = action
+                    continue
+                scratch_owner[0] = owner[i]
+                scratch_lines[0] = lines[i]
+                scratch_count[0] = count[i]
+                scratch_bridges[0] = bridges[i]
+                scratch_round[0] = round[i]
+                scratch_over[0] = False
+                scratch_winner[0] = -1
+                line = action_line[action]
+                _bridge(
+                    0, line, 1 - p if kind == 2 else p, kind != 2, scratch_owner, scratch_lines, scratch_count,
+                    scratch_bridges, scratch_round, scratch_over, scratch_winner, line_a, line_b, line_bit, majority,
+                    touch,
+                )  # fmt: skip
+                if scratch_over[0]:
+                    key = _greedy_pack(1 if scratch_winner[0] == p else -1, 0, 0, 0)
+                else:
+                    key = _greedy_key(0, p, scratch_count, scratch_bridges, majority)
+                key = 4 * key + (2 if kind == 7 else (1 if kind == 1 else 0))  # then fewer cards paid
+                if key > best_key:
+                    best_key = key
+                    best0 = best1 = best2 = zero
+                if key == best_key:
+                    if w == 0:
+                        best0 |= low
+                    elif w == 1:
+                        best1 |= low
+                    else:
+                        best2 |= low
+        if best_key >= 0 and best_key >> 2 > position:
+            out[k, 0], out[k, 1], out[k, 2] = best0, best1, best2
+        elif first_end >= 0:
+            out[k, 0] = out[k, 1] = out[k, 2] = zero
+            out[k, first_end >> 6] = U1 << np.uint64(first_end & 63)
+        elif best_key >= 0:
+            out[k, 0], out[k, 1], out[k, 2] = best0, best1, best2
+        else:
+            out[k, 0], out[k, 1], out[k, 2] = discards0, discards1, discards2
 
 
 @_loop
@@ -801,9 +986,11 @@ def observations(
             r[lines_opponent_at + line] = owner[i, line] == o
         opp_down = 0
         opp_hand = 0
+        control_mine = _control_mask(i, v, count, majority)
+        control_opponent = _control_mask(i, o, count, majority)
         for island in range(islands):
-            r[control_mine_at + island] = count[i, v, island] >= majority[island]
-            r[control_opponent_at + island] = count[i, o, island] >= majority[island]
+            r[control_mine_at + island] = control_mine >> island & 1
+            r[control_opponent_at + island] = control_opponent >> island & 1
             r[bridges_mine_at + island] = count[i, v, island]
             r[bridges_opponent_at + island] = count[i, o, island]
             r[hand_at + island] = hand[i, v, island]
@@ -907,13 +1094,8 @@ def interim_scoring(
     start = 0
     cards = np.empty(orders.shape[0] + 1, dtype=np.int8)
     for i in games:
-        ctrl0 = 0
-        ctrl1 = 0
-        for island in range(islands):
-            if count[i, 0, island] >= majority[island]:
-                ctrl0 += 1
-            if count[i, 1, island] >= majority[island]:
-                ctrl1 += 1
+        ctrl0 = _popcount(np.uint64(_control_mask(i, 0, count, majority)))
+        ctrl1 = _popcount(np.uint64(_control_mask(i, 1, count, majority)))
         points = round[i]
         if ctrl0 > ctrl1:
             scores[i, 0] += points
@@ -1303,11 +1485,7 @@ def _game_legal(state: np.ndarray, t: Any) -> np.int64:
             x ^= low
     state.legal_count[0] = n
     for player in range(2):  # the islands each player controls, as bits (KahunaGame.control_mask)
-        mask = 0
-        for island in range(state.count.shape[2]):
-            if state.count[0, player, island] >= t.majority[island]:
-                mask |= 1 << island
-        state.control[0, player] = mask
+        state.control[0, player] = _control_mask(0, player, state.count, t.majority)
     return np.int64(n + (256 if state.over[0] else 0))
 
 
@@ -1378,6 +1556,17 @@ def game_step(state: np.ndarray, tables: np.ndarray, action: np.int64) -> np.int
             state.face_down, state.face_up, state.pile, state.pile_size, state.over, state.winner, t.majority,
         )  # fmt: skip
     return _game_legal(state, t)
+
+
+@_loop
+def game_greedy(state: np.ndarray, tables: np.ndarray, out: np.ndarray) -> None:
+    """:func:`greedy_words` of the game into ``out`` (``(1, 3)`` uint64)."""
+    t = tables[0]
+    greedy_words(
+        state.row, state.words, out, state.current_player, state.round, state.owner, state.lines, state.count,
+        state.bridges, t.kind_of, t.action_line, t.line_a, t.line_b, t.line_bit, t.majority, t.touch, t.discard_base,
+        t.draw, t.pass_action,
+    )  # fmt: skip
 
 
 @_loop

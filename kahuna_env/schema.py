@@ -619,6 +619,18 @@ def renamed(old: str, where: str) -> str:
     return new
 
 
+def former_name(old: str, where: str) -> property:
+    """A read-only property answering the former name ``old`` with the value under its one name, warning
+    (:func:`renamed`): what ``KahunaGame`` and ``KahunaBatch`` carry for each of their former names, one release.
+    Properties, not a ``__getattr__`` hook, which would slow every attribute read of the class."""
+
+    def get(self: Any) -> Any:
+        return getattr(self, renamed(old, where))
+
+    get.__name__ = old
+    return property(get, doc=f'Deprecated: ``{FORMERLY[old]}`` ({where} {old!r}, docs/RULES.md "Names").')
+
+
 def dims(field: Field) -> tuple[int, ...]:
     """A field's shape per game in numbers, e.g. ``(2, 12)`` for ``("players", "islands")``."""
     return tuple(DIMENSIONS[name] for name in field.shape)

@@ -91,7 +91,6 @@ from kahuna_env import actions as A
 from kahuna_env import kernels
 from kahuna_env.arrays import (
     KIND,
-    MAJORITY_ARRAY,
     NO_ACTION,
     OPTION_ARRAYS,
     STATE_ARRAYS,
@@ -100,12 +99,12 @@ from kahuna_env.arrays import (
     position_values,
     seed_generators,
 )
-from kahuna_env.board import NUM_CARDS
+from kahuna_env.board import NUM_CARDS, NUM_ISLANDS
 from kahuna_env.config import is_integer, shown
 from kahuna_env.engine import IllegalActionError, KahunaConfig, KahunaGame, as_config, check_seed
 from kahuna_env.observation import BLOCK_STARTS, NO_ROWS, OBSERVATION_SCALE, OBSERVATION_SIZE, state_rows
 from kahuna_env.positions import Position, position_json
-from kahuna_env.schema import FIELDS, FORMERLY, renamed
+from kahuna_env.schema import FIELDS, FORMERLY, former_name
 
 __all__ = ["MAX_GAMES", "KahunaBatch", "StepResult", "check_game_count", "sample_set_bits"]
 
@@ -165,6 +164,8 @@ _BOUND = {
     "reshuffle_sizes": _bind("reshuffle_sizes", 2),  # games, sizes
     "observations": _bind("observations", 4),  # rows, seats, out, scaled
     "deal": _bind("deal", 2),  # rows, orders
+    "greedy_words": _bind("greedy_words", 3),  # rows, words, out
+    "control_masks": _bind("control_masks", 2),  # rows, out
 }
 """Each loop the batch calls: its arguments after the per-call ones, bound by name."""
 
@@ -282,13 +283,6 @@ class KahunaBatch:
         self._deal(np.arange(n))
 
     # ------------------------------------------------------------------ construction
-
-    def __getattr__(self, name: str) -> Any:
-        """An array under a former name (:data:`kahuna_env.schema.FORMERLY`, e.g. ``current``): the array, with a
-        ``DeprecationWarning`` naming its one name."""
-        if name in FORMERLY and FORMERLY[name] in _BATCH_ARRAYS:
-            return getattr(self, renamed(name, "KahunaBatch array"))
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def _allocate(self, n: int, config: Any, seed: Any, auto_reset: bool) -> None:
         # Every argument is checked before anything is allocated or written.
@@ -524,8 +518,10 @@ class KahunaBatch:
 
     def controllers(self) -> np.ndarray:
         """``(N, 12)`` int8: the player controlling each island, -1 for none."""
-        ctrl = self.count >= MAJORITY_ARRAY
-        return np.where(ctrl[:, 0], 0, np.where(ctrl[:, 1], 1, -1)).astype(np.int8)
+        masks = np.zeros((self.n, 2), dtype=np.int64)
+        self._kernels.control_masks(np.arange(self.n), masks, *self._arguments("control_masks"))
+        bits = (masks[:, :, None] >> np.arange(NUM_ISLANDS)) & 1  # (N, 2, 12): the islands each player controls
+        return np.where(bits[:, 0], 0, np.where(bits[:, 1], 1, -1)).astype(np.int8)
 
     def legal_masks(self, rows: np.ndarray | None = None) -> np.ndarray:
         """``(N, 179)`` bool, True where the action is legal (all False for a finished game).
@@ -570,6 +566,15 @@ class KahunaBatch:
                 self._compute_words(changed)
                 stale[changed] = False
         return self._words
+
+    def greedy_words(self, rows: np.ndarray) -> np.ndarray:
+        """``(len(rows), 3)`` uint64: the ``greedy`` baseline's choice set in each of the live games ``rows``, as
+        bits (:func:`kahuna_env.kernels.greedy_words`: every legal card action played on a scratch copy of the
+        game's board by the rules' loops; :mod:`kahuna_env.agents.batched`)."""
+        rows = np.asarray(rows, dtype=np.intp)
+        out = np.zeros((len(rows), 3), dtype=np.uint64)
+        self._kernels.greedy_words(rows, self._legal_words(rows), out, *self._arguments("greedy_words"))
+        return out
 
     def random_actions(self, rng: np.random.Generator, rows: np.ndarray | None = None) -> np.ndarray:
         """A uniformly random legal action for every game (``(N,)`` intp; 0 for a finished game).
@@ -805,3 +810,8 @@ class KahunaBatch:
         ``KahunaGame(config, seed=game_seeds[i])``.
         """
         return KahunaGame.from_dict(self.to_dicts(self._indices([i]))[0], seed=seed)
+
+
+for _name, _new in FORMERLY.items():  # each former name of a batch array answers for one release, with a warning
+    if _new in _BATCH_ARRAYS:
+        setattr(KahunaBatch, _name, former_name(_name, "KahunaBatch array"))

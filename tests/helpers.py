@@ -250,3 +250,56 @@ def benchmark_module(name: str) -> ModuleType:
 THIRD_CHAMPION = Path(__file__).resolve().parents[1] / "experiments" / "2026-12-03-champion-v3-v6" / "champion-v3.pt"
 """The third champion's agent file (no longer shipped; kept with its history, docs/history.md): trained from
 fresh weights, and the network the recorded guided-search moves (tests/test_mcts_recorded.py) were made with."""
+
+
+# --- greedy's choice, by its definition: each card action stepped on a copy, keyed by the public queries ------
+def greedy_position_key(game: KahunaGame, player: int) -> tuple[int, int, int]:
+    """(controlled-island difference, progress towards majorities the opponent does not hold, bridge difference)."""
+    opponent = 1 - player
+    theirs = game.control_mask(opponent)
+    counts = game.bridge_counts(player)
+    progress = sum(min(counts[i], MAJORITY[i]) for i in range(NUM_ISLANDS) if not theirs >> i & 1)
+    bridges = game.bridges_on_board(player) - game.bridges_on_board(opponent)
+    return game.control_mask(player).bit_count() - theirs.bit_count(), progress, bridges
+
+
+def greedy_outcome_by_stepping(game: KahunaGame, action: int, scratch: KahunaGame | None = None) -> tuple[int, ...]:
+    """(terminal, *greedy_position_key) after the current player's card ``action``, by stepping a copy:
+    terminal 1 for a win it ends the game with, -1 for another end (then zeros), else 0."""
+    player = game.current_player
+    child = game.after(action, scratch)
+    if child.is_over:
+        return (1 if child.winner == player else -1, 0, 0, 0)
+    return (0, *greedy_position_key(child, player))
+
+
+def greedy_reference(game: KahunaGame) -> tuple[list[int], str]:
+    """The greedy baseline's choice set by its definition (docs/AGENTS.md's greedy), and which branch gave it.
+
+    The card actions (placements, removals, free bridges) of the best ``(*outcome, -cards paid)`` when that
+    wins or improves on the position's key; else the first legal of draw, take 0, 1, 2, pass; else the best
+    card actions anyway; else the legal face-down discards.
+    """
+    from kahuna_env import actions as A
+
+    legal = game.legal_actions()
+    scratch = game.clone()
+    best_key, best = None, []
+    for action in legal:
+        if A.DISCARD <= action < A.FREE_BRIDGE:
+            continue
+        key = (*greedy_outcome_by_stepping(game, action, scratch), -len(A.PAID_ISLANDS[action]))
+        if best_key is None or key > best_key:
+            best_key, best = key, [action]
+        elif key == best_key:
+            best.append(action)
+    if best_key is not None and best_key[0] > 0:
+        return best, "winning play"
+    if best_key is not None and best_key[0] == 0 and best_key[1:4] > greedy_position_key(game, game.current_player):
+        return best, "improving play"
+    for end in (A.DRAW, A.TAKE, A.TAKE + 1, A.TAKE + 2, A.PASS):
+        if end in legal:
+            return [end], "end of turn"
+    if best:
+        return best, "forced play"
+    return [a for a in legal if A.DISCARD <= a < A.DRAW], "discard"

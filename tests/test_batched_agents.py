@@ -1,8 +1,9 @@
 """Batched baselines (kahuna_env.agents.batched) against the scalar greedy's choice set and the legal masks.
 
 For every live game of a batch, :func:`greedy_best_masks` must be exactly the
-set :func:`kahuna_env.agents.greedy.best_actions` returns for that game (the
-scalar definition), and :meth:`BatchedGreedy.act` must pick inside it.
+set greedy's definition gives for that game, each card action stepped on a copy
+(``helpers.greedy_reference``) and the scalar :func:`kahuna_env.agents.greedy.best_actions`
+(the same loop on one game), and :meth:`BatchedGreedy.act` must pick inside it.
 Positions come from batched play (mostly greedy, partly random, so the games
 look like training games yet reach odd corners) over every variant and option,
 plus hand-built positions for the rare decisions.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import position
+from helpers import greedy_reference, position
 from test_vector import ALL_CONFIGS, EDGE_POSITIONS
 
 from kahuna_env import actions as A
@@ -22,7 +23,7 @@ from kahuna_env.agents.batched import (
     greedy_best_masks,
     make_batched_agent,
 )
-from kahuna_env.agents.greedy import best_actions, play_outcome, position_key
+from kahuna_env.agents.greedy import best_actions
 from kahuna_env.engine import KahunaGame
 from kahuna_env.vector import KahunaBatch, sample_set_bits
 
@@ -31,15 +32,10 @@ CONFIGS = ALL_CONFIGS
 
 
 def kind_of_choice(game: KahunaGame, best: list[int]) -> str:
-    """Which branch of greedy's decision ``best`` comes from."""
-    if best[0] >= A.FREE_BRIDGE or best[0] < A.DISCARD:
-        outcome = play_outcome(game, best[0])
-        if outcome[0] > 0:
-            return "winning play"
-        if outcome[0] == 0 and outcome[1:] > position_key(game, game.current_player):
-            return "improving play"
-        return "forced play"
-    return "discard" if best[0] < A.DRAW else "end of turn"
+    """Which branch of greedy's decision ``best`` comes from (by the definition, ``helpers.greedy_reference``)."""
+    expected, branch = greedy_reference(game)
+    assert expected == best
+    return branch
 
 
 def check_batch(batch: KahunaBatch, seen: dict[str, int] | None = None) -> int:
@@ -48,13 +44,14 @@ def check_batch(batch: KahunaBatch, seen: dict[str, int] | None = None) -> int:
     checked = 0
     for i in np.flatnonzero(~batch.over).tolist():
         game = batch.game(i)
-        expected = best_actions(game)
+        expected, branch = greedy_reference(game)
         got = np.flatnonzero(masks[i]).tolist()
-        assert got == expected, f"game {i}: batched {got}, scalar {expected}, position {batch.to_dicts([i])[0]}"
+        assert got == expected, f"game {i}: batched {got}, definition {expected}, position {batch.to_dicts([i])[0]}"
+        assert best_actions(game) == expected, f"game {i}: the scalar greedy's set differs"
         checked += 1
         if seen is not None:
             for key, hit in (
-                (kind_of_choice(game, expected), True),
+                (branch, True),
                 ("ties", len(expected) > 1),
                 ("claim", game.claim_line is not None),
                 ("setup", game.in_setup),

@@ -1,9 +1,9 @@
 """The engine owns the game state: other modules use its public queries (kahuna_env/engine.py docstring).
 
 Only :mod:`kahuna_env.engine` touches the private slots of
-:class:`~kahuna_env.engine.KahunaGame` (its record, ``_state``, and what goes with it); the one declared friend,
-:mod:`kahuna_env.observation`, may read them (a per-decision hot path) but
-never assign them.  Checked on the source of every module of the project.
+:class:`~kahuna_env.engine.KahunaGame` (its record, ``_state``, and what goes with it); the two declared friends,
+:mod:`kahuna_env.observation` and :mod:`kahuna_env.agents.greedy`, may hand the record to a loop that reads it
+(per-decision hot paths) but never assign them.  Checked on the source of every module of the project.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from kahuna_env.engine import KahunaGame
 ROOT = Path(__file__).resolve().parent.parent
 PRIVATE_FIELDS = frozenset(name for name in KahunaGame.__slots__ if name.startswith("_"))
 OWNER = "kahuna_env/engine.py"
-FRIENDS = ("kahuna_env/observation.py",)
+FRIENDS = ("kahuna_env/observation.py", "kahuna_env/agents/greedy.py")
 SOURCES = sorted(
     path.relative_to(ROOT).as_posix()
     for package in ("kahuna_env", "kahuna_policy", "training", "kahuna_arena", "benchmarks")

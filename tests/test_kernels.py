@@ -223,6 +223,7 @@ def test_a_games_calls_of_the_loops_pass_every_argument_under_its_parameters_nam
         "observations",
         "reshuffle_sizes",
         "illegal_reason",
+        "greedy_words",
     }
     assert len(checked) >= 80
 
