@@ -839,14 +839,16 @@ def greedy_words(
     scratch_round = np.empty(1, dtype=round.dtype)
     scratch_over = np.empty(1, dtype=np.bool_)
     scratch_winner = np.empty(1, dtype=np.int8)
+    best = np.zeros(3, dtype=np.uint64)  # the card actions of the best key, as words
+    discards = np.zeros(3, dtype=np.uint64)  # the legal face-down discards, as words
     zero = np.uint64(0)
     for k in range(rows.shape[0]):
         i = rows[k]
         p = current_player[i]
         position = _greedy_key(i, p, count, bridges, majority)
         best_key = np.int64(-1)
-        best0 = best1 = best2 = zero
-        discards0 = discards1 = discards2 = zero
+        best[:] = zero
+        discards[:] = zero
         first_end = -1
         for w in range(3):
             x = words[i, w]
@@ -857,12 +859,7 @@ def greedy_words(
                 kind = kind_of[action]
                 if kind != 1 and kind != 2 and kind != 7:
                     if action < draw:
-                        if w == 0:
-                            discards0 |= low
-                        elif w == 1:
-                            discards1 |= low
-                        else:
-                            discards2 |= low
+                        discards[w] |= low
                     elif first_end < 0 and action <= pass_action:
                         first_end = action
                     continue
@@ -886,23 +883,18 @@ def greedy_words(
                 key = 4 * key + (2 if kind == 7 else (1 if kind == 1 else 0))  # then fewer cards paid
                 if key > best_key:
                     best_key = key
-                    best0 = best1 = best2 = zero
+                    best[:] = zero
                 if key == best_key:
-                    if w == 0:
-                        best0 |= low
-                    elif w == 1:
-                        best1 |= low
-                    else:
-                        best2 |= low
+                    best[w] |= low
         if best_key >= 0 and best_key >> 2 > position:
-            out[k, 0], out[k, 1], out[k, 2] = best0, best1, best2
+            out[k] = best
         elif first_end >= 0:
-            out[k, 0] = out[k, 1] = out[k, 2] = zero
+            out[k] = zero
             out[k, first_end >> 6] = U1 << np.uint64(first_end & 63)
         elif best_key >= 0:
-            out[k, 0], out[k, 1], out[k, 2] = best0, best1, best2
+            out[k] = best
         else:
-            out[k, 0], out[k, 1], out[k, 2] = discards0, discards1, discards2
+            out[k] = discards
 
 
 @_loop
