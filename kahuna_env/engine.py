@@ -448,8 +448,8 @@ class KahunaGame:
         """The game after ``action``, this one left as it is: a copy, stepped by the loops (``into``, a scratch
         game of the same rules reused to spare the allocation, or a new one).
 
-        What an action would do, asked of the rules' one implementation: the greedy baseline scores each
-        placement with it.  ``IllegalActionError`` as :meth:`step` (``into`` then holds this game's copy).
+        What an action would do, asked of the rules' one implementation (the tests state greedy's definition
+        with it).  ``IllegalActionError`` as :meth:`step` (``into`` then holds this game's copy).
         """
         if into is None or into.config != self.config:
             into = self.clone()

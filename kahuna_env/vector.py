@@ -106,7 +106,7 @@ from kahuna_env.observation import BLOCK_STARTS, NO_ROWS, OBSERVATION_SCALE, OBS
 from kahuna_env.positions import Position, position_json
 from kahuna_env.schema import FIELDS, FORMERLY, former_name
 
-__all__ = ["MAX_GAMES", "KahunaBatch", "StepResult", "check_game_count", "sample_set_bits"]
+__all__ = ["MAX_GAMES", "KahunaBatch", "StepResult", "check_game_count", "sample_set_bits", "unpack_actions"]
 
 MAX_GAMES = 2**20
 """The largest batch, 1,048,576 games: a game's state, mask, observation buffer and generators take about
@@ -192,8 +192,8 @@ def sample_set_bits(words: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
-def _unpack_actions(words: np.ndarray) -> np.ndarray:
-    """``(M, 3)`` uint64 legal words -> ``(M, 179)`` bool masks."""
+def unpack_actions(words: np.ndarray) -> np.ndarray:
+    """``(M, 3)`` uint64 action words (the legal ones, greedy's choice) -> ``(M, 179)`` bool masks."""
     return np.unpackbits(words.view(np.uint8), axis=1, count=A.NUM_ACTIONS, bitorder="little").view(bool)
 
 
@@ -533,9 +533,9 @@ class KahunaBatch:
         if rows is not None:
             if self._mask_valid:
                 return self._mask[rows]
-            return _unpack_actions(self._legal_words(rows)[rows])
+            return unpack_actions(self._legal_words(rows)[rows])
         if not self._mask_valid:
-            self._mask = _unpack_actions(self._legal_words())
+            self._mask = unpack_actions(self._legal_words())
             self._mask.flags.writeable = False
             self._mask_valid = True
         return self._mask

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from kahuna_env import actions as A
-from kahuna_env.vector import KahunaBatch, sample_set_bits
+from kahuna_env.vector import KahunaBatch, sample_set_bits, unpack_actions
 
 __all__ = [
     "BATCHED_BASELINES",
@@ -51,8 +51,7 @@ def greedy_best_masks(batch: KahunaBatch, active: np.ndarray | None = None) -> n
     out = np.zeros((batch.n, A.NUM_ACTIONS), dtype=bool)
     rows = _rows(batch, active)
     if len(rows):
-        words = batch.greedy_words(rows)
-        out[rows] = np.unpackbits(words.view(np.uint8), axis=1, count=A.NUM_ACTIONS, bitorder="little").view(bool)
+        out[rows] = unpack_actions(batch.greedy_words(rows))
     return out
 
 

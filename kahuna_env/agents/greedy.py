@@ -9,6 +9,7 @@ from kahuna_env import kernels
 from kahuna_env.agents.base import SeededAgent
 from kahuna_env.arrays import TABLE_RECORD
 from kahuna_env.engine import KahunaGame
+from kahuna_env.vector import unpack_actions
 
 TURN_ENDS: tuple[int, ...] = (A.DRAW, A.TAKE, A.TAKE + 1, A.TAKE + 2, A.PASS)
 """The ends of a turn in greedy's order of preference (draw, take slot 0, 1, 2, pass): consecutive action ids,
@@ -35,8 +36,7 @@ def best_actions(game: KahunaGame) -> list[int]:
     of the board (:func:`kahuna_env.kernels.greedy_words`, which defines the
     key); a batch asks the same loop (:mod:`kahuna_env.agents.batched`).
     """
-    bits = np.unpackbits(best_words(game).view(np.uint8), bitorder="little", count=A.NUM_ACTIONS)
-    return np.flatnonzero(bits).tolist()
+    return np.flatnonzero(unpack_actions(best_words(game))[0]).tolist()
 
 
 class GreedyAgent(SeededAgent):
