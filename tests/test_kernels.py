@@ -12,11 +12,13 @@ the random actions drawn from the words.  The plain path is slow, so the games a
 from __future__ import annotations
 
 import ast
+import importlib.util
 import inspect
 import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +30,8 @@ from kahuna_env import vector as V
 from kahuna_env.arrays import seed_generators
 from kahuna_env.observation import OBSERVATION_LAYOUT
 from kahuna_env.vector import KahunaBatch, sample_set_bits
+
+ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("KAHUNA_JIT", "1").strip() == "0", reason="KAHUNA_JIT=0 asks for the plain loops only"
@@ -198,7 +202,7 @@ def test_a_games_calls_of_the_loops_pass_every_argument_under_its_parameters_nam
     tree = ast.parse(inspect.getsource(kernels))
     checked = set()
     for function in tree.body:
-        if not (isinstance(function, ast.FunctionDef) and function.name.lstrip("_").startswith("game_")):
+        if not (isinstance(function, ast.FunctionDef) and function.name.lstrip("_").startswith(("game_", "on_game_"))):
             continue
         for node in ast.walk(function):
             if not (
@@ -226,6 +230,35 @@ def test_a_games_calls_of_the_loops_pass_every_argument_under_its_parameters_nam
         "greedy_words",
     }
     assert len(checked) >= 80
+
+
+def _game_calls() -> Any:
+    spec = importlib.util.spec_from_file_location("game_calls", ROOT / "tools" / "game_calls.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_generated_one_game_calls_are_what_the_loops_parameters_give(tmp_path, capsys):
+    game_calls = _game_calls()
+    assert game_calls.main(["--check"]) == 0, capsys.readouterr().out
+    # A stale block (a loop's parameter list changed, the calls not regenerated) fails the check, changing nothing.
+    stale = tmp_path / "kernels.py"
+    text = game_calls.KERNELS.read_text().replace(" t.take_base,", "", 1)
+    assert text.count("t.take_base") == game_calls.KERNELS.read_text().count("t.take_base") - 1
+    stale.write_text(text)
+    game_calls.KERNELS = stale
+    assert game_calls.main(["--check"]) == 1
+    assert capsys.readouterr().out.count("\n") == 1 and stale.read_text() == text
+    assert game_calls.main([]) == 0 and game_calls.main(["--check"]) == 0  # rewritten: current again
+    assert stale.read_text() == ROOT.joinpath("kahuna_env", "kernels.py").read_text()
+
+
+def test_a_loop_parameter_that_is_no_field_stops_the_generator_naming_it(monkeypatch):
+    game_calls = _game_calls()
+    monkeypatch.setitem(kernels.PARAMETERS, "deal", (*kernels.PARAMETERS["deal"], "no_such_field"))
+    with pytest.raises(SystemExit, match=r"^game_calls.py: deal\(no_such_field\): neither"):
+        game_calls.block()
 
 
 def test_importing_the_batched_engine_does_not_import_numba():
