@@ -175,11 +175,10 @@ def _setup() -> bool:
                 _interpret(names)
             else:
                 for name in _LOOPS:
-                    inline = _inline_call
                     try:
-                        names[name] = numba.njit(cache=True, nogil=True, inline=inline)(names[name])
+                        names[name] = numba.njit(cache=True, nogil=True, inline=_inline_call)(names[name])
                     except RuntimeError:  # no writable cache folder for this install: compile in every process
-                        names[name] = numba.njit(cache=False, nogil=True, inline=inline)(names[name])
+                        names[name] = numba.njit(cache=False, nogil=True, inline=_inline_call)(names[name])
             ENABLED = numba is not None
     return ENABLED
 
@@ -324,6 +323,14 @@ def _control_mask(i: int, player: int, count: np.ndarray, majority: np.ndarray) 
         if count[i, player, island] >= majority[island]:
             mask |= 1 << island
     return np.int64(mask)
+
+
+@_loop
+def _control_difference(i: int, count: np.ndarray, majority: np.ndarray) -> np.int64:
+    """The islands player 0 controls in game ``i`` minus those player 1 controls (the scorings' comparison)."""
+    return _popcount(np.uint64(_control_mask(i, 0, count, majority))) - _popcount(
+        np.uint64(_control_mask(i, 1, count, majority))
+    )
 
 
 @_loop
@@ -563,9 +570,7 @@ def _premature(i: int, bridges: np.ndarray, over: np.ndarray, winner: np.ndarray
 def _final_points(i: int, count: np.ndarray, majority: np.ndarray, final_points: np.ndarray) -> None:
     """The final scoring of game ``i``: the difference of controlled islands (a majority of their lines),
     to the player with more."""
-    diff = _popcount(np.uint64(_control_mask(i, 0, count, majority))) - _popcount(
-        np.uint64(_control_mask(i, 1, count, majority))
-    )
+    diff = _control_difference(i, count, majority)
     final_points[i, 0] = max(diff, 0)
     final_points[i, 1] = max(-diff, 0)
 
@@ -1088,12 +1093,11 @@ def interim_scoring(
     start = 0
     cards = np.empty(orders.shape[0] + 1, dtype=np.int8)
     for i in games:
-        ctrl0 = _popcount(np.uint64(_control_mask(i, 0, count, majority)))
-        ctrl1 = _popcount(np.uint64(_control_mask(i, 1, count, majority)))
+        ahead = _control_difference(i, count, majority)
         points = round[i]
-        if ctrl0 > ctrl1:
+        if ahead > 0:
             scores[i, 0] += points
-        elif ctrl1 > ctrl0:
+        elif ahead < 0:
             scores[i, 1] += points
         round[i] += 1
         size = 0

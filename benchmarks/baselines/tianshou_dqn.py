@@ -113,7 +113,7 @@ def save_snapshot(run: Run, mark: Mark, net: Net, learner: DQN, state: dict) -> 
     net.train(training)
     torch.save({"learner": learner.state_dict(), **state}, resume)
     counts = {"gradient_steps": state["counter"]["gradient_steps"]}
-    run.record(mark, state["train_seconds"], state["decisions"], entrant, state_file=resume.name, **counts)
+    run.record(mark, state["train_seconds"], state["counter"]["decisions"], entrant, state_file=resume.name, **counts)
 
 
 def numpy_rng_state() -> list:
@@ -163,7 +163,6 @@ def train(run: Run, seed: int) -> None:
                 with clock.paused():
                     state = {
                         "counter": dict(counter),
-                        "decisions": counter["decisions"],
                         "train_seconds": clock.seconds(),
                         "torch_rng": torch.get_rng_state(),
                         "numpy_rng": numpy_rng_state(),
